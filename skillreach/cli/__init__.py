@@ -1,0 +1,70 @@
+"""The ``skillreach`` command. Each command group lives in its own module and registers itself here.
+
+Errors the user caused (:class:`~skillreach.errors.SkillreachError`) print one line on stderr and exit
+with the error's code; never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from skillreach.errors import SkillreachError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="skillreach",
+    help="Measure whether LLM agents reach the right Agent Skill.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each module defines ``register(app)``; a module that is not there yet is skipped.
+_COMMAND_MODULES = (
+    "skills_cmds",  # lint, overlap
+    "queries_cmds",  # queries seal|verify|import|generate
+    "score_cmds",  # score, report
+    "run_cmds",  # run, serve, doctor
+    "baseline_cmds",  # baseline record|compare, check
+)
+
+for _mod in _COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(f"skillreach.cli.{_mod}")
+    except ModuleNotFoundError as exc:  # pragma: no cover - only while a group is being written
+        if exc.name != f"skillreach.cli.{_mod}":
+            raise
+        continue
+    _module.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turning our errors into one line and an exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except SkillreachError as exc:
+        print(f"skillreach: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except KeyboardInterrupt:
+        print("skillreach: interrupted; results written so far are kept", file=sys.stderr)
+        return 130
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            return 130
+        raise
+    return 0
+
+
+def _console_main() -> None:  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Settings: one frozen pydantic-settings class, built by :func:`load_settings`.
+
+Precedence, highest first: **CLI flag > config file (``--config``, TOML or YAML) > environment
+(``SKILLREACH_*``) > default**. Unknown keys in a config file are refused (``extra="forbid"``) with the
+file and the key named. Secrets (API keys) are never settings: the SDKs read them from their own
+environment variables, and nothing here stores or prints them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from skillreach.errors import ConfigError
+
+__all__ = ["GateConfig", "Price", "Settings", "load_settings"]
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    # Public list prices, USD per million tokens (cache write = 1.25 × input, read = 0.1 × input).
+    "claude-opus-4": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
+    "claude-sonnet-4": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-haiku-4": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
+    "claude-3-5-haiku": Price(input=0.8, output=4.0, cache_write=1.0, cache_read=0.08),
+}
+
+
+class GateConfig(BaseModel):
+    """Allowed change per metric (new − baseline): negative = may not fall more than |g|."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    activation: float = -0.05
+    false_activation: float = 0.03
+    compliance: float = -0.05
+    task_quality: float = -0.05
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SKILLREACH_", frozen=True, extra="forbid")
+
+    home: Path = Path(".skillreach")
+    """Where the SQLite store, checkpoints and run folders live."""
+    database_url: str | None = None
+    """SQLAlchemy URL; default ``sqlite:///<home>/skillreach.db``. PostgreSQL: ``postgresql+psycopg://…``."""
+
+    runtime: str = "keyword"
+    model: str | None = None
+    attempts: int = Field(default=1, ge=1)
+    max_turns: int = Field(default=3, ge=1)
+    early_exit: bool = True
+    concurrency: int = Field(default=8, ge=1)
+    batch_size: int = Field(default=100, ge=1)
+    requests_per_minute: int | None = None
+    input_tokens_per_minute: int | None = None
+    max_retries: int = Field(default=6, ge=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_cost_usd: float | None = None
+
+    catalog: str = "full"
+    neighborhood_k: int = 10
+    neighborhood_size: int = 20
+    seed: int = 0
+    listing_budget_chars: int = 15000
+    """Warn when the catalog listing (names + descriptions) exceeds this many characters."""
+
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    gates: GateConfig = Field(default_factory=GateConfig)
+
+    alert_webhooks: list[str] = Field(default_factory=list)
+    """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
+
+    claude_path: str = "claude"
+
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.home / 'skillreach.db').as_posix()}"
+
+    def price_for(self, model: str | None) -> Price | None:
+        """Longest configured prefix of the model id (``claude-sonnet-4-5-2025…`` → ``claude-sonnet-4``)."""
+        if not model:
+            return None
+        best = max((k for k in self.prices if model.startswith(k)), key=len, default=None)
+        return self.prices[best] if best else None
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file ({exc.strerror}); check --config") from exc
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config file must hold a mapping of settings")
+    return data.get("skillreach", data) if isinstance(data.get("skillreach"), dict) else data
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings: ``overrides`` (CLI flags, ``None`` = not given) > file > environment > default."""
+    file_values = _read_config_file(config) if config is not None else {}
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        # init kwargs beat the environment in pydantic-settings; merge file first, then flags.
+        return Settings(**{**file_values, **flags})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "settings"
+        where = f"{config}: " if config is not None and err["loc"] and err["loc"][0] in file_values else ""
+        hint = "unknown setting; check its spelling" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ConfigError(f"{where}{field}: {hint}") from exc

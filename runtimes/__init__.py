@@ -1,1 +1,35 @@
+"""Runtimes by name. Heavy SDKs are imported only when their runtime is asked for."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.errors import NotFoundError
+
+__all__ = ["REGISTRY", "Outcome", "ProbeOptions", "Runtime", "Tracker", "get_runtime", "known_runtimes"]
+
+# name -> "module:Class"; a plain dict, no plugin magic.
+REGISTRY: dict[str, str] = {
+    "fake": "runtimes.fake:FakeRuntime",
+    "keyword": "runtimes.keyword:KeywordRuntime",
+    "retriever": "runtimes.retriever:RetrieverRuntime",
+    "anthropic": "runtimes.anthropic:AnthropicRuntime",
+    "claude-code": "runtimes.claude_code:ClaudeCodeRuntime",
+}
+
+
+def known_runtimes() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get_runtime(name: str, **options: Any) -> Runtime:
+    """Build the runtime called ``name`` with its options; an unknown name lists the known ones."""
+    target = REGISTRY.get(name)
+    if target is None:
+        raise NotFoundError(f"unknown runtime {name!r}; known runtimes: {', '.join(known_runtimes())}")
+    module_name, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    runtime: Runtime = cls(**options)
+    return runtime

@@ -1,0 +1,115 @@
+"""The contract every runtime keeps, and the trajectory tracker they all share.
+
+A runtime is one class with an async :meth:`Runtime.select`: given a query and the resident catalog it
+runs the agent and reports every skill invocation to the :class:`Tracker`, stopping as soon as the
+tracker says so. The tracker, not the runtime, decides what is recorded: consecutive repeats collapse,
+every skill read (neutral ``acceptable_skills`` included) uses one of ``max_turns``, and with early exit
+the probe stops the moment the expected skill is invoked; nothing after that is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol, runtime_checkable
+
+from skillreach.models import Catalog, Query, ToolCall, Usage
+
+__all__ = ["Outcome", "ProbeOptions", "Runtime", "Tracker"]
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """What every probe of a study shares. ``compliance``: keep going after the target (issue 6)."""
+
+    max_turns: int = 3
+    early_exit: bool = True
+    model: str | None = None
+    timeout_s: float = 120.0
+    compliance: bool = False
+    step_budget: int = 8
+
+
+class Tracker:
+    """Keeps the raw invocation sequence of one probe (spec/metrics.md ``raw``)."""
+
+    def __init__(
+        self,
+        expected: str | None,
+        acceptable: tuple[str, ...] | list[str] = (),
+        *,
+        max_turns: int = 3,
+        early_exit: bool = True,
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.expected = expected
+        self.acceptable = frozenset(acceptable)
+        self.max_turns = max_turns
+        self.early_exit_enabled = early_exit
+        self.invoked: list[str] = []
+        self.early_exit = False
+        self.exhausted = False
+
+    @classmethod
+    def for_query(cls, query: Query, options: ProbeOptions) -> Tracker:
+        return cls(
+            query.expected_skill,
+            query.acceptable_skills,
+            max_turns=options.max_turns,
+            early_exit=options.early_exit,
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.early_exit or self.exhausted
+
+    @property
+    def turns_used(self) -> int:
+        return len(self.invoked)
+
+    def invoke(self, skill: str) -> bool:
+        """Record an invocation; return True when the probe may go on, False when it must stop."""
+        if self.done:
+            return False
+        if not (self.invoked and self.invoked[-1] == skill):
+            self.invoked.append(skill)
+        if self.early_exit_enabled and self.expected is not None and skill == self.expected:
+            self.early_exit = True
+        elif len(self.invoked) >= self.max_turns:
+            self.exhausted = True
+        return not self.done
+
+
+@dataclass
+class Outcome:
+    """What a runtime reports for one probe; the runner turns it into a ``ProbeRecord``."""
+
+    invoked: list[str] = field(default_factory=list)
+    early_exit: bool = False
+    turns: int = 0
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    resolved_model: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    final_text: str | None = None
+    retrieved: list[str] | None = None
+
+    @classmethod
+    def from_tracker(cls, tracker: Tracker, **kwargs: object) -> Outcome:
+        return cls(invoked=list(tracker.invoked), early_exit=tracker.early_exit, **kwargs)  # type: ignore[arg-type]
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    """One agent runtime. ``name`` is its registry name."""
+
+    name: ClassVar[str]
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        """Run one probe, reporting invocations to ``tracker``; failures become ``Outcome.error``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release clients and processes."""
+        ...

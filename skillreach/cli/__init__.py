@@ -26,9 +26,11 @@ app = typer.Typer(
 # Each module defines ``register(app)``; a module that is not there yet is skipped.
 _COMMAND_MODULES = (
     "skills_cmds",  # lint, overlap
-    "queries_cmds",  # queries seal|verify|import|generate
+    "queries_cmds",  # queries seal|verify|import (defines ``queries_app``)
+    "generate_cmds",  # queries generate (adds to ``queries_app``)
     "score_cmds",  # score, report
-    "run_cmds",  # run, serve, doctor
+    "run_cmds",  # run, serve
+    "doctor_cmds",  # doctor
     "baseline_cmds",  # baseline record|compare, check
 )
 

@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "retriever": "runtimes.retriever:RetrieverRuntime",
     "anthropic": "runtimes.anthropic:AnthropicRuntime",
     "claude-code": "runtimes.claude_code:ClaudeCodeRuntime",
+    "openai-compatible": "runtimes.openai_compat:OpenAICompatRuntime",
 }
 
 

@@ -1,0 +1,267 @@
+"""A local stand-in for an OpenAI-compatible Chat Completions endpoint: real HTTP on 127.0.0.1.
+
+Written from the public API reference: ``POST {base}/chat/completions`` takes ``model``, ``messages``
+(roles ``system``/``developer``/``user``/``assistant``/``tool``; an assistant message may carry
+``tool_calls`` and each ``tool`` message answers one of them by ``tool_call_id``), ``tools`` (function
+tools with a JSON-schema ``parameters``) and answers a ``chat.completion`` object: ``id``, ``object``,
+``created``, ``model`` (the resolved snapshot), ``choices[0].message`` with ``content`` and/or
+``tool_calls`` (``{"id", "type": "function", "function": {"name", "arguments": "<JSON string>"}}``),
+``finish_reason`` (``tool_calls`` | ``stop``), and ``usage`` {``prompt_tokens``, ``completion_tokens``,
+``total_tokens``, ``prompt_tokens_details.cached_tokens``}. Errors are ``{"error": {"message", "type",
+"param", "code"}}`` with the HTTP status, and 429/503 may carry ``retry-after``.
+
+Usage::
+
+    with OpenAIChat(plan={"rotate the keys": ["secrets", "rollback"]}) as api:
+        client = openai.AsyncOpenAI(base_url=api.base_url, api_key="test")
+        ...
+        api.requests  # every received JSON body, in order
+
+The default responder is a deterministic "router": for a conversation whose first user message is a
+key of ``plan`` (or contains it), the n-th reply calls ``Skill`` with the n-th planned skill, then
+answers with text. ``responder`` replaces it (a callable body → completion dict); ``fail(status,
+times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow (timeouts).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["OpenAIChat", "completion", "first_user_text", "tool_call"]
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+_ids = itertools.count(1)
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": f"call_{next(_ids):06d}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def completion(
+    *,
+    model: str,
+    text: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 10,
+    cached_tokens: int = 0,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": f"chatcmpl-{next(_ids):08d}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_local",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    for m in body.get("messages", []):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content or "")
+    return ""
+
+
+class OpenAIChat:
+    """A Chat Completions server in a thread. ``base_url`` ends with ``/v1`` like the real one."""
+
+    def __init__(
+        self,
+        *,
+        plan: dict[str, list[str]] | None = None,
+        responder: Responder | None = None,
+        resolved_model: str = "local-model-2026-01-01",
+        delay_s: float = 0.0,
+        require_key: str | None = None,
+    ) -> None:
+        self.plan = plan or {}
+        self.responder = responder or self._route
+        self.resolved_model = resolved_model
+        self.delay_s = delay_s
+        self.require_key = require_key
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._faults: list[tuple[int, str | None]] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------------------------- control
+    def fail(self, status: int, *, times: int = 1, retry_after: float | None = None) -> None:
+        """The next ``times`` requests answer ``status`` (with ``retry-after`` when given)."""
+        with self._lock:
+            self._faults.extend([(status, None if retry_after is None else str(retry_after))] * times)
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start the server first (use it as a context manager)"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> OpenAIChat:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    # --------------------------------------------------------------------------------- behaviour
+    def _route(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Call ``Skill`` with the planned skills one per reply, then answer with text."""
+        query = first_user_text(body)
+        planned: list[str] = []
+        for key, skills in self.plan.items():
+            if key == query or key in query:
+                planned = skills
+                break
+        done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+        if done < len(planned):
+            return completion(
+                model=self.resolved_model, tool_calls=[tool_call("Skill", {"skill": planned[done]})]
+            )
+        return completion(model=self.resolved_model, text="Done.")
+
+    def _next_fault(self) -> tuple[int, str | None] | None:
+        with self._lock:
+            return self._faults.pop(0) if self._faults else None
+
+
+def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": api.resolved_model, "object": "model"}]})
+            else:
+                self._send(404, _error(f"unknown path {self.path}", "invalid_request_error"))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, _error(f"unknown path {self.path}", "invalid_request_error"))
+                return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._send(400, _error("body is not JSON", "invalid_request_error"))
+                return
+            with api._lock:
+                api.requests.append(body)
+                api.headers.append({k.lower(): v for k, v in self.headers.items()})
+            if api.require_key is not None:
+                auth = self.headers.get("authorization", "")
+                if auth != f"Bearer {api.require_key}":
+                    self._send(
+                        401, _error("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+                    )
+                    return
+            fault = api._next_fault()
+            if fault is not None:
+                status, retry_after = fault
+                headers = {"retry-after": retry_after} if retry_after is not None else {}
+                kind = "rate_limit_error" if status == 429 else "server_error"
+                self._send(status, _error(f"injected {status}", kind), headers)
+                return
+            problem = _validate(body)
+            if problem:
+                self._send(400, _error(problem, "invalid_request_error"))
+                return
+            if api.delay_s:
+                time.sleep(api.delay_s)
+            if body.get("stream"):
+                self._send(400, _error("this stand-in does not stream", "invalid_request_error"))
+                return
+            self._send(200, api.responder(body))
+
+    return Handler
+
+
+def _validate(body: dict[str, Any]) -> str | None:
+    """The request checks the real endpoint makes that a client could get wrong."""
+    if not body.get("model"):
+        return "you must provide a model parameter"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages must be a non-empty array"
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role not in {"system", "developer", "user", "assistant", "tool"}:
+            return f"messages[{i}].role {role!r} is invalid"
+        if role == "assistant":
+            for c in m.get("tool_calls") or []:
+                open_calls.add(c["id"])
+                try:
+                    json.loads(c["function"]["arguments"])
+                except (KeyError, ValueError):
+                    return f"messages[{i}].tool_calls arguments are not JSON"
+        elif role == "tool":
+            cid = m.get("tool_call_id")
+            if cid not in open_calls:
+                return f"messages[{i}] answers unknown tool_call_id {cid!r}"
+            open_calls.discard(cid)
+        elif open_calls:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding "
+                "to each 'tool_call_id'."
+            )
+    for t in body.get("tools") or []:
+        if t.get("type") != "function" or "name" not in t.get("function", {}):
+            return "tools[].type must be 'function' with a function name"
+    return None

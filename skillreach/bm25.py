@@ -1,0 +1,375 @@
+"""Asymmetric Lucene BM25 between skills, and BM25 of free text against skills.
+
+Scoring (Lucene's BM25, the reference being ``rank_bm25`` with the Lucene idf, :class:`LuceneBM25`)::
+
+    score(q, d) = Σ_{t in q} idf(t) · tf(t, d)·(k1 + 1) / (tf(t, d) + k1·(1 − b + b·|d| / avgdl))
+    idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))          k1 = 1.5, b = 0.75
+
+The sum runs over the query's tokens *with repetition* (as ``rank_bm25.get_scores`` iterates them), so
+a term said twice in the query counts twice. N, df and avgdl come from the documents indexed (for
+skill-vs-skill overlap: every skill of the catalog, the skill itself included). A query term absent
+from every document contributes 0.
+
+The text of a skill is its name followed by its description. The tokenizer (:func:`tokenize`) is the
+same for queries and documents: Unicode NFKC, case-folded, split into runs of Unicode letters and
+digits (so hyphens, underscores, slashes and apostrophes split: ``pdf-to-markdown`` → ``pdf``, ``to``,
+``markdown``), then a small English stopword list (:data:`STOPWORDS`) is removed (so ``to`` goes). No
+stemming.
+
+The vectorised path builds, with :mod:`scipy.sparse`, the document-term frequency matrix, the BM25
+weight matrix ``W[d, t]`` (the per-term summand above) and the query-term count matrix ``Q[q, t]``; all
+query-vs-document scores are ``Q @ Wᵀ``. The vocabulary is sorted, so every score is computed in the
+same order whatever the order of the corpus. Tests hold it equal to :class:`LuceneBM25` within 1e-9.
+
+Lexical overlap is a targeting device — it says which pairs of skills deserve probing — not a verdict
+on whether an agent will confuse them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+from rank_bm25 import BM25Okapi
+
+from skillreach.models import Skill
+
+__all__ = [
+    "CAVEAT",
+    "K1",
+    "STOPWORDS",
+    "B",
+    "BM25Index",
+    "LuceneBM25",
+    "Rival",
+    "SkillRivals",
+    "overlap_matrix",
+    "rank",
+    "rivals",
+    "skill_text",
+    "tokenize",
+]
+
+K1 = 1.5
+B = 0.75
+CAVEAT = (
+    "Lexical overlap is a targeting device, not a verdict: a high ratio says which pairs to probe, "
+    "not that an agent will confuse them (and a low one does not prove it will not)."
+)
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "s",
+        "she",
+        "so",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "too",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+    ]
+)
+"""A small English stopword list: function words that carry no routing signal."""
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased Unicode letter/digit runs of ``text``, stopwords removed (see the module docstring)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
+
+
+def skill_text(skill: Skill) -> str:
+    """What a skill's BM25 document (and its query, for overlap) is made of: name, then description."""
+    return f"{skill.name}\n{skill.description}"
+
+
+class LuceneBM25(BM25Okapi):
+    """``rank_bm25.BM25Okapi`` with Lucene's idf ``ln(1 + (N − df + 0.5)/(df + 0.5))`` (no epsilon floor).
+
+    The reference implementation the sparse path is tested against; quadratic, so not for big catalogs.
+    """
+
+    def __init__(self, corpus: Sequence[Sequence[str]], k1: float = K1, b: float = B) -> None:
+        super().__init__([list(doc) for doc in corpus], k1=k1, b=b)
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        n = self.corpus_size
+        for word, freq in nd.items():
+            self.idf[word] = math.log(1.0 + (n - freq + 0.5) / (freq + 0.5))
+
+
+class BM25Index:
+    """A sparse BM25 index over ``documents`` (texts, or token lists already made by :func:`tokenize`)."""
+
+    def __init__(self, documents: Sequence[str | Sequence[str]], *, k1: float = K1, b: float = B) -> None:
+        self.k1 = k1
+        self.b = b
+        docs = [tokenize(d) if isinstance(d, str) else list(d) for d in documents]
+        self.n_docs = len(docs)
+        first_seen: dict[str, int] = {}
+        rows: list[int] = []
+        cols: list[int] = []
+        tfs: list[int] = []
+        for i, doc in enumerate(docs):
+            counts = Counter(doc)
+            rows.extend([i] * len(counts))
+            cols.extend(first_seen.setdefault(t, len(first_seen)) for t in counts)
+            tfs.extend(counts.values())
+        # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
+        terms = sorted(first_seen)
+        remap = np.empty(len(first_seen), dtype=np.int64)
+        remap[[first_seen[t] for t in terms]] = np.arange(len(terms), dtype=np.int64)
+        self.vocabulary: dict[str, int] = {t: j for j, t in enumerate(terms)}
+        n_terms = len(terms)
+
+        row_arr = np.asarray(rows, dtype=np.int64)
+        col_arr = remap[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, dtype=np.int64)
+        tf_arr = np.asarray(tfs, dtype=np.float64)
+        self.tf = sp.csr_matrix((tf_arr, (row_arr, col_arr)), shape=(self.n_docs, n_terms))
+        self.tf.sort_indices()
+        self.doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
+        self.avgdl = float(sum(len(d) for d in docs)) / self.n_docs if self.n_docs else 0.0
+        df = np.bincount(self.tf.indices, minlength=n_terms).astype(np.float64)
+        self.df = df
+        self.idf = np.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+
+        weights = self.tf.copy()
+        if self.avgdl > 0:
+            tf = weights.data
+            lengths = np.repeat(self.doc_len, np.diff(weights.indptr))
+            norm = k1 * (1 - b + b * lengths / self.avgdl)
+            weights.data = self.idf[weights.indices] * (tf * (k1 + 1) / (tf + norm))
+        else:  # every document is empty: nothing can match
+            weights.data = np.zeros_like(weights.data)
+        self.weights = weights
+        """``W[d, t]``: BM25 contribution of one occurrence of term t in a query, for document d."""
+        self._weights_t = weights.T.tocsr()
+
+    def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
+        """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[int] = []
+        vocab = self.vocabulary
+        for i, query in enumerate(queries):
+            tokens = tokenize(query) if isinstance(query, str) else query
+            counts = Counter(t for t in tokens if t in vocab)
+            rows.extend([i] * len(counts))
+            cols.extend(vocab[t] for t in counts)
+            vals.extend(counts.values())
+        matrix = sp.csr_matrix(
+            (
+                np.asarray(vals, dtype=np.float64),
+                (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)),
+            ),
+            shape=(len(queries), len(vocab)),
+        )
+        matrix.sort_indices()
+        return matrix
+
+    def scores(self, query: str | Sequence[str]) -> np.ndarray:
+        """BM25 of one query (text or tokens) against every document, in document order."""
+        return self.score_matrix([query])[0]
+
+    def score_matrix(self, queries: Sequence[str | Sequence[str]] | sp.csr_matrix) -> np.ndarray:
+        """``S[q, d]`` for every query and document (dense ``len(queries) × n_docs``)."""
+        q: sp.csr_matrix = queries if isinstance(queries, sp.csr_matrix) else self.query_matrix(queries)
+        if self.n_docs == 0:
+            return np.zeros((int(q.shape[0]), 0))
+        return np.asarray((q @ self._weights_t).toarray())
+
+
+# ------------------------------------------------------------------------------------------ skills
+
+
+def _documents(skills: Sequence[Skill]) -> list[list[str]]:
+    return [tokenize(skill_text(s)) for s in skills]
+
+
+def overlap_matrix(skills: Sequence[Skill]) -> np.ndarray:
+    """``M[i, j]`` = BM25 of skill i's name + description (query) against skill j's (document).
+
+    Asymmetric; the diagonal is each skill's self-score. Dense ``n × n`` (use :func:`rivals` for big
+    catalogs: it works in row blocks).
+    """
+    docs = _documents(skills)
+    index = BM25Index(docs)
+    return index.score_matrix(docs)
+
+
+@dataclass(frozen=True)
+class Rival:
+    name: str
+    score: float
+    ratio: float | None
+    """``score / self_score`` (``None`` when the skill's own self-score is 0)."""
+
+
+@dataclass(frozen=True)
+class SkillRivals:
+    name: str
+    self_score: float
+    rivals: list[Rival] = field(default_factory=list)
+    path: str = ""
+
+    @property
+    def top_ratio(self) -> float:
+        return max((r.ratio for r in self.rivals if r.ratio is not None), default=0.0)
+
+
+def _top_indices(row: np.ndarray, top: int, names: Sequence[str]) -> list[int]:
+    """Indices of the ``top`` best positive scores, ties broken by name (deterministic)."""
+    positive = np.flatnonzero(row > 0)
+    if positive.size > top:
+        kth = np.partition(row[positive], positive.size - top)[positive.size - top]
+        positive = positive[row[positive] >= kth]
+    ordered = sorted(positive.tolist(), key=lambda j: (-row[j], names[j]))
+    return ordered[:top]
+
+
+def rivals(
+    skills: Sequence[Skill],
+    top: int = 10,
+    *,
+    only: Collection[str] | None = None,
+    block: int = 1024,
+) -> list[SkillRivals]:
+    """For each skill (in the given order) its ``top`` nearest rivals: positive BM25 of its name +
+    description against theirs, best first (ties by name), with the ratio to its self-score.
+
+    ``only``: compute the rivals of these skills alone (the index still holds every skill). Rows are
+    scored in blocks of ``block`` queries, so memory stays at ``block × n`` floats.
+    """
+    if top < 0:
+        raise ValueError("top must be ≥ 0")
+    docs = _documents(skills)
+    index = BM25Index(docs)
+    names = [s.name for s in skills]
+    rows = [i for i, n in enumerate(names) if only is None or n in only]
+    q_all = index.query_matrix([docs[i] for i in rows])
+    out: list[SkillRivals] = []
+    for start in range(0, len(rows), block):
+        chunk = index.score_matrix(q_all[start : start + block])
+        for offset, row in enumerate(chunk):
+            i = rows[start + offset]
+            self_score = float(row[i])
+            row[i] = -np.inf
+            picked = _top_indices(row, top, names) if top else []
+            out.append(
+                SkillRivals(
+                    name=names[i],
+                    self_score=self_score,
+                    rivals=[
+                        Rival(
+                            name=names[j],
+                            score=float(row[j]),
+                            ratio=float(row[j]) / self_score if self_score > 0 else None,
+                        )
+                        for j in picked
+                    ],
+                    path=skills[i].path,
+                )
+            )
+    return out
+
+
+@lru_cache(maxsize=16)
+def _cached_index(documents: tuple[str, ...]) -> BM25Index:
+    return BM25Index(list(documents))
+
+
+def rank(query_text: str, skills: Iterable[Skill]) -> list[tuple[str, float]]:
+    """BM25 of free text against each skill's name + description: every skill, best first.
+
+    Ties (zero scores included) are broken by name, so the ranking does not depend on the order of
+    ``skills``. The index of a catalog is cached, so calling this per query is cheap.
+    """
+    skill_list = list(skills)
+    if not skill_list:
+        return []
+    index = _cached_index(tuple(skill_text(s) for s in skill_list))
+    scores = index.scores(query_text)
+    ranked = sorted(
+        zip((s.name for s in skill_list), scores.tolist(), strict=True), key=lambda p: (-p[1], p[0])
+    )
+    return [(name, float(score)) for name, score in ranked]

@@ -1,0 +1,106 @@
+"""``skillreach lint`` and ``skillreach overlap``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+
+class LintFormat(StrEnum):
+    text = "text"
+    github = "github"
+
+
+def lint_cmd(
+    dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders (or SKILL.md files) to check."),
+    output_format: LintFormat = typer.Option(
+        LintFormat.text, "--format", help="text (grouped by file) or github (workflow annotations)."
+    ),
+    budget: int | None = typer.Option(
+        None,
+        "--budget",
+        min=1,
+        help="Warn when the catalog listing exceeds N characters (default: setting listing_budget_chars).",
+    ),
+    config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
+) -> None:
+    """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
+    from skillreach.lint import format_github, format_text, lint
+    from skillreach.settings import load_settings
+
+    settings = load_settings(config, listing_budget_chars=budget)
+    report = lint(dirs, budget=settings.listing_budget_chars)
+    text = format_github(report) if output_format is LintFormat.github else format_text(report)
+    typer.echo(text)
+    raise typer.Exit(report.exit_code)
+
+
+def overlap_cmd(
+    dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
+    top: int = typer.Option(3, "--top", min=1, help="Rivals to show per skill."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
+) -> None:
+    """Asymmetric BM25 rivals of every skill (its name + description as the query against the others).
+
+    Skills are listed most-threatened first (highest rival score relative to the skill's self-score).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from skillreach.bm25 import CAVEAT, rivals
+    from skillreach.skills import load_skills
+
+    def problem(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    skills = load_skills(dirs, on_problem=problem)
+    result = sorted(rivals(skills, top=top), key=lambda r: (-r.top_ratio, r.name))
+    if as_json:
+        payload = {
+            "caveat": CAVEAT,
+            "top": top,
+            "skills": [
+                {
+                    "name": r.name,
+                    "path": r.path,
+                    "self_score": r.self_score,
+                    "rivals": [{"name": v.name, "score": v.score, "ratio": v.ratio} for v in r.rivals],
+                }
+                for r in result
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    console = Console()
+    table = Table(title=f"BM25 rivals of {len(skills)} skills (top {top})", show_lines=False)
+    table.add_column("skill", overflow="fold")
+    table.add_column("self", justify="right")
+    table.add_column("rival", overflow="fold")
+    table.add_column("score", justify="right")
+    table.add_column("ratio", justify="right")
+    for r in result:
+        if not r.rivals:
+            table.add_row(r.name, f"{r.self_score:.2f}", "—", "", "", end_section=True)
+            continue
+        for i, v in enumerate(r.rivals):
+            table.add_row(
+                r.name if i == 0 else "",
+                f"{r.self_score:.2f}" if i == 0 else "",
+                v.name,
+                f"{v.score:.2f}",
+                f"{v.ratio:.2f}" if v.ratio is not None else "—",
+                end_section=i == len(r.rivals) - 1,
+            )
+    console.print(table)
+    console.print(f"[dim]ratio = rival score / self-score. {CAVEAT}[/dim]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lint")(lint_cmd)
+    app.command("overlap")(overlap_cmd)

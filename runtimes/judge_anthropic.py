@@ -4,7 +4,8 @@ Key and endpoint come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` as the
 ``client`` passed in). One request per graded answer: the prompt of ``skillreach/templates/judge.j2``
 as the user message, no tools (the SDK of this project takes no ``temperature``). Transient failures
 (429, 529, 5xx, timeouts, dropped connections) are retried by the SDK (``max_retries``, honouring
-``retry-after``); what still fails becomes :class:`~skillreach.errors.ProbeFailed` (the probe stays ungraded). Keys never reach messages.
+``retry-after``); what still fails becomes :class:`~skillreach.errors.ProbeFailed` (the probe stays
+ungraded). Keys never reach messages.
 """
 
 from __future__ import annotations

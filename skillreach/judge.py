@@ -81,8 +81,10 @@ def render_judge_prompt(
         {"tool": c.tool, "input_json": json.dumps(c.input, sort_keys=True, ensure_ascii=False)}
         for c in tool_calls
     ]
-    return _env().get_template(TEMPLATE_NAME).render(
-        request=request, tool_calls=calls, final_answer=final_answer or "", rubric=rubric
+    return (
+        _env()
+        .get_template(TEMPLATE_NAME)
+        .render(request=request, tool_calls=calls, final_answer=final_answer or "", rubric=rubric)
     )
 
 

@@ -1,0 +1,631 @@
+"""The artifact of one scored study (``artifact.json``, spec/interfaces.md), and its digest.
+
+:class:`Artifact` is what :func:`skillreach.scoring.score` returns and what reports, baselines and the
+store read. Besides the spec's fields it carries ``outcomes``: one row per probe (:class:`ProbeOutcome`)
+so that per-skill, per-case figures (baselines, compliance, task quality) can be computed from the
+artifact alone. Outcomes are held by columns (:class:`Outcomes`) so that a million probes cost arrays,
+not a million Python objects; iterating yields light named tuples, and the JSON holds one object per
+probe.
+
+:func:`write_artifact` stores ``digest`` = ``sha256:<hex>`` of the canonical JSON (sorted keys, no
+spaces, UTF-8) of every field but ``digest``; :func:`read_artifact` recomputes it and raises
+:class:`~skillreach.errors.TamperedError` naming the file when it differs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, overload
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
+from pydantic_core import core_schema
+from typing_extensions import TypedDict
+
+from skillreach.errors import InputError, TamperedError
+from skillreach.models import sha256_hex
+
+__all__ = [
+    "ARTIFACT_SCHEMA_VERSION",
+    "PROPORTION_METRICS",
+    "RUN_METRICS",
+    "Artifact",
+    "Attractor",
+    "CatalogInfo",
+    "ClassStats",
+    "Collision",
+    "ConfusionCell",
+    "Counts",
+    "Metrics",
+    "Outcomes",
+    "ProbeOutcome",
+    "QuerySample",
+    "RuntimeInfo",
+    "UsageTotals",
+    "artifact_digest",
+    "read_artifact",
+    "write_artifact",
+]
+
+ARTIFACT_SCHEMA_VERSION = 1
+
+RUN_METRICS = (
+    "top1_accuracy",
+    "entrypoint_accuracy",
+    "trajectory_reachability",
+    "step_efficiency",
+    "redundancy",
+    "abstention_rate",
+    "false_abstention_rate",
+    "oos_detection",
+    "consistency",
+)
+"""Every run-level metric of spec/metrics.md, in the order reports show them."""
+
+PROPORTION_METRICS = (
+    "top1_accuracy",
+    "entrypoint_accuracy",
+    "trajectory_reachability",
+    "abstention_rate",
+    "false_abstention_rate",
+    "oos_detection",
+    "consistency",
+)
+"""The run-level rates that are proportions and so carry a Wilson interval."""
+
+Interval = tuple[float, float]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ------------------------------------------------------------------------------------------- outcomes
+
+
+class ProbeOutcome(NamedTuple):
+    """One probe as scored. ``predicted`` is ``None`` (and ``scored_inv`` empty) for an errored probe."""
+
+    query_id: str
+    attempt: int
+    kind: str
+    truth: str
+    acceptable: tuple[str, ...]
+    invoked: tuple[str, ...]
+    scored_inv: tuple[str, ...]
+    predicted: str | None
+    error: str | None
+    compliance: bool | None
+    quality: float | None
+
+    @property
+    def scored(self) -> bool:
+        return self.error is None
+
+
+class _OutcomeRow(TypedDict):
+    query_id: str
+    attempt: int
+    kind: str
+    truth: str
+    acceptable: list[str]
+    invoked: list[str]
+    scored_inv: list[str]
+    predicted: str | None
+    error: str | None
+    compliance: bool | None
+    quality: float | None
+
+
+_ROWS = TypeAdapter(list[_OutcomeRow])
+
+QueryInfo = tuple[str, str, str, tuple[str, ...]]
+"""(id, kind, truth, acceptable skills) of a query, shared by all its probes' rows."""
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return off
+
+
+class Outcomes(Sequence[ProbeOutcome]):
+    """One row per probe, held by columns (codes into small vocabularies) and read as rows.
+
+    ``q`` indexes ``queries``; ``inv_*`` and ``scored_*`` are CSR-encoded sequences of codes into
+    ``names``; ``predicted`` is a code into ``names`` or -1 for an errored probe; ``compliance`` is
+    -1 (none), 0 or 1; ``quality`` is NaN for none; ``errors`` maps a row to its error message.
+    """
+
+    __slots__ = (
+        "_attempt",
+        "_compliance",
+        "_errors",
+        "_inv_flat",
+        "_inv_off",
+        "_names",
+        "_predicted",
+        "_q",
+        "_quality",
+        "_queries",
+        "_scored_flat",
+        "_scored_off",
+    )
+
+    def __init__(
+        self,
+        *,
+        queries: Sequence[QueryInfo],
+        names: Sequence[str],
+        q: np.ndarray,
+        attempt: np.ndarray,
+        inv_flat: np.ndarray,
+        inv_off: np.ndarray,
+        scored_flat: np.ndarray,
+        scored_off: np.ndarray,
+        predicted: np.ndarray,
+        errors: Mapping[int, str],
+        compliance: np.ndarray,
+        quality: np.ndarray,
+    ) -> None:
+        n = len(q)
+        for name, arr, size in (
+            ("attempt", attempt, n),
+            ("inv_off", inv_off, n + 1),
+            ("scored_off", scored_off, n + 1),
+            ("predicted", predicted, n),
+            ("compliance", compliance, n),
+            ("quality", quality, n),
+        ):
+            if len(arr) != size:
+                raise ValueError(f"outcome column {name} has {len(arr)} entries, expected {size}")
+        self._queries = list(queries)
+        self._names = list(names)
+        self._q = np.asarray(q, dtype=np.int64)
+        self._attempt = np.asarray(attempt, dtype=np.int64)
+        self._inv_flat = np.asarray(inv_flat, dtype=np.int64)
+        self._inv_off = np.asarray(inv_off, dtype=np.int64)
+        self._scored_flat = np.asarray(scored_flat, dtype=np.int64)
+        self._scored_off = np.asarray(scored_off, dtype=np.int64)
+        self._predicted = np.asarray(predicted, dtype=np.int64)
+        self._errors = dict(errors)
+        self._compliance = np.asarray(compliance, dtype=np.int8)
+        self._quality = np.asarray(quality, dtype=np.float64)
+
+    # -- construction from rows (reading a file, tests) --------------------------------------------
+
+    @classmethod
+    def empty(cls) -> Outcomes:
+        return cls.from_rows([])
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[ProbeOutcome | Mapping[str, Any]]) -> Outcomes:
+        """Build from row objects or dicts (validated; a bad row raises ``ValueError`` naming it)."""
+        dicts = [r._asdict() if isinstance(r, ProbeOutcome) else r for r in rows]
+        try:
+            checked = _ROWS.validate_python(dicts)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"outcomes[{where}]: {err['msg']}") from exc
+        qindex: dict[str, int] = {}
+        queries: list[QueryInfo] = []
+        names: dict[str, int] = {}
+        n = len(checked)
+        q = np.empty(n, dtype=np.int64)
+        attempt = np.empty(n, dtype=np.int64)
+        predicted = np.empty(n, dtype=np.int64)
+        compliance = np.full(n, -1, dtype=np.int8)
+        quality = np.full(n, np.nan)
+        inv_flat: list[int] = []
+        inv_len = np.empty(n, dtype=np.int64)
+        sc_flat: list[int] = []
+        sc_len = np.empty(n, dtype=np.int64)
+        errors: dict[int, str] = {}
+
+        def code(name: str) -> int:
+            c = names.get(name)
+            if c is None:
+                c = names[name] = len(names)
+            return c
+
+        for i, r in enumerate(checked):
+            info = (r["query_id"], r["kind"], r["truth"], tuple(r["acceptable"]))
+            qi = qindex.get(info[0])
+            if qi is None:
+                qi = qindex[info[0]] = len(queries)
+                queries.append(info)
+            elif queries[qi] != info:
+                raise ValueError(
+                    f"outcomes[{i}]: query {info[0]!r} described differently from an earlier row"
+                )
+            q[i] = qi
+            attempt[i] = r["attempt"]
+            inv_flat.extend(code(s) for s in r["invoked"])
+            inv_len[i] = len(r["invoked"])
+            sc_flat.extend(code(s) for s in r["scored_inv"])
+            sc_len[i] = len(r["scored_inv"])
+            predicted[i] = -1 if r["predicted"] is None else code(r["predicted"])
+            if r["error"] is not None:
+                errors[i] = r["error"]
+            if r["compliance"] is not None:
+                compliance[i] = int(r["compliance"])
+            if r["quality"] is not None:
+                quality[i] = r["quality"]
+        return cls(
+            queries=queries,
+            names=list(names),
+            q=q,
+            attempt=attempt,
+            inv_flat=np.asarray(inv_flat, dtype=np.int64),
+            inv_off=_offsets(inv_len),
+            scored_flat=np.asarray(sc_flat, dtype=np.int64),
+            scored_off=_offsets(sc_len),
+            predicted=predicted,
+            errors=errors,
+            compliance=compliance,
+            quality=quality,
+        )
+
+    # -- the Sequence protocol ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def _row(self, i: int) -> ProbeOutcome:
+        names = self._names
+        qid, kind, truth, acceptable = self._queries[int(self._q[i])]
+        a, b = self._inv_off[i], self._inv_off[i + 1]
+        c, d = self._scored_off[i], self._scored_off[i + 1]
+        p = int(self._predicted[i])
+        comp = int(self._compliance[i])
+        qual = float(self._quality[i])
+        return ProbeOutcome(
+            query_id=qid,
+            attempt=int(self._attempt[i]),
+            kind=kind,
+            truth=truth,
+            acceptable=acceptable,
+            invoked=tuple(names[x] for x in self._inv_flat[a:b].tolist()),
+            scored_inv=tuple(names[x] for x in self._scored_flat[c:d].tolist()),
+            predicted=None if p < 0 else names[p],
+            error=self._errors.get(i),
+            compliance=None if comp < 0 else bool(comp),
+            quality=None if math.isnan(qual) else qual,
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> ProbeOutcome: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ProbeOutcome]: ...
+
+    def __getitem__(self, index: int | slice) -> ProbeOutcome | list[ProbeOutcome]:
+        if isinstance(index, slice):
+            return [self._row(i) for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError("outcome index out of range")
+        return self._row(index % n if n else index)
+
+    def __iter__(self) -> Iterator[ProbeOutcome]:
+        names = self._names
+        queries = self._queries
+        inv_flat = [names[x] for x in self._inv_flat.tolist()]
+        sc_flat = [names[x] for x in self._scored_flat.tolist()]
+        inv_off = self._inv_off.tolist()
+        sc_off = self._scored_off.tolist()
+        errors = self._errors
+        for i, (qi, att, p, comp, qual) in enumerate(
+            zip(
+                self._q.tolist(),
+                self._attempt.tolist(),
+                self._predicted.tolist(),
+                self._compliance.tolist(),
+                self._quality.tolist(),
+                strict=True,
+            )
+        ):
+            qid, kind, truth, acceptable = queries[qi]
+            yield ProbeOutcome(
+                qid,
+                att,
+                kind,
+                truth,
+                acceptable,
+                tuple(inv_flat[inv_off[i] : inv_off[i + 1]]),
+                tuple(sc_flat[sc_off[i] : sc_off[i + 1]]),
+                None if p < 0 else names[p],
+                errors.get(i),
+                None if comp < 0 else bool(comp),
+                None if math.isnan(qual) else qual,
+            )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcomes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Outcomes({len(self)} probes, {len(self._errors)} errored)"
+
+    # -- views used by reports and baselines --------------------------------------------------------
+
+    @property
+    def errors(self) -> dict[int, str]:
+        """Row → error message of every errored probe."""
+        return dict(self._errors)
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """The JSON form: one object per probe."""
+        return [
+            {
+                "query_id": o.query_id,
+                "attempt": o.attempt,
+                "kind": o.kind,
+                "truth": o.truth,
+                "acceptable": list(o.acceptable),
+                "invoked": list(o.invoked),
+                "scored_inv": list(o.scored_inv),
+                "predicted": o.predicted,
+                "error": o.error,
+                "compliance": o.compliance,
+                "quality": o.quality,
+            }
+            for o in self
+        ]
+
+    @classmethod
+    def _coerce(cls, value: Any) -> Outcomes:
+        if isinstance(value, Outcomes):
+            return value
+        if isinstance(value, list | tuple):
+            return cls.from_rows(value)
+        raise ValueError("outcomes must be a list of probe rows")
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls._coerce,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda v: v.to_rows(), when_used="always"
+            ),
+        )
+
+
+# ----------------------------------------------------------------------------------------- the model
+
+
+class CatalogInfo(_Frozen):
+    id: str
+    strategy: str
+    """``full``, ``singleton``, ``neighborhood``, or ``inferred`` when no skills were given to score."""
+    skills: list[str]
+    descriptions: dict[str, str] = Field(default_factory=dict)
+    digest: str | None = None
+
+
+class RuntimeInfo(_Frozen):
+    name: str = ""
+    model: str | None = None
+    resolved_model: str | None = None
+    max_turns: int | None = None
+    early_exit: bool | None = None
+
+
+class Counts(_Frozen):
+    probes: int
+    """Probes in the log after a retried probe superseded its earlier record."""
+    scored: int
+    errors: int
+    queries: int = 0
+    missing: int = 0
+    """Query × attempt pairs with no probe at all."""
+    superseded: int = 0
+    """Earlier records of a (query, attempt) that a later line of the log replaced."""
+
+
+class Metrics(_Frozen):
+    top1_accuracy: float | None
+    entrypoint_accuracy: float | None
+    trajectory_reachability: float | None
+    step_efficiency: float | None
+    redundancy: float | None
+    abstention_rate: float | None
+    false_abstention_rate: float | None
+    oos_detection: float | None
+    consistency: float | None
+    macro_precision: float | None
+    macro_recall: float | None
+    macro_f1: float | None
+
+
+class ClassStats(_Frozen):
+    label: str
+    support: int
+    predicted: int
+    tp: int
+    fp: int
+    fn: int
+    precision: float
+    recall: float | None
+    f1: float | None
+    trajectory_recall: float | None
+    recall_ci: Interval | None
+    precision_ci: Interval | None
+
+    @property
+    def active(self) -> bool:
+        return self.support > 0 or self.predicted > 0
+
+
+class ConfusionCell(_Frozen):
+    expected: str
+    predicted: str
+    count: int
+
+
+class QuerySample(_Frozen):
+    query_id: str
+    text: str
+
+
+class Collision(_Frozen):
+    expected: str
+    predicted: str
+    count: int
+    queries: int
+    """Distinct queries behind ``count``."""
+    samples: list[QuerySample]
+
+
+class AttractorSource(_Frozen):
+    expected: str
+    count: int
+
+
+class Attractor(_Frozen):
+    skill: str
+    fp: int
+    predicted: int
+    precision: float
+    pulled_from: list[AttractorSource]
+
+
+class UsageTotals(_Frozen):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float | None = None
+    """Sum over probes that reported a cost; ``None`` when none did."""
+    priced_probes: int = 0
+    duration_ms: int = 0
+
+
+class Artifact(_Frozen):
+    schema_version: int = ARTIFACT_SCHEMA_VERSION
+    tool_version: str = ""
+    catalog: CatalogInfo
+    queries_digest: str
+    runtime: RuntimeInfo
+    attempts: int
+    counts: Counts
+    metrics: Metrics
+    denominators: dict[str, int]
+    """The denominator of every run-level metric (probes, or queries for consistency)."""
+    intervals: dict[str, Interval | None]
+    classes: list[ClassStats]
+    confusion: list[ConfusionCell]
+    collisions: list[Collision]
+    top_attractors: list[Attractor]
+    usage: UsageTotals
+    warnings: list[str] = Field(default_factory=list)
+    outcomes: Outcomes = Field(default_factory=Outcomes.empty)
+    digest: str | None = None
+
+    def metric(self, name: str) -> float | None:
+        return getattr(self.metrics, name)
+
+    def interval(self, name: str) -> Interval | None:
+        return self.intervals.get(name)
+
+    def class_stats(self, label: str) -> ClassStats | None:
+        return next((c for c in self.classes if c.label == label), None)
+
+
+# -------------------------------------------------------------------------------------------- digest
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _content(artifact: Artifact) -> dict[str, Any]:
+    return artifact.model_dump(mode="json", exclude={"digest"})
+
+
+def artifact_digest(artifact: Artifact) -> str:
+    """``sha256:<hex>`` of the canonical JSON of every field but ``digest``."""
+    return "sha256:" + sha256_hex(_canonical(_content(artifact)))
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    """Indented JSON, but one compact line per outcome row (a million rows stay a readable file)."""
+    rows = data.pop("outcomes")
+    digest = data.pop("digest")
+    head = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    body = ",\n    ".join(
+        json.dumps(r, ensure_ascii=False, separators=(",", ":"), allow_nan=False) for r in rows
+    )
+    outcomes = f"[\n    {body}\n  ]" if rows else "[]"
+    return f'{head[:-2]},\n  "outcomes": {outcomes},\n  "digest": {json.dumps(digest)}\n}}\n'
+
+
+def write_artifact(artifact: Artifact, path: str | os.PathLike[str]) -> Artifact:
+    """Write ``artifact`` with its digest (atomically: a reader never sees half a file); return it."""
+    path = Path(path)
+    content = _content(artifact)
+    digest = "sha256:" + sha256_hex(_canonical(content))
+    sealed = artifact.model_copy(update={"digest": digest})
+    text = _dumps({**content, "digest": digest})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the artifact ({exc.strerror}); check --out") from exc
+    return sealed
+
+
+def read_artifact(path: str | os.PathLike[str]) -> Artifact:
+    """Read and verify an artifact; :class:`TamperedError` when its digest does not match its content."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such artifact; pass the artifact.json a study wrote") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the artifact ({exc.strerror})") from exc
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not an artifact (invalid JSON: {exc})") from exc
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise InputError(f"{path}: not an artifact (no schema_version); pass the artifact.json a study wrote")
+    version = data.get("schema_version")
+    if version != ARTIFACT_SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: artifact schema_version {version!r} is not supported (this skillreach reads "
+            f"{ARTIFACT_SCHEMA_VERSION}); re-score the probes with this version"
+        )
+    stored = data.get("digest")
+    if not isinstance(stored, str) or not stored:
+        raise TamperedError(f"{path}: the artifact carries no digest; re-score the probes to write one")
+    actual = "sha256:" + sha256_hex(_canonical({k: v for k, v in data.items() if k != "digest"}))
+    if actual != stored:
+        raise TamperedError(
+            f"{path}: digest does not match the content (stored {stored[:19]}…, content {actual[:19]}…); "
+            "the artifact was changed after it was written — re-score the probes"
+        )
+    try:
+        return Artifact.model_validate(data)
+    except (ValidationError, ValueError) as exc:
+        if isinstance(exc, ValidationError):
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "artifact"
+            msg = err["msg"]
+        else:
+            where, msg = "outcomes", str(exc)
+        raise InputError(f"{path}: field {where}: {msg}") from exc

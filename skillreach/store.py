@@ -1,0 +1,621 @@
+"""The project's own database: studies, probe records, artifacts, baselines, snapshots and alerts.
+
+SQLAlchemy 2 (typed ORM) over SQLite by default (``<home>/skillreach.db``, WAL journal, a busy timeout,
+so several flows may write at once) or PostgreSQL by URL (``postgresql+psycopg://…``). The schema is
+changed only by numbered Alembic migrations in ``skillreach/migrations/versions``, applied when a store
+is opened (no ``alembic.ini`` needed). Nothing secret is ever written here: configurations are
+redacted before they are stored and alert payloads carry no webhook URL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+from skillreach.errors import ConfigError
+from skillreach.models import ProbeRecord
+
+__all__ = [
+    "AlertRow",
+    "ArtifactRow",
+    "Base",
+    "BaselineRow",
+    "CatalogEntryRow",
+    "CatalogSnapshotRow",
+    "ModelSnapshotRow",
+    "ProbeRow",
+    "Store",
+    "StudyRow",
+    "open_store",
+]
+
+HEAD = "0001"
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps none)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
+
+
+class StudyRow(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed
+    kind: Mapped[str] = mapped_column(String(32), default="study")  # study|rebaseline|compliance
+    out_dir: Mapped[str] = mapped_column(Text)
+    runtime: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str | None] = mapped_column(String(128), default=None)
+    resolved_model: Mapped[str | None] = mapped_column(String(128), default=None)
+    catalog_id: Mapped[str] = mapped_column(String(128))
+    catalog_digest: Mapped[str] = mapped_column(String(80))
+    queries_digest: Mapped[str] = mapped_column(String(80))
+    fingerprint: Mapped[str] = mapped_column(String(128), index=True)
+    attempts: Mapped[int] = mapped_column(Integer)
+    flow_run_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    headline: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+
+    probes: Mapped[list[ProbeRow]] = relationship(back_populates="study", cascade="all, delete-orphan")
+
+
+class ProbeRow(Base):
+    __tablename__ = "probe_records"
+    __table_args__ = (UniqueConstraint("study_id", "query_id", "attempt", name="uq_probe_pair"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[str] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    query_id: Mapped[str] = mapped_column(String(200))
+    attempt: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str | None] = mapped_column(String(128), default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    record: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+    study: Mapped[StudyRow] = relationship(back_populates="probes")
+
+
+class ArtifactRow(Base):
+    __tablename__ = "artifacts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[str] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str] = mapped_column(String(80), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    schema_version: Mapped[int] = mapped_column(Integer, default=1)
+    body: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+
+class BaselineRow(Base):
+    __tablename__ = "baselines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    baseline_id: Mapped[str] = mapped_column(String(200), index=True)
+    skill: Mapped[str] = mapped_column(String(200), index=True)
+    model: Mapped[str | None] = mapped_column(String(128), default=None)
+    runtime: Mapped[str | None] = mapped_column(String(64), default=None)
+    corpus_version: Mapped[str | None] = mapped_column(Text, default=None)
+    skill_version: Mapped[str | None] = mapped_column(String(128), default=None)
+    study_id: Mapped[str | None] = mapped_column(
+        ForeignKey("studies.id", ondelete="SET NULL"), default=None
+    )
+    record: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+
+class CatalogSnapshotRow(Base):
+    __tablename__ = "catalog_snapshots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(Text, index=True)
+    """What was scanned (the skills folders, joined); snapshots are compared per source."""
+    digest: Mapped[str] = mapped_column(String(80))
+    taken_at: Mapped[datetime] = mapped_column(default=_now)
+
+    entries: Mapped[list[CatalogEntryRow]] = relationship(
+        back_populates="snapshot", cascade="all, delete-orphan", order_by="CatalogEntryRow.skill"
+    )
+
+    def as_mapping(self) -> dict[str, str]:
+        return {e.skill: e.content_digest for e in self.entries}
+
+
+class CatalogEntryRow(Base):
+    __tablename__ = "catalog_snapshot_entries"
+    __table_args__ = (UniqueConstraint("snapshot_id", "skill", name="uq_snapshot_skill"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    snapshot_id: Mapped[int] = mapped_column(
+        ForeignKey("catalog_snapshots.id", ondelete="CASCADE"), index=True
+    )
+    skill: Mapped[str] = mapped_column(String(200))
+    content_digest: Mapped[str] = mapped_column(String(80))
+
+    snapshot: Mapped[CatalogSnapshotRow] = relationship(back_populates="entries")
+
+
+class ModelSnapshotRow(Base):
+    __tablename__ = "model_snapshots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    runtime: Mapped[str] = mapped_column(String(64))
+    alias: Mapped[str] = mapped_column(String(128), index=True)
+    resolved_id: Mapped[str] = mapped_column(String(128))
+    seen_at: Mapped[datetime] = mapped_column(default=_now)
+
+
+class AlertRow(Base):
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+    event: Mapped[str] = mapped_column(String(80))
+    skill: Mapped[str | None] = mapped_column(String(200), default=None)
+    metric: Mapped[str | None] = mapped_column(String(64), default=None)
+    delta: Mapped[float | None] = mapped_column(Float, default=None)
+    interval_lo: Mapped[float | None] = mapped_column(Float, default=None)
+    interval_hi: Mapped[float | None] = mapped_column(Float, default=None)
+    baseline_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    run_link: Mapped[str | None] = mapped_column(Text, default=None)
+    study_id: Mapped[str | None] = mapped_column(
+        ForeignKey("studies.id", ondelete="SET NULL"), default=None, index=True
+    )
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    delivery: Mapped[str] = mapped_column(String(32), default="pending")  # pending|event|posted|failed
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+# ------------------------------------------------------------------------------------------ engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy, not the driver, say when transactions begin (SQLAlchemy's documented recipe),
+    # so "BEGIN IMMEDIATE" can take the write lock up front where it matters (migrations).
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout = 30000")
+    cur.execute("PRAGMA journal_mode = WAL")
+    cur.execute("PRAGMA synchronous = NORMAL")
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+
+def _make_engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"database_url: not a database URL ({url.split('://', maxsplit=1)[0]}://…); "
+                          "use sqlite:///PATH or postgresql+psycopg://…") from exc
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database
+        if db and db != ":memory:":
+            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def _alembic_config(connection: Connection) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", MIGRATIONS.as_posix())
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest migration. Safe when several processes open the store at once."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        if _current_revision(conn) == HEAD:
+            return
+    backend = engine.dialect.name
+    opts = {"sqlite_begin": "BEGIN IMMEDIATE"} if backend == "sqlite" else {}
+    with engine.connect().execution_options(**opts) as conn, conn.begin():
+        if backend == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(727311)"))  # one migrator at a time
+        if _current_revision(conn) != HEAD:
+            command.upgrade(_alembic_config(conn), "head")
+
+
+# ------------------------------------------------------------------------------------------- store
+
+
+class Store:
+    """The database behind the service. ``Store(url)`` opens it and applies pending migrations."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = _make_engine(url)
+        try:
+            migrate(self.engine)
+        except OperationalError as exc:
+            self.engine.dispose()
+            raise ConfigError(
+                f"cannot open the database {self.safe_url}: {str(exc.orig).splitlines()[0]}"
+            ) from exc
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite: a write transaction takes the write lock when it begins, so two writers queue on the
+        # busy timeout instead of failing with "database is locked" when a reader turns writer.
+        writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+        self._writes = sessionmaker(writer, expire_on_commit=False)
+
+    @property
+    def safe_url(self) -> str:
+        """The URL with any password hidden (for messages)."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A read transaction."""
+        with self._sessions.begin() as s:
+            yield s
+
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A write transaction (on SQLite it holds the write lock from its first statement)."""
+        with self._writes.begin() as s:
+            yield s
+
+    def revision(self) -> str | None:
+        with self.engine.connect() as conn:
+            return _current_revision(conn)
+
+    # ---------------------------------------------------------------------------------- studies
+
+    def begin_study(
+        self,
+        study_id: str,
+        *,
+        out_dir: str,
+        runtime: str,
+        model: str | None,
+        catalog_id: str,
+        catalog_digest: str,
+        queries_digest: str,
+        fingerprint: str,
+        attempts: int,
+        config: Mapping[str, Any],
+        kind: str = "study",
+        flow_run_id: str | None = None,
+    ) -> StudyRow:
+        """Create the study row, or reopen it (same id = same fingerprint and folder: a resume)."""
+        from skillreach.study import redact
+
+        with self.writing() as s:
+            row = s.get(StudyRow, study_id)
+            if row is None:
+                row = StudyRow(
+                    id=study_id,
+                    out_dir=out_dir,
+                    runtime=runtime,
+                    model=model,
+                    catalog_id=catalog_id,
+                    catalog_digest=catalog_digest,
+                    queries_digest=queries_digest,
+                    fingerprint=fingerprint,
+                    attempts=attempts,
+                    config=redact(dict(config)),
+                    kind=kind,
+                    flow_run_id=flow_run_id,
+                )
+                s.add(row)
+            else:
+                row.status = "running"
+                row.finished_at = None
+                row.error = None
+                row.flow_run_id = flow_run_id or row.flow_run_id
+            return row
+
+    def finish_study(
+        self,
+        study_id: str,
+        *,
+        status: str = "done",
+        headline: Mapping[str, Any] | None = None,
+        resolved_model: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        with self.writing() as s:
+            row = s.get(StudyRow, study_id)
+            if row is None:
+                raise KeyError(study_id)
+            row.status = status
+            row.finished_at = _now()
+            if headline is not None:
+                row.headline = dict(headline)
+            if resolved_model is not None:
+                row.resolved_model = resolved_model
+            row.error = error
+
+    def get_study(self, study_id: str) -> StudyRow | None:
+        with self.session() as s:
+            return s.get(StudyRow, study_id)
+
+    def studies(self, *, kind: str | None = None, limit: int = 100) -> list[StudyRow]:
+        stmt = select(StudyRow).order_by(StudyRow.created_at.desc(), StudyRow.id).limit(limit)
+        if kind is not None:
+            stmt = stmt.where(StudyRow.kind == kind)
+        with self.session() as s:
+            return list(s.scalars(stmt))
+
+    # ----------------------------------------------------------------------------------- probes
+
+    def add_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
+        """Insert probe records; a (query, attempt) already stored for this study is replaced."""
+        recs = list(records)
+        if not recs:
+            return 0
+        with self.writing() as s:
+            keys = {(r.query_id, r.attempt) for r in recs}
+            existing = s.scalars(
+                select(ProbeRow).where(
+                    ProbeRow.study_id == study_id,
+                    ProbeRow.query_id.in_({k[0] for k in keys}),
+                )
+            )
+            for row in existing:
+                if (row.query_id, row.attempt) in keys:
+                    s.delete(row)
+            s.flush()
+            for r in recs:
+                s.add(
+                    ProbeRow(
+                        study_id=study_id,
+                        query_id=r.query_id,
+                        attempt=r.attempt,
+                        fingerprint=r.fingerprint,
+                        error=r.error,
+                        cost_usd=r.cost_usd,
+                        record=r.model_dump(mode="json"),
+                    )
+                )
+        return len(recs)
+
+    def probes(self, study_id: str) -> list[ProbeRecord]:
+        stmt = (
+            select(ProbeRow)
+            .where(ProbeRow.study_id == study_id)
+            .order_by(ProbeRow.attempt, ProbeRow.query_id)
+        )
+        with self.session() as s:
+            return [ProbeRecord.model_validate(row.record) for row in s.scalars(stmt)]
+
+    def count_probes(self, study_id: str) -> int:
+        with self.session() as s:
+            n = s.scalar(select(func.count()).select_from(ProbeRow).where(ProbeRow.study_id == study_id))
+            return int(n or 0)
+
+    # -------------------------------------------------------------------------------- artifacts
+
+    def save_artifact(self, study_id: str, body: Mapping[str, Any], path: str) -> ArtifactRow:
+        with self.writing() as s:
+            row = ArtifactRow(
+                study_id=study_id,
+                digest=str(body.get("digest", "")),
+                path=path,
+                schema_version=int(body.get("schema_version", 1)),
+                body=json.loads(json.dumps(body, default=str)),
+            )
+            s.add(row)
+            return row
+
+    def latest_artifact(self, study_id: str) -> ArtifactRow | None:
+        stmt = (
+            select(ArtifactRow)
+            .where(ArtifactRow.study_id == study_id)
+            .order_by(ArtifactRow.created_at.desc(), ArtifactRow.id.desc())
+        )
+        with self.session() as s:
+            return s.scalars(stmt).first()
+
+    # -------------------------------------------------------------------------------- baselines
+
+    def add_baseline(self, record: Mapping[str, Any], *, study_id: str | None = None) -> BaselineRow:
+        with self.writing() as s:
+            row = BaselineRow(
+                baseline_id=str(record["baseline_id"]),
+                skill=str(record["skill"]),
+                model=record.get("model"),
+                runtime=record.get("runtime"),
+                corpus_version=record.get("corpus_version"),
+                skill_version=record.get("skill_version"),
+                study_id=study_id,
+                record=json.loads(json.dumps(dict(record), default=str)),
+            )
+            s.add(row)
+            return row
+
+    def latest_baseline(
+        self, skill: str, *, model: str | None = None, runtime: str | None = None
+    ) -> BaselineRow | None:
+        """The newest baseline of ``skill`` (optionally for one model snapshot and runtime)."""
+        stmt = select(BaselineRow).where(BaselineRow.skill == skill)
+        if model is not None:
+            stmt = stmt.where(BaselineRow.model == model)
+        if runtime is not None:
+            stmt = stmt.where(BaselineRow.runtime == runtime)
+        stmt = stmt.order_by(BaselineRow.created_at.desc(), BaselineRow.id.desc())
+        with self.session() as s:
+            return s.scalars(stmt).first()
+
+    def baselines(self) -> list[BaselineRow]:
+        """The newest baseline of every skill."""
+        with self.session() as s:
+            rows = s.scalars(select(BaselineRow).order_by(BaselineRow.created_at, BaselineRow.id))
+            latest: dict[str, BaselineRow] = {}
+            for row in rows:
+                latest[row.skill] = row
+            return [latest[k] for k in sorted(latest)]
+
+    # -------------------------------------------------------------------------------- snapshots
+
+    def snapshot_catalog(
+        self, source: str, entries: Mapping[str, str], digest: str = ""
+    ) -> CatalogSnapshotRow:
+        """Record skill name → content digest for ``source`` as seen now."""
+        with self.writing() as s:
+            row = CatalogSnapshotRow(source=source, digest=digest)
+            row.entries = [CatalogEntryRow(skill=k, content_digest=v) for k, v in sorted(entries.items())]
+            s.add(row)
+            s.flush()
+            row.as_mapping()  # load the entries while the session is open
+            return row
+
+    def last_catalog_snapshot(self, source: str) -> dict[str, str] | None:
+        stmt = (
+            select(CatalogSnapshotRow)
+            .where(CatalogSnapshotRow.source == source)
+            .order_by(CatalogSnapshotRow.taken_at.desc(), CatalogSnapshotRow.id.desc())
+        )
+        with self.session() as s:
+            row = s.scalars(stmt).first()
+            return row.as_mapping() if row is not None else None
+
+    def record_model_snapshot(self, runtime: str, alias: str, resolved_id: str) -> ModelSnapshotRow:
+        with self.writing() as s:
+            row = ModelSnapshotRow(runtime=runtime, alias=alias, resolved_id=resolved_id)
+            s.add(row)
+            return row
+
+    def last_model_snapshot(self, runtime: str, alias: str) -> str | None:
+        stmt = (
+            select(ModelSnapshotRow.resolved_id)
+            .where(ModelSnapshotRow.runtime == runtime, ModelSnapshotRow.alias == alias)
+            .order_by(ModelSnapshotRow.seen_at.desc(), ModelSnapshotRow.id.desc())
+        )
+        with self.session() as s:
+            return s.scalars(stmt).first()
+
+    # ----------------------------------------------------------------------------------- alerts
+
+    def add_alert(self, payload: Mapping[str, Any], *, study_id: str | None = None,
+                  delivery: str = "pending", delivered: bool = False) -> AlertRow:
+        """Store an alert's payload (built by :mod:`skillreach.alerts`, which holds no secret)."""
+        interval = payload.get("interval") or [None, None]
+        with self.writing() as s:
+            row = AlertRow(
+                event=str(payload.get("event", "skillreach.gate.breached")),
+                skill=payload.get("skill"),
+                metric=payload.get("metric"),
+                delta=payload.get("delta"),
+                interval_lo=interval[0],
+                interval_hi=interval[1],
+                baseline_id=payload.get("baseline_id"),
+                run_link=payload.get("run_link"),
+                study_id=study_id,
+                payload=json.loads(json.dumps(dict(payload), default=str)),
+                delivery=delivery,
+                delivered=delivered,
+            )
+            s.add(row)
+            return row
+
+    def mark_alert(self, alert_id: int, *, delivery: str, delivered: bool) -> None:
+        with self.writing() as s:
+            row = s.get(AlertRow, alert_id)
+            if row is not None:
+                row.delivery = delivery
+                row.delivered = delivered
+
+    def alerts(self, *, study_id: str | None = None) -> list[AlertRow]:
+        stmt = select(AlertRow).order_by(AlertRow.created_at, AlertRow.id)
+        if study_id is not None:
+            stmt = stmt.where(AlertRow.study_id == study_id)
+        with self.session() as s:
+            return list(s.scalars(stmt))
+
+
+def open_store(settings: Any = None, *, home: Path | None = None) -> Store:
+    """The store the settings name (``SKILLREACH_DATABASE_URL``), else SQLite under ``home``."""
+    from skillreach.settings import load_settings
+
+    settings = settings or load_settings()
+    if settings.database_url:
+        return Store(settings.database_url)
+    base = home or settings.home
+    return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}")

@@ -31,6 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from skillreach import __version__
+from skillreach.compliance import validate_checks
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import Catalog, Provenance, Query, QueryKind, QuerySet, sha256_hex
 
@@ -317,9 +318,14 @@ def _make_query(row: _Row) -> Query:
     if "kind" in record and record["kind"] not in {k.value for k in QueryKind}:
         raise InputError(f"{row.where}: unknown kind {record['kind']!r}; use one of {_KINDS}")
     try:
-        return Query.model_validate(record)
+        query = Query.model_validate(record)
     except ValidationError as exc:
         raise InputError(f"{row.where}: {_first_error(exc)}") from exc
+    try:
+        validate_checks(query)  # every regex of the checks must compile
+    except InputError as exc:
+        raise InputError(f"{row.where}: {exc.message}") from exc
+    return query
 
 
 def _kind_of(value: Any) -> str:

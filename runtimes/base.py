@@ -39,9 +39,14 @@ class Tracker:
         *,
         max_turns: int = 3,
         early_exit: bool = True,
+        options: ProbeOptions | None = None,
+        attempt: int = 1,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
+        self.options = options or ProbeOptions(max_turns=max_turns, early_exit=early_exit)
+        """The study's options, so a runtime can read ``model``, ``timeout_s``, ``compliance`` …"""
+        self.attempt = attempt
         self.expected = expected
         self.acceptable = frozenset(acceptable)
         self.max_turns = max_turns
@@ -51,12 +56,14 @@ class Tracker:
         self.exhausted = False
 
     @classmethod
-    def for_query(cls, query: Query, options: ProbeOptions) -> Tracker:
+    def for_query(cls, query: Query, options: ProbeOptions, attempt: int = 1) -> Tracker:
         return cls(
             query.expected_skill,
             query.acceptable_skills,
             max_turns=options.max_turns,
             early_exit=options.early_exit,
+            options=options,
+            attempt=attempt,
         )
 
     @property
@@ -66,6 +73,11 @@ class Tracker:
     @property
     def turns_used(self) -> int:
         return len(self.invoked)
+
+    @property
+    def expected_loaded(self) -> bool:
+        """The expected skill has been invoked (with or without early exit)."""
+        return self.expected is not None and self.expected in self.invoked
 
     def invoke(self, skill: str) -> bool:
         """Record an invocation; return True when the probe may go on, False when it must stop."""

@@ -1,0 +1,62 @@
+"""``keyword``: a literal mention of a skill name wins, else the BM25 best match, else no skill.
+
+A name counts as mentioned when it appears in the query as a whole word (case-insensitive; ``-`` and
+``_`` in the name also match a space). When several names are mentioned the longest wins (``pdf-forms``
+over ``pdf``), then the earliest. Otherwise the best BM25 match of the query against each resident
+skill's name and description (:func:`skillreach.bm25.rank`) is invoked if its score is positive.
+Deterministic, offline, free: the baseline every real agent should beat.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from runtimes.base import Outcome, Tracker
+from skillreach.bm25 import rank
+from skillreach.models import Catalog, Query
+
+__all__ = ["KeywordRuntime", "mentioned_skill"]
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    parts = [re.escape(p) for p in re.split(r"[-_\s]+", name) if p]
+    return re.compile(r"(?<![\w-])" + r"[-_\s]+".join(parts) + r"(?![\w-])", re.IGNORECASE)
+
+
+def mentioned_skill(text: str, names: list[str]) -> str | None:
+    """The skill the text names outright, if any (longest name, then earliest mention)."""
+    best: tuple[int, int, str] | None = None
+    for name in names:
+        m = _name_pattern(name).search(text)
+        if m is None:
+            continue
+        key = (-len(name), m.start(), name)
+        if best is None or key < best:
+            best = key
+    return best[2] if best else None
+
+
+class KeywordRuntime:
+    name: ClassVar[str] = "keyword"
+
+    def __init__(self, *, model: str | None = None, settings: object | None = None) -> None:
+        self.model = model
+
+    def choose(self, query: Query, catalog: Catalog) -> str | None:
+        named = mentioned_skill(query.text, catalog.names)
+        if named is not None:
+            return named
+        ranked = rank(query.text, catalog.skills)
+        if ranked and ranked[0][1] > 0:
+            return ranked[0][0]
+        return None
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        choice = self.choose(query, catalog)
+        if choice is not None:
+            tracker.invoke(choice)
+        return Outcome.from_tracker(tracker, turns=1 if choice else 0, cost_usd=0.0)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,454 @@
+"""Running probes: the asyncio loop inside one batch of work, the probe log, resume, canaries, cost.
+
+Pure of Prefect and of network clients: a runtime (``runtimes/``) is passed in. The Prefect batch task
+(``tasks/``) calls :func:`run_probes` for its slice of (query, attempt) pairs.
+
+- :func:`run_probes` runs the pairs with at most ``concurrency`` in flight. Each finished probe is
+  written to the sink (``probes.jsonl``: appended, flushed, fsynced) **before** anything else happens
+  with it, so a probe already paid for survives a crash. A probe that fails after its retries is a
+  record with ``error`` (never an empty selection). ``cost_cap`` stops starting new probes once the
+  spend reaches it; the probes in flight finish and are written, then :class:`BudgetExceeded` is raised.
+- Resume: :func:`completed_pairs` gives the (query, attempt) pairs already recorded without error
+  under the same :func:`fingerprint`; a record under another fingerprint never counts.
+- :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
+  when none activates anything, instead of reporting 0 % everywhere.
+- :func:`estimate_cost` gives the expected spend of a live run before it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.errors import (
+    BudgetExceeded,
+    ConfigError,
+    HarnessBlind,
+    InputError,
+    NotFoundError,
+    ProbeFailed,
+)
+from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha256_hex
+from skillreach.settings import Price
+
+__all__ = [
+    "JsonlSink",
+    "ListSink",
+    "ProbeSink",
+    "canary_check",
+    "canary_queries",
+    "completed_pairs",
+    "estimate_cost",
+    "fingerprint",
+    "latest_records",
+    "pending_pairs",
+    "read_probes",
+    "resolve_model",
+    "run_probes",
+]
+
+log = logging.getLogger("skillreach.probing")
+
+FINGERPRINT_VERSION = 1
+
+
+# ------------------------------------------------------------------------------------- fingerprint
+
+
+def fingerprint(
+    catalog: Catalog | str,
+    query_set: QuerySet | str,
+    runtime_name: str,
+    resolved_model: str | None,
+    options: ProbeOptions,
+    *,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """``sha256:<hex>`` of what makes two probes comparable.
+
+    Covers the catalog digest, the query-set digest, the runtime, the resolved model snapshot and the
+    options that change what is measured (``max_turns``, ``early_exit``, ``compliance``,
+    ``step_budget``); not the requested alias (the snapshot says it better) nor the timeout.
+    ``extra`` carries runtime settings that change results (e.g. the retriever's ``k``).
+    Catalog and query set may be given as their digests.
+    """
+    catalog_digest = catalog if isinstance(catalog, str) else catalog.digest
+    if isinstance(query_set, str):
+        queries_digest = query_set
+    else:
+        queries_digest = query_set.provenance.digest or query_set.compute_digest()
+    payload = {
+        "v": FINGERPRINT_VERSION,
+        "catalog": catalog_digest,
+        "queries": queries_digest,
+        "runtime": runtime_name,
+        "model": resolved_model,
+        "options": {
+            "max_turns": options.max_turns,
+            "early_exit": options.early_exit,
+            "compliance": options.compliance,
+            "step_budget": options.step_budget if options.compliance else None,
+        },
+        "extra": extra or {},
+    }
+    return "sha256:" + sha256_hex(json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str))
+
+
+async def resolve_model(runtime: Runtime, options: ProbeOptions) -> str | None:
+    """The model snapshot a runtime will use (``runtime.resolve_model()`` when it has one)."""
+    resolver = getattr(runtime, "resolve_model", None)
+    if resolver is not None:
+        resolved: str | None = await resolver(options.model) if options.model else await resolver()
+        return resolved
+    return options.model or getattr(runtime, "model", None)
+
+
+# ------------------------------------------------------------------------------------------- sinks
+
+
+@runtime_checkable
+class ProbeSink(Protocol):
+    """Where finished probes go, one at a time, as they finish (called from the event loop's thread)."""
+
+    def write(self, record: ProbeRecord) -> None: ...
+
+
+class ListSink:
+    """Keeps records in memory (tests, dry runs)."""
+
+    def __init__(self) -> None:
+        self.records: list[ProbeRecord] = []
+
+    def write(self, record: ProbeRecord) -> None:
+        self.records.append(record)
+
+
+class JsonlSink:
+    """Appends each record as one line of ``path``; flush and fsync per record.
+
+    A line torn by a crash is isolated (a newline is added before the next record), and
+    :func:`read_probes` skips it. Usable as a context manager.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fh: Any = None
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def _open(self) -> Any:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        needs_newline = False
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as tail:
+                tail.seek(-1, os.SEEK_END)
+                needs_newline = tail.read(1) != b"\n"
+        fh = self.path.open("a", encoding="utf-8")
+        if needs_newline:
+            fh.write("\n")
+        return fh
+
+    def write(self, record: ProbeRecord) -> None:
+        with self._lock:
+            if self._fh is None:
+                self._fh = self._open()
+            self._fh.write(record.to_json_line() + "\n")
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+            self.count += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_probes(path: str | os.PathLike[str], *, missing_ok: bool = False) -> list[ProbeRecord]:
+    """The records of a probe log. A torn last line (a crash mid-write) is skipped with a warning;
+    a bad line elsewhere is an :class:`InputError` naming the file and line."""
+    p = Path(path)
+    if not p.exists():
+        if missing_ok:
+            return []
+        raise NotFoundError(f"{p}: no such probe log; run a study first or check --probes")
+    records: list[ProbeRecord] = []
+    for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            # a line cut short by a crash (JsonlSink isolates it with a newline): the probe is re-run
+            log.warning("%s:%d: skipped an incomplete probe record (an interrupted write)", p, i)
+            continue
+        try:
+            records.append(ProbeRecord.model_validate(data))
+        except ValueError as exc:
+            first = str(exc).splitlines()[0]
+            raise InputError(f"{p}:{i}: not a probe record ({first}); fix or remove the line") from exc
+    return records
+
+
+def completed_pairs(records: Iterable[ProbeRecord], fingerprint: str) -> set[tuple[str, int]]:
+    """(query id, attempt) pairs recorded without error under exactly this fingerprint."""
+    return {(r.query_id, r.attempt) for r in records if r.error is None and r.fingerprint == fingerprint}
+
+
+def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
+    """The pairs still to run, in their order."""
+    return [(q, a) for q, a in pairs if (q.id, a) not in done]
+
+
+def latest_records(records: Iterable[ProbeRecord], fingerprint: str) -> list[ProbeRecord]:
+    """One record per (query, attempt) under this fingerprint: the last error-free one, else the last
+    errored one. What a study scores after a resume; other fingerprints are left out."""
+    best: dict[tuple[str, int], ProbeRecord] = {}
+    for r in records:
+        if r.fingerprint != fingerprint:
+            continue
+        key = (r.query_id, r.attempt)
+        old = best.get(key)
+        if old is None or r.error is None or old.error is not None:
+            best[key] = r
+    return list(best.values())
+
+
+# --------------------------------------------------------------------------------------- the loop
+
+
+def _record(
+    runtime: Runtime,
+    *,
+    query: Query,
+    attempt: int,
+    outcome: Outcome,
+    options: ProbeOptions,
+    fp: str,
+    started: float,
+) -> ProbeRecord:
+    return ProbeRecord(
+        query_id=query.id,
+        attempt=attempt,
+        invoked=tuple(outcome.invoked),
+        error=outcome.error,
+        turns=outcome.turns,
+        early_exit=outcome.early_exit,
+        runtime=runtime.name,
+        model=options.model or getattr(runtime, "model", None),
+        resolved_model=outcome.resolved_model,
+        usage=outcome.usage,
+        cost_usd=outcome.cost_usd,
+        duration_ms=round((time.perf_counter() - started) * 1000),
+        fingerprint=fp,
+        retrieved=tuple(outcome.retrieved) if outcome.retrieved is not None else None,
+        tool_calls=tuple(outcome.tool_calls),
+        final_text=outcome.final_text,
+        finished_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+    )
+
+
+async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+    try:
+        return await runtime.select(query, catalog, tracker)
+    except (ConfigError, HarnessBlind, BudgetExceeded):
+        raise  # configuration errors and broken invariants stop the run
+    except ProbeFailed as exc:
+        return Outcome.from_tracker(tracker, error=exc.message)
+    except Exception as exc:  # a runtime's bug is this probe's error, not the end of the study
+        log.exception("runtime %s failed on query %s", runtime.name, query.id)
+        return Outcome.from_tracker(tracker, error=f"{type(exc).__name__}: {exc}")
+
+
+async def run_probes(
+    runtime: Runtime,
+    catalog: Catalog,
+    pairs: Sequence[tuple[Query, int]],
+    *,
+    options: ProbeOptions,
+    sink: ProbeSink,
+    concurrency: int,
+    fingerprint: str,
+    on_probe: Callable[[ProbeRecord], None] | None = None,
+    cost_cap: float | None = None,
+    spent_before: float = 0.0,
+) -> list[ProbeRecord]:
+    """Run every (query, attempt) pair; return the records in finishing order.
+
+    ``spent_before`` counts spend already made by earlier batches of the same study against
+    ``cost_cap``. Raises :class:`BudgetExceeded` (with ``.records``) once the cap is reached, after the
+    probes in flight are written.
+    """
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1 (got {concurrency})")
+    if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
+        concurrency = max(concurrency, len(pairs))
+    sem = asyncio.Semaphore(concurrency)
+    stop = asyncio.Event()
+    records: list[ProbeRecord] = []
+    spent = spent_before
+    if cost_cap is not None and spent >= cost_cap:
+        stop.set()
+
+    async def one(query: Query, attempt: int) -> None:
+        nonlocal spent
+        async with sem:
+            if stop.is_set():
+                return
+            tracker = Tracker.for_query(query, options, attempt)
+            started = time.perf_counter()
+            outcome = await _probe_once(runtime, query, catalog, tracker)
+            record = _record(
+                runtime,
+                query=query,
+                attempt=attempt,
+                outcome=outcome,
+                options=options,
+                fp=fingerprint,
+                started=started,
+            )
+            sink.write(record)  # on disk before anything else can fail
+            records.append(record)
+            spent += record.cost_usd or 0.0
+            if cost_cap is not None and spent >= cost_cap:
+                stop.set()
+            if on_probe is not None:
+                on_probe(record)
+
+    async with asyncio.TaskGroup() as group:
+        for query, attempt in pairs:
+            group.create_task(one(query, attempt))
+    if stop.is_set() and cost_cap is not None:
+        exc = BudgetExceeded(
+            f"the cost cap of ${cost_cap:.2f} was reached (${spent:.4f} spent) after {len(records)} "
+            f"of {len(pairs)} probes; the results so far are kept — raise --max-cost to go on"
+        )
+        exc.records = records  # type: ignore[attr-defined]
+        raise exc
+    return records
+
+
+# ----------------------------------------------------------------------------------------- canary
+
+
+def canary_queries(catalog: Catalog, n: int = 3) -> list[Query]:
+    """Up to ``n`` queries that each name one skill outright (spread over the catalog)."""
+    skills = sorted(catalog.skills, key=lambda s: s.name)
+    if not skills:
+        return []
+    step = max(1, len(skills) // n)
+    chosen = skills[::step][:n]
+    return [
+        Query(
+            id=f"canary-{i + 1}",
+            text=f"Use the {s.name} skill for this. {_first_sentence(s)}",
+            expected_skill=s.name,
+        )
+        for i, s in enumerate(chosen)
+    ]
+
+
+def _first_sentence(skill: Skill) -> str:
+    text = " ".join(skill.description.split())
+    cut = text.find(". ")
+    return text[: cut + 1] if 0 < cut < 200 else text[:200]
+
+
+async def canary_check(
+    runtime: Runtime, catalog: Catalog, options: ProbeOptions, *, n: int = 3
+) -> list[ProbeRecord]:
+    """Probe a few skill-naming queries; raise :class:`HarnessBlind` when none activates a skill."""
+    queries = canary_queries(catalog, n)
+    if not queries:
+        raise InputError(f"catalog {catalog.id!r} is empty: nothing to probe")
+    sink = ListSink()
+    canary_options = ProbeOptions(
+        max_turns=options.max_turns,
+        early_exit=True,
+        model=options.model,
+        timeout_s=options.timeout_s,
+    )
+    await run_probes(
+        runtime,
+        catalog,
+        [(q, 1) for q in queries],
+        options=canary_options,
+        sink=sink,
+        concurrency=len(queries),
+        fingerprint="canary",
+    )
+    if any(r.invoked for r in sink.records):
+        return sink.records
+    errors = sorted({r.error for r in sink.records if r.error})
+    why = f"; errors: {'; '.join(errors)[:300]}" if errors else ""
+    raise HarnessBlind(
+        f"the harness cannot see activations: none of {len(queries)} canary queries naming a skill "
+        f"outright activated one with runtime {runtime.name!r}{why}. Check the runtime's set-up "
+        "(skills folder, tool name, model) before spending on a study"
+    )
+
+
+# ------------------------------------------------------------------------------------------- cost
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / 4)
+
+
+def estimate_cost(
+    n_probes: int,
+    catalog: Catalog,
+    price: Price | None,
+    *,
+    turns_per_probe: float = 1.5,
+    query_tokens: int = 60,
+    output_tokens_per_turn: int = 80,
+    system_tokens: int = 150,
+    cached: bool = True,
+    batch: bool = False,
+) -> float | None:
+    """Expected USD of ``n_probes`` live probes: probes × expected tokens × price (``None``: no price).
+
+    Turn 1 shows the listing (names + descriptions), the system prompt and the query; every further
+    turn adds an average skill body and the previous answer. With caching, the stable prefix is
+    written once and read by every later request.
+    """
+    if price is None:
+        return None
+    if n_probes <= 0:
+        return 0.0
+    listing = sum(len(s.name) + len(s.description) + 4 for s in catalog.skills)
+    prefix = _tokens(listing) + system_tokens + 120
+    bodies = [len(s.body) for s in catalog.skills] or [0]
+    body = _tokens(sum(bodies) // len(bodies))
+    turns = max(1.0, turns_per_probe)
+    extra = turns - 1.0
+    # tail tokens (not the prefix) per probe: the query every turn, bodies and answers after turn 1
+    tail = query_tokens * turns + (body + output_tokens_per_turn) * extra * (turns / 2 + 0.5)
+    requests = n_probes * turns
+    out_tokens = n_probes * turns * output_tokens_per_turn
+    if cached:
+        usd = prefix * price.cache_write + (requests - 1) * prefix * price.cache_read
+    else:
+        usd = requests * prefix * price.input
+    usd += n_probes * tail * price.input + out_tokens * price.output
+    usd /= 1_000_000
+    return usd * (0.5 if batch else 1.0)

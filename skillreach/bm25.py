@@ -27,10 +27,11 @@ on whether an agent will confuse them.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -45,6 +46,7 @@ __all__ = [
     "CAVEAT",
     "K1",
     "STOPWORDS",
+    "TIE_DECIMALS",
     "B",
     "BM25Index",
     "LuceneBM25",
@@ -186,14 +188,14 @@ class BM25Index:
         self.b = b
         docs = [tokenize(d) if isinstance(d, str) else list(d) for d in documents]
         self.n_docs = len(docs)
-        first_seen: dict[str, int] = {}
+        first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         rows: list[int] = []
         cols: list[int] = []
         tfs: list[int] = []
         for i, doc in enumerate(docs):
             counts = Counter(doc)
             rows.extend([i] * len(counts))
-            cols.extend(first_seen.setdefault(t, len(first_seen)) for t in counts)
+            cols.extend(map(first_seen.__getitem__, counts))
             tfs.extend(counts.values())
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
@@ -224,6 +226,7 @@ class BM25Index:
         self.weights = weights
         """``W[d, t]``: BM25 contribution of one occurrence of term t in a query, for document d."""
         self._weights_t = weights.T.tocsr()
+        self._splits: dict[int, tuple[np.ndarray, np.ndarray, sp.csr_matrix]] = {}
 
     def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
         """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
@@ -251,12 +254,50 @@ class BM25Index:
         """BM25 of one query (text or tokens) against every document, in document order."""
         return self.score_matrix([query])[0]
 
-    def score_matrix(self, queries: Sequence[str | Sequence[str]] | sp.csr_matrix) -> np.ndarray:
-        """``S[q, d]`` for every query and document (dense ``len(queries) × n_docs``)."""
+    def score_matrix(
+        self,
+        queries: Sequence[str | Sequence[str]] | sp.csr_matrix,
+        *,
+        dense_df: int | None = None,
+    ) -> np.ndarray:
+        """``S[q, d]`` for every query and document (dense ``len(queries) × n_docs``).
+
+        The product ``Q @ Wᵀ`` of a big catalog is nearly dense, most of it from the few terms that
+        many documents share. Those terms (document frequency ≥ ``dense_df``) go through a dense BLAS
+        product, the long tail through the sparse one; the two are summed. ``dense_df=None`` picks a
+        threshold for big inputs (≥ 1,000 × 1,000) and uses the sparse product alone otherwise; ``0``
+        forces the sparse product alone.
+        """
         q: sp.csr_matrix = queries if isinstance(queries, sp.csr_matrix) else self.query_matrix(queries)
+        n_queries = int(q.shape[0])
         if self.n_docs == 0:
-            return np.zeros((int(q.shape[0]), 0))
-        return np.asarray((q @ self._weights_t).toarray())
+            return np.zeros((n_queries, 0))
+        if dense_df is None:
+            big = n_queries >= 1000 and self.n_docs >= 1000
+            dense_df = max(32, self.n_docs // 50) if big else 0
+        if dense_df <= 0:
+            return np.asarray((q @ self._weights_t).toarray())
+        high, dense_w, sparse_wt = self._split(dense_df)
+        scores = (
+            np.asarray(q[:, high].toarray() @ dense_w.T) if high.size else np.zeros((n_queries, self.n_docs))
+        )
+        tail = (q @ sparse_wt).tocoo()
+        scores[tail.row, tail.col] += tail.data
+        return scores
+
+    def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+        """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""
+        cached = self._splits.get(dense_df)
+        if cached is None:
+            high = np.flatnonzero(self.df >= dense_df)
+            dense_w = np.asarray(self.weights.tocsc()[:, high].toarray())
+            keep = np.ones(len(self.vocabulary))
+            keep[high] = 0.0
+            sparse_wt = (sp.diags(keep) @ self._weights_t).tocsr()
+            sparse_wt.eliminate_zeros()
+            cached = (high, dense_w, sparse_wt)
+            self._splits[dense_df] = cached
+        return cached
 
 
 # ------------------------------------------------------------------------------------------ skills
@@ -274,7 +315,7 @@ def overlap_matrix(skills: Sequence[Skill]) -> np.ndarray:
     """
     docs = _documents(skills)
     index = BM25Index(docs)
-    return index.score_matrix(docs)
+    return index.score_matrix(index.tf)
 
 
 @dataclass(frozen=True)
@@ -297,14 +338,36 @@ class SkillRivals:
         return max((r.ratio for r in self.rivals if r.ratio is not None), default=0.0)
 
 
-def _top_indices(row: np.ndarray, top: int, names: Sequence[str]) -> list[int]:
-    """Indices of the ``top`` best positive scores, ties broken by name (deterministic)."""
-    positive = np.flatnonzero(row > 0)
-    if positive.size > top:
-        kth = np.partition(row[positive], positive.size - top)[positive.size - top]
-        positive = positive[row[positive] >= kth]
-    ordered = sorted(positive.tolist(), key=lambda j: (-row[j], names[j]))
-    return ordered[:top]
+TIE_DECIMALS = 9
+"""Scores equal to this many decimals are ties, broken by name (summation order can move the last bit)."""
+
+
+def _key(score: float) -> float:
+    return -round(score, TIE_DECIMALS)
+
+
+def _top_block(block: np.ndarray, top: int, name_rank: np.ndarray) -> list[list[int]]:
+    """Per row of ``block``, the columns of the ``top`` best positive scores, ties broken by name.
+
+    Vectorised: a partition finds each row's ``top``-th best score, every column within
+    ``10**-TIE_DECIMALS`` of it or above is a candidate, and one lexsort orders all candidates.
+    """
+    n_rows, n_cols = block.shape
+    if top <= 0 or n_cols == 0:
+        return [[] for _ in range(n_rows)]
+    if top < n_cols:
+        kth = np.partition(block, n_cols - top, axis=1)[:, n_cols - top]
+    else:
+        kth = np.full(n_rows, -np.inf)
+    threshold = np.maximum(kth - 10.0**-TIE_DECIMALS, 0.0)
+    rows, cols = np.nonzero((block >= threshold[:, None]) & (block > 0))
+    order = np.lexsort((name_rank[cols], -np.round(block[rows, cols], TIE_DECIMALS), rows))
+    rows, cols = rows[order], cols[order]
+    out: list[list[int]] = [[] for _ in range(n_rows)]
+    starts = np.searchsorted(rows, np.arange(n_rows + 1))
+    for r in range(n_rows):
+        out[r] = cols[starts[r] : min(starts[r + 1], starts[r] + top)].tolist()
+    return out
 
 
 def rivals(
@@ -312,13 +375,15 @@ def rivals(
     top: int = 10,
     *,
     only: Collection[str] | None = None,
-    block: int = 1024,
+    block: int = 2048,
+    dense_df: int | None = None,
 ) -> list[SkillRivals]:
     """For each skill (in the given order) its ``top`` nearest rivals: positive BM25 of its name +
     description against theirs, best first (ties by name), with the ratio to its self-score.
 
     ``only``: compute the rivals of these skills alone (the index still holds every skill). Rows are
-    scored in blocks of ``block`` queries, so memory stays at ``block × n`` floats.
+    scored in blocks of ``block`` queries, so memory stays at ``block × n`` floats. ``dense_df``: see
+    :meth:`BM25Index.score_matrix`.
     """
     if top < 0:
         raise ValueError("top must be ≥ 0")
@@ -326,15 +391,24 @@ def rivals(
     index = BM25Index(docs)
     names = [s.name for s in skills]
     rows = [i for i, n in enumerate(names) if only is None or n in only]
-    q_all = index.query_matrix([docs[i] for i in rows])
+    # A skill's query is its own document, so its term counts are the rows of the tf matrix.
+    q_all = index.tf[rows] if len(rows) < len(docs) else index.tf
+    if dense_df is None and len(rows) >= 1000 and len(docs) >= 1000:
+        dense_df = max(32, len(docs) // 50)
+    name_rank = np.empty(len(names), dtype=np.int64)
+    name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
     out: list[SkillRivals] = []
     for start in range(0, len(rows), block):
-        chunk = index.score_matrix(q_all[start : start + block])
-        for offset, row in enumerate(chunk):
-            i = rows[start + offset]
-            self_score = float(row[i])
-            row[i] = -np.inf
-            picked = _top_indices(row, top, names) if top else []
+        chunk = index.score_matrix(q_all[start : start + block], dense_df=dense_df or 0)
+        own = np.asarray(rows[start : start + block])
+        positions = np.arange(own.size)
+        self_scores = chunk[positions, own].copy()
+        chunk[positions, own] = -np.inf
+        best = _top_block(chunk, top, name_rank)
+        for offset, picked in enumerate(best):
+            i = int(own[offset])
+            row = chunk[offset]
+            self_score = float(self_scores[offset])
             out.append(
                 SkillRivals(
                     name=names[i],
@@ -370,6 +444,6 @@ def rank(query_text: str, skills: Iterable[Skill]) -> list[tuple[str, float]]:
     index = _cached_index(tuple(skill_text(s) for s in skill_list))
     scores = index.scores(query_text)
     ranked = sorted(
-        zip((s.name for s in skill_list), scores.tolist(), strict=True), key=lambda p: (-p[1], p[0])
+        zip((s.name for s in skill_list), scores.tolist(), strict=True), key=lambda p: (_key(p[1]), p[0])
     )
     return [(name, float(score)) for name, score in ranked]

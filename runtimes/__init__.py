@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "anthropic": "runtimes.anthropic:AnthropicRuntime",
     "claude-code": "runtimes.claude_code:ClaudeCodeRuntime",
     "openai-compatible": "runtimes.openai_compat:OpenAICompatRuntime",
+    "pi": "runtimes.pi:PiRuntime",
 }
 
 

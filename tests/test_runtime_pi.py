@@ -1,0 +1,282 @@
+"""The ``pi`` runtime: a stand-in executable printing the recorded event format (CI), the recorded real
+stream, and the REAL pi CLI against the local Messages API stand-in (``realcli``, skipped without pi)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtimes import get_runtime
+from runtimes.base import ProbeOptions, Tracker
+from runtimes.pi import PiRuntime, parse_pi_events, skill_for_path
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, QueryKind, Skill
+
+FAKES = Path(__file__).parent / "fakes"
+STUB = FAKES / "pi_stub" / "pi"
+
+
+def make_catalog(tmp_path: Path) -> Catalog:
+    skills = []
+    for name, desc in [
+        ("pdf", "Fill and merge PDF forms."),
+        ("rollback", "Roll back a bad deploy."),
+        ("secrets", "Rotate leaked credentials."),
+    ]:
+        folder = tmp_path / "src" / name
+        (folder / "references").mkdir(parents=True)
+        body = f"# {name}\n\n{name.upper()} BODY\n"
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{body}")
+        (folder / "references" / "notes.md").write_text("more")
+        skills.append(
+            Skill(name=name, description=desc, body=body, folder=str(folder), path=str(folder / "SKILL.md"))
+        )
+    return Catalog(id="t", skills=tuple(skills))
+
+
+def q(text: str, expected: str | None) -> Query:
+    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
+    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
+
+
+@pytest.fixture
+def stub(tmp_path: Path) -> dict[str, Any]:
+    log = tmp_path / "log"
+    plan_file = tmp_path / "plan.json"
+    # the runtime passes only what it chooses to its agent process: the stub's knobs go through env=
+    env = {"PI_STUB_LOG": str(log), "PI_STUB_PLAN": str(plan_file)}
+
+    def plan(mapping: dict[str, list[Any]]) -> None:
+        plan_file.write_text(json.dumps(mapping))
+
+    return {"log": log, "plan": plan, "catalog": make_catalog(tmp_path), "env": env}
+
+
+def runtime(stub: dict[str, Any] | None = None, **kw: Any) -> PiRuntime:
+    kw.setdefault("model", "claude-sonnet-4-5")
+    if stub is not None:
+        kw["env"] = {**stub["env"], **kw.get("env", {})}
+    return PiRuntime(pi_path=str(STUB), **kw)
+
+
+async def probe(rt: PiRuntime, catalog: Catalog, query: Query, **opts: Any):
+    tracker = Tracker.for_query(query, ProbeOptions(**opts))
+    return await rt.select(query, catalog, tracker), tracker
+
+
+async def test_live_early_exit_ends_the_process(stub: dict[str, Any]) -> None:
+    stub["plan"]({"undo the deploy": ["secrets", "rollback", "pdf", "secrets"]})
+    rt = runtime(stub, env={"PI_STUB_DELAY": "0.4"})
+    started = time.monotonic()
+    out, _ = await probe(rt, stub["catalog"], q("please undo the deploy", "rollback"))
+    elapsed = time.monotonic() - started
+    assert out.error is None
+    assert out.invoked == ["secrets", "rollback"]
+    assert out.early_exit is True
+    assert elapsed < 1.6 + 1.0  # not the 4 × 0.4 s of the whole script plus the answer
+    assert not (stub["log"] / "finished").exists()
+    pid = int((stub["log"] / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_isolation_flags_config_and_env(stub: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    stub["plan"]({"x": ["pdf"]})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+    monkeypatch.setenv("SOME_PRIVATE_TOKEN", "do-not-pass")
+    rt = runtime(stub, base_url="http://127.0.0.1:9/anthropic", max_retries=2)
+    out, _ = await probe(rt, stub["catalog"], q("x", "pdf"))
+    assert out.invoked == ["pdf"]
+    argv = json.loads((stub["log"] / "argv.json").read_text())
+    for flag in (
+        "-p",
+        "--no-session",
+        "--no-skills",
+        "--no-extensions",
+        "--no-context-files",
+        "--no-prompt-templates",
+    ):
+        assert flag in argv
+    assert argv[argv.index("--mode") + 1] == "json"
+    assert argv[argv.index("--tools") + 1] == "read"
+    assert argv[argv.index("--provider") + 1] == "anthropic"
+    skill_args = [argv[i + 1] for i, a in enumerate(argv) if a == "--skill"]
+    assert sorted(Path(s).name for s in skill_args) == ["pdf", "rollback", "secrets"]
+    assert all("skillreach-pi-" in s for s in skill_args)  # copies in the probe's own folder
+    assert argv[-1] == "x"
+    env = json.loads((stub["log"] / "env.json").read_text())
+    assert "skillreach-pi-" in env["HOME"]
+    assert env["PI_CODING_AGENT_DIR"].startswith(str(Path(env["HOME"]).parent))
+    assert "ANTHROPIC_API_KEY" in env["names"]
+    assert "SOME_PRIVATE_TOKEN" not in env["names"]
+    models = json.loads((stub["log"] / "models.json").read_text())
+    assert models == {"providers": {"anthropic": {"baseUrl": "http://127.0.0.1:9/anthropic"}}}
+    settings = json.loads((stub["log"] / "settings.json").read_text())
+    assert settings["retry"]["maxRetries"] == 2
+    assert not Path(env["HOME"]).exists()  # the probe's folder is gone afterwards
+
+
+async def test_base_url_from_anthropic_env(stub: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    stub["plan"]({})
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:7/x")
+    out, _ = await probe(runtime(stub), stub["catalog"], q("hello", None))
+    assert out.invoked == []
+    assert out.final_text == "Done."
+    models = json.loads((stub["log"] / "models.json").read_text())
+    assert models["providers"]["anthropic"]["baseUrl"] == "http://127.0.0.1:7/x"
+
+
+async def test_max_turns_without_early_exit_and_usage(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": ["pdf", "secrets", "rollback"]})
+    out, tracker = await probe(runtime(stub), stub["catalog"], q("x", "pdf"), max_turns=2, early_exit=False)
+    assert out.invoked == ["pdf", "secrets"]
+    assert tracker.exhausted
+    assert not out.early_exit
+    assert out.usage.input_tokens == 700 + 800
+    assert out.usage.output_tokens == 80
+    assert out.cost_usd is not None
+    assert out.cost_usd > 0
+    assert out.resolved_model == "claude-sonnet-4-5"
+
+
+async def test_reads_inside_a_skill_folder_count_other_reads_do_not(stub: dict[str, Any]) -> None:
+    stub["plan"](
+        {
+            "x": [
+                {"read": "/etc/hostname"},
+                {"tool": "ls", "args": {"path": "../skills"}},
+                {"read": "../skills/secrets/references/notes.md"},
+            ]
+        }
+    )
+    out, _ = await probe(runtime(stub, tools="read,ls"), stub["catalog"], q("x", "pdf"))
+    assert out.invoked == ["secrets"]
+    assert [c.tool for c in out.tool_calls] == ["read", "ls"]
+
+
+async def test_provider_error_is_recorded(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": [{"error": "529 overloaded_error: Overloaded"}]})
+    out, _ = await probe(runtime(stub), stub["catalog"], q("x", "pdf"))
+    assert out.error is not None
+    assert "Overloaded" in out.error
+
+
+async def test_residency_mismatch_fails_the_probe(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": ["pdf"]})
+    out, _ = await probe(runtime(stub, env={"PI_STUB_HIDE": "rollback"}), stub["catalog"], q("x", "pdf"))
+    assert out.error is not None
+    assert "missing ['rollback']" in out.error
+    assert out.invoked == []
+
+
+def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SKILLREACH_PI_PATH", raising=False)
+    with pytest.raises(ConfigError, match="read-only"):
+        runtime(tools="read,bash")
+    with pytest.raises(ConfigError, match="pi program not found"):
+        PiRuntime(pi_path=str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="models_json"):
+        runtime(models_json=tmp_path / "missing.json")
+    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))
+    assert isinstance(get_runtime("pi", model="m"), PiRuntime)
+
+
+def test_skill_for_path(tmp_path: Path) -> None:
+    dirs = {"pdf": tmp_path / "skills" / "pdf", "pdf-extra": tmp_path / "skills" / "pdf-extra"}
+    cwd = tmp_path / "work"
+    assert skill_for_path(str(dirs["pdf"] / "SKILL.md"), dirs, cwd) == "pdf"
+    assert skill_for_path("../skills/pdf-extra/x/y.md", dirs, cwd) == "pdf-extra"
+    assert skill_for_path("../skills/pdf/../../etc/passwd", dirs, cwd) is None
+    assert skill_for_path(str(tmp_path / "skills" / "pdfx" / "SKILL.md"), dirs, cwd) is None
+    assert skill_for_path(None, dirs, cwd) is None
+
+
+def test_recorded_real_stream_is_understood() -> None:
+    lines = (FAKES / "pi_recorded.jsonl").read_text().splitlines()
+    dirs = {"pdf": Path("/RECORDED/skills/pdf"), "rollback": Path("/RECORDED/skills/rollback")}
+    tracker = Tracker(expected="pdf", max_turns=3)
+    state = parse_pi_events(lines, dirs, Path("/RECORDED"), tracker)
+    assert tracker.invoked == ["rollback"]
+    assert state.usage.input_tokens == 748 + 851
+    assert state.usage.output_tokens == 42 + 8
+    assert state.final_text == "done"
+    assert state.error is None
+    # with rollback as the target the stream is cut right at the read
+    tracker2 = Tracker(expected="rollback", max_turns=3)
+    state2 = parse_pi_events(lines, dirs, Path("/RECORDED"), tracker2)
+    assert tracker2.early_exit
+    assert state2.usage.input_tokens == 748  # nothing after the read is taken
+    assert state2.final_text == "reading"
+
+
+# ----------------------------------------------------------------------------- the real pi CLI
+
+
+def _real_pi() -> str | None:
+    for candidate in (
+        os.environ.get("SKILLREACH_TEST_PI"),
+        shutil.which("pi"),
+        str(Path.home() / ".cache" / "skillreach" / "npm" / "node_modules" / ".bin" / "pi"),
+    ):
+        if (
+            candidate
+            and Path(candidate).is_file()
+            and os.access(candidate, os.X_OK)
+            and Path(candidate).resolve() != STUB.resolve()
+        ):
+            return candidate
+    return None
+
+
+@pytest.mark.realcli
+async def test_real_pi_against_the_messages_api_stand_in(tmp_path: Path) -> None:
+    pi = _real_pi()
+    if pi is None:
+        pytest.skip(
+            "the real pi CLI is not installed (npm install @mariozechner/pi-coding-agent in "
+            "~/.cache/skillreach/npm, or set SKILLREACH_TEST_PI)"
+        )
+    from tests.fakes.messages_api import MessagesAPI, Reply, text_reply, tool_call, turn_of
+
+    catalog = make_catalog(tmp_path)
+    order = ["secrets", "rollback", "pdf"]
+
+    def responder(body: dict[str, Any]) -> Any:
+        system = json.dumps(body.get("system"))
+        turn = turn_of(body)
+        if turn < len(order):
+            m = re.search(rf"<location>([^<]*/{order[turn]}/SKILL\.md)</location>", system)
+            assert m, "pi listed every resident skill with its location"
+            return Reply([tool_call("read", {"path": m.group(1)})])
+        return text_reply("done")
+
+    with MessagesAPI(responder) as api:
+        rt = PiRuntime(
+            pi_path=pi, model="claude-sonnet-4-5", base_url=api.base_url, env={"ANTHROPIC_API_KEY": "test"}
+        )
+        out, _ = await probe(rt, catalog, q("please undo the deploy", "rollback"))
+        n_early = len(api.requests)
+        out2, _ = await probe(
+            rt, catalog, q("please undo the deploy", "rollback"), early_exit=False, max_turns=5
+        )
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["secrets", "rollback"]
+    assert out.early_exit
+    assert n_early == 2  # the process was ended before pi sent the read result back
+    assert out2.invoked == ["secrets", "rollback", "pdf"]
+    assert out2.final_text == "done"
+    first = api.requests[0]
+    assert [t["name"] for t in first["tools"]] == ["read"]
+    text = json.dumps(first)
+    for skill in catalog.skills:
+        assert f"<name>{skill.name}</name>" in text
+        assert skill.body.strip() not in text  # progressive disclosure: no body before a read
+    assert out.usage.input_tokens > 0

@@ -1,0 +1,651 @@
+"""``skillreach baseline record|compare|status`` and ``skillreach check --changed``.
+
+- ``baseline record``: the baseline record of one skill from one study's artifact (spec/interfaces.md);
+  ``--commit`` writes ``baselines/<skill>.json`` and commits that file alone, the message naming what
+  changed since the previous record (model, corpus, rubric, skill).
+- ``baseline compare BASE NEW``: the gate of spec/metrics.md; exit 0 pass, 1 breach (or inconclusive
+  under ``--strict``), 3 refused (pins differ).
+- ``baseline status``: every stored baseline, current or expired against the current configuration.
+- ``check --changed``: for CI on a pull request — re-probe the skills changed in git since a revision
+  (every skill when one was added or removed), compare each with its stored baseline, GitHub
+  annotations and a step summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from skillreach.baselines import BaselineRecord
+    from skillreach.gates import Comparison
+    from skillreach.study import StudyConfig
+
+__all__ = ["register"]
+
+baseline_app = typer.Typer(
+    name="baseline",
+    help="Baseline records of skills, and the statistical gate between two of them.",
+    no_args_is_help=True,
+)
+
+
+def _err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _fmt(v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+def _read_artifact_any(path: Path) -> Any:
+    from skillreach.artifacts import read_artifact
+
+    return read_artifact(path)
+
+
+def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
+    from skillreach.skills import discover
+
+    roots = [d for d in skills_dirs if d.exists()]
+    if not roots:
+        return None
+    found = discover(roots)
+    for s in found.skills:
+        if s.name == skill:
+            return Path(s.folder or Path(s.path).parent)
+    return None
+
+
+def _guess_queries(artifact_path: Path) -> Path | None:
+    """A study folder written by ``skillreach run`` may hold the query set it ran, or name it."""
+    for name in ("queries.json", "query_set.json"):
+        cand = artifact_path.parent / name
+        if cand.is_file():
+            return cand
+    cfg = artifact_path.parent / "config.json"
+    if cfg.is_file():
+        try:
+            q = json.loads(cfg.read_text(encoding="utf-8")).get("queries")
+        except (OSError, ValueError, AttributeError):
+            q = None
+        if isinstance(q, str) and Path(q).is_file():
+            return Path(q)
+    return None
+
+
+def _judge_model_default(given: str | None) -> str:
+    from skillreach.judge import FAKE_JUDGE_MODEL
+
+    return given or os.environ.get("SKILLREACH_JUDGE_MODEL") or FAKE_JUDGE_MODEL
+
+
+# ------------------------------------------------------------------------------------------- record
+
+
+def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
+    artifact: Path = typer.Option(..., "--artifact", help="artifact.json of the study."),
+    skill: str = typer.Option(..., "--skill", help="The skill to record."),
+    queries: Path | None = typer.Option(
+        None, "--queries", help="The query set the study ran (default: found beside the artifact)."
+    ),
+    skills: list[Path] = typer.Option(
+        [], "--skills", help="Folder(s) holding the skill, for its git version (default: ./skills)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the record here (default: stdout)."),
+    commit: bool = typer.Option(
+        False, "--commit", help="Write <baselines>/<skill>.json and commit that file alone."
+    ),
+    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    judge_model: str | None = typer.Option(
+        None,
+        "--judge-model",
+        help="The judge that graded rubrics (default: $SKILLREACH_JUDGE_MODEL or fake).",
+    ),
+) -> None:
+    """Build the baseline record of one skill from one study (spec/interfaces.md)."""
+    from skillreach.baselines import (
+        changes_between,
+        cohort_split,
+        metrics_line,
+        read_baseline,
+        record_baseline,
+        write_baseline,
+    )
+    from skillreach.errors import InputError
+
+    art = _read_artifact_any(artifact)
+    qpath = queries or _guess_queries(artifact)
+    if qpath is None:
+        raise InputError(f"{artifact}: cannot tell which query set the study ran; pass --queries FILE")
+    dirs = list(skills) or [Path("skills")]
+    folder = _find_skill_folder(skill, dirs)
+    if folder is None and skills:
+        raise InputError(
+            f"skill {skill!r}: no SKILL.md with that name under {', '.join(map(str, dirs))}; "
+            "pass --skills DIR"
+        )
+    record = record_baseline(
+        art, qpath, skill, skill_folder=folder, judge_model=_judge_model_default(judge_model)
+    )
+    console = _err_console()
+    if folder is None:
+        console.print(
+            f"[yellow]note:[/] no folder found for {skill!r} under {', '.join(map(str, dirs))}: "
+            "skill_version is a digest of its description (pass --skills DIR for the git version)"
+        )
+    if record.skill_version_origin == "uncommitted":
+        console.print(
+            f"[yellow]note:[/] {record.skill_path} has uncommitted changes: skill_version is a content digest"
+        )
+    target = baselines_dir / f"{skill}.json" if commit else out
+    previous: BaselineRecord | None = None
+    if commit and target is not None and target.is_file():
+        previous = read_baseline(target)
+    if target is None:
+        sys.stdout.write(record.model_dump_json(indent=2) + "\n")
+        return
+    write_baseline(record, target)
+    console.print(f"baseline {record.baseline_id} → {target}")
+    console.print(f"  {metrics_line(record)}")
+    if previous is not None:
+        split = cohort_split(record, previous, "compliance")
+        old, new = split["baseline_cases"], split["new_cases"]
+        if new is not None:
+            console.print(
+                f"  compliance by cohort: baseline cases {_fmt(old.value if old else None)} "
+                f"({old.cases if old else 0} cases), new cases {_fmt(new.value)} ({new.cases} cases)"
+            )
+    if commit:
+        sha = _git_commit_file(
+            target, f"baseline {skill}: " + "; ".join(changes_between(previous, record)), record
+        )
+        console.print(f"  committed {sha[:12]}: {', '.join(changes_between(previous, record))}")
+
+
+def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
+    from skillreach.baselines import _git, git_toplevel, metrics_line
+    from skillreach.errors import InputError
+
+    top = git_toplevel(path.resolve())
+    if top is None:
+        raise InputError(f"{path}: not inside a git work tree; --commit needs one (or use --out)")
+    import subprocess
+
+    rel = os.path.relpath(path.resolve(), top.resolve())
+    body = f"{subject}\n\n{metrics_line(record)}\nskill_version {record.skill_version}\n"
+    body += f"corpus {record.corpus_version}\n"
+    body += f"model {record.model}; runtime {record.runtime}; runs per case {record.runs_per_case}\n"
+    for args in (["add", "--", rel], ["commit", "-q", "-m", body, "--", rel]):
+        proc = subprocess.run(["git", *args], cwd=top, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            detail = msg[-1] if msg else f"exit {proc.returncode}"
+            if "nothing to commit" in (proc.stdout + proc.stderr) or "no changes added" in proc.stdout:
+                raise InputError(f"{path}: the baseline is unchanged; nothing to commit")
+            raise InputError(f"{path}: git {args[0]} failed: {detail}")
+    return _git(["rev-parse", "HEAD"], top) or ""
+
+
+# ------------------------------------------------------------------------------------------- compare
+
+
+def print_comparison(cmp: Comparison, console: Console) -> None:
+    from rich.table import Table
+
+    colours = {"ok": "green", "inconclusive": "yellow", "breach": "bold red", "n/a": "dim"}
+    table = Table(title=f"{cmp.skill}: {cmp.base_id} → {cmp.new_id}", title_justify="left")
+    for col, just in (
+        ("metric", "left"),
+        ("cases", "left"),
+        ("gate", "right"),
+        ("baseline", "right"),
+        ("new", "right"),
+        ("Δ paired", "right"),
+        ("95% CI", "right"),
+        ("k", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in cmp.results:
+        ci = f"[{r.ci95[0]:+.3f}, {r.ci95[1]:+.3f}]" if r.ci95 else "–"
+        colour = colours[r.verdict.value]
+        table.add_row(
+            r.metric,
+            r.cohort,
+            f"{r.gate:+.2f}",
+            _fmt(r.base),
+            _fmt(r.new),
+            _fmt(r.mean_diff, signed=True),
+            ci,
+            str(r.k),
+            f"[{colour}]{r.verdict.value}[/]",
+        )
+    console.print(table)
+    for r in cmp.results:
+        if r.note:
+            console.print(f"  {r.metric} ({r.cohort}): {r.note}")
+    comp = cmp.cohorts.get("compliance", {})
+    old, new = comp.get("baseline_cases"), comp.get("new_cases")
+    if new is not None:
+        console.print(
+            "  compliance by cohort (new record): baseline cases "
+            + (f"{old['value']:.3f} ({old['cases']} cases)" if old else "–")
+            + f", new cases {new['value']:.3f} ({new['cases']} cases, 95% CI "
+            f"[{new['ci95'][0]:.3f}, {new['ci95'][1]:.3f}])"
+        )
+    for w in cmp.warnings:
+        console.print(f"  [yellow]warning:[/] {w}")
+    colour = colours[cmp.verdict.value]
+    tail = " (fails under --strict)" if cmp.verdict.value == "inconclusive" and not cmp.strict else ""
+    console.print(f"verdict: [{colour}]{cmp.verdict.value}[/]{tail} → exit {cmp.exit_code}")
+
+
+def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
+    from skillreach.gates import parse_gate_overrides
+    from skillreach.settings import load_settings
+
+    return parse_gate_overrides(load_settings(config).gates, overrides)
+
+
+def compare_cmd(  # noqa: PLR0917 - a typer command
+    base: Path = typer.Argument(..., metavar="BASE", help="The stored baseline record."),
+    new: Path = typer.Argument(..., metavar="NEW", help="The new record."),
+    strict: bool = typer.Option(False, "--strict", help="An inconclusive result fails too (exit 1)."),
+    as_json: bool = typer.Option(False, "--json", help="The comparison as JSON on stdout alone."),
+    gate: list[str] = typer.Option(
+        [], "--gate", metavar="METRIC=VALUE", help="Override a gate, e.g. activation=-0.1 (repeatable)."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="Settings file with a [gates] table."),
+) -> None:
+    """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
+    from rich.console import Console
+
+    from skillreach.baselines import read_baseline
+    from skillreach.gates import compare
+
+    cmp = compare(read_baseline(base), read_baseline(new), _gates(config, gate), strict)
+    if as_json:
+        sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
+    else:
+        print_comparison(cmp, Console())
+    raise typer.Exit(cmp.exit_code)
+
+
+# -------------------------------------------------------------------------------------------- status
+
+
+def status_cmd(
+    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    model: str | None = typer.Option(None, "--model", help="The model now configured (alias or snapshot)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="The judge now configured."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout alone."),
+) -> None:
+    """Every stored baseline: current, or expired (model, corpus or rubric changed). Exit 3 if any expired."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from skillreach.errors import NotFoundError
+
+    files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
+    if not files:
+        raise NotFoundError(
+            f"{baselines_dir}: no baseline records; record one with skillreach baseline record"
+        )
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        rec, reasons = _current_expiry(f, model=model, judge_model=judge_model)
+        rows.append(
+            {"file": str(f), "baseline_id": rec.baseline_id, "expired": bool(reasons), "reasons": reasons}
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    else:
+        table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
+        for col in ("baseline", "status", "why"):
+            table.add_column(col)
+        for r in rows:
+            status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
+            table.add_row(str(r["baseline_id"]), status, "; ".join(r["reasons"]) or "")
+        Console().print(table)
+    raise typer.Exit(3 if any(r["expired"] for r in rows) else 0)
+
+
+def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
+    """The query set a record's corpus_version names, resolved against the git top of ``anchor``."""
+    from skillreach.baselines import git_toplevel
+
+    shown = record.corpus_version.rsplit("@", 1)[0]
+    p = Path(shown)
+    if p.is_absolute():
+        return p
+    top = git_toplevel(anchor.resolve())
+    return (top / p) if top is not None else p
+
+
+def _current_expiry(
+    path: Path, *, model: str | None, judge_model: str | None
+) -> tuple[BaselineRecord, list[str]]:
+    from skillreach.baselines import corpus_version, current_rubric_version, expiry, read_baseline
+    from skillreach.errors import SkillreachError
+    from skillreach.queries import load_query_set
+
+    rec = read_baseline(path)
+    qpath = _corpus_path(rec, path.parent)
+    try:
+        qs = load_query_set(qpath)
+    except SkillreachError as exc:
+        return rec, [f"corpus {qpath} unreadable: {exc.message}"]
+    corpus, _ = corpus_version(qpath, qs)
+    rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
+    return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
+
+
+# --------------------------------------------------------------------------------------------- check
+
+
+async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[Any, Path]:
+    """One study without Prefect: probe, grade rubrics, score, write probes.jsonl and artifact.json."""
+    from runtimes import get_runtime
+    from runtimes.base import ProbeOptions
+    from skillreach.artifacts import write_artifact
+    from skillreach.catalog import build_catalog
+    from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, get_judge, grade_probes
+    from skillreach.probing import JsonlSink, fingerprint, resolve_model, run_probes
+    from skillreach.queries import load_query_set
+    from skillreach.scoring import score
+    from skillreach.skills import load_skills
+
+    assert cfg.queries is not None
+    skills = load_skills(list(cfg.skills), on_problem=lambda line: print(line, file=sys.stderr))
+    catalog = build_catalog(
+        skills,
+        cfg.catalog,
+        target=cfg.target,
+        k=cfg.neighborhood_k,
+        size=cfg.neighborhood_size,
+        seed=cfg.seed,
+    )
+    qs = load_query_set(cfg.queries)
+    options = ProbeOptions(
+        max_turns=cfg.max_turns, early_exit=cfg.early_exit, model=cfg.model, compliance=cfg.compliance
+    )
+    runtime_opts = dict(cfg.runtime_options)
+    if cfg.model and "model" not in runtime_opts:
+        runtime_opts["model"] = cfg.model
+    runtime = get_runtime(cfg.runtime, **runtime_opts)
+    out = cfg.out or Path(".skillreach") / "check"
+    out.mkdir(parents=True, exist_ok=True)
+    probes_path = out / "probes.jsonl"
+    if probes_path.exists():
+        probes_path.unlink()
+    try:
+        resolved = await resolve_model(runtime, options)
+        fp = fingerprint(catalog, qs, runtime.name, resolved, options)
+        pairs = [(q, a) for a in range(1, cfg.attempts + 1) for q in qs.queries]
+        with JsonlSink(probes_path) as sink:
+            records = await run_probes(
+                runtime,
+                catalog,
+                pairs,
+                options=options,
+                sink=sink,
+                concurrency=cfg.concurrency,
+                fingerprint=fp,
+            )
+    finally:
+        await runtime.aclose()
+    if any(q.checks is not None and q.checks.rubric for q in qs.queries):
+        jm = judge_model or FAKE_JUDGE_MODEL
+        judge = FakeJudge(jm) if jm == FAKE_JUDGE_MODEL else get_judge("anthropic", model=jm)
+        try:
+            records, failures = await grade_probes(judge, qs.queries, records)
+        finally:
+            await judge.aclose()
+        for qid, attempt, msg in failures:
+            print(f"judge: {qid} attempt {attempt}: {msg}", file=sys.stderr)
+    artifact = score(qs, records, catalog, attempts=cfg.attempts)
+    return write_artifact(artifact, out / "artifact.json"), cfg.queries
+
+
+def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+    import importlib.util
+
+    if not in_process and importlib.util.find_spec("flows.study") is not None:
+        from flows.study import study  # H5's flow
+
+        result = asyncio.run(study(cfg))
+        art = getattr(result, "artifact", None)
+        if art is None:
+            art = _read_artifact_any(Path(result.artifact_path))
+        return art
+    art, _ = asyncio.run(_study_in_process(cfg, judge_model))
+    return art
+
+
+def _annotate(level: str, file: str | None, title: str, message: str) -> str:
+    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks."""
+
+    def prop(v: str) -> str:
+        return (
+            v.replace("%", "%25")
+            .replace("\r", "%0D")
+            .replace("\n", "%0A")
+            .replace(":", "%3A")
+            .replace(",", "%2C")
+        )
+
+    msg = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    props = ([f"file={prop(file)}"] if file else []) + [f"title={prop(title)}"]
+    return f"::{level} {','.join(props)}::{msg}"
+
+
+def check_cmd(  # noqa: PLR0917 - a typer command
+    changed: bool = typer.Option(False, "--changed", help="Check the skills changed in git since --since."),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        metavar="REV",
+        help="Base revision (default: merge-base with origin/main, else HEAD~1).",
+    ),
+    skills: list[Path] = typer.Option([], "--skills", help="Folder(s) of skills (default: ./skills)."),
+    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Study/settings file (runtime options, gates)."
+    ),
+    runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
+    model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
+    out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
+    strict: bool = typer.Option(False, "--strict", help="An inconclusive gate fails too."),
+    gate: list[str] = typer.Option(
+        [], "--gate", metavar="METRIC=VALUE", help="Override a gate (repeatable)."
+    ),
+    in_process: bool = typer.Option(
+        False, "--in-process", help="Run the study in this process, without Prefect."
+    ),
+    annotations: bool | None = typer.Option(
+        None,
+        "--annotations/--no-annotations",
+        help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
+) -> None:
+    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach)."""
+    from rich.console import Console
+
+    from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
+    from skillreach.errors import InputError, RefusedError
+    from skillreach.gates import compare
+    from skillreach.study import StudyConfig
+
+    if not changed:
+        raise InputError("skillreach check needs --changed (the only mode so far)")
+    console = Console(stderr=as_json)
+    dirs = list(skills) or [Path("skills")]
+    for d in dirs:
+        if not d.is_dir():
+            raise InputError(f"{d}: no such folder of skills; pass --skills DIR")
+    rev, how = resolve_since(dirs[0], since)
+    changes = changed_skills(dirs, rev)
+    console.print(f"comparing with {rev[:12]} ({how})")
+    if changes.added or changes.removed:
+        console.print(
+            "routing table changed"
+            + (f": added {', '.join(changes.added)}" if changes.added else "")
+            + (f"; removed {', '.join(changes.removed)}" if changes.removed else "")
+            + " — every skill is re-checked"
+        )
+    to_check = changes.to_check
+    gates = _gates(config, gate)
+    do_annotate = annotations if annotations is not None else os.environ.get("GITHUB_ACTIONS") == "true"
+    results: list[dict[str, Any]] = []
+    lines: list[str] = []
+    if not to_check:
+        console.print("no skill changed; nothing to check")
+    # group by the pins a study needs
+    groups: dict[tuple[str, str, str, int], list[tuple[str, BaselineRecord]]] = {}
+    for name in to_check:
+        bpath = baselines_dir / f"{name}.json"
+        skill_file = changes.skill_files.get(name)
+        if not bpath.is_file():
+            msg = (
+                f"no baseline for {name}: record one with skillreach baseline record --skill {name} --commit"
+            )
+            results.append({"skill": name, "status": "no baseline", "message": msg})
+            lines.append(_annotate("warning", skill_file, "skillreach: no baseline", msg))
+            continue
+        rec = read_baseline(bpath)
+        _, reasons = _current_expiry(bpath, model=model, judge_model=None)
+        if reasons:
+            msg = f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); re-record it, not compared"
+            results.append({"skill": name, "status": "expired", "message": msg})
+            lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
+            continue
+        qpath = _corpus_path(rec, bpath.parent)
+        key = (str(qpath), runtime or rec.runtime, model or rec.model, rec.runs_per_case)
+        groups.setdefault(key, []).append((name, rec))
+    for (qpath_s, rt, mdl, runs), members in groups.items():
+        needs_compliance = any(
+            r.metrics.get("compliance") is not None or r.metrics.get("task_quality") is not None
+            for _, r in members
+        )
+        model_flag = None if rt in ("fake", "keyword", "retriever") and mdl == rt else mdl
+        cfg = StudyConfig.build(
+            config,
+            skills=tuple(dirs),
+            queries=Path(qpath_s),
+            runtime=rt,
+            model=model_flag,
+            attempts=runs,
+            compliance=needs_compliance or None,
+            out=out,
+        )
+        console.print(
+            f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
+            f"{runs} runs per case"
+        )
+        art = _run_study(cfg, members[0][1].judge_model, in_process)
+        for name, rec in members:
+            folder = _find_skill_folder(name, dirs)
+            new = record_baseline(art, Path(qpath_s), name, skill_folder=folder, judge_model=rec.judge_model)
+            skill_file = changes.skill_files.get(name)
+            try:
+                cmp = compare(rec, new, gates, strict)
+            except RefusedError as exc:
+                results.append({"skill": name, "status": "refused", "message": exc.message})
+                lines.append(_annotate("error", skill_file, "skillreach: comparison refused", exc.message))
+                continue
+            if not as_json:
+                print_comparison(cmp, console)
+            results.append(
+                {"skill": name, "status": cmp.verdict.value, "comparison": cmp.model_dump(mode="json")}
+            )
+            for g in cmp.results:
+                if g.verdict.value in ("breach", "inconclusive"):
+                    level = "error" if g.verdict.value == "breach" or strict else "warning"
+                    ci = f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]" if g.ci95 else ""
+                    msg = (
+                        f"{name}: {g.metric} ({g.cohort}) {g.verdict.value}: Δ {g.mean_diff:+.3f}, "
+                        f"95% CI {ci}, gate {g.gate:+.2f}, {g.k} cases" + (f". {g.note}" if g.note else "")
+                    )
+                    lines.append(_annotate(level, skill_file, f"skillreach gate: {g.verdict.value}", msg))
+    statuses = [r["status"] for r in results]
+    if "breach" in statuses or (strict and "inconclusive" in statuses):
+        code = 1
+    elif "refused" in statuses or "expired" in statuses:
+        code = 3
+    else:
+        code = 0
+    if do_annotate:
+        for line in lines:
+            print(line)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write(_step_summary(rev, how, changes, results, code))
+    if as_json:
+        payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for r in results:
+            if r["status"] in ("no baseline", "expired", "refused"):
+                console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
+        console.print(f"check: exit {code}")
+    raise typer.Exit(code)
+
+
+def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:
+    icon = {
+        "ok": "✅",
+        "inconclusive": "⚠️",
+        "breach": "❌",
+        "no baseline": "➕",
+        "expired": "⌛",
+        "refused": "⛔",
+    }
+    out = ["## skillreach check", "", f"Compared with `{rev[:12]}` ({how}).", ""]
+    if changes.added or changes.removed:
+        out.append(
+            f"Routing table changed (added: {', '.join(changes.added) or '–'}; removed: "
+            f"{', '.join(changes.removed) or '–'}): every skill re-checked.\n"
+        )
+    out += [
+        "| skill | metric | cases | baseline | new | Δ paired | 95% CI | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        st = r["status"]
+        if "comparison" not in r:
+            out.append(f"| {r['skill']} | – | – | – | – | – | – | {icon.get(st, '')} {st}: {r['message']} |")
+            continue
+        for g in r["comparison"]["results"]:
+            ci = f"[{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g["ci95"] else "–"
+            note = f" — {g['note']}" if g["note"] else ""
+            out.append(
+                f"| {r['skill']} | {g['metric']} | {g['cohort']} | {_fmt(g['base'])} | {_fmt(g['new'])} | "
+                f"{_fmt(g['mean_diff'], signed=True)} | {ci} | "
+                f"{icon.get(g['verdict'], '')} {g['verdict']}{note} |"
+            )
+    out += ["", f"**Exit {code}**", ""]
+    return "\n".join(out) + "\n"
+
+
+def register(app: typer.Typer) -> None:
+    baseline_app.command("record")(record_cmd)
+    baseline_app.command("compare")(compare_cmd)
+    baseline_app.command("status")(status_cmd)
+    app.add_typer(baseline_app, name="baseline")
+    app.command("check")(check_cmd)

@@ -89,7 +89,11 @@ DEFAULT_ALIASES: dict[str, str] = {
     "claude-haiku-4-5": "claude-haiku-4-5-20251001",
     "claude-opus-4-1": "claude-opus-4-1-20250805",
     "claude-sonnet-4-0": "claude-sonnet-4-20250514",
+    "claude-sonnet-4-6": "claude-sonnet-4-6-20260115",
+    "claude-opus-4-6": "claude-opus-4-6-20260115",
 }
+SYNTHETIC_SNAPSHOT = "20260101"
+"""Any other ``claude-*`` alias resolves to ``<alias>-20260101``; a name not starting ``claude-`` is 404."""
 
 HTTP_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -391,6 +395,8 @@ class MessagesAPI:
             return self.aliases[model]
         if model in self.aliases.values() or re.fullmatch(r"claude-[a-z0-9.-]+-\d{8}", model):
             return model
+        if re.fullmatch(r"claude-[a-z0-9.-]+", model):
+            return f"{model}-{SYNTHETIC_SNAPSHOT}"
         raise _APIError(404, "not_found_error", f"model: {model}")
 
     @property
@@ -571,9 +577,7 @@ class _Handler(BaseHTTPRequestHandler):
         with api._lock:
             api.calls.append(self.call)
         try:
-            if api.require_key and not (
-                self.headers.get("x-api-key") or self.headers.get("authorization")
-            ):
+            if api.require_key and not (self.headers.get("x-api-key") or self.headers.get("authorization")):
                 raise _APIError(401, "authentication_error", "x-api-key header is required")
             fault = api._take_fault(path)
             if fault is not None:
@@ -654,24 +658,58 @@ class _Handler(BaseHTTPRequestHandler):
         for i, block in enumerate(message["content"]):
             if block.get("type") == "tool_use":
                 empty = {**block, "input": {}}
-                chunks.append(_sse("content_block_start", {"type": "content_block_start", "index": i,
-                                                           "content_block": empty}))
+                chunks.append(
+                    _sse(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": i, "content_block": empty},
+                    )
+                )
                 js = json.dumps(block.get("input", {}), separators=(",", ":"))
                 for part in (js[: len(js) // 2], js[len(js) // 2 :]):
-                    chunks.append(_sse("content_block_delta", {"type": "content_block_delta", "index": i,
-                                       "delta": {"type": "input_json_delta", "partial_json": part}}))
+                    chunks.append(
+                        _sse(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": i,
+                                "delta": {"type": "input_json_delta", "partial_json": part},
+                            },
+                        )
+                    )
             else:
                 text = str(block.get("text", ""))
-                chunks.append(_sse("content_block_start", {"type": "content_block_start", "index": i,
-                                                           "content_block": {"type": "text", "text": ""}}))
+                chunks.append(
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": i,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    )
+                )
                 for part in (text[: len(text) // 2], text[len(text) // 2 :]):
-                    chunks.append(_sse("content_block_delta", {"type": "content_block_delta", "index": i,
-                                       "delta": {"type": "text_delta", "text": part}}))
+                    chunks.append(
+                        _sse(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": i,
+                                "delta": {"type": "text_delta", "text": part},
+                            },
+                        )
+                    )
             chunks.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
-        chunks.append(_sse("message_delta", {"type": "message_delta",
-                                             "delta": {"stop_reason": message["stop_reason"],
-                                                       "stop_sequence": None},
-                                             "usage": {"output_tokens": usage["output_tokens"]}}))
+        chunks.append(
+            _sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]},
+                },
+            )
+        )
         chunks.append(_sse("message_stop", {"type": "message_stop"}))
         data = b"".join(chunks)
         self._send_bytes(200, data, "text/event-stream")
@@ -699,16 +737,31 @@ class _Handler(BaseHTTPRequestHandler):
                 message, _ = api._reply_message(params)
                 results.append({"custom_id": cid, "result": {"type": "succeeded", "message": message}})
             except _APIError as err:
-                results.append({"custom_id": cid, "result": {"type": "errored", "error": {
-                    "type": "error", "error": {"type": err.error_type, "message": err.message}}}})
+                results.append(
+                    {
+                        "custom_id": cid,
+                        "result": {
+                            "type": "errored",
+                            "error": {
+                                "type": "error",
+                                "error": {"type": err.error_type, "message": err.message},
+                            },
+                        },
+                    }
+                )
         batch_id = "msgbatch_" + uuid.uuid4().hex[:24]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         batch = {
             "id": batch_id,
             "type": "message_batch",
             "processing_status": "in_progress",
-            "request_counts": {"processing": len(reqs), "succeeded": 0, "errored": 0, "canceled": 0,
-                               "expired": 0},
+            "request_counts": {
+                "processing": len(reqs),
+                "succeeded": 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
             "created_at": now,
             "expires_at": now,
             "ended_at": None,
@@ -717,8 +770,7 @@ class _Handler(BaseHTTPRequestHandler):
             "results_url": None,
         }
         with api._lock:
-            api.batches[batch_id] = {"batch": batch, "results": results, "polls": 0,
-                                     "requests": reqs}
+            api.batches[batch_id] = {"batch": batch, "results": results, "polls": 0, "requests": reqs}
         self._send_json(200, batch)
 
     def _retrieve_batch(self, batch_id: str) -> dict[str, Any]:
@@ -734,8 +786,13 @@ class _Handler(BaseHTTPRequestHandler):
                 ok = sum(1 for r in results if r["result"]["type"] == "succeeded")
                 batch["processing_status"] = "ended"
                 batch["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                batch["request_counts"] = {"processing": 0, "succeeded": ok, "errored": len(results) - ok,
-                                           "canceled": 0, "expired": 0}
+                batch["request_counts"] = {
+                    "processing": 0,
+                    "succeeded": ok,
+                    "errored": len(results) - ok,
+                    "canceled": 0,
+                    "expired": 0,
+                }
                 batch["results_url"] = f"{api.base_url}/v1/messages/batches/{batch_id}/results"
             return dict(batch)
 

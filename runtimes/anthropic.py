@@ -1,0 +1,524 @@
+"""``anthropic``: the Messages API through the official SDK, one tool ``Skill``, progressive disclosure.
+
+The model sees one tool, ``Skill`` (input ``{"skill": "<name>"}``), whose description lists every
+resident skill's name and description; no request carries a skill body before the model invoked that
+skill, and invoking it returns the body as the ``tool_result``. The probe ends at the expected skill
+(early exit), after ``max_turns`` invocations (the shared :class:`~runtimes.base.Tracker` decides), or
+when the model stops calling ``Skill``.
+
+What it takes care of:
+
+- **Prompt caching**: the stable prefix (the tool with the listing, the system prompt) carries
+  ``cache_control``, so every probe of a catalog after the first reads it from cache; from turn 2 on the
+  conversation so far is cached too. Usage per probe keeps cache-creation and cache-read tokens, and the
+  cost comes from ``Settings.price_for(model)`` (half price in batch mode).
+- **Retries**: the SDK's own retries are off (``max_retries=0``); :mod:`runtimes._retry` retries 429,
+  529, 5xx, 408/409, timeouts and dropped connections with exponential backoff and jitter, honouring
+  ``retry-after``, at most ``max_retries`` times. A non-retryable 4xx fails the probe at once with the
+  API's message. Failures become the probe's ``error``, never an empty selection.
+- **Limits**: a semaphore bounds requests in flight; token buckets bound requests and input tokens per
+  minute (``requests_per_minute``, ``input_tokens_per_minute``).
+- **Batch mode** (``batch=True``): requests go through the Message Batches API — turn 1 of every probe
+  in flight in one batch, then one batch per further turn for the probes still going, polled with
+  backoff. Run it with every probe in flight at once (``run_probes`` does so: ``wants_all_probes``).
+- **Model snapshot**: the dated id behind an alias (the response's ``model``; ``/v1/models/{id}`` when
+  the response echoes the alias) is recorded on every probe; :meth:`AnthropicRuntime.resolve_model`
+  gives it before a run (for the study's fingerprint).
+- **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
+  goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`); calls are recorded, never
+  executed, and answered from ``query.checks.tool_results``; it ends at ``end_turn`` or
+  ``step_budget`` requests, and the last text is kept as ``final_text``.
+
+The key and endpoint come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` exactly as the SDK reads
+them (or ``api_key=`` / ``base_url=``); the key is never logged or recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import anthropic
+
+from runtimes._ratelimit import TokenBucket
+from runtimes._retry import RetryPolicy, retrying
+from runtimes._toolenv import TOOL_NAMES, TOOL_SCHEMAS, canned_result
+from runtimes.base import Outcome, Tracker
+from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
+from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
+from skillreach.settings import Price, Settings
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "SYSTEM_PROMPT",
+    "AnthropicRuntime",
+    "classify_error",
+    "estimate_request_tokens",
+    "skill_tool",
+]
+
+log = logging.getLogger("skillreach.runtimes.anthropic")
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+SKILL_TOOL = "Skill"
+_NO_KEY = "the anthropic runtime needs an API key: set ANTHROPIC_API_KEY (or run offline: --runtime keyword)"
+CACHE = {"type": "ephemeral"}
+
+SYSTEM_PROMPT = (
+    "You are a capable assistant working in a software project. Skills are packaged instructions "
+    "for specific tasks; the Skill tool lists the skills available here. When the user's request "
+    "matches a skill's description, invoke the Skill tool with that skill's name before doing "
+    "anything else, then follow the instructions it returns. Do not invoke a skill whose description "
+    "does not fit the request; if no skill fits, answer directly without calling Skill."
+)
+
+
+def skill_tool(catalog: Catalog) -> dict[str, Any]:
+    """The one tool: its description lists names and descriptions only (never bodies)."""
+    listing = "\n".join(f"- {s.name}: {s.description}" for s in catalog.skills)
+    description = (
+        "Load a skill: its full instructions come back as the result. Invoke a skill when the user's "
+        "request matches its description.\n\nAvailable skills:\n" + (listing or "(none)")
+    )
+    return {
+        "name": SKILL_TOOL,
+        "description": description,
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "skill": {"type": "string", "description": "The skill's name, exactly as listed."}
+            },
+            "required": ["skill"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def estimate_request_tokens(params: dict[str, Any]) -> int:
+    """A cheap upper-bound estimate of a request's input tokens (~4 characters a token)."""
+    size = sum(
+        len(json.dumps(params.get(k, ""), ensure_ascii=False)) for k in ("system", "tools", "messages")
+    )
+    return max(1, math.ceil(size / 4))
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed is not None else None
+
+
+def _api_message(exc: anthropic.APIStatusError) -> tuple[str, str]:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(err, dict) and err.get("message"):
+            return str(err.get("type") or "error"), str(err["message"])
+    return "error", str(exc.message)
+
+
+def classify_error(exc: BaseException) -> ProbeFailed | None:
+    """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's."""
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        kind, message = _api_message(exc)
+        text = f"HTTP {status} {kind}: {message}"
+        should = exc.response.headers.get("x-should-retry") if exc.response is not None else None
+        transient = status in (408, 409, 429) or status >= 500
+        if should in ("true", "false"):
+            transient = should == "true"
+        if transient:
+            return TransientProbeError(text, _retry_after(exc.response.headers))
+        return ProbeFailed(text)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return TransientProbeError("the request timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        return TransientProbeError(f"connection failed ({type(cause).__name__ if cause else 'dropped'})")
+    return None
+
+
+def _block_to_param(block: Any) -> dict[str, Any] | None:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    return None  # thinking and server-tool blocks are not sent back (we enable neither)
+
+
+def _usage_of(message: Any) -> Usage:
+    u = message.usage
+    return Usage(
+        input_tokens=int(u.input_tokens or 0),
+        output_tokens=int(u.output_tokens or 0),
+        cache_creation_input_tokens=int(getattr(u, "cache_creation_input_tokens", 0) or 0),
+        cache_read_input_tokens=int(getattr(u, "cache_read_input_tokens", 0) or 0),
+    )
+
+
+def cost_of(usage: Usage, price: Price | None, *, batch: bool = False) -> float | None:
+    if price is None:
+        return None
+    usd = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
+    return usd * (0.5 if batch else 1.0)
+
+
+@dataclass
+class RuntimeStats:
+    requests: int = 0
+    retries: int = 0
+    batches: int = 0
+    waits_s: float = 0.0
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+class _Batcher:
+    """Gathers the requests of every probe in flight into one Message Batch per turn."""
+
+    def __init__(self, run: Callable[[list[dict[str, Any]]], Awaitable[list[Any]]], window_s: float) -> None:
+        self._run = run
+        self.window_s = window_s
+        self.active = 0
+        self.pending: list[tuple[dict[str, Any], asyncio.Future[Any]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def enter(self) -> None:
+        self.active += 1
+
+    def leave(self) -> None:
+        self.active -= 1
+        self._arm()
+
+    async def submit(self, params: dict[str, Any]) -> Any:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending.append((params, fut))
+        self._arm()
+        return await fut
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.pending:
+            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.pending and len(self.pending) >= self.active:
+            batch, self.pending = self.pending, []
+            task = asyncio.get_running_loop().create_task(self._flush(batch))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future[Any]]]) -> None:
+        try:
+            results = await self._run([p for p, _ in batch])
+        except BaseException as exc:
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc if isinstance(exc, Exception) else ProbeFailed(str(exc)))
+            return
+        for (_, fut), result in zip(batch, results, strict=True):
+            if fut.done():
+                continue
+            if isinstance(result, BaseException):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+
+class AnthropicRuntime:
+    name: ClassVar[str] = "anthropic"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        settings: Settings | None = None,
+        batch: bool = False,
+        concurrency: int | None = None,
+        requests_per_minute: int | None = None,
+        input_tokens_per_minute: int | None = None,
+        max_retries: int | None = None,
+        timeout_s: float | None = None,
+        max_tokens: int = 1024,
+        system_prompt: str = SYSTEM_PROMPT,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+        poll_initial_s: float = 2.0,
+        poll_max_s: float = 60.0,
+        batch_window_s: float = 0.05,
+        client: Any = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        s = self.settings
+        self.model = model or s.model or DEFAULT_MODEL
+        self.batch = batch
+        self.wants_all_probes = batch
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt
+        self.timeout_s = timeout_s or s.timeout_s
+        self.policy = retry_policy or RetryPolicy(
+            max_retries=s.max_retries if max_retries is None else max_retries
+        )
+        self._sem = asyncio.Semaphore(concurrency or s.concurrency)
+        self._rpm = TokenBucket(requests_per_minute or s.requests_per_minute)
+        self._itpm = TokenBucket(input_tokens_per_minute or s.input_tokens_per_minute)
+        self.poll_initial_s = poll_initial_s
+        self.poll_max_s = poll_max_s
+        self.stats = RuntimeStats()
+        self._resolved: dict[str, str] = {}
+        self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
+        if client is not None:
+            self.client = client
+        else:
+            kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self.timeout_s}
+            if base_url:
+                kwargs["base_url"] = base_url
+            if api_key:
+                kwargs["api_key"] = api_key
+            try:
+                self.client = anthropic.AsyncAnthropic(**kwargs)
+            except anthropic.AnthropicError as exc:
+                raise ConfigError(_NO_KEY) from exc
+            has_credentials = (
+                self.client.api_key or self.client.auth_token or getattr(self.client, "_token_cache", None)
+            )
+            if not has_credentials:
+                raise ConfigError(_NO_KEY)
+
+    # ---------------------------------------------------------------------------------- plumbing
+
+    def _on_retry(self, attempt: int, err: TransientProbeError, wait: float) -> None:
+        self.stats.retries += 1
+        self.stats.waits_s += wait
+        log.warning("retry %d after %.2fs: %s", attempt, wait, err.message)
+
+    async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        return await retrying(call, policy=self.policy, classify=classify_error, on_retry=self._on_retry)
+
+    async def _create_once(self, params: dict[str, Any]) -> Any:
+        async with self._sem:
+            await self._rpm.acquire(1)
+            await self._itpm.acquire(estimate_request_tokens(params))
+            self.stats.requests += 1
+            return await self.client.messages.create(**params, timeout=self.timeout_s)
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        if self._batcher is not None:
+            batcher = self._batcher
+            return await self._retrying(lambda: batcher.submit(params))
+        return await self._retrying(lambda: self._create_once(params))
+
+    async def _run_batch(self, requests: list[dict[str, Any]]) -> list[Any]:
+        """One Message Batch: create, poll with backoff, read the results in request order."""
+        self.stats.batches += 1
+        body = [{"custom_id": f"r{i}", "params": p} for i, p in enumerate(requests)]
+        batches = self.client.messages.batches
+        created = await self._retrying(lambda: batches.create(requests=body))
+        batch_id = created.id
+        status = created.processing_status
+        delay = self.poll_initial_s
+        while status != "ended":
+            await asyncio.sleep(delay)
+            delay = min(self.poll_max_s, delay * 2)
+            status = (await self._retrying(lambda: batches.retrieve(batch_id))).processing_status
+        decoder = await self._retrying(lambda: batches.results(batch_id))
+        by_id: dict[str, Any] = {}
+        async for item in decoder:
+            by_id[item.custom_id] = item.result
+        out: list[Any] = []
+        for i in range(len(requests)):
+            result = by_id.get(f"r{i}")
+            if result is None:
+                out.append(TransientProbeError(f"batch {batch_id}: no result for request r{i}"))
+            elif result.type == "succeeded":
+                out.append(result.message)
+            elif result.type == "errored":
+                err = result.error.error
+                kind, message = str(getattr(err, "type", "error")), str(getattr(err, "message", ""))
+                text = f"batch {batch_id}: {kind}: {message}"
+                transient = kind in ("overloaded_error", "api_error", "rate_limit_error", "timeout_error")
+                out.append(TransientProbeError(text) if transient else ProbeFailed(text))
+            else:  # canceled, expired
+                out.append(TransientProbeError(f"batch {batch_id}: request {result.type}"))
+        return out
+
+    async def resolve_model(self, model: str | None = None) -> str:
+        """The dated snapshot behind ``model`` (an alias), from ``/v1/models/{id}``."""
+        model = model or self.model
+        if model in self._resolved:
+            return self._resolved[model]
+        try:
+            info = await self._retrying(lambda: self.client.models.retrieve(model))
+        except ProbeFailed as exc:
+            raise ConfigError(f"model {model!r}: {exc.message}; check --model") from exc
+        self._resolved[model] = str(info.id)
+        return self._resolved[model]
+
+    async def _snapshot(self, requested: str, reported: str | None) -> str | None:
+        if reported and reported != requested:
+            self._resolved.setdefault(requested, reported)
+            return reported
+        try:
+            return await self.resolve_model(requested)
+        except ConfigError:
+            return reported
+
+    def _params(
+        self, model: str, catalog: Catalog, messages: list[dict[str, Any]], with_tools: bool
+    ) -> dict[str, Any]:
+        tools: list[dict[str, Any]] = [{**skill_tool(catalog), "cache_control": CACHE}]
+        if with_tools:
+            tools = [skill_tool(catalog), *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
+        sent = list(messages)
+        if len(sent) > 1:  # cache the conversation so far for the next turn
+            last = sent[-1]
+            blocks = list(last["content"])
+            blocks[-1] = {**blocks[-1], "cache_control": CACHE}
+            sent[-1] = {**last, "content": blocks}
+        return {
+            "model": model,
+            "max_tokens": self.max_tokens,
+            "system": [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}],
+            "tools": tools,
+            "messages": sent,
+        }
+
+    # ------------------------------------------------------------------------------------ probing
+
+    @staticmethod
+    def _skill_result(tool_id: str, skill: Skill | None, requested: str, catalog: Catalog) -> dict[str, Any]:
+        if skill is None:
+            return {
+                "type": "tool_result",
+                "tool_use_id": tool_id,
+                "is_error": True,
+                "content": f"Unknown skill: {requested!r}. Available skills: {', '.join(catalog.names)}",
+            }
+        body = skill.body.strip() or "(this skill has no further instructions)"
+        return {"type": "tool_result", "tool_use_id": tool_id, "content": body}
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        if self._batcher is not None:
+            self._batcher.enter()
+        try:
+            return await self._probe(query, catalog, tracker)
+        finally:
+            if self._batcher is not None:
+                self._batcher.leave()
+
+    async def _probe(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        opts = tracker.options
+        model = opts.model or self.model
+        messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": query.text}]}]
+        usage = Usage()
+        reported: str | None = None
+        requests = 0
+        compliance = False
+        steps = 0
+        tool_calls: list[ToolCall] = []
+        final_text: str | None = None
+        routing_cap = opts.max_turns + 2  # unknown-skill calls use no turn; still, never loop forever
+        error: str | None = None
+        try:
+            while True:
+                resp = await self._create(self._params(model, catalog, messages, compliance))
+                requests += 1
+                steps += compliance
+                usage = usage + _usage_of(resp)
+                reported = str(resp.model) if resp.model else reported
+                content = [b for b in (_block_to_param(x) for x in resp.content) if b is not None]
+                text = "\n".join(b["text"] for b in content if b["type"] == "text").strip()
+                calls = [b for b in content if b["type"] == "tool_use"]
+                if compliance and text:
+                    final_text = text
+                if not calls:
+                    break
+                results: list[dict[str, Any]] = []
+                stop = False
+                for call in calls:
+                    name, args = call["name"], call["input"]
+                    if name == SKILL_TOOL:
+                        requested = str(args.get("skill", "")).strip().lstrip("/")
+                        skill = catalog.get(requested)
+                        results.append(self._skill_result(call["id"], skill, requested, catalog))
+                        if skill is None or compliance:
+                            continue
+                        go = tracker.invoke(requested)
+                        if opts.compliance and tracker.expected_loaded:
+                            compliance = True
+                        elif not go:
+                            stop = True
+                            break
+                    elif compliance and name in TOOL_NAMES:
+                        tool_calls.append(ToolCall(tool=name, input=dict(args)))
+                        results.append(
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": call["id"],
+                                "content": canned_result(query, args),
+                            }
+                        )
+                    else:
+                        results.append(
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": call["id"],
+                                "is_error": True,
+                                "content": f"No such tool: {name}",
+                            }
+                        )
+                if stop:
+                    break
+                if compliance and steps >= opts.step_budget:
+                    break
+                if not compliance and requests >= routing_cap:
+                    break
+                messages.append({"role": "assistant", "content": content})
+                messages.append({"role": "user", "content": results})
+        except ProbeFailed as exc:
+            error = exc.message
+            self.stats.errors[error] = self.stats.errors.get(error, 0) + 1
+        resolved = await self._snapshot(model, reported) if reported else self._resolved.get(model)
+        price = self.settings.price_for(resolved or model)
+        return Outcome.from_tracker(
+            tracker,
+            turns=requests,
+            error=error,
+            usage=usage,
+            cost_usd=cost_of(usage, price, batch=self.batch),
+            resolved_model=resolved,
+            tool_calls=tool_calls,
+            final_text=final_text if opts.compliance else None,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()

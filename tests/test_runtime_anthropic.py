@@ -68,7 +68,8 @@ async def test_progressive_disclosure_and_early_exit() -> None:
     for marker in ("BODY-OF-PDF-XYZ", "BODY-OF-DOCX-XYZ", "BODY-OF-XLSX-XYZ"):
         assert marker not in first
     assert "BODY-OF-DOCX-XYZ" in second
-    assert "BODY-OF-PDF-XYZ" not in second and "BODY-OF-XLSX-XYZ" not in second
+    assert "BODY-OF-PDF-XYZ" not in second
+    assert "BODY-OF-XLSX-XYZ" not in second
     # the listing has every name and description, one tool named Skill
     tools = api.requests[0]["tools"]
     assert [t["name"] for t in tools] == ["Skill"]
@@ -91,7 +92,8 @@ async def test_prompt_cache_prefix_and_usage() -> None:
     body = api.requests[0]
     assert body["tools"][0]["cache_control"] == {"type": "ephemeral"}
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
-    assert a.usage.cache_creation_input_tokens > 1024 and a.usage.cache_read_input_tokens == 0
+    assert a.usage.cache_creation_input_tokens > 1024
+    assert a.usage.cache_read_input_tokens == 0
     assert b.usage.cache_read_input_tokens == a.usage.cache_creation_input_tokens
     assert b.usage.cache_creation_input_tokens == 0
     # cost from the price table: claude-sonnet-4 prices
@@ -114,7 +116,8 @@ async def test_max_turns_and_acceptable_skills_consume_turns() -> None:
         await rt.aclose()
     # the acceptable docx used a turn: three reads, the target never reached, no fourth request
     assert out.invoked == ["docx", "xlsx", "pptx"]
-    assert tracker.exhausted and not out.early_exit
+    assert tracker.exhausted
+    assert not out.early_exit
     assert len(api.requests) == 3
 
 
@@ -124,7 +127,9 @@ async def test_model_stops_calling_skill() -> None:
         rt = runtime(api)
         out, _ = await probe(rt, q("hello there", expected=None), cat)
         await rt.aclose()
-    assert out.invoked == [] and out.error is None and out.turns == 1
+    assert out.invoked == []
+    assert out.error is None
+    assert out.turns == 1
 
 
 async def test_unknown_skill_is_not_an_invocation() -> None:
@@ -135,7 +140,8 @@ async def test_unknown_skill_is_not_an_invocation() -> None:
         await rt.aclose()
     assert out.invoked == ["pdf"]
     result = api.requests[1]["messages"][-1]["content"][0]
-    assert result["is_error"] is True and "Unknown skill" in result["content"]
+    assert result["is_error"] is True
+    assert "Unknown skill" in result["content"]
 
 
 async def test_retries_after_injected_faults_honouring_retry_after() -> None:
@@ -150,7 +156,8 @@ async def test_retries_after_injected_faults_honouring_retry_after() -> None:
         out, _ = await probe(rt, q("x"), cat)
         elapsed = time.perf_counter() - t0
         await rt.aclose()
-    assert out.error is None and out.invoked == ["pdf"]
+    assert out.error is None
+    assert out.invoked == ["pdf"]
     assert rt.stats.retries == 4
     statuses = [c.status for c in api.message_requests]
     assert statuses == [429, 529, 500, -1, 200]
@@ -164,7 +171,9 @@ async def test_fault_past_retry_budget_is_an_error_not_an_abstention() -> None:
         rt = runtime(api, retry_policy=RetryPolicy(max_retries=2, base_s=0.001, cap_s=0.002))
         out, _ = await probe(rt, q("x"), cat)
         await rt.aclose()
-    assert out.error is not None and "529" in out.error and "Overloaded" in out.error
+    assert out.error is not None
+    assert "529" in out.error
+    assert "Overloaded" in out.error
     assert "gave up after 3 attempts" in out.error
     assert len(api.message_requests) == 3
 
@@ -177,7 +186,8 @@ async def test_non_retryable_400_fails_at_once_with_the_api_message() -> None:
         out, _ = await probe(rt, q("x"), cat)
         await rt.aclose()
     assert out.error == "HTTP 400 invalid_request_error: max_tokens: 999999 > 64000, which is the maximum"
-    assert len(api.message_requests) == 1 and rt.stats.retries == 0
+    assert len(api.message_requests) == 1
+    assert rt.stats.retries == 0
 
 
 async def test_unknown_model_is_a_config_error_before_spending() -> None:
@@ -241,7 +251,7 @@ async def test_compliance_mode_records_tool_calls_and_final_text() -> None:
     assert out.tool_calls[0].input == {"command": "make preflight"}
     assert out.final_text == "Shipped after preflight."
     # the canned result came back for the matching call, "ok" for the other
-    results = [b for b in api.requests[3]["messages"][-1]["content"]]
+    results = list(api.requests[3]["messages"][-1]["content"])
     assert results[0]["content"] == "ok"
     earlier = api.requests[2]["messages"][-1]["content"][0]
     assert earlier["content"] == "all 12 checks passed"
@@ -278,8 +288,8 @@ async def test_batch_mode_one_batch_per_turn() -> None:
     assert not api.message_requests  # nothing outside the batches
     # half price in batch mode
     a = outs[0][0]
-    assert a.cost_usd is not None and a.resolved_model == "claude-sonnet-4-6-20260115"
-    full = AnthropicRuntime  # noqa: F841 - readability
+    assert a.cost_usd is not None
+    assert a.resolved_model == "claude-sonnet-4-6-20260115"
     p = Settings().price_for(a.resolved_model)
     assert p is not None
     base = (a.usage.input_tokens * p.input + a.usage.output_tokens * p.output) / 1e6

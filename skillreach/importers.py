@@ -581,7 +581,12 @@ def _read_openai_evals(ctx: _Ctx, skill: str | None) -> list[Query]:
                 continue  # a folder may hold other JSON files
             raise InputError(f"{file}: expected an evaluation object with query and skills")
         where = str(file)
-        listed = [s for s in data.get("skills") or [] if isinstance(s, str) and s]
+        raw_skills = data.get("skills") or []
+        listed = [
+            s
+            for s in ([raw_skills] if isinstance(raw_skills, str) else raw_skills)
+            if isinstance(s, str) and s
+        ]
         folder = file.parent.name
         target_raw = skill or (listed[0] if listed else folder)
         if ctx.names is None and folder.endswith("-" + target_raw) and not skill:

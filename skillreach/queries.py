@@ -52,6 +52,7 @@ QUERY_FIELDS = ("id", "text", "expected_skill", "acceptable_skills", "kind", "no
 """The keys of one query, in the order files are written (and the CSV columns)."""
 
 _KINDS = ", ".join(k.value for k in QueryKind)
+_KIND_VALUES = frozenset(k.value for k in QueryKind)
 _TOP_KEYS = ("catalog_id", "queries", "provenance")
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SEAL_HINT = "re-seal it with `skillreach queries seal` if the edit was intended"
@@ -315,7 +316,7 @@ def _make_query(row: _Row) -> Query:
         record["acceptable_skills"] = [s.strip() for s in record["acceptable_skills"].split(";") if s.strip()]
     if record.get("notes") is None:
         record.pop("notes", None)
-    if "kind" in record and record["kind"] not in {k.value for k in QueryKind}:
+    if "kind" in record and (not isinstance(record["kind"], str) or record["kind"] not in _KIND_VALUES):
         raise InputError(f"{row.where}: unknown kind {record['kind']!r}; use one of {_KINDS}")
     try:
         query = Query.model_validate(record)

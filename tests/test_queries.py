@@ -591,3 +591,69 @@ def test_cli_entry_point_runs_as_a_program(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
     assert "query 'q-1' (#1) was changed" in res.stderr
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_rowish = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _json_values | st.text(max_size=5),
+        "text": _json_values | st.text(max_size=5),
+        "expected_skill": _json_values | st.sampled_from(["deploy", "rollback"]),
+        "acceptable_skills": _json_values,
+        "kind": _json_values | st.sampled_from([k.value for k in QueryKind]),
+        "notes": _json_values,
+        "checks": _json_values,
+    },
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    rows=st.lists(_rowish | _json_values, min_size=1, max_size=4),
+    fmt=st.sampled_from(["jsonl", "json", "yaml"]),
+)
+def test_any_malformed_input_gives_one_located_line_never_a_traceback(
+    tmp_path: Path, rows: list, fmt: str
+) -> None:
+    path = tmp_path / f"fuzz.{fmt}"
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    elif fmt == "json":
+        path.write_text(json.dumps({"queries": rows}), encoding="utf-8")
+    else:
+        path.write_text(yaml.safe_dump({"queries": rows}), encoding="utf-8")
+    message = None
+    try:
+        qs = read_query_file(path)
+    except InputError as exc:
+        message = str(exc)
+    if message is None:
+        assert len(qs.queries) == len(rows)
+    else:
+        assert "\n" not in message
+        assert message.startswith(str(path))
+
+
+def test_cli_reseal_keeps_how_the_set_was_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qs = read_query_file(write_jsonl(tmp_path / "in.jsonl", ROWS))
+    made = seal(qs, source="skills/", origin="generated", generator_model="claude-x", prompt_version="g-3")
+    path = write_query_set(made, tmp_path / "gen.json")
+    tamper(path, lambda d: d["queries"][0].update(text="ship it today"))  # a reviewer's edit
+    out = tmp_path / "reviewed.json"
+    assert main(["queries", "seal", str(path), "--out", str(out)]) == 0
+    prov = verify_query_set(out).provenance
+    assert (prov.origin, prov.generator_model, prov.source) == ("generated", "claude-x", "skills/")
+    assert (prov.model_extra or {})["prompt_version"] == "g-3"
+    assert main(["queries", "seal", str(path), "--origin", "authored", "--out", str(out)]) == 0
+    assert verify_query_set(out).provenance.origin == "authored"
+    assert main(["queries", "seal", str(path), "--origin", "bought", "--out", str(out)]) == 2
+    assert "--origin 'bought'" in capsys.readouterr().err

@@ -67,12 +67,20 @@ def seal_cmd(
     if names is not None:
         validate_against_catalog(qs, names, source=str(source))
     previous = qs.provenance
+    # Re-sealing a sealed set (after an intended edit) keeps how it was made: origin, source, model and
+    # any further keys its producer recorded; the dates, version and digests are new.
+    kept = (
+        {k: v for k, v in (previous.model_extra or {}).items() if k != "query_digests"}
+        if previous.digest
+        else {}
+    )
     sealed = seal(
         qs,
         source=previous.source if previous.digest and previous.source else str(source),
         catalog_id=catalog_id,
         origin=origin or (previous.origin if previous.digest else "authored"),
         generator_model=previous.generator_model,
+        **kept,
     )
     write_query_set(sealed, out)
     typer.echo(f"sealed {_summary(sealed)} → {out}")

@@ -32,13 +32,14 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, _groups, cohort_split
-from skillreach.errors import ConfigError, RefusedError
+from skillreach.errors import ConfigError, RefusedError, SkillreachError
 from skillreach.settings import GateConfig
 from skillreach.stats import paired_t_interval
 
 __all__ = [
     "HIGHER_IS_WORSE",
     "Comparison",
+    "GateFailed",
     "GateResult",
     "PowerAdvice",
     "Verdict",
@@ -56,6 +57,12 @@ ALPHA = 0.05
 POWER = 0.8
 MAX_CASES = 100_000
 MAX_RUNS = 10_000
+
+
+class GateFailed(SkillreachError):
+    """A gate failed: a breach, or an inconclusive result under ``--strict`` (exit 1)."""
+
+    exit_code = 1
 
 
 class Verdict(StrEnum):
@@ -109,6 +116,8 @@ class GateResult(_Frozen):
 
 
 class Comparison(_Frozen):
+    """The outcome of :func:`compare`; ``exit_code`` is 0 pass, 1 fail."""
+
     skill: str
     base_id: str
     new_id: str
@@ -119,6 +128,19 @@ class Comparison(_Frozen):
     warnings: list[str]
     verdict: Verdict
     exit_code: int
+
+    def failure(self) -> GateFailed | None:
+        """The error to raise when the comparison fails (one line naming the failing metrics)."""
+        if self.exit_code == 0:
+            return None
+        bad = [r for r in self.results if r.verdict in (Verdict.breach, Verdict.inconclusive)]
+        bad = [r for r in bad if r.verdict is Verdict.breach or self.strict]
+        parts = [
+            f"{r.metric}{'' if r.cohort == 'paired' else ' (new cases)'} {r.verdict.value} "
+            f"(Δ {r.mean_diff:+.3f}, gate {r.gate:+.2f})"
+            for r in bad
+        ]
+        return GateFailed(f"{self.skill}: gate failed: " + "; ".join(parts))
 
 
 # -------------------------------------------------------------------------------------------- gates

@@ -282,7 +282,9 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
         sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
     else:
         print_comparison(cmp, Console())
-    raise typer.Exit(cmp.exit_code)
+    failure = cmp.failure()
+    if failure is not None:
+        raise failure  # exit 1, one line on stderr
 
 
 # -------------------------------------------------------------------------------------------- status
@@ -298,7 +300,7 @@ def status_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from skillreach.errors import NotFoundError
+    from skillreach.errors import NotFoundError, RefusedError
 
     files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
     if not files:
@@ -321,7 +323,10 @@ def status_cmd(
             status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
             table.add_row(str(r["baseline_id"]), status, "; ".join(r["reasons"]) or "")
         Console().print(table)
-    raise typer.Exit(3 if any(r["expired"] for r in rows) else 0)
+    expired = [r for r in rows if r["expired"]]
+    if expired:
+        names = ", ".join(str(r["baseline_id"]) for r in expired)
+        raise RefusedError(f"{len(expired)} baseline(s) expired: {names}; re-record them (exit 3)")
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
@@ -488,7 +493,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
     from skillreach.errors import InputError, RefusedError
-    from skillreach.gates import compare
+    from skillreach.gates import GateFailed, compare
     from skillreach.study import StudyConfig
 
     if not changed:
@@ -604,7 +609,16 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             if r["status"] in ("no baseline", "expired", "refused"):
                 console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
         console.print(f"check: exit {code}")
-    raise typer.Exit(code)
+    failed = [
+        str(r["skill"])
+        for r in results
+        if r["status"] == "breach" or (strict and r["status"] == "inconclusive")
+    ]
+    if code == 1:
+        raise GateFailed(f"check: gate failed for {', '.join(failed)}")
+    if code == 3:
+        held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
+        raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
 
 
 def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:

@@ -1,0 +1,397 @@
+"""The gate of spec/metrics.md: pins, paired t interval, verdicts, exit codes, cohorts, power."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from scipy import stats as sps
+
+from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value
+from skillreach.cli import main
+from skillreach.errors import ConfigError, RefusedError
+from skillreach.gates import (
+    Verdict,
+    compare,
+    gate_verdict,
+    parse_gate_overrides,
+    power_advice,
+    required_cases,
+    t_test_power,
+)
+from skillreach.settings import GateConfig
+from skillreach.stats import paired_t_interval
+
+SKILL = "deploy"
+
+
+def make_record(
+    activated: dict[str, list[int]],
+    *,
+    negatives: dict[str, list[int]] | None = None,
+    compliance: dict[str, list[bool]] | None = None,
+    quality: dict[str, list[float]] | None = None,
+    corpus: str = "queries.json@sha256:" + "a" * 64,
+    model: str = "claude-sonnet-4-5-20250929",
+    rubric: str | None = None,
+    skill_version: str = "git:1111",
+    bid: str = "deploy@base",
+) -> BaselineRecord:
+    per_case: dict[str, CaseOutcomes] = {}
+    for qid, acts in activated.items():
+        per_case[qid] = CaseOutcomes(
+            role="positive",
+            kind="implicit",
+            probes=len(acts),
+            activated=tuple(acts),
+            compliance=tuple((compliance or {}).get(qid, ())),
+            quality=tuple((quality or {}).get(qid, ())),
+        )
+    for qid, acts in (negatives or {}).items():
+        per_case[qid] = CaseOutcomes(
+            role="negative", kind="out_of_scope", probes=len(acts), activated=tuple(acts)
+        )
+    runs = max(len(v) for v in activated.values())
+    return BaselineRecord(
+        baseline_id=bid,
+        skill=SKILL,
+        created_at="2026-11-30T00:00:00Z",
+        skill_version=skill_version,
+        skill_version_origin="git",
+        corpus_version=corpus,
+        model=model,
+        runtime="fake",
+        runs_per_case=runs,
+        cases=CaseCounts(
+            positive=len(activated),
+            negative=len(negatives or {}),
+        ),
+        rubric_version=rubric,
+        metrics={
+            m: metric_value(per_case, m)
+            for m in ("activation", "false_activation", "compliance", "task_quality")
+        },
+        per_case=per_case,
+    )
+
+
+def _result(cmp, metric: str, cohort: str = "paired"):  # type: ignore[no-untyped-def]
+    return next(r for r in cmp.results if r.metric == metric and r.cohort == cohort)
+
+
+# ------------------------------------------------------------------------------------- worked cases
+
+
+def test_large_consistent_activation_drop_across_20_cases_is_a_breach() -> None:
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = make_record({c: [1, 1, 1, 1, 1] for c in cases})
+    # every case falls by 0.4 or 0.6: mean −0.5, tight spread
+    new = make_record(
+        {c: ([1, 1, 0, 0, 0] if i % 2 else [1, 1, 1, 0, 0]) for i, c in enumerate(cases)}, bid="n"
+    )
+    cmp = compare(base, new)
+    r = _result(cmp, "activation")
+    assert r.k == 20
+    assert r.mean_diff == pytest.approx(-0.5)
+    assert r.ci95 is not None
+    assert r.ci95[1] < 0
+    assert r.verdict is Verdict.breach
+    assert cmp.verdict is Verdict.breach
+    assert cmp.exit_code == 1
+
+
+def test_drop_past_the_gate_with_wide_spread_is_inconclusive() -> None:
+    cases = [f"q{i:02d}" for i in range(10)]
+    base = make_record({c: [1, 0, 1, 0, 1] for c in cases})  # each 0.6
+    # half the cases fall to 0, half rise to 1: differences ±0.6 / +0.4 — mean −0.1, sd ≈ 0.53
+    new_acts = {c: ([0, 0, 0, 0, 0] if i % 2 == 0 else [1, 1, 1, 1, 1]) for i, c in enumerate(cases)}
+    new = make_record(new_acts, bid="n")
+    cmp = compare(base, new)
+    r = _result(cmp, "activation")
+    assert r.mean_diff == pytest.approx(-0.1)
+    assert r.mean_diff < -0.05
+    assert r.ci95 is not None
+    assert r.ci95[0] < 0 < r.ci95[1]
+    assert r.verdict is Verdict.inconclusive
+    assert cmp.exit_code == 0
+    assert compare(base, new, strict=True).exit_code == 1
+    # the power advice says how many cases would resolve the gate's size of change
+    assert r.power is not None
+    assert r.power.cases_needed is not None
+    assert r.power.cases_needed > 10
+    assert "cases" in r.note
+
+
+def test_no_change_is_ok_and_small_drop_inside_gate_is_ok() -> None:
+    cases = [f"q{i}" for i in range(8)]
+    base = make_record({c: [1, 1, 1, 1] for c in cases})
+    same = make_record({c: [1, 1, 1, 1] for c in cases}, bid="n")
+    assert compare(base, same).verdict is Verdict.ok
+    # one case loses one of four runs: mean drop 0.031 — less than the gate 0.05
+    small = make_record({c: ([1, 1, 1, 0] if c == "q0" else [1, 1, 1, 1]) for c in cases}, bid="n")
+    cmp = compare(base, small)
+    assert _result(cmp, "activation").mean_diff == pytest.approx(-0.25 / 8)
+    assert _result(cmp, "activation").verdict is Verdict.ok
+
+
+def test_false_activation_gate_mirrors() -> None:
+    pos = {f"p{i}": [1, 1] for i in range(4)}
+    negs = {f"n{i}": [0, 0, 0, 0] for i in range(12)}
+    base = make_record(pos, negatives=negs)
+    worse = make_record(pos, negatives={k: [1, 1, 0, 0] for k in negs}, bid="n")
+    cmp = compare(base, worse)
+    r = _result(cmp, "false_activation")
+    assert r.mean_diff == pytest.approx(0.5)
+    assert r.verdict is Verdict.breach
+    better = make_record(pos, negatives=negs, bid="n")
+    assert _result(compare(worse, better), "false_activation").verdict is Verdict.ok
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("corpus_version", {"corpus": "queries.json@sha256:" + "b" * 64}),
+        ("model", {"model": "claude-opus-4-1-20250805"}),
+        ("rubric_version", {"rubric": "sha256:" + "c" * 64}),
+    ],
+)
+def test_differing_pins_are_refused_naming_the_field(field: str, kwargs: dict[str, str]) -> None:
+    base = make_record({"q1": [1, 1]})
+    new = make_record({"q1": [1, 1]}, bid="n", **kwargs)
+    with pytest.raises(RefusedError, match=f"^{field} differs") as info:
+        compare(base, new)
+    assert info.value.exit_code == 3
+
+
+def test_records_of_different_skills_are_refused() -> None:
+    base = make_record({"q1": [1]})
+    other = base.model_copy(update={"skill": "pdf"})
+    with pytest.raises(RefusedError, match="skill differs"):
+        compare(base, other)
+
+
+# ------------------------------------------------------------------------------------------ verdict
+
+
+@pytest.mark.parametrize(
+    ("metric", "gate", "mean", "lo", "hi", "verdict"),
+    [
+        ("activation", -0.05, -0.10, -0.20, -0.01, Verdict.breach),
+        ("activation", -0.05, -0.10, -0.20, 0.00, Verdict.inconclusive),  # upper end ≥ 0
+        ("activation", -0.05, -0.05, -0.20, -0.01, Verdict.ok),  # d̂ not below the gate
+        ("activation", -0.05, 0.10, 0.0, 0.2, Verdict.ok),
+        ("false_activation", 0.03, 0.10, 0.01, 0.2, Verdict.breach),
+        ("false_activation", 0.03, 0.10, 0.0, 0.2, Verdict.inconclusive),
+        ("false_activation", 0.03, 0.02, 0.01, 0.03, Verdict.ok),
+    ],
+)
+def test_gate_verdict_table(
+    metric: str, gate: float, mean: float, lo: float, hi: float, verdict: Verdict
+) -> None:
+    assert gate_verdict(metric, gate, mean, lo, hi) is verdict
+
+
+def test_gate_overrides_and_signs() -> None:
+    g = parse_gate_overrides(GateConfig(), ["activation=-0.1", "false_activation=0.05"])
+    assert (g.activation, g.false_activation, g.compliance) == (-0.1, 0.05, -0.05)
+    with pytest.raises(ConfigError, match="activation may only fall"):
+        parse_gate_overrides(GateConfig(), ["activation=0.1"])
+    with pytest.raises(ConfigError, match="expected METRIC=VALUE"):
+        parse_gate_overrides(GateConfig(), ["recall=-0.1"])
+    with pytest.raises(ConfigError, match="not a number"):
+        parse_gate_overrides(GateConfig(), ["activation=lots"])
+
+
+def test_gates_are_applied() -> None:
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = make_record({c: [1, 1, 1, 1, 1] for c in cases})
+    new = make_record(
+        {c: ([1, 1, 1, 1, 0] if i % 2 else [1, 1, 1, 1, 1]) for i, c in enumerate(cases)}, bid="n"
+    )
+    # mean −0.1: a breach at the default −0.05, ok at −0.2
+    assert compare(base, new).verdict is Verdict.breach
+    assert compare(base, new, {"activation": -0.2}).verdict is Verdict.ok
+
+
+# ------------------------------------------------------------------------------ t interval vs scipy
+
+
+def test_paired_t_interval_matches_scipy() -> None:
+    rng = random.Random(7)
+    for k in (2, 3, 5, 20, 57):
+        diffs = [rng.uniform(-1, 1) for _ in range(k)]
+        mean, lo, hi = paired_t_interval(diffs)
+        ci = sps.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
+        assert mean == pytest.approx(sum(diffs) / k)
+        assert lo == pytest.approx(ci.low, rel=1e-9)
+        assert hi == pytest.approx(ci.high, rel=1e-9)
+        lo2, hi2 = sps.t.interval(0.95, k - 1, loc=mean, scale=sps.sem(diffs))
+        assert (lo, hi) == (pytest.approx(lo2), pytest.approx(hi2))
+
+
+def test_comparison_interval_is_the_t_interval_of_case_differences() -> None:
+    rng = random.Random(3)
+    cases = [f"q{i}" for i in range(15)]
+    base_acts = {c: [rng.randint(0, 1) for _ in range(4)] for c in cases}
+    new_acts = {c: [rng.randint(0, 1) for _ in range(4)] for c in cases}
+    cmp = compare(make_record(base_acts), make_record(new_acts, bid="n"))
+    diffs = [sum(new_acts[c]) / 4 - sum(base_acts[c]) / 4 for c in sorted(cases)]
+    ci = sps.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
+    r = _result(cmp, "activation")
+    assert r.ci95 == (pytest.approx(ci.low), pytest.approx(ci.high))
+
+
+def test_degenerate_interval_when_one_case_or_no_spread() -> None:
+    cmp = compare(make_record({"q": [1, 1]}), make_record({"q": [0, 0]}, bid="n"))
+    r = _result(cmp, "activation")
+    assert r.ci95 == (-1.0, -1.0)
+    assert r.verdict is Verdict.breach
+
+
+# ------------------------------------------------------------------------------------------- power
+
+
+def test_power_agrees_with_statsmodels() -> None:
+    from statsmodels.stats.power import TTestPower
+
+    for effect, sd in ((0.05, 0.1), (0.05, 0.3), (0.1, 0.25), (0.2, 0.5)):
+        k = required_cases(-effect, sd)
+        assert k is not None
+        expected = TTestPower().solve_power(
+            effect_size=effect / sd, alpha=0.05, power=0.8, alternative="two-sided"
+        )
+        assert k == math.ceil(expected)
+        assert t_test_power(-effect, sd, k) >= 0.8 > t_test_power(-effect, sd, k - 1)
+
+
+def test_more_spread_needs_more_runs_and_cases() -> None:
+    cases_needed = [required_cases(-0.05, sd) for sd in (0.05, 0.1, 0.2, 0.4)]
+    assert all(c is not None for c in cases_needed)
+    assert cases_needed == sorted(cases_needed)
+    assert cases_needed[0] < cases_needed[-1]  # type: ignore[operator]
+    diffs_small = [-0.1, 0.0, -0.05, -0.02, -0.08, 0.01, -0.06, -0.04]
+    diffs_wide = [d * 3 for d in diffs_small]
+    a = power_advice(-0.05, diffs_small, within=0.0015, cases=8, runs_per_case=5)
+    b = power_advice(-0.05, diffs_wide, within=0.0135, cases=8, runs_per_case=5)
+    assert a.runs_per_case_needed is not None
+    assert b.runs_per_case_needed is not None
+    assert b.runs_per_case_needed > a.runs_per_case_needed >= 5
+    assert (b.cases_needed or 0) > (a.cases_needed or 0)
+
+
+def test_runs_cannot_help_when_spread_is_between_cases() -> None:
+    diffs = [-0.5, 0.4, -0.45, 0.35, -0.5, 0.4]
+    adv = power_advice(-0.05, diffs, within=0.0001, cases=6, runs_per_case=10)
+    assert adv.runs_per_case_needed is None
+    assert adv.cases_needed is not None
+    assert adv.cases_needed > 100
+    assert "cases" in adv.sentence()
+
+
+# ----------------------------------------------------------------------------------------- cohorts
+
+
+def test_new_cases_cohort_catches_compliance_drop_on_newly_reached_cases() -> None:
+    old = [f"old{i}" for i in range(8)]
+    new_cases = [f"new{i}" for i in range(8)]
+    acts_base = {**{c: [1, 1, 1, 1] for c in old}, **{c: [0, 0, 0, 0] for c in new_cases}}
+    comp_base = {c: [True, True, True, True] for c in old}
+    acts_new = {c: [1, 1, 1, 1] for c in old + new_cases}
+    comp_new = {
+        **{c: [True, True, True, True] for c in old},
+        **{c: [False, False, True, False] for c in new_cases},
+    }
+    base = make_record(acts_base, compliance=comp_base)
+    new = make_record(acts_new, compliance=comp_new, bid="n")
+    cmp = compare(base, new)
+    assert _result(cmp, "activation").verdict is Verdict.ok  # activation rose
+    assert _result(cmp, "activation").mean_diff == pytest.approx(0.5)
+    assert _result(cmp, "compliance").verdict is Verdict.ok  # the old cases still comply
+    fresh = _result(cmp, "compliance", "new cases")
+    assert fresh.k == 8
+    assert fresh.mean_diff == pytest.approx(-0.75)
+    assert fresh.verdict is Verdict.breach
+    assert cmp.exit_code == 1
+    coh = cmp.cohorts["compliance"]
+    assert coh["baseline_cases"] is not None
+    assert coh["baseline_cases"]["value"] == 1.0
+    assert coh["new_cases"] is not None
+    assert coh["new_cases"]["value"] == pytest.approx(0.25)
+    assert coh["new_cases"]["cases"] == 8
+
+
+def test_metric_without_data_is_na() -> None:
+    cmp = compare(make_record({"q": [1]}), make_record({"q": [1]}, bid="n"))
+    r = _result(cmp, "compliance")
+    assert r.verdict is Verdict.na
+    assert r.note == "no eligible probes in either record"
+
+
+# --------------------------------------------------------------------------------------------- CLI
+
+
+def _write(rec: BaselineRecord, path: Path) -> Path:
+    path.write_text(rec.model_dump_json(indent=2), encoding="utf-8")
+    return path
+
+
+def test_cli_compare_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}), tmp_path / "base.json")
+    same = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n"), tmp_path / "same.json")
+    drop = _write(make_record({c: [1, 1, 0, 0, 0] for c in cases}, bid="n"), tmp_path / "drop.json")
+    other = _write(
+        make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n", corpus="other.json@sha256:" + "d" * 64),
+        tmp_path / "other.json",
+    )
+    assert main(["baseline", "compare", str(base), str(same)]) == 0
+    assert "verdict: ok" in capsys.readouterr().out
+    assert main(["baseline", "compare", str(base), str(drop)]) == 1
+    out = capsys.readouterr().out
+    assert "breach" in out
+    assert "activation" in out
+    assert main(["baseline", "compare", str(base), str(drop), "--gate", "activation=-0.7"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "compare", str(base), str(other)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("skillreach: error: corpus_version differs")
+    assert len(err.strip().splitlines()) == 1
+    assert main(["baseline", "compare", str(base), str(drop), "--json"]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["verdict"] == "breach"
+    assert data["exit_code"] == 1
+    assert {r["metric"] for r in data["results"]} == {
+        "activation",
+        "false_activation",
+        "compliance",
+        "task_quality",
+    }
+
+
+def test_cli_compare_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert main(["baseline", "compare", str(bad), str(bad)]) == 2
+    assert "not a baseline record (invalid JSON at line 1" in capsys.readouterr().err
+    assert main(["baseline", "compare", str(tmp_path / "none.json"), str(bad)]) == 2
+    assert "no such baseline record" in capsys.readouterr().err
+    rec = json.loads(make_record({"q": [1]}).model_dump_json())
+    rec["metrics"]["activation"]["n"] = "many"
+    (tmp_path / "r.json").write_text(json.dumps(rec), encoding="utf-8")
+    assert main(["baseline", "compare", str(tmp_path / "r.json"), str(tmp_path / "r.json")]) == 2
+    assert "field metrics.activation" in capsys.readouterr().err
+
+
+def test_cli_compare_gate_from_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}), tmp_path / "base.json")
+    drop = _write(make_record({c: [1, 1, 1, 1, 0] for c in cases}, bid="n"), tmp_path / "drop.json")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[gates]\nactivation = -0.5\n", encoding="utf-8")
+    assert main(["baseline", "compare", str(base), str(drop), "--config", str(cfg)]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "compare", str(base), str(drop)]) == 1

@@ -328,7 +328,7 @@ def _binary_rows(ctx: _Ctx, target: str, rows: list[tuple[str, Any]]) -> list[Qu
     counters: dict[bool, int] = {}
     for where, row in rows:
         if not isinstance(row, Mapping):
-            raise InputError(f"{where}: a row must be an object with query and should_trigger")
+            raise InputError(f"{where}: a row must be an object with query and should_trigger; fix the row")
         if "should_trigger" not in row:
             raise InputError(f"{where}: missing should_trigger; mark each row true or false")
         text = _text_of(row, where)
@@ -404,7 +404,7 @@ def _read_waza(ctx: _Ctx, skill: str | None) -> list[Query]:
         if items is None:
             continue
         if not isinstance(items, list):
-            raise InputError(f"{ctx.path}: {key} must be a list")
+            raise InputError(f"{ctx.path}: {key} must be a list of prompts; write one item per prompt")
         for i, raw_item in enumerate(items, start=1):
             where = f"{ctx.path}: {key}[{i}]"
             item = {"prompt": raw_item} if isinstance(raw_item, str) else raw_item
@@ -449,7 +449,7 @@ def _read_cases(ctx: _Ctx, skill: str | None) -> list[Query]:
     per_suite: dict[str, int] = {}
     for where, row in rows:
         if not isinstance(row, Mapping):
-            raise InputError(f"{where}: a case must be an object")
+            raise InputError(f"{where}: a case must be a JSON object (one per line); fix the line")
         for key in ("suite_skill", "input", "expected_activation"):
             if not isinstance(row.get(key), str) or not row[key].strip():
                 raise InputError(f"{where}: missing {key!r}; is this a cases file (--format cases)?")
@@ -542,7 +542,9 @@ def _read_labels(ctx: _Ctx, skill: str | None) -> list[Query]:
     counters: dict[str, int] = {}
     for where, row in _json_rows(ctx):
         if not isinstance(row, Mapping):
-            raise InputError(f"{where}: a row must be an object with a prompt and an expected skill")
+            raise InputError(
+                f"{where}: a row must be an object with a prompt and an expected skill; fix the row"
+            )
         text = _text_of(row, where)
         target = _skill_of_label(ctx, row, where, skill)
         if skill is not None and target != (ctx.resolve(skill) or skill):

@@ -78,6 +78,10 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
 def breaches_from_comparison(
     comparison: Any,
     *,
@@ -90,8 +94,9 @@ def breaches_from_comparison(
 ) -> list[dict[str, Any]]:
     """One payload per breached gate of a :func:`skillreach.gates.compare` result.
 
-    Reads ``comparison.skill`` and ``comparison.results`` (each with metric, delta, ci/interval, gate,
-    verdict), attributes or mapping keys alike; ``inconclusive`` counts only when ``strict``.
+    Reads ``comparison.skill`` and ``comparison.results`` (each with metric, ``mean_diff`` or delta,
+    ``ci95`` or interval, gate, verdict), attributes or mapping keys alike; ``inconclusive`` counts only
+    when ``strict``.
     """
     skill = str(_get(comparison, "skill", ""))
     results = _get(comparison, "results", None) or _get(comparison, "metrics", None) or []
@@ -108,7 +113,7 @@ def breaches_from_comparison(
             breach_payload(
                 skill=skill,
                 metric=str(_get(r, "metric", _get(r, "name", ""))),
-                delta=float(_get(r, "delta", 0.0)),
+                delta=float(_first(_get(r, "delta"), _get(r, "mean_diff"), 0.0)),
                 interval=list(interval) if interval is not None else None,
                 baseline_id=baseline_id,
                 run_link=run_link,

@@ -192,11 +192,12 @@ def batch_pairs(
     return [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
 
 
-def batch_key(fingerprint: str, pairs: Sequence[tuple[Query, int]]) -> str:
+def batch_key(fingerprint: str, pairs: Sequence[tuple[Query | str, int]]) -> str:
     """A stable cache key for one batch: the study's fingerprint plus the batch's (query id, attempt)s."""
     h = hashlib.sha256(fingerprint.encode())
-    for q, a in sorted(pairs, key=lambda p: (p[1], p[0].id)):
-        h.update(f"\n{q.id}\t{a}".encode())
+    ids = sorted((a, q if isinstance(q, str) else q.id) for q, a in pairs)
+    for a, qid in ids:
+        h.update(f"\n{qid}\t{a}".encode())
     return "batch-" + h.hexdigest()[:32]
 
 

@@ -1,0 +1,58 @@
+"""The ``study`` flow: assemble the catalog → canary → probe batches → score → gate/alert → record.
+
+Thin and async: it composes tasks (``tasks/``) and branches; no SQL, HTTP or file I/O here. Called
+as a Prefect flow it is tracked by the server; ``study.fn(config)`` runs the same steps in-process
+with no Prefect server at all (the CLI's fast path, see ``flows/_compose.py``).
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from flows._compose import call
+from skillreach.errors import SkillreachError
+from skillreach.study import StudyConfig, StudyResult
+from tasks.alerts import deliver_alerts
+from tasks.baselines import GateOutcome, gate_study, record_baselines
+from tasks.score import fail_study, publish_run, score_study
+from tasks.study import assemble_catalog, canary, prepare_study, probe_batch
+
+__all__ = ["study"]
+
+
+@flow(name="study", log_prints=False)
+async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
+    """One study of one catalog and query set (``config``); see :class:`skillreach.study.StudyConfig`."""
+    inputs = await call(assemble_catalog, config)
+    await call(canary, config, inputs)
+    plan = await call(prepare_study, config, inputs, kind)
+    spent = plan.spent_usd
+    ran = 0
+    try:
+        for i, pairs in enumerate(plan.batches):
+            summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
+            spent += summary["cost_usd"]
+            ran += summary["probes"]
+    except SkillreachError as exc:  # the cost cap, a broken set-up: what was probed stays recorded
+        await call(fail_study, config, plan, exc.message)
+        raise
+    scored = await call(score_study, config, inputs, plan)
+    gates = await call(gate_study, config, inputs, plan, scored.artifact) if config.gate else GateOutcome()
+    if gates.breaches:
+        await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
+    if config.record_baselines:
+        await call(record_baselines, config, inputs, plan, scored.artifact)
+    await call(publish_run, plan, scored.artifact, gates.report)
+    return StudyResult(
+        study_id=plan.study_id,
+        out=plan.out,
+        probes_path=plan.probes_path,
+        artifact_path=scored.artifact_path,
+        report_path=scored.report_path,
+        artifact=scored.artifact,
+        gate_report=gates.report,
+        breaches=gates.breaches,
+        probes_run=ran,
+        probes_resumed=plan.done,
+        cost_usd=round(spent, 6),
+    )

@@ -1,0 +1,61 @@
+"""What every task shares: a logger that works with or without a Prefect run, the progress registry,
+and whether a Prefect API is there to talk to.
+
+The CLI runs a study in-process without any Prefect server (``study.fn``), calling each task's ``.fn``;
+see :func:`flows._compose.call`. Nothing here may then start Prefect's temporary server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from skillreach.models import ProbeRecord
+
+__all__ = ["api_url", "in_prefect_run", "logger", "progress_for", "set_progress"]
+
+ProgressCallback = Callable[[ProbeRecord], None]
+
+_progress: dict[str, ProgressCallback] = {}
+_lock = threading.Lock()
+
+
+def in_prefect_run() -> bool:
+    """True inside a Prefect flow or task run (as opposed to a plain ``.fn`` call)."""
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+def api_url() -> str | None:
+    """The configured Prefect API (``PREFECT_API_URL``), or ``None`` (no server: local mode)."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url or os.environ.get("PREFECT_API_URL")
+    return str(url) if url else None
+
+
+def logger() -> logging.Logger | logging.LoggerAdapter[Any]:
+    """Prefect's run logger inside a run (shown in the UI), else the ``skillreach`` logger."""
+    if in_prefect_run():
+        from prefect.logging import get_run_logger
+
+        return get_run_logger()
+    return logging.getLogger("skillreach")
+
+
+def set_progress(key: str, callback: ProgressCallback | None) -> None:
+    """Register (or remove) the callback the probe batches of study ``key`` call after each probe."""
+    with _lock:
+        if callback is None:
+            _progress.pop(key, None)
+        else:
+            _progress[key] = callback
+
+
+def progress_for(key: str) -> ProgressCallback | None:
+    with _lock:
+        return _progress.get(key)

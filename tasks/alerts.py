@@ -1,0 +1,78 @@
+"""Delivering gate-breach alerts: a Prefect event when a server with the alert automation is there,
+else a direct post to the webhooks of ``SKILLREACH_ALERT_WEBHOOKS``. Every alert is stored.
+
+The webhook URLs are read from the environment here and only passed to the HTTP client; they never
+reach a log line, a payload, a flow parameter or the database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from skillreach.alerts import GATE_BREACHED, send_alert
+from skillreach.study import StudyConfig
+from tasks._context import api_url, in_prefect_run, logger
+from tasks.store import store_for
+
+__all__ = ["ALERT_AUTOMATION", "automation_exists", "deliver_alerts"]
+
+ALERT_AUTOMATION = "skillreach-gate-breach-alert"
+
+
+async def automation_exists(name: str = ALERT_AUTOMATION) -> bool:
+    """Is the alert automation installed on the Prefect server we talk to?"""
+    from prefect.automations import Automation
+
+    try:
+        await Automation.aread(name=name)
+    except Exception:  # not found, or no server: post directly instead
+        return False
+    return True
+
+
+def _emit(payload: dict[str, Any]) -> bool:
+    from prefect.events import emit_event
+
+    ev = emit_event(
+        GATE_BREACHED,
+        resource={
+            "prefect.resource.id": f"skillreach.skill.{payload['skill']}",
+            "prefect.resource.name": str(payload["skill"]),
+            "skillreach.metric": str(payload["metric"]),
+        },
+        payload=payload,
+    )
+    return ev is not None
+
+
+@task(name="deliver_alerts", tags=["skillreach", "alerts"], cache_policy=NO_CACHE)
+async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict[str, Any]]) -> list[str]:
+    """Store and deliver one alert per breach; returns each alert's delivery (event|posted|failed|none)."""
+    from skillreach.settings import load_settings
+
+    if not breaches:
+        return []
+    urls = list(load_settings().alert_webhooks)
+    via_prefect = in_prefect_run() and api_url() is not None and await automation_exists()
+    out: list[str] = []
+    with store_for(config) as store:
+        for payload in breaches:
+            row = store.add_alert(payload, study_id=study_id)
+            if via_prefect and _emit(payload):
+                delivery, ok = "event", True
+            elif urls:
+                results = send_alert(payload, urls)
+                ok = all(d.ok for d in results)
+                delivery = "posted" if ok else "failed"
+                for d in results:
+                    if not d.ok:
+                        logger().warning("alert to %s failed: %s", d.target, d.error)
+            else:
+                delivery, ok = "none", False
+            store.mark_alert(row.id, delivery=delivery, delivered=ok)
+            out.append(delivery)
+    logger().warning("gate breach alerts: %s", ", ".join(out))
+    return out

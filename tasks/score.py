@@ -1,0 +1,118 @@
+"""Scoring a study: the artifact, the HTML report, the store, the Prefect artifacts of a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from skillreach.study import StudyConfig
+from tasks._context import in_prefect_run, logger
+from tasks.store import store_for
+from tasks.study import StudyInputs, StudyPlan
+
+__all__ = ["HEADLINE_METRICS", "Scored", "fail_study", "headline", "publish_run", "score_study"]
+
+HEADLINE_METRICS = (
+    "top1_accuracy",
+    "trajectory_reachability",
+    "false_abstention_rate",
+    "oos_detection",
+    "consistency",
+    "macro_f1",
+)
+
+
+@dataclass(frozen=True)
+class Scored:
+    artifact: Any  # skillreach.artifacts.Artifact
+    artifact_path: Path
+    report_path: Path
+
+
+def headline(artifact: Any) -> dict[str, Any]:
+    """The figures a run is summed up by (stored with the study, published as a Prefect table)."""
+    out: dict[str, Any] = {}
+    for name in HEADLINE_METRICS:
+        value = artifact.metric(name)
+        ci = artifact.interval(name)
+        out[name] = None if value is None else round(float(value), 4)
+        out[f"{name}_ci"] = None if ci is None else [round(float(ci[0]), 4), round(float(ci[1]), 4)]
+    out["probes"] = artifact.counts.probes
+    out["scored"] = artifact.counts.scored
+    out["errors"] = artifact.counts.errors
+    out["cost_usd"] = artifact.usage.cost_usd
+    return out
+
+
+@task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
+async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> Scored:
+    """Score the study's probes; write ``artifact.json`` and ``report.html``; record both in the store."""
+    from skillreach.reports import render_html
+
+    from skillreach.artifacts import RuntimeInfo, write_artifact
+    from skillreach.probing import latest_records, read_probes
+    from skillreach.scoring import score
+
+    records = latest_records(read_probes(plan.probes_path, missing_ok=True), plan.fingerprint)
+    artifact = score(
+        inputs.query_set,
+        records,
+        inputs.catalog,
+        runtime_info=RuntimeInfo(
+            name=config.runtime,
+            model=config.model,
+            resolved_model=plan.resolved_model,
+            max_turns=config.max_turns,
+            early_exit=config.early_exit and not config.compliance,
+        ),
+        attempts=config.attempts,
+    )
+    artifact_path = plan.out / "artifact.json"
+    artifact = write_artifact(artifact, artifact_path)
+    report_path = plan.out / "report.html"
+    report_path.write_text(render_html(artifact), encoding="utf-8")
+    with store_for(config) as store:
+        body = artifact.model_dump(mode="json", exclude={"outcomes"})  # the probes are stored apiece
+        store.save_artifact(plan.study_id, body, str(artifact_path.resolve()))
+        store.finish_study(plan.study_id, headline=headline(artifact), resolved_model=plan.resolved_model)
+    logger().info("scored %d probes into %s", artifact.counts.probes, artifact_path)
+    return Scored(artifact, artifact_path, report_path)
+
+
+@task(name="fail_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def fail_study(config: StudyConfig, plan: StudyPlan, error: str) -> None:
+    with store_for(config) as store:
+        store.finish_study(plan.study_id, status="failed", error=error[:2000])
+
+
+@task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)
+async def publish_run(plan: StudyPlan, artifact: Any, gate_report: str) -> bool:
+    """Prefect artifacts of the run: a table of headline figures and the markdown gate report.
+
+    Outside a Prefect run (the CLI without a server) there is nowhere to publish: returns False.
+    """
+    if not in_prefect_run():
+        return False
+    from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+
+    figures = headline(artifact)
+    rows = []
+    for name in HEADLINE_METRICS:
+        ci = figures[f"{name}_ci"]
+        shown = "" if ci is None else f"[{ci[0]}, {ci[1]}]"
+        rows.append({"metric": name, "value": figures[name], "ci95": shown})
+    rows += [
+        {"metric": k, "value": figures[k], "ci95": ""} for k in ("probes", "scored", "errors", "cost_usd")
+    ]
+    key = "skillreach-" + plan.study_id.lower()
+    await acreate_table_artifact(
+        table=rows, key=f"{key}-headline", description=f"Headline figures of study {plan.study_id}"
+    )
+    await acreate_markdown_artifact(
+        markdown=gate_report, key=f"{key}-gates", description=f"Gate report of study {plan.study_id}"
+    )
+    return True

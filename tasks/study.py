@@ -1,0 +1,341 @@
+"""The study's tasks up to the probes: assemble the catalog, prepare the run, canary, probe a batch.
+
+Each task wraps core functions (``skillreach.skills``, ``catalog``, ``queries``, ``probing``) and the
+store; the flow only composes them. The unit of Prefect work is a **batch** of probes (50–200), run
+with asyncio inside the task (``skillreach.probing.run_probes``); Prefect retries a whole batch, and a
+cache key built from the batch's provenance lets a re-run skip finished batches.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from runtimes import get_runtime
+from runtimes.base import ProbeOptions, Runtime
+from skillreach.errors import ConfigError, SkillreachError
+from skillreach.models import Catalog, ProbeRecord, QuerySet, Skill
+from skillreach.study import StudyConfig, batch_key, default_out_dir, study_id_for
+from tasks._context import logger, progress_for
+from tasks.store import store_for
+
+__all__ = [
+    "BatchSummary",
+    "StudyInputs",
+    "StudyPlan",
+    "assemble_catalog",
+    "canary",
+    "prepare_study",
+    "probe_batch",
+]
+
+TOKEN_FILE = ".study-token"
+
+
+@dataclass(frozen=True)
+class StudyInputs:
+    """What a study measures: the skills found, the resident catalog and the query set."""
+
+    skills: tuple[Skill, ...]
+    catalog: Catalog
+    query_set: QuerySet
+    queries_path: Path
+    source: str
+    """The skills folders, as one string (catalog snapshots are kept per source)."""
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Where and under which fingerprint a study runs, and which (query, attempt) pairs are left."""
+
+    study_id: str
+    out: Path
+    probes_path: Path
+    fingerprint: str
+    resolved_model: str | None
+    token: str
+    batches: tuple[tuple[tuple[str, int], ...], ...]
+    done: int
+    total: int
+    spent_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    batch: int
+    probes: int
+    errors: int
+    cost_usd: float
+    skipped: int = 0
+    error_samples: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _roots(config: StudyConfig) -> tuple[list[Path], Path]:
+    if config.is_example or (not config.skills and config.queries is not None) or (
+        config.skills and config.queries is None
+    ):
+        from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+
+        if not config.is_example:
+            missing = "--queries FILE" if config.queries is None else "--skills DIR"
+            raise ConfigError(f"a study needs both --skills and --queries; pass {missing} "
+                              "(or neither, for the bundled example)")
+        return [EXAMPLE_SKILLS], EXAMPLE_QUERIES
+    assert config.queries is not None
+    return list(config.skills), config.queries
+
+
+def runtime_for(config: StudyConfig) -> Runtime:
+    """Build the study's runtime (API keys come from the SDK's own environment, never from here)."""
+    from skillreach.settings import load_settings
+
+    options: dict[str, Any] = dict(config.runtime_options)
+    if config.model is not None:
+        options.setdefault("model", config.model)
+    try:
+        return get_runtime(config.runtime, settings=load_settings(), **options)
+    except TypeError as exc:
+        raise ConfigError(f"runtime_options for {config.runtime!r}: {exc}") from exc
+
+
+def probe_options(config: StudyConfig) -> ProbeOptions:
+    return ProbeOptions(
+        max_turns=config.max_turns,
+        early_exit=config.early_exit and not config.compliance,
+        model=config.model,
+        compliance=config.compliance,
+    )
+
+
+@task(name="assemble_catalog", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
+async def assemble_catalog(config: StudyConfig) -> StudyInputs:
+    """Discover the skills, build the resident catalog, load and validate the query set."""
+    from skillreach.catalog import build_catalog
+    from skillreach.queries import load_query_set
+    from skillreach.skills import discover
+
+    roots, queries_path = _roots(config)
+    found = discover(roots)
+    if not found.skills:
+        raise ConfigError(f"no SKILL.md under {', '.join(map(str, roots))}; pass --skills DIR")
+    for problem in found.problems:
+        logger().warning("skipped a skill: %s", problem)
+    if config.catalog != "full" and config.target is None:
+        raise ConfigError(
+            f"--catalog {config.catalog} measures one target skill; set target = \"NAME\" in --config"
+        )
+    catalog = build_catalog(
+        found.skills,
+        config.catalog,
+        target=config.target,
+        k=config.neighborhood_k,
+        size=config.neighborhood_size,
+        seed=config.seed,
+    )
+    query_set = load_query_set(queries_path, catalog=catalog)
+    return StudyInputs(
+        skills=tuple(found.skills),
+        catalog=catalog,
+        query_set=query_set,
+        queries_path=Path(queries_path),
+        source=" ".join(sorted(str(Path(r).resolve()) for r in roots)),
+        problems=tuple(str(p) for p in found.problems),
+    )
+
+
+def _flow_run_id() -> str | None:
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    return str(ctx.flow_run.id) if ctx is not None and ctx.flow_run is not None else None
+
+
+def _token(out: Path) -> str:
+    """A random token per output folder: a deleted folder never reuses a cached batch."""
+    path = out / TOKEN_FILE
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    out.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    path.write_text(token + "\n", encoding="utf-8")
+    return token
+
+
+@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "study") -> StudyPlan:
+    """Resolve the model snapshot, fix the fingerprint, open the study in the store, plan the batches.
+
+    A study re-run into the same folder with the same fingerprint resumes: pairs already in
+    ``probes.jsonl`` without error are not run again.
+    """
+    from skillreach.probing import completed_pairs, fingerprint, latest_records, read_probes, resolve_model
+    from skillreach.study import batch_pairs
+
+    options = probe_options(config)
+    runtime = runtime_for(config)
+    try:
+        resolved = await resolve_model(runtime, options)
+    finally:
+        await runtime.aclose()
+    fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
+                     extra=dict(sorted(config.runtime_options.items())))
+    out = config.out or default_out_dir(config)
+    probes_path = out / "probes.jsonl"
+    existing = read_probes(probes_path, missing_ok=True)
+    done = completed_pairs(existing, fp)
+    spent = sum(r.cost_usd or 0.0 for r in latest_records(existing, fp))
+    batches = batch_pairs(inputs.query_set.queries, config.attempts, config.batch_size, done=done)
+    study_id = study_id_for(fp, out)
+    token = _token(out)
+    with store_for(config) as store:
+        store.begin_study(
+            study_id,
+            out_dir=str(out.resolve()),
+            runtime=config.runtime,
+            model=config.model,
+            catalog_id=inputs.catalog.id,
+            catalog_digest=inputs.catalog.digest,
+            queries_digest=inputs.query_set.provenance.digest or inputs.query_set.compute_digest(),
+            fingerprint=fp,
+            attempts=config.attempts,
+            config=config.public_dict(),
+            kind=kind,
+            flow_run_id=_flow_run_id(),
+        )
+        if existing:
+            # bring the store level with a log written by an earlier (maybe interrupted) run
+            store.add_probes(study_id, latest_records(existing, fp))
+    total = len(inputs.query_set.queries) * config.attempts
+    if done:
+        logger().info("resuming %s: %d of %d probes already recorded", out, len(done), total)
+    return StudyPlan(
+        study_id=study_id,
+        out=out,
+        probes_path=probes_path,
+        fingerprint=fp,
+        resolved_model=resolved,
+        token=token,
+        batches=tuple(tuple((q.id, a) for q, a in b) for b in batches),
+        done=len(done & {(q.id, a) for q in inputs.query_set.queries for a in range(1, config.attempts + 1)}),
+        total=total,
+        spent_usd=spent,
+    )
+
+
+@task(name="canary", tags=["skillreach", "probe"], cache_policy=NO_CACHE)
+async def canary(config: StudyConfig, inputs: StudyInputs) -> int:
+    """A few skill-naming probes; :class:`HarnessBlind` when the harness sees no activation at all."""
+    from skillreach.probing import canary_check
+
+    runtime = runtime_for(config)
+    try:
+        records = await canary_check(runtime, inputs.catalog, probe_options(config))
+    finally:
+        await runtime.aclose()
+    return sum(1 for r in records if r.invoked)
+
+
+class _TeeSink:
+    """probes.jsonl first (fsynced: the probe is paid for), then the store in small groups."""
+
+    def __init__(self, jsonl: Any, store: Any, study_id: str, every: int = 25) -> None:
+        self.jsonl, self.store, self.study_id, self.every = jsonl, store, study_id, every
+        self.pending: list[ProbeRecord] = []
+
+    def write(self, record: ProbeRecord) -> None:
+        self.jsonl.write(record)
+        self.pending.append(record)
+        if len(self.pending) >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.add_probes(self.study_id, self.pending)
+            self.pending = []
+
+
+def _batch_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
+    plan: StudyPlan = parameters["plan"]
+    return batch_key(f"{plan.fingerprint}|{plan.token}", list(parameters["pairs"]))
+
+
+def _retry_unless_our_error(_task: Any, _run: Any, state: Any) -> bool:
+    """Retry a batch for infrastructure failures, never for a user error or the cost cap."""
+    try:
+        state.result()
+    except SkillreachError:
+        return False
+    except Exception:
+        return True
+    return False
+
+
+@task(
+    name="probe_batch",
+    tags=["skillreach", "probe"],
+    retries=2,
+    retry_delay_seconds=[5, 30],
+    retry_condition_fn=_retry_unless_our_error,
+    cache_key_fn=_batch_cache_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    result_serializer="json",
+)
+async def probe_batch(
+    config: StudyConfig,
+    inputs: StudyInputs,
+    plan: StudyPlan,
+    pairs: tuple[tuple[str, int], ...],
+    *,
+    batch: int = 0,
+    spent_before: float = 0.0,
+) -> dict[str, Any]:
+    """Probe one batch of (query id, attempt) pairs with asyncio; every record on disk as it finishes.
+
+    Pairs already recorded under the study's fingerprint (an earlier try of this batch) are skipped.
+    Returns a small JSON summary (the records themselves are in probes.jsonl and the store).
+    """
+    from skillreach.probing import JsonlSink, completed_pairs, read_probes, run_probes
+
+    by_id = inputs.query_set.by_id()
+    done = completed_pairs(read_probes(plan.probes_path, missing_ok=True), plan.fingerprint)
+    todo = [(by_id[qid], a) for qid, a in pairs if (qid, a) not in done]
+    runtime = runtime_for(config)
+    callback = progress_for(str(plan.out))
+    records: list[ProbeRecord] = []
+    with store_for(config) as store, JsonlSink(plan.probes_path) as jsonl:
+        sink = _TeeSink(jsonl, store, plan.study_id)
+        try:
+            records = await run_probes(
+                runtime,
+                inputs.catalog,
+                todo,
+                options=probe_options(config),
+                sink=sink,
+                concurrency=config.concurrency,
+                fingerprint=plan.fingerprint,
+                on_probe=callback,
+                cost_cap=config.max_cost,
+                spent_before=spent_before,
+            )
+        finally:
+            sink.flush()
+            await runtime.aclose()
+    errors = [r.error for r in records if r.error]
+    if errors:
+        logger().warning("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
+                         errors[0][:200])
+    return {
+        "batch": batch,
+        "probes": len(records),
+        "errors": len(errors),
+        "cost_usd": round(sum(r.cost_usd or 0.0 for r in records), 6),
+        "skipped": len(pairs) - len(todo),
+    }

@@ -657,3 +657,23 @@ def test_cli_reseal_keeps_how_the_set_was_made(tmp_path: Path, capsys: pytest.Ca
     assert verify_query_set(out).provenance.origin == "authored"
     assert main(["queries", "seal", str(path), "--origin", "bought", "--out", str(out)]) == 2
     assert "--origin 'bought'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["seal", "verify", "import"])
+def test_queries_commands_take_every_flag_the_spec_lists(command: str) -> None:
+    import typer
+
+    from skillreach.cli import app
+    from tests.conftest import REPO
+
+    spec = (REPO / "docs" / "spec" / "interfaces.md").read_text(encoding="utf-8")
+    row = next(line for line in spec.splitlines() if line.startswith(f"| `skillreach queries {command} "))
+    usage = row.split("`")[1]
+    flags = set(re.findall(r"--[a-z-]+", usage))
+    group = typer.main.get_command(app).commands["queries"]  # type: ignore[attr-defined]
+    cmd = group.commands[command]
+    offered = {opt for p in cmd.params for opt in p.opts}
+    assert flags <= offered, flags - offered
+    if command == "import":
+        fmt = next(p for p in cmd.params if "--format" in p.opts)
+        assert all(f in fmt.help for f in ("should-trigger", "waza", "csv"))

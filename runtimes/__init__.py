@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "claude-code": "runtimes.claude_code:ClaudeCodeRuntime",
     "openai-compatible": "runtimes.openai_compat:OpenAICompatRuntime",
     "pi": "runtimes.pi:PiRuntime",
+    "goose": "runtimes.goose:GooseRuntime",
 }
 
 

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +73,10 @@ async def probe(rt: PiRuntime, catalog: Catalog, query: Query, **opts: Any):
 async def test_live_early_exit_ends_the_process(stub: dict[str, Any]) -> None:
     stub["plan"]({"undo the deploy": ["secrets", "rollback", "pdf", "secrets"]})
     rt = runtime(stub, env={"PI_STUB_DELAY": "0.4"})
-    started = time.monotonic()
     out, _ = await probe(rt, stub["catalog"], q("please undo the deploy", "rollback"))
-    elapsed = time.monotonic() - started
     assert out.error is None
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit is True
-    assert elapsed < 1.6 + 1.0  # not the 4 × 0.4 s of the whole script plus the answer
     assert not (stub["log"] / "finished").exists()
     pid = int((stub["log"] / "pid").read_text())
     with pytest.raises(ProcessLookupError):

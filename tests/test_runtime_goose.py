@@ -1,0 +1,181 @@
+"""The ``goose`` runtime against a stand-in executable written from goose's public output format
+(tests/fakes/goose_stub/goose). No real goose runs here: it is a binary download this machine cannot
+fetch."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtimes import get_runtime
+from runtimes.base import ProbeOptions, Tracker
+from runtimes.goose import GooseRuntime, GooseStream
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, QueryKind, Skill
+
+STUB = Path(__file__).parent / "fakes" / "goose_stub" / "goose"
+
+
+def make_catalog(tmp_path: Path) -> Catalog:
+    skills = []
+    for name, desc in [
+        ("pdf", "Fill PDF forms."),
+        ("rollback", "Roll back a deploy."),
+        ("secrets", "Rotate keys."),
+    ]:
+        folder = tmp_path / "src" / name
+        folder.mkdir(parents=True)
+        body = f"{name.upper()} BODY"
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{body}\n")
+        skills.append(Skill(name=name, description=desc, body=body, folder=str(folder)))
+    return Catalog(id="t", skills=tuple(skills))
+
+
+def q(text: str, expected: str | None) -> Query:
+    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
+    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
+
+
+@pytest.fixture
+def stub(tmp_path: Path) -> dict[str, Any]:
+    plan_file = tmp_path / "plan.json"
+    log = tmp_path / "log"
+
+    def plan(mapping: dict[str, list[Any]]) -> None:
+        plan_file.write_text(json.dumps(mapping))
+
+    env = {"GOOSE_STUB_PLAN": str(plan_file), "GOOSE_STUB_LOG": str(log)}
+    return {"plan": plan, "log": log, "env": env, "catalog": make_catalog(tmp_path)}
+
+
+def runtime(stub: dict[str, Any], **kw: Any) -> GooseRuntime:
+    kw.setdefault("model", "claude-sonnet-4-5")
+    kw["env"] = {**stub["env"], **kw.get("env", {})}
+    return GooseRuntime(goose_path=str(STUB), **kw)
+
+
+async def probe(rt: GooseRuntime, catalog: Catalog, query: Query, **opts: Any):
+    tracker = Tracker.for_query(query, ProbeOptions(**opts))
+    return await rt.select(query, catalog, tracker), tracker
+
+
+async def test_live_early_exit(stub: dict[str, Any]) -> None:
+    stub["plan"]({"undo": ["secrets", "rollback", "pdf"]})
+    rt = runtime(stub, env={"GOOSE_STUB_DELAY": "0.4"})
+    out, _ = await probe(rt, stub["catalog"], q("undo the deploy", "rollback"))
+    assert out.error is None
+    assert out.invoked == ["secrets", "rollback"]
+    assert out.early_exit
+    assert not (stub["log"] / "finished").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((stub["log"] / "pid").read_text()), 0)
+
+
+async def test_isolation_flags_and_endpoint(stub: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    stub["plan"]({"x": ["pdf"]})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-xyz")
+    monkeypatch.setenv("UNRELATED_SECRET", "nope")
+    rt = runtime(stub, base_url="http://127.0.0.1:9")
+    out, _ = await probe(rt, stub["catalog"], q("x", "pdf"), max_turns=2)
+    assert out.invoked == ["pdf"]
+    argv = json.loads((stub["log"] / "argv.json").read_text())
+    assert argv[0] == "run"
+    for flag in ("--no-session", "--no-profile"):
+        assert flag in argv
+    assert argv[argv.index("--output-format") + 1] == "stream-json"
+    assert argv[argv.index("--with-builtin") + 1] == "summon"
+    assert argv[argv.index("--max-turns") + 1] == "4"
+    assert argv[argv.index("--text") + 1] == "x"
+    env = json.loads((stub["log"] / "env.json").read_text())
+    assert "skillreach-goose-" in env["HOME"]
+    assert env["GOOSE_PATH_ROOT"].startswith(str(Path(env["HOME"]).parent))
+    assert env["ANTHROPIC_HOST"] == "http://127.0.0.1:9"
+    assert env["GOOSE_PROVIDER"] == "anthropic"
+    assert env["GOOSE_MODEL"] == "claude-sonnet-4-5"
+    assert env["GOOSE_MODE"] == "auto"
+    assert "ANTHROPIC_API_KEY" in env["names"]
+    assert "UNRELATED_SECRET" not in env["names"]
+
+
+async def test_max_turns_and_other_tools(stub: dict[str, Any]) -> None:
+    stub["plan"](
+        {
+            "x": [
+                {"tool": "developer__shell", "args": {"command": "ls"}},
+                "pdf",
+                {
+                    "tool": "developer__text_editor",
+                    "args": {"command": "view", "path": ".agents/skills/secrets/SKILL.md"},
+                },
+                {
+                    "tool": "developer__text_editor",
+                    "args": {"command": "write", "path": ".agents/skills/pdf/x", "file_text": "y"},
+                },
+                "rollback",
+            ]
+        }
+    )
+    out, tracker = await probe(runtime(stub), stub["catalog"], q("x", "pdf"), max_turns=3, early_exit=False)
+    assert out.invoked == ["pdf", "secrets", "rollback"]
+    assert tracker.exhausted
+    assert [c.tool for c in out.tool_calls] == ["developer__shell", "developer__text_editor"]
+
+
+async def test_non_catalog_and_unknown_loads_are_not_invocations(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": ["goose-doc-guide", "nonexistent"]})
+    out, _ = await probe(runtime(stub), stub["catalog"], q("x", "pdf"))
+    assert out.invoked == []
+    assert out.final_text == "Done."
+    assert [c.input for c in out.tool_calls] == [{"source": "goose-doc-guide"}, {"source": "nonexistent"}]
+
+
+async def test_error_event_is_recorded(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": [{"error": "Request failed: 529 Overloaded"}]})
+    out, _ = await probe(runtime(stub), stub["catalog"], q("x", "pdf"))
+    assert out.error is not None
+    assert "Overloaded" in out.error
+
+
+async def test_residency_checked_with_skills_list(stub: dict[str, Any], tmp_path: Path) -> None:
+    stub["plan"]({"x": ["pdf"]})
+    bad = Skill(name="Bad Name", description="d", body="b")  # goose would not discover a folder named so
+    catalog = Catalog(id="t2", skills=(*stub["catalog"].skills, bad))
+    out, _ = await probe(runtime(stub), catalog, q("x", "pdf"))
+    assert out.error is not None
+    assert "goose does not list resident skills" in out.error
+
+
+def test_stream_parser_dedups_repeated_requests(tmp_path: Path) -> None:
+    catalog = make_catalog(tmp_path)
+    tracker = Tracker("rollback", max_turns=3)
+    state = GooseStream({s.name: Path(s.folder) for s in catalog.skills}, tmp_path, tracker, catalog)
+    block = {
+        "type": "toolRequest",
+        "id": "r1",
+        "toolCall": {
+            "status": "success",
+            "value": {"name": "skills__loadSkill", "arguments": {"name": "pdf"}},
+        },
+    }
+    msg = {"type": "message", "message": {"role": "assistant", "content": [block]}}
+    assert state.feed(msg)
+    assert state.feed(msg)
+    assert tracker.invoked == ["pdf"]
+    assert state.feed({"type": "model_change", "model": "claude-x-1", "mode": "auto"})
+    assert state.model == "claude-x-1"
+    assert state.feed({"type": "complete", "total_tokens": 1234})
+    assert state.total_tokens == 1234
+
+
+def test_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SKILLREACH_GOOSE_PATH", raising=False)
+    with pytest.raises(ConfigError, match="goose program not found"):
+        GooseRuntime(goose_path=str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="no known endpoint variable"):
+        GooseRuntime(goose_path=str(STUB), provider="bedrock", base_url="http://x")
+    monkeypatch.setenv("SKILLREACH_GOOSE_PATH", str(STUB))
+    assert isinstance(get_runtime("goose"), GooseRuntime)

@@ -53,6 +53,7 @@ _FALSE = {"false", "no", "n", "0", "f"}
 _TEXT_KEYS = ("query", "prompt", "input", "text")
 _NOTE_KEYS = ("note", "notes", "reason")
 _NEIGHBOUR_KEYS = ("neighbour", "neighbor", "expected_skill")
+_WRAPPER_KEYS = ("evals", "queries", "items", "cases")
 
 
 @dataclass
@@ -158,6 +159,8 @@ def detect_format(path: str | Path) -> str:
         first = _loads(line, path)
     elif suffix == ".json":
         data = _loads(text, path)
+        if isinstance(data, Mapping):  # {"evals": [...]} (skill-creator's format B) and similar wrappers
+            data = next((data[k] for k in _WRAPPER_KEYS if isinstance(data.get(k), list)), data)
         first = data[0] if isinstance(data, list) and data else data
     if isinstance(first, Mapping):
         if "should_trigger" in first:
@@ -202,7 +205,7 @@ def _json_rows(ctx: _Ctx) -> list[tuple[str, Any]]:
         ]
     data = _loads(text, ctx.path)
     if isinstance(data, Mapping):  # {"skill": ..., "queries"|"evals": [...]} wrappers
-        data = next((data[k] for k in ("queries", "evals", "items", "cases") if k in data), data)
+        data = next((data[k] for k in _WRAPPER_KEYS if k in data), data)
     if not isinstance(data, list):
         raise InputError(f"{ctx.path}: expected a JSON array of rows (got {type(data).__name__})")
     return [(f"{ctx.path}: row #{i}", row) for i, row in enumerate(data, start=1)]
@@ -345,7 +348,12 @@ def _binary_rows(ctx: _Ctx, target: str, rows: list[tuple[str, Any]]) -> list[Qu
 
 def _read_should_trigger(ctx: _Ctx, skill: str | None) -> list[Query]:
     rows = _json_rows(ctx)
-    return _binary_rows(ctx, _target(ctx, skill), rows)
+    declared = None
+    if ctx.path.suffix.lower() == ".json":
+        data = _loads(_read_text(ctx.path), ctx.path)
+        if isinstance(data, Mapping) and isinstance(data.get("skill"), str):
+            declared = data["skill"]  # {"skill": ..., "evals": [...]}
+    return _binary_rows(ctx, _target(ctx, skill, declared), rows)
 
 
 def _read_csv(ctx: _Ctx, skill: str | None) -> list[Query]:

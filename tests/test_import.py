@@ -269,11 +269,16 @@ def test_should_trigger_errors_and_ids(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"id": "a", "query": "x", "should_trigger": True}] * 2), encoding="utf-8")
     with pytest.raises(InputError, match=r"duplicate ids \(pdf-a\)"):
         import_queries(path)
-    path.write_text(
-        json.dumps({"skill": "pdf", "evals": [{"query": "read it", "should_trigger": True}]}), "utf-8"
-    )
+    # skill-creator's second shape: {"evals": [{"prompt", "should_trigger"}]}, maybe naming its skill
+    evals = [{"prompt": "read it", "should_trigger": True}, {"prompt": "hi", "should_trigger": "no"}]
+    path.write_text(json.dumps({"evals": evals}), "utf-8")
+    assert detect_format(path) == "should-trigger"
     queries, _ = read_trigger_set(path, "should-trigger")
-    assert queries[0].id == "pdf-pos-01"
+    assert [q.id for q in queries] == ["pdf-pos-01", "pdf-neg-01"]
+    assert [q.kind for q in queries] == [QueryKind.implicit, QueryKind.out_of_scope]
+    path.write_text(json.dumps({"skill": "pdf-forms", "evals": evals}), "utf-8")
+    queries, _ = read_trigger_set(path, "should-trigger")
+    assert queries[0].expected_skill == "pdf-forms"
     with pytest.raises(InputError, match=r"unknown --format 'promptfoo'"):
         read_trigger_set(path, "promptfoo")
     (tmp_path / "weird.json").write_text(json.dumps([{"foo": 1}]), encoding="utf-8")

@@ -10,8 +10,8 @@ legitimate or refused:
   (path + SHA-256 of each, sorted), with ``skill_version_origin`` saying why: ``uncommitted`` (inside a
   git work tree, with changes or untracked) or ``content`` (outside git).
 - ``corpus_version``: ``<query set path>@<query set digest>``, the path relative to the git work tree's
-  top when the file is inside one (else as given, relative to the current folder when possible), so the
-  same file pins the same way on every checkout; ``corpus_commit``: the last commit that touched the
+  top when the file is inside one (else absolute), so the same file pins the same way on every checkout
+  and from every working folder; ``corpus_commit``: the last commit that touched the
   file when it is tracked and unmodified (informative; not compared).
 - ``model``: the resolved snapshot the study ran; ``rubric_version``: :func:`skillreach.judge.
   rubric_version` over the rubrics of S's positive cases and the judge model (``None`` without rubrics).
@@ -195,14 +195,14 @@ def skill_version(folder: str | os.PathLike[str]) -> tuple[str, Literal["git", "
 
 
 def _display_path(path: Path) -> tuple[str, Path | None]:
-    """The path a pin shows: relative to the git top when inside one, else to the cwd when possible."""
+    """The path a pin shows: relative to the git top when inside a work tree, else absolute.
+
+    Either way it does not depend on the folder the command was run from.
+    """
     top = git_toplevel(path)
     if top is not None:
         return _relative(path, top), top
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix(), None
-    except ValueError:
-        return path.resolve().as_posix(), None
+    return path.resolve().as_posix(), None
 
 
 def corpus_version(path: str | os.PathLike[str], query_set: QuerySet) -> tuple[str, str | None]:

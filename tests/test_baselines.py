@@ -1,0 +1,503 @@
+"""Baseline records: shape, metrics with clustered intervals, git pins, --commit, expiry, cohorts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from skillreach.artifacts import Artifact, write_artifact
+from skillreach.baselines import (
+    BaselineRecord,
+    changes_between,
+    cohort_split,
+    corpus_version,
+    expiry,
+    metric_value,
+    model_matches,
+    read_baseline,
+    record_baseline,
+    skill_version,
+)
+from skillreach.cli import main
+from skillreach.errors import InputError, NotFoundError
+from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
+from skillreach.models import Checks, ProbeRecord, Query, QuerySet, ToolCall, ToolPattern
+from skillreach.queries import seal, write_query_set
+from skillreach.scoring import score
+from skillreach.stats import clustered_wilson, wilson
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def init_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    return path
+
+
+SKILL_MD = "---\nname: {name}\ndescription: {desc}\n---\n# {name}\n\nRun make preflight before deploying.\n"
+
+
+def write_skill(root: Path, name: str, desc: str) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(SKILL_MD.format(name=name, desc=desc), encoding="utf-8")
+    return folder
+
+
+DEPLOY_CHECKS = Checks(
+    requires=(ToolPattern(tool="Bash", pattern="make preflight"),),
+    forbids=(ToolPattern(tool="Bash", pattern="--force"),),
+    rubric="mention the rollback plan",
+)
+
+
+def query_set() -> QuerySet:
+    qs = [
+        Query(id="d1", text="ship the api", expected_skill="deploy", checks=DEPLOY_CHECKS),
+        Query(id="d2", text="release to prod", expected_skill="deploy", checks=DEPLOY_CHECKS),
+        Query(id="d3", text="roll out v2", expected_skill="deploy"),
+        Query(id="p1", text="fill the form", expected_skill="pdf"),
+        Query(id="p2", text="merge two pdfs", expected_skill="pdf"),
+        Query(id="o1", text="what's the weather", kind="out_of_scope"),  # type: ignore[arg-type]
+    ]
+    return seal(QuerySet(catalog_id="t", queries=tuple(qs)), source="test")
+
+
+def probe(
+    qid: str,
+    attempt: int,
+    invoked: list[str],
+    calls: list[str] | None = None,
+    text: str | None = None,
+    grade: float | None = None,
+) -> ProbeRecord:
+    return ProbeRecord(
+        query_id=qid,
+        attempt=attempt,
+        invoked=tuple(invoked),
+        runtime="fake",
+        model="fake-model",
+        resolved_model="fake-model-20260101",
+        tool_calls=tuple(ToolCall(tool="Bash", input={"command": c}) for c in (calls or [])),
+        final_text=text,
+        rubric_grade=grade,
+    )
+
+
+def probes() -> list[ProbeRecord]:
+    return [
+        # d1: activated both times, compliant once
+        probe("d1", 1, ["deploy"], ["make preflight", "make deploy"], "rollback plan ready", 1.0),
+        probe("d1", 2, ["deploy"], ["make deploy --force"], "done", 0.0),
+        # d2: activated once
+        probe("d2", 1, ["pdf"], [], "x", 0.0),
+        probe("d2", 2, ["deploy"], ["make preflight"], "rollback plan", 1.0),
+        probe("d3", 1, ["deploy"]),
+        probe("d3", 2, []),
+        probe("p1", 1, ["pdf"]),
+        probe("p1", 2, ["deploy"]),  # false activation
+        probe("p2", 1, ["pdf"]),
+        probe("p2", 2, ["pdf"]),
+        probe("o1", 1, []),
+        ProbeRecord(query_id="o1", attempt=2, error="boom", runtime="fake"),
+    ]
+
+
+def make_artifact(
+    tmp_path: Path, qs: QuerySet | None = None, recs: list[ProbeRecord] | None = None
+) -> tuple[Artifact, Path]:
+    qs = qs or query_set()
+    qpath = write_query_set(qs, tmp_path / "queries.json")
+    art = score(qs, recs or probes(), None, attempts=2)
+    art = write_artifact(art, tmp_path / "artifact.json")
+    return art, qpath
+
+
+# ------------------------------------------------------------------------------------------- record
+
+
+def test_record_shape_matches_the_spec(tmp_path: Path) -> None:
+    art, qpath = make_artifact(tmp_path)
+    rec = record_baseline(art, qpath, "deploy", judge_model=FAKE_JUDGE_MODEL)
+    data = json.loads(rec.model_dump_json())
+    for key in (
+        "baseline_id",
+        "skill",
+        "skill_version",
+        "corpus_version",
+        "model",
+        "runtime",
+        "runs_per_case",
+        "cases",
+        "rubric_version",
+        "metrics",
+        "per_case",
+    ):
+        assert key in data, key
+    assert data["baseline_id"].startswith("deploy@")
+    assert data["skill"] == "deploy"
+    assert data["skill_version"].startswith("sha256:")
+    assert data["corpus_version"].endswith("@" + query_set().compute_digest())
+    assert data["model"] == "fake-model-20260101"
+    assert data["runtime"] == "fake"
+    assert data["runs_per_case"] == 2
+    assert data["cases"] == {"positive": 3, "negative": 3}
+    assert set(data["metrics"]) == {"activation", "false_activation", "compliance", "task_quality"}
+    for m in data["metrics"].values():
+        assert set(m) == {"value", "ci95", "n", "cases"}
+        assert 0.0 <= m["ci95"][0] <= m["value"] <= m["ci95"][1] <= 1.0
+    assert set(data["per_case"]) == {"d1", "d2", "d3", "p1", "p2", "o1"}
+
+
+def test_record_metric_values(tmp_path: Path) -> None:
+    art, qpath = make_artifact(tmp_path)
+    rec = record_baseline(art, qpath, "deploy", judge_model=FAKE_JUDGE_MODEL)
+    act = rec.metrics["activation"]
+    assert act is not None
+    assert (act.value, act.n, act.cases) == (pytest.approx(4 / 6), 6, 3)
+    fa = rec.metrics["false_activation"]
+    assert fa is not None
+    # negatives: p1 ×2, p2 ×2, o1 ×1 scored (the errored probe is not scored)
+    assert (fa.value, fa.n, fa.cases) == (pytest.approx(1 / 5), 5, 3)
+    comp = rec.metrics["compliance"]
+    assert comp is not None
+    # d1: compliant, forced → not; d2 attempt 2 compliant (attempt 1 did not activate)
+    assert (comp.value, comp.n, comp.cases) == (pytest.approx(2 / 3), 3, 2)
+    tq = rec.metrics["task_quality"]
+    assert tq is not None
+    assert tq.n == 4  # every positive probe with a final answer on a case with quality checks
+    assert rec.per_case["d1"].compliance == (True, False)
+    assert rec.per_case["o1"].errors == 1
+    assert rec.per_case["o1"].activated == (0,)
+    assert rec.rubric_version == rubric_version(
+        {"d1": "mention the rollback plan", "d2": "mention the rollback plan"}, FAKE_JUDGE_MODEL
+    )
+    assert rec.judge_model == FAKE_JUDGE_MODEL
+    # a skill with no rubric on its cases pins no rubric
+    assert record_baseline(art, qpath, "pdf", judge_model=FAKE_JUDGE_MODEL).rubric_version is None
+
+
+def test_clustered_interval_is_used(tmp_path: Path) -> None:
+    art, qpath = make_artifact(tmp_path)
+    rec = record_baseline(art, qpath, "deploy")
+    act = rec.metrics["activation"]
+    assert act is not None
+    assert act.ci95 == pytest.approx(clustered_wilson([[1, 1], [0, 1], [1, 0]]))
+
+
+def test_clustered_interval_extremes() -> None:
+    from skillreach.baselines import CaseOutcomes
+
+    # perfectly correlated within cases (ICC 1): the effective sample is the number of cases
+    pc = {
+        f"q{i}": CaseOutcomes(role="positive", kind="implicit", probes=5, activated=(i % 2,) * 5)
+        for i in range(10)
+    }
+    mv = metric_value(pc, "activation")
+    assert mv is not None
+    assert mv.ci95 == pytest.approx(wilson(5, 10))
+    # no correlation (every case the same mix): plain Wilson over all probes
+    pc2 = {
+        f"q{i}": CaseOutcomes(role="positive", kind="implicit", probes=4, activated=(1, 0, 1, 0))
+        for i in range(10)
+    }
+    mv2 = metric_value(pc2, "activation")
+    assert mv2 is not None
+    assert mv2.ci95 == pytest.approx(wilson(20, 40))
+    assert metric_value(pc2, "compliance") is None
+
+
+def test_record_refuses_wrong_queries_and_unknown_skill(tmp_path: Path) -> None:
+    art, qpath = make_artifact(tmp_path)
+    other = seal(
+        QuerySet(catalog_id="t", queries=(Query(id="z", text="z", expected_skill="deploy"),)), source="t"
+    )
+    opath = write_query_set(other, tmp_path / "other.json")
+    with pytest.raises(InputError, match="is not the artifact's queries_digest"):
+        record_baseline(art, opath, "deploy")
+    with pytest.raises(NotFoundError, match="'nope' is not in the study's catalog"):
+        record_baseline(art, qpath, "nope")
+
+
+# ---------------------------------------------------------------------------------------------- git
+
+
+def test_skill_version_is_the_git_tree_hash_then_a_digest_when_dirty(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    folder = write_skill(repo / "skills", "deploy", "Deploy services.")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    version, origin = skill_version(folder)
+    assert origin == "git"
+    assert version == "git:" + git(repo, "rev-parse", "HEAD:skills/deploy")
+    # uncommitted edit → content digest, marked
+    (folder / "SKILL.md").write_text(
+        SKILL_MD.format(name="deploy", desc="Deploy anything."), encoding="utf-8"
+    )
+    v2, o2 = skill_version(folder)
+    assert o2 == "uncommitted"
+    assert v2.startswith("sha256:")
+    # an untracked file also counts
+    git(repo, "checkout", "-q", "--", ".")
+    assert skill_version(folder) == (version, "git")
+    (folder / "notes.md").write_text("x", encoding="utf-8")
+    assert skill_version(folder)[1] == "uncommitted"
+    # committed again: a new tree hash
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "notes")
+    v3, o3 = skill_version(folder)
+    assert o3 == "git"
+    assert v3 != version
+
+
+def test_skill_version_outside_git_is_a_content_digest(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path / "plain", "deploy", "Deploy services.")
+    v1, origin = skill_version(folder)
+    assert origin == "content"
+    assert v1.startswith("sha256:")
+    assert skill_version(folder)[0] == v1
+    (folder / "SKILL.md").write_text("changed", encoding="utf-8")
+    assert skill_version(folder)[0] != v1
+    with pytest.raises(NotFoundError):
+        skill_version(tmp_path / "missing")
+
+
+def test_corpus_version_in_git(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    qs = query_set()
+    qpath = write_query_set(qs, repo / "evals" / "queries.json")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "corpus")
+    version, commit = corpus_version(qpath, qs)
+    assert version == f"evals/queries.json@{qs.compute_digest()}"
+    assert commit == git(repo, "rev-parse", "HEAD")
+    qpath.write_text(qpath.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert corpus_version(qpath, qs) == (version, None)  # modified: no commit to name
+
+
+# ------------------------------------------------------------------------------------------- --commit
+
+
+def _study_repo(tmp_path: Path) -> tuple[Path, Path, Path]:
+    repo = init_repo(tmp_path / "repo")
+    write_skill(repo / "skills", "deploy", "Deploy services.")
+    write_skill(repo / "skills", "pdf", "Work with PDF files.")
+    art, qpath = make_artifact(repo)
+    git(repo, "add", "skills", "queries.json")
+    git(repo, "commit", "-q", "-m", "init")
+    return repo, repo / "artifact.json", qpath
+
+
+def test_record_commit_writes_and_commits_only_the_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, art, qpath = _study_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    (repo / "unrelated.txt").write_text("staged but not mine", encoding="utf-8")
+    git(repo, "add", "unrelated.txt")
+    args = [
+        "baseline",
+        "record",
+        "--artifact",
+        str(art),
+        "--skill",
+        "deploy",
+        "--queries",
+        str(qpath),
+        "--commit",
+    ]
+    assert main(args) == 0
+    rec = read_baseline(repo / "baselines" / "deploy.json")
+    assert rec.skill_version == "git:" + git(repo, "rev-parse", "HEAD~1:skills/deploy")
+    assert rec.corpus_version.startswith("queries.json@sha256:")
+    assert git(repo, "log", "-1", "--format=%s") == "baseline deploy: first baseline"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "baselines/deploy.json"
+    assert "unrelated.txt" in git(repo, "diff", "--cached", "--name-only")  # still staged, not committed
+    # change the skill, commit it, record again: the message names the change
+    git(repo, "reset", "-q", "unrelated.txt")
+    write_skill(repo / "skills", "deploy", "Deploy services, infrastructure and anything else.")
+    git(repo, "commit", "-q", "-am", "broaden deploy")
+    capsys.readouterr()
+    assert main(args) == 0
+    subject = git(repo, "log", "-1", "--format=%s")
+    assert subject.startswith("baseline deploy: skill git:")
+    body = git(repo, "log", "-1", "--format=%b")
+    assert "activation 0.667" in body
+    assert len(git(repo, "log", "--format=%H", "--", "baselines/deploy.json").splitlines()) == 2
+
+
+def test_record_to_stdout_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    art, qpath = make_artifact(tmp_path)
+    assert (
+        main(
+            [
+                "baseline",
+                "record",
+                "--artifact",
+                str(tmp_path / "artifact.json"),
+                "--skill",
+                "deploy",
+                "--queries",
+                str(qpath),
+            ]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["skill"] == "deploy"
+    out = tmp_path / "b" / "deploy.json"
+    assert (
+        main(
+            [
+                "baseline",
+                "record",
+                "--artifact",
+                str(tmp_path / "artifact.json"),
+                "--skill",
+                "deploy",
+                "--queries",
+                str(qpath),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert read_baseline(out).skill == "deploy"
+    # no --queries and nothing beside the artifact names it... here queries.json sits beside it
+    assert (
+        main(["baseline", "record", "--artifact", str(tmp_path / "artifact.json"), "--skill", "deploy"]) == 0
+    )
+
+
+def test_record_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    art, qpath = make_artifact(tmp_path)
+    code = main(
+        [
+            "baseline",
+            "record",
+            "--artifact",
+            str(tmp_path / "artifact.json"),
+            "--skill",
+            "nope",
+            "--queries",
+            str(qpath),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("skillreach: error: skill 'nope' is not in the study's catalog")
+    assert (
+        main(["baseline", "record", "--artifact", str(tmp_path / "missing.json"), "--skill", "deploy"]) == 2
+    )
+    assert "no such artifact" in capsys.readouterr().err
+    (tmp_path / "queries.json").unlink()
+    assert (
+        main(["baseline", "record", "--artifact", str(tmp_path / "artifact.json"), "--skill", "deploy"]) == 2
+    )
+    assert "pass --queries FILE" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------------------------------- expiry
+
+
+def _rec(tmp_path: Path) -> tuple[BaselineRecord, Path]:
+    art, qpath = make_artifact(tmp_path)
+    return record_baseline(art, qpath, "deploy", judge_model=FAKE_JUDGE_MODEL), qpath
+
+
+def test_expiry_reasons(tmp_path: Path) -> None:
+    rec, _ = _rec(tmp_path)
+    assert expiry(rec, corpus=rec.corpus_version, model=rec.model, rubric=rec.rubric_version) == []
+    assert expiry(rec, model="fake-model") == []  # the alias of the recorded snapshot
+    assert expiry(rec, model="other-model") == ["model changed: fake-model-20260101 → other-model"]
+    reasons = expiry(rec, corpus="queries.json@sha256:" + "0" * 64)
+    assert reasons[0].startswith("corpus changed:")
+    assert expiry(rec, rubric=rubric_version("another rubric", FAKE_JUDGE_MODEL))[0].startswith(
+        "rubric changed:"
+    )
+    assert model_matches("claude-sonnet-4-5-20250929", "claude-sonnet-4-5")
+    assert not model_matches("claude-sonnet-4-5-20250929", "claude-sonnet-4")
+
+
+def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec, qpath = _rec(tmp_path)
+    bdir = tmp_path / "baselines"
+    bdir.mkdir()
+    # the corpus path in the record is relative to the cwd outside git; write the record beside it
+    (bdir / "deploy.json").write_text(rec.model_dump_json(), encoding="utf-8")
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["baseline", "status", "--baselines", str(bdir)]) == 0
+        assert "current" in capsys.readouterr().out
+        assert main(["baseline", "status", "--baselines", str(bdir), "--model", "claude-opus-4-1"]) == 3
+        out = capsys.readouterr()
+        assert "expired" in out.out
+        assert "model changed" in out.out
+        # the corpus changes: expired
+        qs = query_set()
+        extra = Query(id="d9", text="deploy on friday", expected_skill="deploy")
+        write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, extra)), source="t"), qpath)
+        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 3
+        rows = json.loads(capsys.readouterr().out)
+        assert rows[0]["expired"] is True
+        assert rows[0]["reasons"][0].startswith("corpus changed")
+    finally:
+        os.chdir(cwd)
+
+
+def test_changes_between_names_model_corpus_rubric_skill(tmp_path: Path) -> None:
+    rec, _ = _rec(tmp_path)
+    assert changes_between(None, rec) == ["first baseline"]
+    assert changes_between(rec, rec) == ["re-measured (same pins)"]
+    other = rec.model_copy(
+        update={
+            "model": "m2",
+            "corpus_version": "q.json@sha256:" + "1" * 64,
+            "rubric_version": None,
+            "skill_version": "git:" + "2" * 40,
+        }
+    )
+    changes = changes_between(rec, other)
+    assert [c.split()[0] for c in changes] == ["model", "corpus", "rubric", "skill"]
+    assert "→ git:222222222222" in changes[3]
+
+
+# ------------------------------------------------------------------------------------------- cohorts
+
+
+def test_cohort_split_against_a_reference(tmp_path: Path) -> None:
+    rec, _ = _rec(tmp_path)
+    only_d1 = rec.model_copy(update={"per_case": {k: v for k, v in rec.per_case.items() if k != "d2"}})
+    split = cohort_split(rec, only_d1, "compliance")
+    assert split["baseline_cases"] is not None
+    assert split["new_cases"] is not None
+    assert (split["baseline_cases"].cases, split["new_cases"].cases) == (1, 1)
+    assert split["baseline_cases"].value == 0.5
+    assert split["new_cases"].value == 1.0
+    # no reference: every case is new
+    assert cohort_split(rec, None)["baseline_cases"] is None

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from skillreach.errors import NotFoundError, SkillParseError
+from skillreach.errors import NotFoundError, SkillParseError, SkillreachError
 from skillreach.skills import NoFrontmatterError, find_skill_files, read_frontmatter
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "NAME_PATTERN",
     "RESERVED_TOOL_NAMES",
     "Finding",
+    "LintFailed",
     "LintReport",
     "format_github",
     "format_text",
@@ -90,6 +91,12 @@ _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\{\{\s*[\w.-]+\s*\}\}"), "{0}"),
     (re.compile(r"\blorem ipsum\b", re.IGNORECASE), "lorem ipsum"),
 )
+
+
+class LintFailed(SkillreachError):
+    """Lint found errors (exit 1). Raised by the CLI after the report was printed."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True)

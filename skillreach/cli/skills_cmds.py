@@ -31,14 +31,17 @@ def lint_cmd(
     config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
-    from skillreach.lint import format_github, format_text, lint
+    from skillreach.lint import LintFailed, format_github, format_text, lint
     from skillreach.settings import load_settings
 
     settings = load_settings(config, listing_budget_chars=budget)
     report = lint(dirs, budget=settings.listing_budget_chars)
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
     typer.echo(text)
-    raise typer.Exit(report.exit_code)
+    if report.exit_code:
+        n = len(report.errors)
+        files = len(report.files)
+        raise LintFailed(f"lint found {n} error{'s' * (n != 1)} in {files} SKILL.md (listed above)")
 
 
 def overlap_cmd(

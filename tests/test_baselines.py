@@ -303,7 +303,7 @@ def _study_repo(tmp_path: Path) -> tuple[Path, Path, Path]:
     repo = init_repo(tmp_path / "repo")
     write_skill(repo / "skills", "deploy", "Deploy services.")
     write_skill(repo / "skills", "pdf", "Work with PDF files.")
-    art, qpath = make_artifact(repo)
+    _art, qpath = make_artifact(repo)
     git(repo, "add", "skills", "queries.json")
     git(repo, "commit", "-q", "-m", "init")
     return repo, repo / "artifact.json", qpath
@@ -348,7 +348,7 @@ def test_record_commit_writes_and_commits_only_the_baseline(
 
 
 def test_record_to_stdout_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    art, qpath = make_artifact(tmp_path)
+    _art, qpath = make_artifact(tmp_path)
     assert (
         main(
             [
@@ -392,7 +392,7 @@ def test_record_to_stdout_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_record_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    art, qpath = make_artifact(tmp_path)
+    _art, qpath = make_artifact(tmp_path)
     code = main(
         [
             "baseline",

@@ -58,6 +58,46 @@ _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SEAL_HINT = "re-seal it with `skillreach queries seal` if the edit was intended"
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object that gives one key twice (the later value would silently win)."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (YAML 1.2 forbids it)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: the base constructor reports it
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {first}); keep one", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line + 1
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
 @dataclass(frozen=True)
 class _Row:
     """One raw query record and where it came from (for error messages)."""
@@ -163,12 +203,14 @@ def _rows_from_jsonl(text: str, path: Path) -> list[_Row]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = _json_loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"{path}:{lineno}: invalid JSON at column {exc.colno} ({exc.msg}); "
                 "write one JSON object per line"
             ) from exc
+        except _DuplicateKey as exc:
+            raise InputError(f"{path}:{lineno}: key {exc.args[0]!r} is given twice; keep one") from exc
         rows.append(_Row(data, f"{path}:{lineno}"))
     return rows
 
@@ -235,7 +277,7 @@ def _rows_from_csv(text: str, path: Path) -> list[_Row]:
 def _rows_from_yaml(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -265,11 +307,13 @@ def _rows_from_yaml(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
 
 def _rows_from_json(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
     try:
-        data = json.loads(text)
+        data = _json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}:{exc.lineno}: invalid JSON at column {exc.colno} ({exc.msg}); fix the syntax"
         ) from exc
+    except _DuplicateKey as exc:
+        raise InputError(f"{path}: key {exc.args[0]!r} is given twice in one object; keep one") from exc
     catalog_id: Any = "all"
     provenance: Any = None
     if isinstance(data, Mapping):

@@ -677,3 +677,20 @@ def test_queries_commands_take_every_flag_the_spec_lists(command: str) -> None:
     if command == "import":
         fmt = next(p for p in cmd.params if "--format" in p.opts)
         assert all(f in fmt.help for f in ("should-trigger", "waza", "csv"))
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "q.yaml"
+    path.write_text("- id: a\n  text: first\n  text: second\n  expected_skill: d\n", encoding="utf-8")
+    with pytest.raises(
+        InputError, match=r"q\.yaml:3: invalid YAML \(duplicate key 'text' \(first on line 2\)"
+    ):
+        read_query_file(path)
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "a", "text": "x", "expected_skill": "d", "id": "b"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"q\.jsonl:1: key 'id' is given twice; keep one"):
+        read_query_file(path)
+    path = tmp_path / "q.json"
+    path.write_text('{"queries": [], "queries": []}', encoding="utf-8")
+    with pytest.raises(InputError, match=r"key 'queries' is given twice in one object"):
+        read_query_file(path)

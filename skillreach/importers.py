@@ -94,6 +94,10 @@ def import_queries(
 ) -> ImportResult:
     """Read ``path`` in ``fmt`` and return it sealed with origin ``imported`` and ``source`` = the file."""
     path = Path(path)
+    if not path.exists():
+        raise NotFoundError(f"{path}: no such file; pass the trigger-eval file to import")
+    if catalog is not None and not isinstance(catalog, Catalog):
+        catalog = frozenset(catalog)  # read twice below
     fmt = detect_format(path) if fmt == "auto" else fmt
     queries, warnings = read_trigger_set(path, fmt, skill=skill, catalog=catalog)
     qs = QuerySet(catalog_id=catalog_id or "all", queries=tuple(queries))

@@ -311,3 +311,16 @@ def test_cli_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert err.startswith("skillreach: error: unknown --format 'nope'")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_file_and_a_one_shot_catalog(tmp_path: Path) -> None:
+    from skillreach.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match=r"nope\.json: no such file"):
+        import_queries(tmp_path / "nope.json")
+    path = tmp_path / "trigger-queries.deploy.json"
+    path.write_text(json.dumps([{"query": "ship", "should_trigger": True}]), encoding="utf-8")
+    result = import_queries(path, catalog=iter(["deploy", "rollback"]))  # a generator is read twice
+    assert result.query_set.queries[0].expected_skill == "deploy"
+    with pytest.raises(InputError, match=r"skill 'deploy' is not in the catalog"):
+        import_queries(path, catalog=["rollback"])

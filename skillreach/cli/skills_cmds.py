@@ -25,15 +25,17 @@ def lint_cmd(
     budget: int | None = typer.Option(
         None,
         "--budget",
-        min=1,
         help="Warn when the catalog listing exceeds N characters (default: setting listing_budget_chars).",
     ),
     config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
+    from skillreach.errors import InputError
     from skillreach.lint import LintFailed, format_github, format_text, lint
     from skillreach.settings import load_settings
 
+    if budget is not None and budget < 1:
+        raise InputError(f"--budget must be a positive number of characters, not {budget}")
     settings = load_settings(config, listing_budget_chars=budget)
     report = lint(dirs, budget=settings.listing_budget_chars)
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
@@ -46,7 +48,7 @@ def lint_cmd(
 
 def overlap_cmd(
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
-    top: int = typer.Option(3, "--top", min=1, help="Rivals to show per skill."),
+    top: int = typer.Option(3, "--top", help="Rivals to show per skill (≥ 1)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
 ) -> None:
     """Asymmetric BM25 rivals of every skill (its name + description as the query against the others).
@@ -57,7 +59,11 @@ def overlap_cmd(
     from rich.table import Table
 
     from skillreach.bm25 import CAVEAT, rivals
+    from skillreach.errors import InputError
     from skillreach.skills import load_skills
+
+    if top < 1:
+        raise InputError(f"--top must be at least 1, not {top}")
 
     def problem(line: str) -> None:
         print(line, file=sys.stderr)

@@ -47,7 +47,8 @@ for _mod in _COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code."""
     try:
-        app(args=argv, standalone_mode=False)
+        # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
+        rv = app(args=argv, standalone_mode=False)
     except SkillreachError as exc:
         print(f"skillreach: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, click.exceptions.Abort):
             return 130
         raise
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 def _console_main() -> None:  # pragma: no cover

@@ -1,0 +1,456 @@
+"""``claude-code``: the real ``claude`` program, headless, in a fresh folder holding exactly the catalog.
+
+Per probe:
+
+1. A fresh temporary working folder whose ``.claude/skills/<name>/`` holds exactly the resident skills
+   (each skill's folder copied, hard-linked from a per-catalog template when possible), and an isolated
+   ``HOME`` / ``CLAUDE_CONFIG_DIR`` inside it: no user skills, settings, plugins or sessions leak in.
+2. ``claude -p <query> --output-format stream-json --verbose --max-turns N [--model M]`` with
+   ``--setting-sources project``, ``--settings`` (bundled skills and built-in plugins off),
+   ``--tools Skill`` (plus Bash/Read/Write/Edit in compliance mode), ``--strict-mcp-config`` and
+   ``--no-session-persistence``; environment ``CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1``,
+   ``DISABLE_DOCTOR_COMMAND=1``, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``DISABLE_AUTOUPDATER=1``.
+   The process starts in its own session (its own process group).
+3. The stream is read line by line as it arrives: the ``system``/``init`` event's ``skills`` are checked
+   against the catalog (a catalog skill missing, or a stranger present, is the probe's error; built-ins
+   that cannot be switched off — :data:`KNOWN_NON_CATALOG` — are reported in ``non_catalog_residents``,
+   never mixed into the catalog); every ``tool_use`` named ``Skill`` is an activation fed to the tracker
+   at once; at early exit (or ``max_turns``) the whole process group is ended (SIGTERM, then SIGKILL).
+   The ``result`` event gives cost, usage and turns; without it (early exit) usage is summed from the
+   assistant messages and priced with ``Settings.price_for``.
+4. A timeout ends the process group too, and the probe carries the error.
+
+In compliance mode the agent may call Bash, Read, Write and Edit after loading its skill; the CLI runs
+with no permission granted, so in ``-p`` mode tools that need permission are refused, never run — the
+calls are recorded as :class:`~skillreach.models.ToolCall`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from runtimes.base import Outcome, Tracker
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
+from skillreach.settings import Settings
+
+__all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
+
+log = logging.getLogger("skillreach.runtimes.claude_code")
+
+KNOWN_NON_CATALOG = frozenset({"doctor", "plugin-authoring"})
+"""Built-in skills some Claude Code versions keep listing even with bundled skills off."""
+
+BUILTIN_PLUGINS = (
+    "cc-plugin-plugin-authoring@builtin",
+    "cc-plugin-agents-md@builtin",
+    "cc-plugin-privacy@builtin",
+)
+CLI_SETTINGS = {"disableBundledSkills": True, "enabledPlugins": dict.fromkeys(BUILTIN_PLUGINS, False)}
+ISOLATION_ENV = {
+    "CLAUDE_CODE_DISABLE_BUNDLED_SKILLS": "1",
+    "DISABLE_DOCTOR_COMMAND": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+PASSED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "LANG", "LC_ALL", "TZ")
+COMPLIANCE_TOOLS = "Skill,Bash,Read,Write,Edit"
+LINE_LIMIT = 64 * 1024 * 1024
+_HOLD_HOOK = (
+    "import json, sys, time\n"
+    "call = json.load(sys.stdin)\n"
+    "name = str((call.get('tool_input') or {}).get('skill', '')).lstrip('/')\n"
+    "if name == sys.argv[1]:\n"
+    "    time.sleep(3600)\n"
+)
+
+
+def _write_skill(skill: Skill, dest: Path) -> None:
+    src = Path(skill.folder) if skill.folder else None
+    if src is not None and (src / "SKILL.md").is_file():
+        shutil.copytree(src, dest, symlinks=False, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+    else:
+        dest.mkdir(parents=True)
+        (dest / "SKILL.md").write_text(
+            "---\n"
+            + f"name: {json.dumps(skill.name)}\n"
+            + f"description: {json.dumps(skill.description, ensure_ascii=False)}\n"
+            + "---\n"
+            + skill.body,
+            encoding="utf-8",
+        )
+
+
+@dataclass
+class StreamState:
+    """What the stream said so far (one probe)."""
+
+    init_skills: list[str] | None = None
+    cli_model: str | None = None
+    resolved_model: str | None = None
+    usage_by_message: dict[str, Usage] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    error: str | None = None
+    stop: bool = False
+    compliance: bool = False
+    assistant_turns: set[str] = field(default_factory=set)
+
+    @property
+    def usage(self) -> Usage:
+        if self.result is not None and isinstance(self.result.get("usage"), dict):
+            return _usage(self.result["usage"])
+        total = Usage()
+        for u in self.usage_by_message.values():
+            total = total + u
+        return total
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_creation_input_tokens=int(raw.get("cache_creation_input_tokens") or 0),
+        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
+    )
+
+
+class ClaudeCodeRuntime:
+    name: ClassVar[str] = "claude-code"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        settings: Settings | None = None,
+        claude_path: str | None = None,
+        concurrency: int | None = None,
+        timeout_s: float | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_env: dict[str, str] | None = None,
+        extra_args: list[str] | None = None,
+        known_non_catalog: frozenset[str] = KNOWN_NON_CATALOG,
+        keep_workdirs: bool = False,
+        kill_grace_s: float = 0.25,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.model = model or self.settings.model
+        path = claude_path or self.settings.claude_path
+        found = shutil.which(path)
+        if found is None:
+            raise ConfigError(
+                f"the claude program was not found at {path!r}; install Claude Code "
+                "(npm install -g @anthropic-ai/claude-code) or set SKILLREACH_CLAUDE_PATH"
+            )
+        self.claude_path = found
+        self.timeout_s = timeout_s
+        self._sem = asyncio.Semaphore(concurrency or self.settings.concurrency)
+        self.env_overrides: dict[str, str] = dict(extra_env or {})
+        if base_url:
+            self.env_overrides["ANTHROPIC_BASE_URL"] = base_url
+        if api_key:
+            self.env_overrides["ANTHROPIC_API_KEY"] = api_key
+        self.extra_args = list(extra_args or [])
+        self.known_non_catalog = known_non_catalog
+        self.keep_workdirs = keep_workdirs
+        self.kill_grace_s = kill_grace_s
+        self.non_catalog_residents: set[str] = set()
+        """Built-ins seen beside the catalog (reported, never scored)."""
+        self.pids: list[int] = []
+        """Process ids of every ``claude`` started (tests check they are gone)."""
+        self._templates: dict[str, Path] = {}
+        self._root = Path(tempfile.mkdtemp(prefix="skillreach-claude-code-"))
+
+    # -------------------------------------------------------------------------------- folders
+
+    def _template(self, catalog: Catalog) -> Path:
+        key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
+        tpl = self._templates.get(key)
+        if tpl is None:
+            tpl = self._root / f"catalog-{key}"
+            skills = tpl / "skills"
+            skills.mkdir(parents=True)
+            for skill in catalog.skills:
+                _write_skill(skill, skills / skill.name)
+            self._templates[key] = tpl
+        return tpl
+
+    def _workdir(self, catalog: Catalog) -> Path:
+        tpl = self._template(catalog)
+        work = Path(tempfile.mkdtemp(prefix="probe-", dir=self._root))
+        dest = work / "project" / ".claude" / "skills"
+        try:
+            shutil.copytree(tpl / "skills", dest, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(tpl / "skills", dest)
+        (work / "home" / ".claude").mkdir(parents=True)
+        return work
+
+    def _env(self, work: Path) -> dict[str, str]:
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
+        env["HOME"] = str(work / "home")
+        env["CLAUDE_CONFIG_DIR"] = str(work / "home" / ".claude")
+        env["TMPDIR"] = str(work)
+        env.update(ISOLATION_ENV)
+        env.update(self.env_overrides)
+        return env
+
+    @staticmethod
+    def _settings(tracker: Tracker) -> dict[str, Any]:
+        """CLI settings; with early exit, a PreToolUse hook holds the target's Skill call.
+
+        The CLI sends its next request a few milliseconds after a tool call, faster than the process
+        group can be ended; the hook parks the call of the expected skill (the stream has already
+        shown it) so that no request follows the target before the group is ended.
+        """
+        settings: dict[str, Any] = dict(CLI_SETTINGS)
+        if tracker.options.early_exit and tracker.expected is not None and not tracker.options.compliance:
+            hold = (
+                f"{shlex.quote(sys.executable)} -c {shlex.quote(_HOLD_HOOK)} {shlex.quote(tracker.expected)}"
+            )
+            settings["hooks"] = {
+                "PreToolUse": [
+                    {"matcher": "Skill", "hooks": [{"type": "command", "command": hold, "timeout": 3600}]}
+                ]
+            }
+        return settings
+
+    def _command(self, query: Query, tracker: Tracker) -> list[str]:
+        opts = tracker.options
+        turns = opts.max_turns + 1 + (opts.step_budget if opts.compliance else 0)
+        cmd = [
+            self.claude_path,
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-turns",
+            str(turns),
+            "--setting-sources",
+            "project",
+            "--settings",
+            json.dumps(self._settings(tracker), separators=(",", ":")),
+            "--tools",
+            COMPLIANCE_TOOLS if opts.compliance else "Skill",
+            "--strict-mcp-config",
+            "--no-session-persistence",
+        ]
+        model = opts.model or self.model
+        if model:
+            cmd += ["--model", model]
+        return [*cmd, *self.extra_args, "--", query.text]
+
+    def _scrub(self, text: str) -> str:
+        for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+            secret = self.env_overrides.get(key) or os.environ.get(key)
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    # ---------------------------------------------------------------------------------- stream
+
+    def _residency(self, state: StreamState, catalog: Catalog) -> str | None:
+        seen = set(state.init_skills or [])
+        missing = sorted(set(catalog.names) - seen)
+        extra = seen - set(catalog.names)
+        known = extra & self.known_non_catalog
+        strangers = sorted(extra - known)
+        self.non_catalog_residents |= known
+        if missing or strangers:
+            parts = []
+            if missing:
+                parts.append(f"catalog skills missing from the agent: {', '.join(missing)}")
+            if strangers:
+                parts.append(f"skills present that are not in the catalog: {', '.join(strangers)}")
+            return "residency check failed: " + "; ".join(parts)
+        return None
+
+    def handle_event(
+        self, event: dict[str, Any], state: StreamState, catalog: Catalog, tracker: Tracker
+    ) -> None:
+        """Apply one stream-json event to the probe's state (and the tracker)."""
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            state.init_skills = [str(s) for s in event.get("skills") or []]
+            state.cli_model = event.get("model")
+            state.error = self._residency(state, catalog)
+            state.stop = state.error is not None
+        elif kind == "assistant":
+            message = event.get("message") or {}
+            mid = str(message.get("id") or len(state.usage_by_message))
+            state.assistant_turns.add(mid)
+            if message.get("model"):
+                state.resolved_model = str(message["model"])
+            if isinstance(message.get("usage"), dict):
+                state.usage_by_message[mid] = _usage(message["usage"])
+            for block in message.get("content") or []:
+                self._block(block, state, catalog, tracker)
+                if state.stop:
+                    return
+        elif kind == "result":
+            state.result = event
+            if event.get("is_error") and event.get("subtype") not in ("success", "error_max_turns"):
+                state.error = self._scrub(
+                    f"claude: {event.get('subtype')}: {event.get('result', '')}".strip()
+                )
+            elif event.get("is_error") and str(event.get("result", "")).startswith("API Error"):
+                state.error = self._scrub(f"claude: {event.get('result')}")
+
+    def _block(self, block: dict[str, Any], state: StreamState, catalog: Catalog, tracker: Tracker) -> None:
+        if block.get("type") == "text" and block.get("text"):
+            state.texts.append(str(block["text"]))
+            return
+        if block.get("type") != "tool_use":
+            return
+        name = block.get("name")
+        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+        if name == "Skill":
+            skill = str(args.get("skill", "")).strip().lstrip("/")
+            if skill not in catalog or state.compliance:
+                return
+            go = tracker.invoke(skill)
+            if tracker.options.compliance and tracker.expected_loaded:
+                state.compliance = True
+            elif not go:
+                state.stop = True
+        elif state.compliance:
+            state.tool_calls.append(ToolCall(tool=str(name), input=dict(args)))
+            if len(state.tool_calls) >= tracker.options.step_budget:
+                state.stop = True
+
+    # ---------------------------------------------------------------------------------- process
+
+    async def _end_group(self, proc: asyncio.subprocess.Process) -> None:
+        """SIGTERM the whole process group, SIGKILL what is left after the grace period."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), self.kill_grace_s)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        async with self._sem:
+            work = await asyncio.to_thread(self._workdir, catalog)
+            try:
+                return await self._run(query, catalog, tracker, work)
+            finally:
+                if not self.keep_workdirs:
+                    await asyncio.to_thread(shutil.rmtree, work, True)
+
+    async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
+        timeout = self.timeout_s or tracker.options.timeout_s
+        state = StreamState()
+        proc = await asyncio.create_subprocess_exec(
+            *self._command(query, tracker),
+            cwd=work / "project",
+            env=self._env(work),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=LINE_LIMIT,
+        )
+        self.pids.append(proc.pid)
+        assert proc.stderr is not None
+        stderr_task = asyncio.create_task(proc.stderr.read())
+        ended_by_us = False
+        try:
+            async with asyncio.timeout(timeout):
+                await self._read(proc, state, catalog, tracker)
+                if not state.stop:
+                    await proc.wait()  # the stream ended: let the program exit on its own
+        except TimeoutError:
+            state.error = f"claude did not finish within {timeout:g}s"
+        finally:
+            if proc.returncode is None:
+                ended_by_us = True
+                await self._end_group(proc)
+            else:  # the leader is gone; end anything it left in its group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        stderr = await stderr_task
+        if state.error is None and state.result is None and not ended_by_us and not tracker.done:
+            tail = self._scrub(stderr.decode("utf-8", "replace").strip()[-500:])
+            state.error = f"claude exited with code {proc.returncode} without a result" + (
+                f": {tail}" if tail else ""
+            )
+        if state.error is None and state.init_skills is None:
+            state.error = "claude printed no init event: cannot check which skills were resident"
+        return self._outcome(state, tracker)
+
+    async def _read(
+        self, proc: asyncio.subprocess.Process, state: StreamState, catalog: Catalog, tracker: Tracker
+    ) -> None:
+        assert proc.stdout is not None
+        while True:
+            line = await proc.stdout.readline()
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                event = json.loads(text)
+            except json.JSONDecodeError:
+                log.debug("claude printed a non-JSON line: %.200s", text)
+                continue
+            if isinstance(event, dict):
+                self.handle_event(event, state, catalog, tracker)
+            if state.stop:
+                return
+
+    def _outcome(self, state: StreamState, tracker: Tracker) -> Outcome:
+        usage = state.usage
+        cost: float | None = None
+        turns = len(state.assistant_turns)
+        if state.result is not None:
+            if state.result.get("total_cost_usd") is not None:
+                cost = float(state.result["total_cost_usd"])
+            turns = int(state.result.get("num_turns") or turns)
+        if cost is None:
+            price = self.settings.price_for(state.resolved_model or state.cli_model or self.model)
+            if price is not None:
+                cost = (
+                    usage.input_tokens * price.input
+                    + usage.output_tokens * price.output
+                    + usage.cache_creation_input_tokens * price.cache_write
+                    + usage.cache_read_input_tokens * price.cache_read
+                ) / 1_000_000
+        final_text = state.texts[-1] if (tracker.options.compliance and state.texts) else None
+        return Outcome.from_tracker(
+            tracker,
+            turns=turns,
+            error=state.error,
+            usage=usage,
+            cost_usd=cost,
+            resolved_model=state.resolved_model or state.cli_model,
+            tool_calls=state.tool_calls,
+            final_text=final_text,
+        )
+
+    async def resolve_model(self, model: str | None = None) -> str | None:
+        return model or self.model
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(shutil.rmtree, self._root, True)

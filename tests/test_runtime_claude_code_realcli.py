@@ -1,0 +1,107 @@
+"""The claude-code runtime with the REAL Claude Code CLI against the Messages API stand-in.
+
+Opt-in by availability: the binary comes from ``SKILLREACH_REAL_CLAUDE`` or the cache folder that
+``.ci/run`` installs into (``~/.cache/skillreach/claude-code``, npm package
+``@anthropic-ai/claude-code``). Without it the tests are reported as skipped, never as passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from runtimes.base import ProbeOptions, Tracker
+from runtimes.claude_code import ClaudeCodeRuntime
+from skillreach.models import Catalog, Query, Skill
+from skillreach.settings import Settings
+from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text
+
+pytestmark = pytest.mark.realcli
+
+CACHE = Path(os.environ.get("SKILLREACH_CLAUDE_CACHE", Path.home() / ".cache" / "skillreach" / "claude-code"))
+
+
+def real_claude() -> str | None:
+    explicit = os.environ.get("SKILLREACH_REAL_CLAUDE")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    for arch in ("linux-x64", "linux-arm64"):
+        candidate = CACHE / "node_modules" / "@anthropic-ai" / f"claude-code-{arch}" / "claude"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+@pytest.fixture
+def claude() -> str:
+    path = real_claude()
+    if path is None:
+        pytest.skip("the real Claude Code CLI is not installed (set SKILLREACH_REAL_CLAUDE or run .ci/run)")
+    return path
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    skills = []
+    for name, desc in (
+        ("rollback", "Roll a deployment back to the previous release."),
+        ("deploy", "Deploy the current branch to staging or production."),
+        ("changelog", "Write the changelog entry for a release."),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        body = f"# {name}\nSECRET-BODY-{name.upper()}\n"
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n{body}")
+        skills.append(
+            Skill(name=name, description=desc, body=body, path=str(folder / "SKILL.md"), folder=str(folder))
+        )
+    return Catalog(id="real", skills=tuple(skills))
+
+
+async def test_real_cli_early_exit_disclosure_and_residency(claude: str, catalog: Catalog) -> None:
+    script = ScriptResponder({"undo the release": ["deploy", "rollback", "changelog"]})
+    with MessagesAPI(script) as api:
+        rt = ClaudeCodeRuntime(
+            "claude-sonnet-4-6",
+            claude_path=claude,
+            settings=Settings(),
+            base_url=api.base_url,
+            api_key="sk-test",
+        )
+        query = Query(id="r1", text="please undo the release from this morning", expected_skill="rollback")
+        tracker = Tracker.for_query(query, ProbeOptions(max_turns=3, timeout_s=90))
+        out = await rt.select(query, catalog, tracker)
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["deploy", "rollback"]
+    assert out.early_exit
+    assert rt.non_catalog_residents <= {"doctor", "plugin-authoring"}
+    assert out.resolved_model == "claude-sonnet-4-6-20260115"
+    skill_requests = [b for b in api.requests if any(t.get("name") == "Skill" for t in b.get("tools") or [])]
+    assert len(skill_requests) == 2  # no request after the target was invoked
+    first, second = (request_text(b) for b in skill_requests)
+    for name in ("ROLLBACK", "DEPLOY", "CHANGELOG"):
+        assert f"SECRET-BODY-{name}" not in first
+    assert "SECRET-BODY-DEPLOY" in second
+    assert "SECRET-BODY-ROLLBACK" not in second
+    # the listing reached the model: every name and description is in the first request
+    for skill in catalog.skills:
+        assert skill.description in first
+
+
+async def test_real_cli_out_of_scope_query_invokes_nothing(claude: str, catalog: Catalog) -> None:
+    with MessagesAPI(ScriptResponder({"weather": [{"text": "It is sunny."}]})) as api:
+        rt = ClaudeCodeRuntime(
+            claude_path=claude, settings=Settings(), base_url=api.base_url, api_key="sk-test"
+        )
+        query = Query(id="r2", text="what is the weather like", expected_skill=None, kind="out_of_scope")
+        tracker = Tracker.for_query(query, ProbeOptions(timeout_s=90))
+        out = await rt.select(query, catalog, tracker)
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == []
+    assert out.turns >= 1
+    assert json.dumps(api.requests).count("SECRET-BODY") == 0

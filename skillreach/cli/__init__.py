@@ -57,15 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("skillreach: interrupted; results written so far are kept", file=sys.stderr)
         return 130
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        raise
+    except typer.Abort:
+        return 130
+    except typer.TyperException as exc:  # usage errors from typer's bundled click
+        show = getattr(exc, "show", None)
+        if show is None:
+            raise
+        show()
+        return int(getattr(exc, "exit_code", 2))
     return rv if isinstance(rv, int) else 0
 
 

@@ -8,7 +8,8 @@ candidate, nested skills inside other skills included. Folders that never hold s
 
 Parsing survives real files: a UTF-8 byte-order mark, CRLF line endings, quoted, folded (``>-``) and
 literal (``|-``) descriptions (PyYAML ``safe_load`` semantics, so a folded block whose last lines are
-more indented keeps its ``"\\n  "``), extra keys (kept in :attr:`Skill.frontmatter`), non-ASCII. A
+more indented keeps its ``"\\n  "``), extra keys (kept in :attr:`Skill.frontmatter`, made JSON-safe: a
+YAML date becomes its ISO string), non-ASCII. A
 file that cannot be parsed raises :class:`~skillreach.errors.SkillParseError` whose text is
 ``path:line: what is wrong`` (the line of the file, not of the YAML block). Discovery collects these as
 problems and goes on with the other files; a file with no frontmatter at all (a nested phase document
@@ -22,6 +23,8 @@ earlier ones (as a project folder overrides a personal one). The losers are repo
 
 from __future__ import annotations
 
+import base64
+import datetime
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -138,6 +141,21 @@ def _decode(path: str, data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _json_safe(value: Any) -> Any:
+    """YAML values made JSON-friendly: dates as ISO strings, sets as sorted lists, keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_json_safe(v) for v in value), key=str)
+    if isinstance(value, datetime.date):  # datetime.datetime included
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
 def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
     """Split a SKILL.md into its YAML frontmatter (parsed) and body. Raises :class:`SkillParseError`.
 
@@ -198,7 +216,7 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
     body = "\n".join(lines[end + 1 :])
     return Frontmatter(
         path=spath,
-        data={str(k): v for k, v in data.items()},
+        data=_json_safe(data),
         body=body,
         line=start + 1,
         key_lines=key_lines,

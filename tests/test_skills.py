@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import re
@@ -404,3 +405,14 @@ def test_load_skills_reports_problems(tmp_path: Path, caplog: pytest.LogCaptureF
     with caplog.at_level(logging.WARNING, logger="skillreach.skills"):
         load_skills(tmp_path / "a")
     assert any("no YAML frontmatter" in r.getMessage() for r in caplog.records)
+
+
+def test_frontmatter_is_json_safe(tmp_path: Path) -> None:
+    path = write_skill(
+        tmp_path / "d", "d", extra="released: 2024-05-01\n3: three\ntags: !!set {b: null, a: null}"
+    )
+    fm = parse_skill(path).frontmatter
+    assert fm["released"] == "2024-05-01"
+    assert fm["3"] == "three"
+    assert fm["tags"] == ["a", "b"]
+    json.dumps(fm)

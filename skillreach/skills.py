@@ -349,6 +349,7 @@ def discover(roots: Iterable[str | os.PathLike[str]], *, precedence: Precedence 
     found = Discovery()
     seen_real: set[str] = set()
     for root in root_list:
+        root_dir = root if os.path.isdir(root) else os.path.dirname(root)
         for path in find_skill_files(root):
             real = os.path.realpath(path)
             if real in seen_real:
@@ -356,7 +357,7 @@ def discover(roots: Iterable[str | os.PathLike[str]], *, precedence: Precedence 
             seen_real.add(real)
             found.files.append(path)
             try:
-                found.parsed.append(parse_skill(path, root=root))
+                found.parsed.append(parse_skill(path, root=root_dir))
             except SkillParseError as exc:
                 found.problems.append(exc)
 

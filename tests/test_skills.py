@@ -416,3 +416,9 @@ def test_frontmatter_is_json_safe(tmp_path: Path) -> None:
     assert fm["3"] == "three"
     assert fm["tags"] == ["a", "b"]
     json.dumps(fm)
+
+
+def test_skill_root_is_the_folder_given(tmp_path: Path) -> None:
+    path = write_skill(tmp_path / "skills" / "one", "one")
+    assert discover([tmp_path / "skills"]).skills[0].root == str(tmp_path / "skills")
+    assert discover([path]).skills[0].root == str(path.parent)

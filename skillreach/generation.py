@@ -19,10 +19,11 @@ orchestration in ``flows/generate_queries.py``. The path of one generation:
    with no JSON list of drafts raises :class:`MalformedReply` (the caller retries once, then records the
    target as failed).
 3. :func:`assemble` turns the drafts of every target into queries, dropping and counting: malformed
-   drafts, drafts containing a placeholder, surplus drafts, unknown rivals, citations that are missing
+   drafts, drafts containing a placeholder, unknown rivals, citations that are missing
    (fewer than :data:`MIN_CITATION_WORDS` words) or not found verbatim in the body the draft is
    grounded in (the rival's for a neighbour negative, the target's otherwise; compared after
-   normalising Unicode, case, whitespace, quote style and markdown ``*``/backticks), exact duplicates
+   normalising Unicode, case, whitespace, quote style and markdown ``*``/backticks), valid drafts
+   beyond ``per_skill`` of a kind (surplus), exact duplicates
    (same normalised text) and near-duplicates (token Jaccard ≥ :data:`JACCARD_THRESHOLD` over
    :func:`skillreach.bm25.tokenize` tokens). The first draft wins; targets are taken in name order.
 4. :func:`leak_report` flags queries that name their skill (its name or a variant, or one of its
@@ -314,21 +315,22 @@ class GenerationRequest(_Frozen):
         return next((b for b in self.bodies if b.label == label), None)
 
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+@lru_cache(maxsize=4)
+def _environment(template_dir: str) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        loader=jinja2.FileSystemLoader(template_dir),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=True,
     )
 
 
-def template_digest(template_dir: Path = TEMPLATE_DIR) -> str:
+def template_digest(template_dir: Path | None = None) -> str:
     """``sha256:<hex>`` over the name and text of every ``generate*.j2`` template."""
-    files = sorted(template_dir.glob("generate*.j2"))
+    files = sorted((template_dir or TEMPLATE_DIR).glob("generate*.j2"))
     payload = json.dumps([[f.name, f.read_text(encoding="utf-8")] for f in files], ensure_ascii=False)
     return "sha256:" + sha256_hex(payload)
 
@@ -380,7 +382,7 @@ def render_request(
         "more_skills": max(0, len(others) - MAX_OTHER_NAMES),
         "min_citation_words": MIN_CITATION_WORDS,
     }
-    env = _environment()
+    env = _environment(str(TEMPLATE_DIR))
     system = env.get_template(SYSTEM_TEMPLATE).render(**context)
     prompt = env.get_template(USER_TEMPLATE).render(**context)
     return GenerationRequest(
@@ -644,7 +646,8 @@ def assemble(
             continue
         usage = usage + result.usage
         dropped: Counter[str] = Counter()
-        seen_per_kind: Counter[QueryKind] = Counter()
+        seen_per_kind: Counter[QueryKind] = Counter()  # numbers the ids: stable whatever is dropped
+        valid_per_kind: Counter[QueryKind] = Counter()  # at most per_skill valid drafts per kind
         kept = 0
         target_body = request.body(TARGET_LABEL)
         original = catalog.get(target)
@@ -660,9 +663,6 @@ def assemble(
                 continue
             seen_per_kind[kind] += 1
             number = seen_per_kind[kind]
-            if number > request.per_skill:
-                dropped["surplus"] += 1
-                continue
             if len(text) > MAX_QUERY_CHARS:
                 dropped["too_long"] += 1
                 continue
@@ -693,6 +693,10 @@ def assemble(
             if not any(wanted in _norm_citation(h) for h in haystacks):
                 dropped["citation_not_found"] += 1
                 continue
+            if valid_per_kind[kind] >= request.per_skill:
+                dropped["surplus"] += 1
+                continue
+            valid_per_kind[kind] += 1
             query = Query(
                 id=f"gen-{target}-{KIND_CODES[kind]}-{number:02d}",
                 text=text,

@@ -551,6 +551,8 @@ class ChangeSet(_Frozen):
     every_skill: tuple[str, ...] = ()
     skill_files: dict[str, str] = {}
     """Skill name → its SKILL.md path relative to the git top (for annotations)."""
+    problems: tuple[tuple[str, int, str], ...] = ()
+    """Changed SKILL.md files that do not parse: (path relative to the git top, line, what is wrong)."""
 
     @property
     def routing_changed(self) -> bool:
@@ -621,8 +623,17 @@ def changed_skills(skill_dirs: Sequence[str | os.PathLike[str]], since: str) -> 
     skill_files = {
         name: _relative(Path(s.path).resolve(), top) for s in found.skills for name in [s.name] if s.path
     }
+    changed_paths = {path for _, path in entries}
+    problems = tuple(
+        sorted(
+            (_relative(Path(p.path).resolve(), top), p.line, p.what)
+            for p in found.problems
+            if _relative(Path(p.path).resolve(), top) in changed_paths
+        )
+    )
     return ChangeSet(
         since=since,
+        problems=problems,
         changed=tuple(sorted(changed)),
         added=tuple(sorted(added)),
         removed=tuple(sorted(removed)),

@@ -255,10 +255,21 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
 
 
 def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
-    from skillreach.gates import parse_gate_overrides
-    from skillreach.settings import load_settings
+    """Gates from the settings (config file > environment > defaults), then ``--gate`` overrides.
 
-    return parse_gate_overrides(load_settings(config).gates, overrides)
+    The config file may be a study file: its study-only keys (runtime options, …) are left to the study.
+    """
+    from skillreach.errors import ConfigError
+    from skillreach.gates import parse_gate_overrides
+    from skillreach.settings import _read_config_file, load_settings
+    from skillreach.study import STUDY_ONLY_KEYS
+
+    values = _read_config_file(config) if config is not None else {}
+    try:
+        settings = load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS})
+    except ConfigError as exc:
+        raise ConfigError(f"{config}: {exc.message}") from exc
+    return parse_gate_overrides(settings.gates, overrides)
 
 
 def compare_cmd(  # noqa: PLR0917 - a typer command
@@ -515,10 +526,17 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         )
     to_check = changes.to_check
     gates = _gates(config, gate)
+    broken = [
+        {"skill": path, "status": "unparseable", "message": f"{path}:{line}: {what}"}
+        for path, line, what in changes.problems
+    ]
     do_annotate = annotations if annotations is not None else os.environ.get("GITHUB_ACTIONS") == "true"
-    results: list[dict[str, Any]] = []
-    lines: list[str] = []
-    if not to_check:
+    results: list[dict[str, Any]] = list(broken)
+    lines: list[str] = [
+        _annotate("error", path, "skillreach: SKILL.md does not parse", f"line {line}: {what}")
+        for path, line, what in changes.problems
+    ]
+    if not to_check and not broken:
         console.print("no skill changed; nothing to check")
     # group by the pins a study needs
     groups: dict[tuple[str, str, str, int], list[tuple[str, BaselineRecord]]] = {}
@@ -588,7 +606,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
                     )
                     lines.append(_annotate(level, skill_file, f"skillreach gate: {g.verdict.value}", msg))
     statuses = [r["status"] for r in results]
-    if "breach" in statuses or (strict and "inconclusive" in statuses):
+    if "breach" in statuses or "unparseable" in statuses or (strict and "inconclusive" in statuses):
         code = 1
     elif "refused" in statuses or "expired" in statuses:
         code = 3
@@ -606,13 +624,13 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         for r in results:
-            if r["status"] in ("no baseline", "expired", "refused"):
+            if r["status"] in ("no baseline", "expired", "refused", "unparseable"):
                 console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
         console.print(f"check: exit {code}")
     failed = [
         str(r["skill"])
         for r in results
-        if r["status"] == "breach" or (strict and r["status"] == "inconclusive")
+        if r["status"] in ("breach", "unparseable") or (strict and r["status"] == "inconclusive")
     ]
     if code == 1:
         raise GateFailed(f"check: gate failed for {', '.join(failed)}")
@@ -629,6 +647,7 @@ def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]
         "no baseline": "➕",
         "expired": "⌛",
         "refused": "⛔",
+        "unparseable": "❌",
     }
     out = ["## skillreach check", "", f"Compared with `{rev[:12]}` ({how}).", ""]
     if changes.added or changes.removed:

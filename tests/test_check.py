@@ -1,0 +1,422 @@
+"""``skillreach check --changed`` and the end-to-end story of a broadened description.
+
+The story: ``deploy``'s description is narrow ("deploy the web service"); the team wants it to cover
+infrastructure work too, and the corpus says so (infra cases expect ``deploy``). The baseline study runs
+with the narrow description: the agent rarely reaches ``deploy`` on the infra cases, but when it does
+deploy the web service it follows the skill's rules (``make preflight`` first, never ``--force``). The
+description is broadened and committed; with it the agent now reaches ``deploy`` on the infra cases —
+activation rises — but on that new work it skips the preflight and forces: compliance falls on the new
+cases alone. Reproduced with the fake runtime (its script stands for the agent's behaviour under each
+description), probed in process, recorded, committed, and gated by ``check --changed`` and by
+``baseline compare``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skillreach.baselines import changed_skills, read_baseline, resolve_since
+from skillreach.cli import main
+from skillreach.errors import InputError
+from skillreach.models import Checks, OutputCheck, Query, QueryKind, QuerySet, ToolPattern
+from skillreach.queries import seal, write_query_set
+
+ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+NARROW = "Deploy the web service to production. Use when asked to ship or release the web app."
+BROAD = (
+    "Deploy the web service to production, and provision, migrate or change any infrastructure: "
+    "databases, queues, TLS certificates, DNS. Use for any ops or infra work."
+)
+BODY = "# deploy\n\nAlways run `make preflight` first. Never pass --force. Report with 'deployed'.\n"
+
+OLD = [f"web{i}" for i in range(10)]  # cases the narrow description already reached
+NEW = [f"infra{i}" for i in range(10)]  # cases only the broadened description reaches
+PDF = [f"pdf{i}" for i in range(4)]
+OOS = [f"oos{i}" for i in range(3)]
+RUNS = 4
+
+CHECKS = Checks(
+    requires=(ToolPattern(tool="Bash", pattern=r"make preflight"),),
+    forbids=(ToolPattern(tool="Bash", pattern=r"--force"),),
+    output=(OutputCheck(contains="deployed"),),
+)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write_skill(root: Path, name: str, desc: str, body: str = "") -> None:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    front = yaml.safe_dump({"name": name, "description": desc}, sort_keys=False, width=1000)
+    (folder / "SKILL.md").write_text(f"---\n{front}---\n{body}", encoding="utf-8")
+
+
+def corpus() -> QuerySet:
+    qs = [
+        Query(id=c, text=f"ship the web app, release {c}", expected_skill="deploy", checks=CHECKS)
+        for c in OLD
+    ]
+    qs += [
+        Query(id=c, text=f"provision the {c} database", expected_skill="deploy", checks=CHECKS) for c in NEW
+    ]
+    qs += [Query(id=c, text=f"merge the pdfs {c}", expected_skill="pdf") for c in PDF]
+    qs += [Query(id=c, text=f"tell me a joke {c}", kind=QueryKind.out_of_scope) for c in OOS]
+    return seal(QuerySet(catalog_id="story", queries=tuple(qs)), source="test")
+
+
+GOOD = {
+    "invoked": ["deploy"],
+    "tool_calls": [
+        {"tool": "Bash", "input": {"command": "make preflight"}},
+        {"tool": "Bash", "input": {"command": "make deploy"}},
+    ],
+    "final_text": "deployed v2",
+}
+SLOPPY = {
+    "invoked": ["deploy"],
+    "tool_calls": [{"tool": "Bash", "input": {"command": "terraform apply --force"}}],
+    "final_text": "done",
+}
+SLIP = {  # an occasional lapse on the old work, the same under both descriptions
+    "invoked": ["deploy"],
+    "tool_calls": [{"tool": "Bash", "input": {"command": "make deploy"}}],
+    "final_text": "deployed",
+}
+
+
+def script(broad: bool) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    for i, c in enumerate(OLD):
+        s[c] = {"attempts": [SLIP if (i == 3 and a == 2) else GOOD for a in range(RUNS)]}
+    for i, c in enumerate(NEW):
+        if broad:
+            # reached every time now, but mostly without the rules
+            s[c] = {"attempts": [GOOD if (a == 0 and i % 3 == 0) else SLOPPY for a in range(RUNS)]}
+        else:
+            # the narrow description: reached once in a while, by an agent that then follows the rules
+            s[c] = {"attempts": [GOOD if (a == 0 and i % 4 == 0) else {"invoked": []} for a in range(RUNS)]}
+    for c in PDF:
+        s[c] = ["pdf"]
+    for c in OOS:
+        s[c] = []
+    return s
+
+
+def make_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write_skill(repo / "skills", "deploy", NARROW, BODY)
+    write_skill(repo / "skills", "pdf", "Merge, split and fill PDF files.", "# pdf\n")
+    write_query_set(corpus(), repo / "evals" / "queries.json")
+    for name, broad in (("narrow", False), ("broad", True)):
+        (repo / "ci").mkdir(exist_ok=True)
+        spath = repo / "ci" / f"{name}.json"
+        spath.write_text(json.dumps(script(broad)), encoding="utf-8")
+        (repo / "ci" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "runtime": "fake",
+                    "attempts": RUNS,
+                    "compliance": True,
+                    "concurrency": 4,
+                    "runtime_options": {"script": str(spath)},
+                }
+            ),
+            encoding="utf-8",
+        )
+    (repo / ".gitignore").write_text(".skillreach/\nout/\n", encoding="utf-8")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "deploy and pdf skills, corpus")
+    return repo
+
+
+def run_study(repo: Path, cfg_name: str, out: str) -> Path:
+    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.study import StudyConfig
+
+    cfg = StudyConfig.build(
+        repo / "ci" / f"{cfg_name}.yaml",
+        skills=(repo / "skills",),
+        queries=repo / "evals" / "queries.json",
+        out=repo / out,
+    )
+    _, _ = asyncio.run(_study_in_process(cfg, None))
+    return repo / out / "artifact.json"
+
+
+def record_and_commit(repo: Path, artifact: Path) -> None:
+    code = main(
+        [
+            "baseline",
+            "record",
+            "--artifact",
+            str(artifact),
+            "--skill",
+            "deploy",
+            "--queries",
+            str(repo / "evals" / "queries.json"),
+            "--skills",
+            str(repo / "skills"),
+            "--commit",
+        ]
+    )
+    assert code == 0
+
+
+def test_broadened_description_raises_activation_and_lowers_compliance_on_new_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+
+    # 1. the baseline, narrow description — recorded and committed on its own
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    base = read_baseline(repo / "baselines" / "deploy.json")
+    assert base.skill_version == "git:" + git(repo, "rev-parse", "HEAD~1:skills/deploy")
+    assert git(repo, "log", "-1", "--format=%s") == "baseline deploy: first baseline"
+    act0, comp0 = base.metrics["activation"], base.metrics["compliance"]
+    assert act0 is not None
+    assert comp0 is not None
+    assert act0.value == pytest.approx((10 * 4 + 3) / 80)  # old cases always, 3 infra probes
+    assert comp0.value == pytest.approx(42 / 43)  # one slip on the old work
+    assert comp0.cases == 13
+
+    # 2. the description is broadened and committed
+    write_skill(repo / "skills", "deploy", BROAD, BODY)
+    git(repo, "commit", "-q", "-am", "deploy: cover infrastructure work")
+
+    # 3. CI: check --changed re-probes deploy (the broadened agent) and gates it against the baseline
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    capsys.readouterr()
+    code = main(
+        [
+            "check",
+            "--changed",
+            "--since",
+            "HEAD~1",
+            "--skills",
+            "skills",
+            "--config",
+            str(repo / "ci" / "broad.yaml"),
+            "--in-process",
+            "--annotations",
+            "--out",
+            str(repo / "out" / "check"),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 1, captured.out + captured.err
+    annotations = [line for line in captured.out.splitlines() if line.startswith("::")]
+    assert any(
+        line.startswith(
+            "::error file=skills/deploy/SKILL.md,title=skillreach gate%3A breach::"
+            "deploy: compliance (new cases)"
+        )
+        for line in annotations
+    ), annotations
+    assert not any("activation (paired) breach" in line for line in annotations)
+    assert "gate failed for deploy" in captured.err
+    text = summary.read_text(encoding="utf-8")
+    assert "## skillreach check" in text
+    assert "| deploy | activation | paired |" in text
+    assert "| deploy | compliance | new cases |" in text
+    assert "**Exit 1**" in text
+
+    # 4. the same by hand: record the new study, compare with the stored baseline
+    new_path = repo / "out" / "new.json"
+    assert (
+        main(
+            [
+                "baseline",
+                "record",
+                "--artifact",
+                str(repo / "out" / "check" / "artifact.json"),
+                "--skill",
+                "deploy",
+                "--queries",
+                "evals/queries.json",
+                "--skills",
+                "skills",
+                "--out",
+                str(new_path),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    code = main(["baseline", "compare", "baselines/deploy.json", str(new_path), "--json"])
+    cmp = json.loads(capsys.readouterr().out)
+    assert code == 1
+    rows = {(r["metric"], r["cohort"]): r for r in cmp["results"]}
+    act = rows[("activation", "paired")]
+    assert act["verdict"] == "ok"
+    # web cases stay at 1; infra cases rise from 0.25 (three of them) or 0 (seven) to 1
+    assert act["mean_diff"] == pytest.approx((3 * 0.75 + 7 * 1.0) / 20)
+    assert act["ci95"][0] > 0
+    assert act["new"] > act["base"]
+    comp_paired = rows[("compliance", "paired")]
+    # paired: the 10 web cases (unchanged) and the 3 infra cases the narrow description reached once,
+    # which now mostly break the rules — a fall past the gate whose interval still reaches 0
+    assert comp_paired["k"] == 13
+    assert comp_paired["mean_diff"] == pytest.approx((-0.75 - 1.0 - 1.0) / 13)
+    assert comp_paired["verdict"] == "inconclusive"
+    assert "runs per case" in comp_paired["note"] or "cases" in comp_paired["note"]
+    fresh = rows[("compliance", "new cases")]
+    assert fresh["k"] == 7  # infra cases the baseline never measured compliance on
+    assert fresh["mean_diff"] < -0.5
+    assert fresh["mean_diff"] == pytest.approx(3 / 28 - 42 / 43)  # against the baseline's pooled value
+    assert fresh["verdict"] == "breach"
+    coh = cmp["cohorts"]["compliance"]
+    # web: 39 of 40 comply; infra0/4/8: 1 of 12 → 40/52; the seven new infra cases: 3 of 28
+    assert coh["baseline_cases"]["value"] == pytest.approx(40 / 52)
+    assert coh["new_cases"]["value"] == pytest.approx(3 / 28)
+    assert coh["new_cases"]["cases"] == 7
+    new = read_baseline(new_path)
+    assert new.skill_version == "git:" + git(repo, "rev-parse", "HEAD:skills/deploy")
+    assert new.skill_version != base.skill_version
+    assert new.metrics["compliance"] is not None
+    assert new.metrics["compliance"].value < comp0.value
+
+    # 5. recording the broadened baseline names what changed
+    record_and_commit(repo, repo / "out" / "check" / "artifact.json")
+    assert git(repo, "log", "-1", "--format=%s").startswith("baseline deploy: skill git:")
+
+
+# ---------------------------------------------------------------------------------- change detection
+
+
+def test_changed_skills_and_since(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    first = git(repo, "rev-parse", "HEAD")
+    write_skill(repo / "skills", "deploy", BROAD, BODY)
+    git(repo, "commit", "-q", "-am", "broaden")
+    rev, how = resolve_since(repo / "skills", None)
+    assert (rev, how) == (first, "HEAD~1 (no origin/main to take a merge-base with)")
+    ch = changed_skills([repo / "skills"], rev)
+    assert ch.changed == ("deploy",)
+    assert ch.to_check == ["deploy"]
+    assert not ch.routing_changed
+    assert ch.skill_files["deploy"] == "skills/deploy/SKILL.md"
+    # an uncommitted edit and an untracked new skill: a new skill re-checks every skill
+    (repo / "skills" / "pdf" / "SKILL.md").write_text(
+        "---\nname: pdf\ndescription: PDFs.\n---\n", encoding="utf-8"
+    )
+    write_skill(repo / "skills", "dns", "Change DNS records.")
+    ch2 = changed_skills([repo / "skills"], "HEAD")
+    assert ch2.changed == ("dns", "pdf")
+    assert ch2.added == ("dns",)
+    assert ch2.to_check == ["deploy", "dns", "pdf"]
+    # a removed skill changes the routing table too
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "dns")
+    git(repo, "rm", "-q", "-r", "skills/dns")
+    ch3 = changed_skills([repo / "skills"], "HEAD")
+    assert ch3.removed == ("dns",)
+    assert ch3.to_check == ["deploy", "pdf"]
+    # origin/main merge-base wins when present
+    git(repo, "update-ref", "refs/remotes/origin/main", first)
+    assert resolve_since(repo, None) == (first, "merge-base with origin/main")
+    with pytest.raises(InputError, match="--since nope: no such revision"):
+        resolve_since(repo, "nope")
+
+
+def test_check_new_skill_without_baseline_and_nothing_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    capsys.readouterr()
+    # nothing changed since HEAD
+    assert main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process"]) == 0
+    assert "no skill changed; nothing to check" in capsys.readouterr().out
+    # a new skill: every skill is re-checked; deploy against its baseline (same behaviour: ok), pdf and
+    # dns have none (warned, not failed)
+    write_skill(repo / "skills", "dns", "Change DNS records.")
+    args = [
+        "check",
+        "--changed",
+        "--since",
+        "HEAD",
+        "--skills",
+        "skills",
+        "--config",
+        "ci/narrow.yaml",
+        "--in-process",
+        "--annotations",
+        "--json",
+        "--out",
+        "out/c",
+    ]
+    code = main(args)
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    annotations = [x for x in lines if x.startswith("::")]
+    payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
+    assert code == 0, captured.err
+    assert payload["checked"] == ["deploy", "dns", "pdf"]
+    status = {r["skill"]: r["status"] for r in payload["results"]}
+    assert status == {"deploy": "ok", "dns": "no baseline", "pdf": "no baseline"}
+    assert any(
+        a.startswith("::warning file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
+        for a in annotations
+    )
+
+
+def test_check_expired_baseline_is_not_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    # the corpus gains a case: the stored baseline is expired
+    qs = corpus()
+    extra = Query(id="web99", text="ship it now", expected_skill="deploy")
+    write_query_set(
+        seal(QuerySet(catalog_id="story", queries=(*qs.queries, extra)), source="t"),
+        repo / "evals" / "queries.json",
+    )
+    write_skill(repo / "skills", "deploy", BROAD, BODY)
+    capsys.readouterr()
+    code = main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process", "--json"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "not compared: deploy (expired)" in captured.err
+    result = json.loads(captured.out)["results"][0]
+    assert result["status"] == "expired"
+    assert "corpus changed: evals/queries.json@sha256:" in result["message"]
+
+
+def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 2
+    assert "needs --changed" in capsys.readouterr().err
+    (tmp_path / "skills").mkdir()
+    assert main(["check", "--changed", "--skills", str(tmp_path / "skills")]) == 2
+    assert "not inside a git work tree" in capsys.readouterr().err

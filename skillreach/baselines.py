@@ -315,9 +315,13 @@ def cohort_split(
 
 
 def current_rubric_version(query_set: QuerySet, skill: str, judge_model: str | None) -> str | None:
-    """The rubric version of ``skill``'s positive cases under ``judge_model`` (``None``: no rubric)."""
-    from skillreach.judge import rubric_version
+    """The rubric version of ``skill``'s positive cases under ``judge_model`` (``None``: no rubric).
 
+    Without ``judge_model``: :func:`skillreach.judge.default_judge_model`.
+    """
+    from skillreach.judge import default_judge_model, rubric_version
+
+    judge_model = judge_model or default_judge_model()
     rubrics = {
         q.id: q.checks.rubric
         for q in query_set.queries
@@ -389,6 +393,9 @@ def record_baseline(
     if not model:
         model = getattr(runtime, "name", "") or "unknown"
     stamp = now or _now()
+    from skillreach.judge import default_judge_model
+
+    judge_model = judge_model or default_judge_model()
     rubric = current_rubric_version(qs, skill, judge_model)
     metrics = {m: metric_value(per_case, m) for m in METRICS}
     from skillreach import __version__ as tool_version

@@ -37,6 +37,7 @@ __all__ = [
     "JudgeReplyError",
     "JudgeRequest",
     "JudgeResult",
+    "default_judge_model",
     "get_judge",
     "grade_probes",
     "parse_grade",
@@ -53,6 +54,17 @@ JUDGES: dict[str, str] = {
     "fake": "skillreach.judge:FakeJudge",
     "anthropic": "runtimes.judge_anthropic:AnthropicJudge",
 }
+
+
+def default_judge_model() -> str:
+    """The judge model when none is given: ``$SKILLREACH_JUDGE_MODEL``, else the offline fake judge.
+
+    Every place that pins a rubric version without an explicit judge (``baseline record``, the study
+    flow's baselines, ``check``) uses this, so their records agree.
+    """
+    import os
+
+    return os.environ.get("SKILLREACH_JUDGE_MODEL") or FAKE_JUDGE_MODEL
 
 
 class JudgeReplyError(ProbeFailed):

@@ -88,9 +88,9 @@ def _guess_queries(artifact_path: Path) -> Path | None:
 
 
 def _judge_model_default(given: str | None) -> str:
-    from skillreach.judge import FAKE_JUDGE_MODEL
+    from skillreach.judge import default_judge_model
 
-    return given or os.environ.get("SKILLREACH_JUDGE_MODEL") or FAKE_JUDGE_MODEL
+    return given or default_judge_model()
 
 
 # ------------------------------------------------------------------------------------------- record
@@ -379,7 +379,7 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     from runtimes.base import ProbeOptions
     from skillreach.artifacts import write_artifact
     from skillreach.catalog import build_catalog
-    from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, get_judge, grade_probes
+    from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, default_judge_model, get_judge, grade_probes
     from skillreach.probing import JsonlSink, fingerprint, resolve_model, run_probes
     from skillreach.queries import load_query_set
     from skillreach.scoring import score
@@ -425,7 +425,7 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     finally:
         await runtime.aclose()
     if any(q.checks is not None and q.checks.rubric for q in qs.queries):
-        jm = judge_model or FAKE_JUDGE_MODEL
+        jm = judge_model or default_judge_model()
         judge = FakeJudge(jm) if jm == FAKE_JUDGE_MODEL else get_judge("anthropic", model=jm)
         try:
             records, failures = await grade_probes(judge, qs.queries, records)

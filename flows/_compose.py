@@ -17,7 +17,7 @@ R = TypeVar("R")
 
 
 async def call(task: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run ``task`` (an async Prefect task) and return its result."""
+    """Run ``task`` (an async Prefect task, or a flow: then a subflow) and return its result."""
     if in_prefect_run():
         return await task(*args, **kwargs)
     fn: Callable[..., Awaitable[Any]] = task.fn

@@ -27,10 +27,12 @@ from tasks.store import store_for
 
 __all__ = [
     "BatchSummary",
+    "SkillsFound",
     "StudyInputs",
     "StudyPlan",
     "assemble_catalog",
     "canary",
+    "discover_skills",
     "prepare_study",
     "probe_batch",
 ]
@@ -114,19 +116,39 @@ def probe_options(config: StudyConfig) -> ProbeOptions:
     )
 
 
-@task(name="assemble_catalog", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
-async def assemble_catalog(config: StudyConfig) -> StudyInputs:
-    """Discover the skills, build the resident catalog, load and validate the query set."""
-    from skillreach.catalog import build_catalog
-    from skillreach.queries import load_query_set
+@dataclass(frozen=True)
+class SkillsFound:
+    skills: tuple[Skill, ...]
+    source: str
+    problems: tuple[str, ...] = ()
+
+
+@task(name="discover_skills", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
+async def discover_skills(config: StudyConfig) -> SkillsFound:
+    """Every skill under the study's folders (a file that does not parse is reported and skipped)."""
     from skillreach.skills import discover
 
-    roots, queries_path = _roots(config)
+    roots, _ = _roots(config)
     found = discover(roots)
     if not found.skills:
         raise ConfigError(f"no SKILL.md under {', '.join(map(str, roots))}; pass --skills DIR")
     for problem in found.problems:
         logger().warning("skipped a skill: %s", problem)
+    return SkillsFound(
+        skills=tuple(found.skills),
+        source=" ".join(sorted(str(Path(r).resolve()) for r in roots)),
+        problems=tuple(str(p) for p in found.problems),
+    )
+
+
+@task(name="assemble_catalog", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
+async def assemble_catalog(config: StudyConfig) -> StudyInputs:
+    """Discover the skills, build the resident catalog, load and validate the query set."""
+    from skillreach.catalog import build_catalog
+    from skillreach.queries import load_query_set
+
+    _, queries_path = _roots(config)
+    found = await discover_skills.fn(config)
     if config.catalog != "full" and config.target is None:
         raise ConfigError(
             f"--catalog {config.catalog} measures one target skill; set target = \"NAME\" in --config"
@@ -141,12 +163,12 @@ async def assemble_catalog(config: StudyConfig) -> StudyInputs:
     )
     query_set = load_query_set(queries_path, catalog=catalog)
     return StudyInputs(
-        skills=tuple(found.skills),
+        skills=found.skills,
         catalog=catalog,
         query_set=query_set,
         queries_path=Path(queries_path),
-        source=" ".join(sorted(str(Path(r).resolve()) for r in roots)),
-        problems=tuple(str(p) for p in found.problems),
+        source=found.source,
+        problems=found.problems,
     )
 
 
@@ -213,6 +235,9 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
             # bring the store level with a log written by an earlier (maybe interrupted) run
             store.add_probes(study_id, latest_records(existing, fp))
     total = len(inputs.query_set.queries) * config.attempts
+    callback = progress_for(str(out))
+    if callback is not None and hasattr(callback, "plan"):
+        callback.plan(total, len(done))
     if done:
         logger().info("resuming %s: %d of %d probes already recorded", out, len(done), total)
     return StudyPlan(

@@ -1,0 +1,129 @@
+"""``skillreach serve`` / ``make up``: the whole service on one machine, in one command.
+
+1. a Prefect server on 127.0.0.1 (reused when one already answers on the port; else started, with its
+   state in ``.prefect/`` beside prefect.yaml, and stopped again on exit);
+2. wait for ``/api/health``;
+3. the process work pool (created when missing);
+4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent);
+5. the automations (``deployments/automations.py``, delete-by-name then create);
+6. a process worker on the pool, in the foreground. Ctrl-C stops the worker, then the server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["REPO", "prefect_env", "serve", "wait_healthy"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def prefect_env(port: int) -> dict[str, str]:
+    """The environment every Prefect command of the service runs with."""
+    env = dict(os.environ)
+    env.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
+    env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    env.setdefault("DO_NOT_TRACK", "1")
+    env["PWD"] = str(REPO)  # prefect.yaml's pull step: the flows run from this checkout
+    return env
+
+
+def wait_healthy(api: str, timeout_s: float = 120.0, proc: subprocess.Popen[bytes] | None = None) -> bool:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def _stop(proc: subprocess.Popen[bytes] | None, grace_s: float = 15.0) -> None:
+    """SIGINT the process group, then SIGTERM, then SIGKILL (a worker may need it: prefect-notes.md)."""
+    if proc is None or proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _prefect(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print) -> int:
+    """Bring the service up and keep the worker in the foreground; returns the exit code."""
+    env = prefect_env(port)
+    api = env["PREFECT_API_URL"]
+    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    server: subprocess.Popen[bytes] | None = None
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        if wait_healthy(api, timeout_s=1):
+            log(f"serve: using the Prefect server already running at {api}")
+        else:
+            log(f"serve: starting a Prefect server on 127.0.0.1:{port} (state in {env['PREFECT_HOME']})")
+            server = subprocess.Popen(
+                _prefect("server", "start", "--host", "127.0.0.1", "--port", str(port)),
+                env=env, cwd=REPO, start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            if not wait_healthy(api, 180, server):
+                log("serve: the Prefect server did not become healthy; run `prefect server start` to see why")
+                return 1
+        log("serve: server healthy; creating the work pool")
+        subprocess.run(_prefect("work-pool", "create", pool, "--type", "process", "--overwrite"),
+                       env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        log("serve: deploying prefect.yaml")
+        subprocess.run(_prefect("--no-prompt", "deploy", "--all"), env=env, cwd=REPO, check=True,
+                       stdout=subprocess.DEVNULL)
+        result = _upsert_in(env)
+        log(f"serve: alert automation: {result}")
+        log(f"serve: worker on pool {pool!r} — UI at {api.removesuffix('/api')} — Ctrl-C stops everything")
+        worker = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
+                                  env=env, cwd=REPO, start_new_session=True)
+        return worker.wait()
+    except KeyboardInterrupt:
+        log("serve: stopping")
+        return 0
+    except subprocess.CalledProcessError as exc:
+        log(f"serve: {' '.join(exc.cmd[2:])} failed with exit code {exc.returncode}")
+        return 1
+    finally:
+        _stop(worker)
+        _stop(server)
+
+
+def _upsert_in(env: dict[str, str]) -> str:
+    """Upsert the automations against the service's API (a child process: its own Prefect settings)."""
+    code = (
+        "import asyncio, json; from deployments.automations import upsert_automations; "
+        "print(json.dumps(asyncio.run(upsert_automations())))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(serve())

@@ -1,0 +1,78 @@
+"""The service's entry flows besides ``study``: ``rebaseline_all``, ``nightly_compliance``, ``watch``.
+
+Each resolves its configuration (a StudyConfig parameter, a config file, ``$SKILLREACH_STUDY_CONFIG`` or
+the bundled example) and composes tasks; no SQL, HTTP or file I/O in the flow bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from flows._compose import call
+from flows.study import study
+from skillreach.study import StudyConfig, StudyResult
+from skillreach.watch import events_for
+from tasks.config import resolve_config
+from tasks.study import discover_skills
+from tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model
+
+__all__ = ["nightly_compliance", "rebaseline_all", "watch"]
+
+
+async def _run_study(cfg: StudyConfig, kind: str) -> StudyResult:
+    # a subflow (a child run) inside a Prefect run; plain code otherwise
+    result: StudyResult = await call(study, cfg, kind)
+    return result
+
+
+@flow(name="rebaseline-all")
+async def rebaseline_all(
+    config: StudyConfig | None = None,
+    config_file: str | None = None,
+    reason: str = "manual",
+    skill: str | None = None,
+    model_snapshot: str | None = None,
+) -> dict[str, Any]:
+    """Re-record every queried skill's baseline from one fresh study (no gating: this *is* the new base).
+
+    Triggered by ``skillreach.skill.added`` and ``skillreach.model.snapshot.changed``; ``reason``,
+    ``skill`` and ``model_snapshot`` come from the event and are kept with the run for the record.
+    """
+    cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=False)
+    result = await _run_study(cfg, "rebaseline")
+    return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
+            "study_id": result.study_id, "out": str(result.out)}
+
+
+@flow(name="nightly-compliance")
+async def nightly_compliance(
+    config: StudyConfig | None = None, config_file: str | None = None
+) -> dict[str, Any]:
+    """The nightly study with compliance checks on (the agent goes on after the target), gated
+    against the stored baselines; a breach alerts."""
+    cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
+    result = await _run_study(cfg, "compliance")
+    return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out)}
+
+
+@flow(name="watch")
+async def watch(config: StudyConfig | None = None, config_file: str | None = None) -> dict[str, Any]:
+    """Compare the catalog with its last snapshot and the model alias with its last snapshot; emit
+    ``skillreach.skill.added|changed|removed`` and ``skillreach.model.snapshot.changed``."""
+    cfg = await call(resolve_config, config, config_file)
+    found = await call(discover_skills, cfg)
+    catalog_diff = await call(snapshot_catalog, cfg, found)
+    model_change = await call(snapshot_model, cfg)
+    events = events_for(found.source, catalog_diff, [model_change] if model_change else [])
+    emitted = await call(emit_watch_events, events)
+    return {
+        "first_snapshot": catalog_diff.first,
+        "added": sorted(catalog_diff.added),
+        "changed": sorted(catalog_diff.changed),
+        "removed": sorted(catalog_diff.removed),
+        "model_changed": model_change is not None,
+        "events": [e.event for e in events],
+        "emitted": emitted,
+    }

@@ -1,0 +1,191 @@
+"""``skillreach run`` (one study, as the ``study`` flow) and ``skillreach serve`` (the local service).
+
+``run`` talks to Prefect only when a Prefect server is configured and answering (``PREFECT_API_URL``):
+the study is then a tracked flow run. Otherwise it runs the same flow in-process (``study.fn``), which
+avoids Prefect's temporary server (15–37 s to start) and keeps ``make demo`` fast; alerts are then
+posted directly to the webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skillreach.errors import InputError
+
+__all__ = ["prefect_server_up", "register", "run_study"]
+
+
+class _Progress:
+    """A rich progress bar fed by the probe batches (``tasks._context.set_progress``)."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(
+            TextColumn("[bold]probing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[errors]} errors"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.bar.add_task("probes", total=None, errors=0)
+        self.errors = 0
+
+    def plan(self, total: int, done: int) -> None:
+        self.bar.update(self.task, total=total, completed=done)
+
+    def __call__(self, record: Any) -> None:
+        if record.error:
+            self.errors += 1
+        self.bar.update(self.task, advance=1, errors=self.errors)
+
+
+def prefect_server_up(timeout_s: float = 1.5) -> str | None:
+    """The Prefect API URL when one is configured and healthy, else ``None``."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        return None
+    import httpx  # lazily: only the CLI layer talks HTTP
+
+    try:
+        ok = httpx.get(f"{str(url).rstrip('/')}/health", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return None
+    return str(url) if ok else None
+
+
+def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
+    """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
+    from flows.study import study
+    from tasks._context import set_progress
+
+    if use_prefect is None:
+        use_prefect = prefect_server_up() is not None
+    key = str(config.out)
+    set_progress(key, progress)
+    try:
+        if use_prefect:
+            return asyncio.run(study(config))
+        return asyncio.run(study.fn(config))
+    finally:
+        set_progress(key, None)
+
+
+def run_cmd(  # noqa: PLR0917 - typer passes options positionally
+    config: Path | None = typer.Option(None, "--config", help="Settings and study file (TOML or YAML)."),
+    skills: list[Path] = typer.Option([], "--skills", help="A folder of skills (repeatable)."),
+    queries: Path | None = typer.Option(
+        None, "--queries", help="The query set (sealed JSON, or JSONL/CSV/YAML)."
+    ),
+    runtime: str | None = typer.Option(
+        None, "--runtime", help="fake, keyword, retriever, anthropic, claude-code…"
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model alias or snapshot for LLM runtimes."),
+    catalog: str | None = typer.Option(None, "--catalog", help="full, singleton or neighborhood."),
+    attempts: int | None = typer.Option(None, "--attempts", min=1, help="Attempts per query."),
+    max_turns: int | None = typer.Option(None, "--max-turns", min=1, help="Skill invocations per probe."),
+    no_early_exit: bool = typer.Option(False, "--no-early-exit", help="Go on after the expected skill."),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Probes in flight."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default runs/<time>-<runtime>)."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", help="Stop starting probes past this many USD."
+    ),
+    compliance: bool = typer.Option(False, "--compliance", help="Judge compliance: go on after the target."),
+) -> None:
+    """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
+    DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
+    bundled example offline."""
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    from skillreach.study import StudyConfig, default_out_dir
+
+    if catalog is not None and catalog not in ("full", "singleton", "neighborhood"):
+        raise InputError(f"--catalog {catalog}: use full, singleton or neighborhood")
+    if config is not None and not config.is_file():
+        raise InputError(f"--config {config}: no such file")
+    cfg = StudyConfig.build(
+        config,
+        skills=tuple(skills) or None,
+        queries=queries,
+        runtime=runtime,
+        model=model,
+        catalog=catalog,
+        attempts=attempts,
+        max_turns=max_turns,
+        early_exit=False if no_early_exit else None,
+        concurrency=concurrency,
+        out=out,
+        max_cost=max_cost,
+        compliance=True if compliance else None,
+    )
+    for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+    from runtimes import REGISTRY, get_runtime
+
+    if cfg.runtime not in REGISTRY:
+        get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
+    if cfg.out is None:
+        cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
+    console = Console(stderr=True)
+    log = logging.getLogger("skillreach")
+    if not log.handlers:
+        log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
+        log.setLevel(logging.WARNING)
+    if cfg.is_example:
+        console.print(
+            f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
+        )
+    progress = _Progress(console)
+    with progress.bar:
+        result = run_study(cfg, progress=progress)
+    out_console = Console()
+    try:
+        from skillreach.reports import print_scorecard
+
+        print_scorecard(result.artifact, out_console)
+    except ImportError:  # pragma: no cover - only while the reports package is being written
+        out_console.print(result.artifact.metrics)
+    cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
+    out_console.print(
+        f"\n[bold]study[/] {result.study_id}  "
+        f"[dim]({result.probes_run} probed, {result.probes_resumed} resumed{cost})[/]"
+    )
+    for label, path in (("probes", result.probes_path), ("artifact", result.artifact_path),
+                        ("report", result.report_path)):
+        out_console.print(f"  {label:9} {path}")
+    if result.breaches:
+        out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
+
+
+def serve_cmd(
+    port: int = typer.Option(4200, "--port", help="Port of the local Prefect server (127.0.0.1)."),
+    pool: str = typer.Option("skillreach", "--pool", help="Process work pool to create and serve."),
+) -> None:
+    """Start the Prefect deployments of prefect.yaml locally: server, work pool, deployments,
+    automations, and a worker in the foreground (schedules and event triggers live). Ctrl-C stops all."""
+    from deployments.serve import serve
+
+    raise typer.Exit(serve(port=port, pool=pool, log=lambda m: print(m, file=sys.stderr)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_cmd)
+    app.command("serve")(serve_cmd)
+
+
+# Prefect must never phone home from a CLI run (it fails offline and costs time).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")

@@ -1,0 +1,68 @@
+"""The ``watch`` flow's tasks: snapshot the catalog and the model alias, emit what changed."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from skillreach.study import StudyConfig
+from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
+from tasks._context import api_url, in_prefect_run, logger
+from tasks.store import store_for
+from tasks.study import SkillsFound, probe_options, runtime_for
+
+__all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model"]
+
+
+@task(name="snapshot_catalog", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDiff:
+    """Compare every discovered skill (name → content digest) with the last snapshot of the same
+    folders; store a new snapshot when anything changed (or when there was none)."""
+    from skillreach.models import Catalog
+
+    current = {s.name: s.content_digest for s in found.skills}
+    with store_for(config) as store:
+        previous = store.last_catalog_snapshot(found.source)
+        diff = diff_catalog(previous, current)
+        if diff.first or not diff.empty:
+            digest = Catalog(id="watch", skills=found.skills).digest
+            store.snapshot_catalog(found.source, current, digest)
+    return diff
+
+
+@task(name="snapshot_model", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+async def snapshot_model(config: StudyConfig) -> ModelChange | None:
+    """Resolve the configured model alias to its snapshot now; a change from the last one is returned."""
+    from skillreach.probing import resolve_model
+
+    runtime = runtime_for(config)
+    try:
+        current = await resolve_model(runtime, probe_options(config))
+    finally:
+        await runtime.aclose()
+    if current is None:
+        return None
+    alias = config.model or "(default)"
+    with store_for(config) as store:
+        previous = store.last_model_snapshot(config.runtime, alias)
+        if previous != current:
+            store.record_model_snapshot(config.runtime, alias, current)
+    return diff_model(config.runtime, alias, previous, current)
+
+
+@task(name="emit_watch_events", tags=["skillreach", "watch", "events"], cache_policy=NO_CACHE)
+async def emit_watch_events(events: list[WatchEvent]) -> int:
+    """Emit the events to Prefect (they fire the ``rebaseline-all`` triggers). Without a Prefect run and
+    server there is no one to tell: they are logged, and 0 is returned."""
+    log = logger()
+    for ev in events:
+        log.info("%s %s", ev.event, ev.payload)
+    if not events or not (in_prefect_run() and api_url()):
+        return 0
+    from prefect.events import emit_event
+
+    sent = 0
+    for ev in events:
+        if emit_event(ev.event, resource=ev.resource, payload=ev.payload) is not None:
+            sent += 1
+    return sent

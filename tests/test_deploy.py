@@ -1,0 +1,102 @@
+"""prefect.yaml and the automations: entrypoints import, schedules parse, triggers validate — with
+Prefect's own schema classes, no server needed."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+SPEC = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
+BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
+
+
+def test_the_four_deployments_are_there() -> None:
+    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch"}
+    assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+def test_entrypoints_import_to_async_flows(name: str) -> None:
+    from prefect.flows import Flow
+
+    path, _, attr = BY_NAME[name]["entrypoint"].partition(":")
+    assert (REPO / path).is_file()
+    module = importlib.import_module(Path(path).with_suffix("").as_posix().replace("/", "."))
+    obj = getattr(module, attr)
+    assert isinstance(obj, Flow)
+    assert obj.isasync, f"{name}: flows are async (a sync flow silently skips async tasks)"
+    # parameters given in prefect.yaml must be parameters of the flow
+    params = set(obj.parameters.properties)
+    assert set(BY_NAME[name].get("parameters", {})) <= params
+    for trig in BY_NAME[name].get("triggers", []):
+        assert set(trig.get("parameters", {})) <= params
+
+
+def test_schedules_parse_with_prefect() -> None:
+    from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
+
+    [nightly] = BY_NAME["nightly-compliance"]["schedules"]
+    cron = CronSchedule(cron=nightly["cron"], timezone=nightly["timezone"])
+    assert (cron.cron, cron.timezone) == ("0 2 * * *", "UTC")
+    import asyncio
+    from datetime import UTC, datetime
+
+    from prefect.server.schemas.schedules import CronSchedule as ServerCron
+
+    dates = asyncio.run(ServerCron(cron=cron.cron, timezone="UTC").get_dates(
+        n=2, start=datetime(2026, 1, 1, 3, 0, tzinfo=UTC)))
+    assert [(d.day, d.hour, d.minute) for d in dates] == [(2, 2, 0), (3, 2, 0)]
+    [every] = BY_NAME["watch"]["schedules"]
+    assert IntervalSchedule(interval=every["interval"]).interval.total_seconds() == every["interval"]
+
+
+def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    triggers = [DeploymentEventTrigger(**t) for t in BY_NAME["rebaseline-all"]["triggers"]]
+    expected = {e for t in triggers for e in t.expect}
+    assert expected == {"skillreach.skill.added", "skillreach.model.snapshot.changed"}
+    # the resources the watch flow emits match the triggers' resource filters
+    from skillreach.watch import diff_catalog, diff_model, events_for
+
+    change = diff_model("anthropic", "claude-x", "a", "b")
+    assert change is not None
+    events = events_for("src", diff_catalog({}, {"pdf": "d"}), [change])
+    for ev in events:
+        [trig] = [t for t in triggers if ev.event in t.expect]
+        pattern = trig.match.root["prefect.resource.id"] if hasattr(trig.match, "root") else (
+            trig.match["prefect.resource.id"])
+        assert ev.resource["prefect.resource.id"].startswith(str(pattern).rstrip("*"))
+    # parameters come from the event
+    assert triggers[0].parameters == {"reason": "{{ event.event }}", "skill": "{{ event.payload.skill }}"}
+    from uuid import uuid4
+
+    for t in triggers:
+        t.set_deployment_id(uuid4())
+        deployment_trigger = t.as_automation()
+        assert deployment_trigger.actions[0].type == "run-deployment"
+
+
+def test_alert_automation_validates() -> None:
+    from uuid import uuid4
+
+    from deployments.automations import ALERT_BODY, alert_automation
+
+    ids = [uuid4(), uuid4()]
+    a = alert_automation(ids)
+    assert a.trigger.expect == {"skillreach.gate.breached"}
+    assert [act.block_document_id for act in a.actions] == ids
+    # the body template renders the payload's fields (rendered with jinja like Prefect does)
+    import jinja2
+
+    from skillreach.alerts import breach_payload, slack_message
+
+    payload = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
+                             baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
+    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload})
+    assert text == slack_message(payload)["text"]

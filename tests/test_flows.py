@@ -1,0 +1,348 @@
+"""The flows, called in-process (``flow.fn``) with no Prefect server: study end to end on the bundled
+example, batching and resume, the cost cap, gates and alerts, rebaseline/nightly/watch, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prefect.logging import disable_run_logger
+
+from flows.service import nightly_compliance, rebaseline_all, watch
+from flows.study import study
+from skillreach.errors import BudgetExceeded, ConfigError
+from skillreach.store import Store
+from skillreach.study import StudyConfig, batch_pairs
+from tasks._context import set_progress
+from tests.test_alerts import WebhookSink
+
+SKILLS = {
+    "alpha": "Convert spreadsheets and CSV tables into charts. Use when the user wants a chart from data.",
+    "beta": "Write and fix Dockerfiles and container images. Use for docker build problems.",
+    "gamma": "Translate text between human languages. Use when the user asks for a translation.",
+}
+
+
+def make_skills(root: Path, names: dict[str, str] = SKILLS) -> Path:
+    for name, desc in names.items():
+        d = root / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n# {name}\n\nSteps.\n")
+    return root
+
+
+def make_queries(path: Path) -> Path:
+    queries = []
+    for name in SKILLS:
+        for i in range(4):
+            queries.append({"id": f"{name}-{i}", "text": f"please help with {name} task {i}",
+                            "expected_skill": name, "kind": "implicit"})
+    queries.append({"id": "oos-0", "text": "what's the weather", "expected_skill": None,
+                    "kind": "out_of_scope"})
+    path.write_text(json.dumps({"catalog_id": "all", "queries": queries}), encoding="utf-8")
+    return path
+
+
+def script(path: Path, *, broken: str | None = None) -> Path:
+    """A fake runtime that activates the expected skill, except for ``broken``'s queries."""
+    entries: dict[str, Any] = {"*": [], **{f"canary-{i}": list(SKILLS) for i in (1, 2, 3)}}
+    for name in SKILLS:
+        for i in range(4):
+            entries[f"{name}-{i}"] = [] if name == broken else [name]
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    monkeypatch.delenv("SKILLREACH_ALERT_WEBHOOKS", raising=False)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    return {
+        "skills": make_skills(tmp_path / "skills"),
+        "queries": make_queries(tmp_path / "queries.json"),
+        "good": script(tmp_path / "good.json"),
+        "bad": script(tmp_path / "bad.json", broken="alpha"),
+        "home": tmp_path / "home",
+        "root": tmp_path,
+    }
+
+
+def cfg(world: dict[str, Path], out: str, runtime_script: str = "good", **kw: Any) -> StudyConfig:
+    return StudyConfig(skills=(world["skills"],), queries=world["queries"], runtime="fake",
+                       runtime_options={"script": str(world[runtime_script])}, out=world["root"] / out,
+                       home=world["home"], attempts=2, **kw)
+
+
+def run(flow: Any, *args: Any, **kwargs: Any) -> Any:
+    with disable_run_logger():
+        return asyncio.run(flow.fn(*args, **kwargs))
+
+
+def store_of(world: dict[str, Path]) -> Store:
+    return Store(f"sqlite:///{world['home'] / 'skillreach.db'}")
+
+
+# ------------------------------------------------------------------------------------------ study
+
+
+def test_the_bundled_example_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    seen: list[Any] = []
+    planned: list[tuple[int, int]] = []
+
+    class Progress:
+        def plan(self, total: int, done: int) -> None:
+            planned.append((total, done))
+
+        def __call__(self, record: Any) -> None:
+            seen.append(record)
+
+    config = StudyConfig(out=tmp_path / "demo", home=tmp_path / "home", batch_size=25)
+    set_progress(str(config.out), Progress())
+    try:
+        result = run(study, config)
+    finally:
+        set_progress(str(config.out), None)
+    example = Path(__file__).parents[1] / "skillreach/example/queries.json"
+    n = len(json.loads(example.read_text())["queries"])
+    assert planned == [(n, 0)]
+    assert len(seen) == n
+    for name in ("probes.jsonl", "artifact.json", "report.html"):
+        assert (tmp_path / "demo" / name).is_file()
+    assert len((tmp_path / "demo/probes.jsonl").read_text().splitlines()) == n
+    assert result.artifact.counts.probes == n
+    assert result.artifact.runtime.name == "keyword"
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
+        row = s.get_study(result.study_id)
+        assert row is not None
+        assert row.status == "done"
+        assert row.headline["probes"] == n
+        assert row.headline["top1_accuracy"] == round(result.artifact.metrics.top1_accuracy, 4)
+        assert s.count_probes(result.study_id) == n
+        art = s.latest_artifact(result.study_id)
+        assert art is not None
+        assert art.digest == result.artifact.digest
+
+
+def test_batches_resume_and_rerun(world: dict[str, Path]) -> None:
+    config = cfg(world, "out", batch_size=7)
+    first = run(study, config)
+    assert (first.probes_run, first.probes_resumed) == (26, 0)
+    again = run(study, config)
+    assert (again.probes_run, again.probes_resumed) == (0, 26)
+    assert again.study_id == first.study_id
+    # lose the last 5 records (a crash): only those are probed again
+    log = world["root"] / "out/probes.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:-5]) + "\n")
+    third = run(study, config)
+    assert (third.probes_run, third.probes_resumed) == (5, 21)
+    assert third.artifact.counts.probes == 26
+    with store_of(world) as s:
+        assert s.count_probes(first.study_id) == 26
+        assert len(s.studies()) == 1
+
+
+def test_batch_pairs_are_attempt_major_and_skip_done(world: dict[str, Path]) -> None:
+    from skillreach.queries import load_query_set
+
+    qs = load_query_set(world["queries"])
+    batches = batch_pairs(qs.queries, 2, 7, done={("alpha-0", 1)})
+    assert [len(b) for b in batches] == [7, 7, 7, 4]
+    flat = [(q.id, a) for b in batches for q, a in b]
+    assert ("alpha-0", 1) not in flat
+    assert [a for _, a in flat] == sorted(a for _, a in flat)
+
+
+def test_cost_cap_stops_and_keeps_what_was_paid(world: dict[str, Path]) -> None:
+    from runtimes.fake import FakeRuntime
+
+    # a fake that charges 1 USD per probe
+    original = FakeRuntime.select
+
+    async def priced(self: Any, query: Any, catalog: Any, tracker: Any) -> Any:
+        outcome = await original(self, query, catalog, tracker)
+        outcome.cost_usd = 1.0
+        return outcome
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FakeRuntime, "select", priced)
+    try:
+        config = cfg(world, "capped", max_cost=5.0, concurrency=1)
+        with pytest.raises(BudgetExceeded):
+            run(study, config)
+    finally:
+        mp.undo()
+    lines = (world["root"] / "capped/probes.jsonl").read_text().splitlines()
+    assert len(lines) == 5
+    with store_of(world) as s:
+        [row] = s.studies()
+        assert row.status == "failed"
+        assert "cost cap" in (row.error or "")
+        assert s.count_probes(row.id) == 5
+
+
+def test_bad_configuration_is_one_clear_error(world: dict[str, Path]) -> None:
+    with pytest.raises(ConfigError, match="needs both --skills and --queries"):
+        run(study, StudyConfig(skills=(world["skills"],), home=world["home"]))
+    with pytest.raises(ConfigError, match="target"):
+        run(study, cfg(world, "o", catalog="singleton"))
+
+
+# ------------------------------------------------------------------------------ gates and alerts
+
+
+def test_a_regressed_run_posts_exactly_one_alert(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    base = run(rebaseline_all, cfg(world, "base"))
+    assert base["reason"] == "manual"
+    with store_of(world) as s:
+        assert sorted(b.skill for b in s.baselines()) == ["alpha", "beta", "gamma"]
+    assert (world["root"] / "base/baselines/alpha.json").is_file()
+
+    with WebhookSink() as sink:
+        secret_url = f"{sink.base_url}/services/T0/B0/SECRETTOKEN"
+        monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", json.dumps([secret_url]))
+        result = run(study, cfg(world, "new", runtime_script="bad"))
+    assert [(b["skill"], b["metric"]) for b in result.breaches] == [("alpha", "activation")]
+    [req] = sink.requests
+    assert req["path"] == "/services/T0/B0/SECRETTOKEN"
+    text = req["body"]["text"]
+    assert "alpha activation changed -1.000" in text
+    assert "alpha@" in text
+    assert (world["root"] / "new/report.html").resolve().as_uri() in text
+    breach = result.breaches[0]
+    assert breach["delta"] == -1.0
+    assert breach["interval"] == [-1.0, -1.0]
+    assert breach["baseline_id"].startswith("alpha@")
+    assert "**breach**" in result.gate_report
+    with store_of(world) as s:
+        [alert] = s.alerts()
+        assert (alert.skill, alert.metric, alert.delivery, alert.delivered) == ("alpha", "activation",
+                                                                                "posted", True)
+    # the webhook's token is nowhere: logs, database
+    assert "SECRETTOKEN" not in caplog.text
+    db = (world["home"] / "skillreach.db").read_bytes()
+    assert b"SECRETTOKEN" not in db
+    for extra in world["home"].glob("skillreach.db-*"):
+        assert b"SECRETTOKEN" not in extra.read_bytes()
+
+
+def test_an_unchanged_run_breaches_nothing(world: dict[str, Path]) -> None:
+    run(rebaseline_all, cfg(world, "base"))
+    result = run(study, cfg(world, "again"))
+    assert result.breaches == ()
+    assert "0 breaches" in result.gate_report
+    with store_of(world) as s:
+        assert s.alerts() == []
+
+
+def test_nightly_compliance_runs_with_compliance_on(world: dict[str, Path]) -> None:
+    out = run(nightly_compliance, cfg(world, "nightly"))
+    with store_of(world) as s:
+        row = s.get_study(out["study_id"])
+        assert row is not None
+        assert row.kind == "compliance"
+        assert row.config["compliance"] is True
+
+
+# ------------------------------------------------------------------------------------------ watch
+
+
+def test_watch_reports_added_changed_removed_skills(world: dict[str, Path]) -> None:
+    config = cfg(world, "w")
+    first = run(watch, config)
+    assert first["first_snapshot"] is True
+    assert first["events"] == []
+    (world["skills"] / "delta").mkdir()
+    (world["skills"] / "delta/SKILL.md").write_text("---\nname: delta\ndescription: Plot maps.\n---\nbody\n")
+    (world["skills"] / "beta/SKILL.md").write_text("---\nname: beta\ndescription: Docker, changed.\n---\nx\n")
+    import shutil
+
+    shutil.rmtree(world["skills"] / "gamma")
+    second = run(watch, config)
+    assert (second["added"], second["changed"], second["removed"]) == (["delta"], ["beta"], ["gamma"])
+    assert second["events"] == ["skillreach.skill.added", "skillreach.skill.changed",
+                                "skillreach.skill.removed"]
+    assert second["emitted"] == 0  # no Prefect server: nothing to emit to
+    third = run(watch, config)
+    assert third["events"] == []
+
+
+def test_watch_sees_a_new_model_snapshot(world: dict[str, Path]) -> None:
+    from runtimes.fake import FakeRuntime
+
+    snapshots = iter(["model-2025", "model-2025", "model-2026"])
+
+    async def resolve(self: Any, model: str | None = None) -> str:
+        return next(snapshots)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FakeRuntime, "resolve_model", resolve, raising=False)
+    try:
+        config = cfg(world, "w", model="fake-latest")
+        assert run(watch, config)["model_changed"] is False
+        assert run(watch, config)["model_changed"] is False
+        third = run(watch, config)
+    finally:
+        mp.undo()
+    assert third["model_changed"] is True
+    assert third["events"] == ["skillreach.model.snapshot.changed"]
+
+
+# -------------------------------------------------------------------------------------------- CLI
+
+
+def test_cli_run_without_arguments_runs_the_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from skillreach.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    assert main(["run", "--out", "demo"]) == 0
+    out = capsys.readouterr().out
+    assert "artifact" in out
+    assert "demo" in out
+    for name in ("probes.jsonl", "artifact.json", "report.html"):
+        assert (tmp_path / "demo" / name).is_file()
+    assert (tmp_path / ".skillreach/skillreach.db").is_file()
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["run", "--queries", "missing.json", "--skills", "."], "missing.json: no such file"),
+    (["run", "--catalog", "bogus"], "--catalog bogus"),
+    (["run", "--config", "nope.toml"], "nope.toml"),
+    (["run", "--runtime", "nonesuch"], "unknown runtime 'nonesuch'"),
+])
+def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str], argv: list[str],
+                                         needle: str) -> None:
+    from skillreach.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err
+    assert len(err.splitlines()) == 1
+
+
+def test_cli_config_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "study.toml").write_text(
+        'skills = ["sk"]\nqueries = "q.json"\nattempts = 3\nruntime = "fake"\nmax_cost_usd = 2.5\n')
+    built = StudyConfig.build(tmp_path / "study.toml", attempts=2)
+    assert built.skills == (tmp_path / "sk",)
+    assert built.queries == tmp_path / "q.json"
+    assert (built.attempts, built.runtime, built.max_cost) == (2, "fake", 2.5)
+    (tmp_path / "bad.toml").write_text("atempts = 3\n")
+    with pytest.raises(ConfigError, match=r"bad\.toml: atempts"):
+        StudyConfig.build(tmp_path / "bad.toml")

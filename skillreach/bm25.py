@@ -156,7 +156,8 @@ _TOKEN = re.compile(r"[^\W_]+")
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased Unicode letter/digit runs of ``text``, stopwords removed (see the module docstring)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    # ASCII text is already NFKC; skip the normalisation pass for it.
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
     return [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
 
 
@@ -405,21 +406,17 @@ def rivals(
         self_scores = chunk[positions, own].copy()
         chunk[positions, own] = -np.inf
         best = _top_block(chunk, top, name_rank)
-        for offset, picked in enumerate(best):
-            i = int(own[offset])
-            row = chunk[offset]
-            self_score = float(self_scores[offset])
+        for offset, (i, self_score, picked) in enumerate(
+            zip(own.tolist(), self_scores.tolist(), best, strict=True)
+        ):
+            values = chunk[offset, picked].tolist()
             out.append(
                 SkillRivals(
                     name=names[i],
                     self_score=self_score,
                     rivals=[
-                        Rival(
-                            name=names[j],
-                            score=float(row[j]),
-                            ratio=float(row[j]) / self_score if self_score > 0 else None,
-                        )
-                        for j in picked
+                        Rival(name=names[j], score=v, ratio=v / self_score if self_score > 0 else None)
+                        for j, v in zip(picked, values, strict=True)
                     ],
                     path=skills[i].path,
                 )

@@ -17,6 +17,7 @@ Warnings (exit 0 when there is no error):
 - ``short-description`` / ``long-description`` — fewer than 20 or more than 1024 characters;
 - ``placeholder`` — template leftovers (TODO, TBD, FIXME, XXX, ``[insert …``, ``SKILL_NAME``,
   ``{{ var }}``, lorem ipsum) in the name or description;
+- ``xml-tags`` — XML/HTML tags in the description (the Claude API refuses them);
 - ``reserved-name`` — a name that is an agent tool's name (Bash, Read, Skill, WebFetch, … compared
   case- and hyphen-insensitively), or contains ``anthropic`` or ``claude``;
 - ``listing-budget`` — the catalog listing (one ``- name: description`` line per model-invocable
@@ -83,6 +84,7 @@ RESERVED_TOOL_NAMES = (
 """Names of the tools an agent harness (Claude Code) already offers; a skill named so is confusing."""
 _RESERVED = {t.lower(): t for t in RESERVED_TOOL_NAMES}
 _RESERVED_WORDS = ("anthropic", "claude")
+_XML_TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
 
 _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(TODO|TBD|FIXME|XXX)\b"), "{0}"),
@@ -228,6 +230,18 @@ def _check_description(path: str, value: object, line: int, out: list[Finding]) 
             )
         )
         return None
+    tags = sorted(set(_XML_TAG.findall(value)))
+    if tags:
+        out.append(
+            Finding(
+                "warning",
+                "xml-tags",
+                f"description contains XML tags ({', '.join(tags[:3])}); the Claude API refuses them — "
+                "reword without angle brackets",
+                path,
+                line,
+            )
+        )
     n = len(value)
     if n < DESCRIPTION_MIN:
         out.append(

@@ -65,6 +65,11 @@ def test_clean(tmp_path: Path) -> None:
             ("warning", "placeholder", "ins", 3),
         ),
         ("bash", f"name: bash\ndescription: {GOOD}", ("warning", "reserved-name", "bash", 2)),
+        (
+            "xml",
+            "name: xml\ndescription: Use <example>when asked</example> to do it.",
+            ("warning", "xml-tags", "xml", 3),
+        ),
         ("web-fetch", f"name: web-fetch\ndescription: {GOOD}", ("warning", "reserved-name", "web-fetch", 2)),
         (
             "claude-helper",
@@ -84,6 +89,11 @@ def test_placeholder_in_name_is_an_error_and_a_warning(tmp_path: Path) -> None:
     skill(tmp_path, "SKILL_NAME", f"name: SKILL_NAME\ndescription: {GOOD}")
     found = {(f.severity, f.code) for f in lint([tmp_path]).findings}
     assert {("error", "invalid-name"), ("warning", "placeholder")} <= found
+
+
+def test_angle_brackets_that_are_not_tags_pass(tmp_path: Path) -> None:
+    skill(tmp_path, "cmp", "name: cmp\ndescription: Compare values when a < b or b > c in reports.")
+    assert lint([tmp_path]).findings == []
 
 
 def test_no_frontmatter_is_a_warning(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "openai-compatible": "runtimes.openai_compat:OpenAICompatRuntime",
     "pi": "runtimes.pi:PiRuntime",
     "goose": "runtimes.goose:GooseRuntime",
+    "antigravity-cli": "runtimes.antigravity_cli:AntigravityCliRuntime",
     "antigravity-sdk": "runtimes.antigravity_sdk:AntigravitySdkRuntime",
 }
 

@@ -1,0 +1,267 @@
+"""``skillreach doctor``: what this machine can run, and with which credentials and endpoints.
+
+Shows every registered runtime (installed? usable? the program found and its version, or the SDK and
+its version), which provider keys are set (only ever "set" / "not set": no value, no part of a value,
+no length), the base URLs in effect, the Prefect API URL and the store URL (passwords and secret query
+parameters masked). ``--json`` prints the same as one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import typer
+
+__all__ = ["KEY_VARIABLES", "collect", "mask_url", "register"]
+
+KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "OPENROUTER_API_KEY",
+)
+BASE_URL_VARIABLES = (
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GEMINI_BASE_URL",
+)
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "sig", "auth", "credential")
+
+# How each runtime is found. Offline runtimes ship in the package; SDK runtimes need their package;
+# CLI runtimes need their program (explicit variable, else PATH).
+_SDK = {
+    "anthropic": ("anthropic", "anthropic"),
+    "openai-compatible": ("openai", "openai"),
+    "antigravity-sdk": ("google.antigravity", "google-antigravity"),
+}
+_CLI = {
+    "claude-code": ("claude", "SKILLREACH_CLAUDE_PATH", "npm install -g @anthropic-ai/claude-code"),
+    "pi": ("pi", "SKILLREACH_PI_PATH", "npm install -g @mariozechner/pi-coding-agent"),
+    "goose": ("goose", "SKILLREACH_GOOSE_PATH", "install the goose CLI from its release page"),
+    "antigravity-cli": ("agy", "SKILLREACH_AGY_PATH", "install the Antigravity CLI (agy) and sign in"),
+}
+_OFFLINE = {"fake", "keyword", "retriever"}
+
+
+@dataclass
+class RuntimeStatus:
+    name: str
+    usable: bool
+    kind: str
+    version: str | None = None
+    path: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    skillreach_version: str
+    python: str
+    runtimes: list[RuntimeStatus] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
+    base_urls: dict[str, str | None] = field(default_factory=dict)
+    prefect_api_url: str | None = None
+    store_url: str = ""
+    home: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password and any secret-looking query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, "***" if any(w in k.lower() for w in _SECRET_WORDS) else v) for k, v in pairs], safe="*"
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _mask_db_url(url: str) -> str:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return mask_url(make_url(url).render_as_string(hide_password=True))
+    except Exception:
+        return mask_url(url)
+
+
+def _version_of(program: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            [program, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            env={**os.environ, "NO_COLOR": "1", "CI": "1"},
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (proc.stdout or proc.stderr or "").strip()
+    return text.splitlines()[0][:80] if proc.returncode == 0 and text else None
+
+
+def _cli_status(name: str, program: str, env_var: str, hint: str, explicit: str | None) -> RuntimeStatus:
+    candidate = explicit or os.environ.get(env_var) or program
+    found = shutil.which(candidate)
+    if found is None:
+        return RuntimeStatus(
+            name, False, "cli", detail=f"{candidate!r} not found on PATH; {hint} or set {env_var}"
+        )
+    version = _version_of(found)
+    if version is None:
+        return RuntimeStatus(
+            name, False, "cli", path=found, detail=f"{found} does not run (`--version` failed)"
+        )
+    return RuntimeStatus(name, True, "cli", version=version, path=found)
+
+
+def _sdk_status(name: str, module: str, dist: str) -> RuntimeStatus:
+    """Found without importing it (the SDKs take seconds to import): its spec and its version."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return RuntimeStatus(name, False, "sdk", detail=f"{module} is not installed; pip install {dist}")
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    detail = f"{dist} installed"
+    if module == "google.antigravity" and spec.submodule_search_locations:
+        harness = Path(next(iter(spec.submodule_search_locations))) / "bin" / "localharness"
+        if not os.access(harness, os.X_OK):
+            return RuntimeStatus(
+                name, False, "sdk", version=version, detail=f"{harness} missing or not executable"
+            )
+        detail += f", harness {harness}"
+    return RuntimeStatus(name, True, "sdk", version=version, detail=detail)
+
+
+def _runtime_status(name: str, target: str, claude_path: str) -> RuntimeStatus:
+    if name in _OFFLINE:
+        return RuntimeStatus(name, True, "offline", detail="built in, no key needed")
+    if name in _SDK:
+        return _sdk_status(name, *_SDK[name])
+    if name in _CLI:
+        program, env_var, hint = _CLI[name]
+        explicit = claude_path if name == "claude-code" and claude_path != "claude" else None
+        return _cli_status(name, program, env_var, hint, explicit)
+    module = target.partition(":")[0]
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        return RuntimeStatus(name, False, "other", detail=f"cannot import {module} ({type(exc).__name__})")
+    return RuntimeStatus(name, True, "other", detail=f"{module} importable")
+
+
+def _prefect_api_url() -> str | None:
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        return mask_url(url)
+    try:
+        from prefect.settings import get_current_settings
+
+        configured = get_current_settings().api.url
+    except Exception:
+        return None
+    return mask_url(str(configured)) if configured else None
+
+
+def collect(config: Path | None = None) -> Report:
+    """Everything doctor shows, as data (no secret values ever enter it)."""
+    from runtimes import REGISTRY
+    from skillreach.settings import load_settings
+
+    settings = load_settings(config)
+    try:
+        version = importlib.metadata.version("skillreach")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    report = Report(skillreach_version=version, python=f"{platform.python_version()} ({sys.executable})")
+    report.runtimes = [_runtime_status(n, REGISTRY[n], settings.claude_path) for n in sorted(REGISTRY)]
+    report.keys = {var: ("set" if os.environ.get(var) else "not set") for var in KEY_VARIABLES}
+    report.base_urls = {
+        var: (mask_url(os.environ[var]) if os.environ.get(var) else None) for var in BASE_URL_VARIABLES
+    }
+    report.prefect_api_url = _prefect_api_url()
+    report.store_url = _mask_db_url(settings.resolved_database_url())
+    report.home = str(settings.home)
+    return report
+
+
+def _print(report: Report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]skillreach[/bold] {report.skillreach_version} · Python {report.python}")
+    runtimes = Table(title="Runtimes", title_justify="left")
+    runtimes.add_column("runtime")
+    runtimes.add_column("usable")
+    runtimes.add_column("kind")
+    runtimes.add_column("version")
+    runtimes.add_column("where / what to do")
+    for r in report.runtimes:
+        mark = "[green]yes[/green]" if r.usable else "[red]no[/red]"
+        runtimes.add_row(r.name, mark, r.kind, r.version or "", r.path or r.detail)
+    console.print(runtimes)
+    keys = Table(title="Credentials (values are never shown)", title_justify="left")
+    keys.add_column("variable")
+    keys.add_column("status")
+    for var, status in report.keys.items():
+        keys.add_row(var, "[green]set[/green]" if status == "set" else "[dim]not set[/dim]")
+    console.print(keys)
+    where = Table(title="Endpoints and storage", title_justify="left")
+    where.add_column("setting")
+    where.add_column("in effect")
+    for var, url in report.base_urls.items():
+        where.add_row(var, url or "[dim](not set: the SDK default)[/dim]")
+    where.add_row("PREFECT_API_URL", report.prefect_api_url or "[dim](not set: ephemeral local server)[/dim]")
+    where.add_row("store (database URL)", report.store_url)
+    where.add_row("home", report.home)
+    console.print(where)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("doctor")
+    def doctor(
+        config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    ) -> None:
+        """Which runtimes are installed and usable, which keys are set (never their values), endpoints."""
+        report = collect(config)
+        if as_json:
+            print(json.dumps(report.to_json(), indent=2))
+        else:
+            _print(report)

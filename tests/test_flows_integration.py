@@ -1,0 +1,137 @@
+"""The few tests that run real Prefect: one temporary server for the session (``prefect_test_harness``).
+
+- a deliberately regressed study, run as a Prefect flow, emits one ``skillreach.gate.breached`` event;
+  the alert automation (upserted from code) posts exactly one Slack-compatible message to a local sink;
+- emitting ``skillreach.skill.added`` makes the ``rebaseline-all`` deployment's trigger create a flow run
+  with the event's values as parameters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_alerts import WebhookSink
+from tests.test_flows import cfg, make_queries, make_skills, run, script
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+async def _wait(predicate: Any, timeout_s: float = 45.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await predicate():
+            return True
+        await asyncio.sleep(0.5)
+    return False
+
+
+def test_a_regressed_run_alerts_once_through_the_automation(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from deployments.automations import ALERT_AUTOMATION, upsert_automations
+    from flows.service import rebaseline_all
+    from flows.study import study
+    from skillreach.store import Store
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+             "good": script(tmp_path / "good.json"), "bad": script(tmp_path / "bad.json", broken="alpha"),
+             "home": tmp_path / "home", "root": tmp_path}
+    run(rebaseline_all, cfg(world, "base"))  # the baselines, in-process
+
+    with WebhookSink() as sink:
+        url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
+        first = asyncio.run(upsert_automations([url]))
+        second = asyncio.run(upsert_automations([url]))  # idempotent: replaces, never duplicates
+        assert first["webhooks"] == 1
+        assert second["removed"] == 1
+
+        async def one_automation() -> bool:
+            from prefect.client.orchestration import get_client
+
+            async with get_client() as client:
+                return len(await client.read_automations_by_name(ALERT_AUTOMATION)) == 1
+
+        assert asyncio.run(one_automation())
+        time.sleep(2)  # let the server's trigger service load the new automation
+
+        result = asyncio.run(study(cfg(world, "new", runtime_script="bad")))
+        assert [(b["skill"], b["metric"]) for b in result.breaches] == [("alpha", "activation")]
+
+        async def delivered() -> bool:
+            return len(sink.requests) >= 1
+
+        assert asyncio.run(_wait(delivered)), "the automation posted nothing"
+        time.sleep(3)  # a duplicate would arrive now
+        assert len(sink.requests) == 1
+    [req] = sink.requests
+    assert req["path"] == "/services/T1/B1/HOOKTOKEN"
+    text = req["body"]["text"]
+    breach = result.breaches[0]
+    assert "alpha activation changed -1.000" in text
+    assert "95% CI -1.000 to -1.000" in text
+    assert breach["baseline_id"] in text
+    assert breach["run_link"] in text
+    assert "/runs/flow-run/" in breach["run_link"]  # a Prefect run links to its UI page
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
+        [alert] = s.alerts()
+        assert (alert.delivery, alert.skill, alert.metric) == ("event", "alpha", "activation")
+    assert "HOOKTOKEN" not in caplog.text
+    assert b"HOOKTOKEN" not in (tmp_path / "home/skillreach.db").read_bytes()
+
+
+def test_skill_added_event_creates_a_rebaseline_run(prefect_server: None) -> None:
+    import yaml
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.events import emit_event
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    from flows.service import rebaseline_all
+    from tests.conftest import REPO
+
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    [dep] = [d for d in spec["deployments"] if d["name"] == "rebaseline-all"]
+    triggers = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+
+    async def deploy() -> Any:
+        deployment = await rebaseline_all.to_deployment(name="rebaseline-all", triggers=triggers)
+        return await deployment.apply()
+
+    deployment_id = asyncio.run(deploy())
+    time.sleep(2)  # the trigger service picks up the deployment's automations
+    emit_event("skillreach.skill.added", resource={"prefect.resource.id": "skillreach.skill.pptx",
+                                                   "prefect.resource.name": "pptx"},
+               payload={"skill": "pptx", "source": "skills/", "digest": "sha256:1"})
+
+    async def runs() -> list[Any]:
+        async with get_client() as client:
+            return await client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])))
+
+    async def created() -> bool:
+        return bool(await runs())
+
+    assert asyncio.run(_wait(created)), "no rebaseline-all run was created by the event"
+    [flow_run] = asyncio.run(runs())
+    assert flow_run.parameters["reason"] == "skillreach.skill.added"
+    assert flow_run.parameters["skill"] == "pptx"
+    json.dumps(flow_run.parameters)

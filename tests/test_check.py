@@ -420,3 +420,37 @@ def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixtu
     (tmp_path / "skills").mkdir()
     assert main(["check", "--changed", "--skills", str(tmp_path / "skills")]) == 2
     assert "not inside a git work tree" in capsys.readouterr().err
+
+
+def test_check_fails_on_a_changed_skill_that_does_not_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    # an unquoted colon in the description: YAML refuses it, so the skill drops out of the catalog
+    (repo / "skills" / "deploy" / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploy: anything at all\n---\nbody\n", encoding="utf-8"
+    )
+    code = main(
+        ["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process", "--annotations"]
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "check: gate failed for skills/deploy/SKILL.md" in captured.err
+    assert any(
+        line.startswith(
+            "::error file=skills/deploy/SKILL.md,title=skillreach%3A SKILL.md does not parse::line "
+        )
+        for line in captured.out.splitlines()
+    )
+    assert "unparseable" in summary.read_text(encoding="utf-8")
+
+
+def test_annotation_escaping() -> None:
+    from skillreach.cli.baseline_cmds import _annotate
+
+    line = _annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
+    assert line == "::warning file=skills/a%2Cb/SKILL.md,title=t%3A x::50%25 done%0Anext"
+    assert _annotate("error", None, "t", "m") == "::error title=t::m"

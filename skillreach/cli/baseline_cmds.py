@@ -575,6 +575,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             attempts=runs,
             compliance=needs_compliance or None,
             out=out,
+            gate=False,  # gated here, against the committed baselines
         )
         console.print(
             f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "

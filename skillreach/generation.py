@@ -11,7 +11,8 @@ orchestration in ``flows/generate_queries.py``. The path of one generation:
    ``[SKILL]`` (the target) or ``[RIVAL-n]`` (a BM25 rival), and every passage of the body that
    repeats a description — a run of :data:`PHRASE_WORDS` consecutive words of the description holding
    at least two non-stopwords, a phrase the description quotes, or the whole of a short description —
-   becomes ``[…]``. So no description's text reaches the model and queries cannot parrot it.
+   becomes ``[…]`` (whatever the layout between the words; blank lines are kept). So no
+   description's text reaches the model and queries cannot parrot it.
    ``neighbor_negative`` drafts sound like the target but belong to a named rival (the top
    :attr:`GenerationParams.rivals` BM25 rivals with a positive score, from :func:`skillreach.bm25.rivals`;
    their masked bodies are shown too) and are labelled with that rival.
@@ -166,13 +167,14 @@ class GenerationParams(_Frozen):
 
 
 def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
 def _tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
     return [(_fold(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
+@lru_cache(maxsize=4096)
 def name_pattern(name: str) -> re.Pattern[str]:
     """A skill's name and its variants: ``pdf-editor``, ``pdf editor``, ``pdf_editor``, ``PdfEditor``
     (case-insensitive, as a whole word)."""
@@ -188,7 +190,10 @@ def _content(tokens: Sequence[str]) -> int:
     return sum(1 for t in tokens if t not in STOPWORDS)
 
 
-def _description_sequences(description: str) -> tuple[set[tuple[str, ...]], list[tuple[str, ...]]]:
+@lru_cache(maxsize=4096)
+def _description_sequences(
+    description: str,
+) -> tuple[frozenset[tuple[str, ...]], tuple[tuple[str, ...], ...]]:
     """The n-grams of a description worth masking, and its quoted phrases (as token tuples)."""
     tokens = [t for t, _, _ in _tokens_with_spans(description)]
     grams: set[tuple[str, ...]] = set()
@@ -204,33 +209,34 @@ def _description_sequences(description: str) -> tuple[set[tuple[str, ...]], list
         quoted = tuple(t for t, _, _ in _tokens_with_spans(m.group(1)))
         if len(quoted) >= 2 and _content(quoted) >= 1:
             extra.append(quoted)
-    return grams, extra
+    return frozenset(grams), tuple(extra)
 
 
-def _phrase_spans(description: str, text: str) -> list[tuple[int, int]]:
-    """Character spans of ``text`` that repeat the description (see the module docstring)."""
-    grams, extra = _description_sequences(description)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _phrase_spans(descriptions: Sequence[str], text: str) -> list[tuple[int, int]]:
+    """Character spans of ``text`` that repeat any of the descriptions (see the module docstring).
+
+    A phrase is found whatever the layout between its words; its span is cut at blank lines so the
+    masked text keeps its paragraphs.
+    """
     toks = _tokens_with_spans(text)
-    if not toks:
-        return []
-    block = [0] * len(toks)  # paragraph number: a phrase never spans a blank line
-    for i in range(1, len(toks)):
-        gap = text[toks[i - 1][2] : toks[i][1]]
-        block[i] = block[i - 1] + (1 if re.search(r"\n[ \t]*\n", gap) else 0)
     words = [t for t, _, _ in toks]
     marked = [False] * len(toks)
-
-    def mark(length: int, wanted: Iterable[tuple[str, ...]] | set[tuple[str, ...]]) -> None:
-        lookup = wanted if isinstance(wanted, set) else set(wanted)
-        for i in range(len(words) - length + 1):
-            if block[i] == block[i + length - 1] and tuple(words[i : i + length]) in lookup:
-                for j in range(i, i + length):
-                    marked[j] = True
-
-    if grams:
-        mark(PHRASE_WORDS, grams)
+    grams: set[tuple[str, ...]] = set()
+    extra: set[tuple[str, ...]] = set()
+    for description in descriptions:
+        g, e = _description_sequences(description)
+        grams |= g
+        extra.update(e)
+    by_length: dict[int, set[tuple[str, ...]]] = {PHRASE_WORDS: grams} if grams else {}
     for seq in extra:
-        mark(len(seq), {seq})
+        by_length.setdefault(len(seq), set()).add(seq)
+    for length, wanted in by_length.items():
+        for i in range(len(words) - length + 1):
+            if tuple(words[i : i + length]) in wanted:
+                marked[i : i + length] = [True] * length
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(toks):
@@ -238,8 +244,11 @@ def _phrase_spans(description: str, text: str) -> list[tuple[int, int]]:
             i += 1
             continue
         j = i
-        while j + 1 < len(toks) and marked[j + 1] and block[j + 1] == block[i]:
+        while j + 1 < len(toks) and marked[j + 1]:
             j += 1
+            if _BLANK_LINE.search(text, toks[j - 1][2], toks[j][1]):  # keep the paragraph break
+                spans.append((toks[i][1], toks[j - 1][2]))
+                i = j
         spans.append((toks[i][1], toks[j][2]))
         i = j + 1
     return spans
@@ -248,21 +257,19 @@ def _phrase_spans(description: str, text: str) -> list[tuple[int, int]]:
 def mask_text(text: str, names: Mapping[str, str], descriptions: Sequence[str]) -> str:
     """``text`` with every description's repeated passages replaced by ``[…]`` and every name in
     ``names`` (real name → placeholder) replaced by its placeholder, longest name first."""
-    spans = sorted(s for d in descriptions if d.strip() for s in _phrase_spans(d, text))
-    merged: list[list[int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    out: list[str] = []
-    pos = 0
-    for start, end in merged:
-        out.append(text[pos:start])
-        out.append(PHRASE_PLACEHOLDER)
-        pos = end
-    out.append(text[pos:])
-    masked = "".join(out)
+    wanted = [d for d in descriptions if d.strip()]
+    masked = text
+    # Again until nothing is found: masking can join words that were apart ("a, […], b"). Every
+    # pass removes at least one word, so this ends.
+    while spans := _phrase_spans(wanted, masked):
+        out: list[str] = []
+        pos = 0
+        for start, end in spans:
+            out.append(masked[pos:start])
+            out.append(PHRASE_PLACEHOLDER)
+            pos = end
+        out.append(masked[pos:])
+        masked = "".join(out)
     for name in sorted(names, key=len, reverse=True):
         masked = name_pattern(name).sub(names[name], masked)
     return masked

@@ -165,10 +165,11 @@ def test_mask_hides_name_restated_description_and_quoted_phrases() -> None:
     assert "decrypt them first" in masked
 
 
-def test_mask_never_joins_paragraphs() -> None:
+def test_mask_finds_phrases_across_layout_and_keeps_paragraphs() -> None:
     desc = "alpha beta gamma delta epsilon"
-    text = "alpha beta\n\nbeta gamma delta epsilon zeta"
-    assert mask_text(text, {}, [desc]) == "alpha beta\n\n[…] zeta"
+    assert mask_text("alpha beta\n\nbeta gamma delta epsilon zeta", {}, [desc]) == "alpha beta\n\n[…] zeta"
+    assert mask_text("- alpha beta\n\n- gamma delta zeta", {}, [desc]) == "- […]\n\n- […] zeta"
+    assert mask_text("| Alpha | beta | gamma | delta |", {}, [desc]) == "| […] |"
 
 
 def test_short_description_is_masked_whole() -> None:
@@ -544,3 +545,25 @@ def test_provenance_names_everything_the_issue_asks_for() -> None:
         "leaks",
         "near_duplicates",
     }
+
+
+def test_no_description_reaches_a_request_on_a_real_corpus(corpora: Path) -> None:
+    """The Azure corpus: 41 skills whose descriptions name and paraphrase each other."""
+    from skillreach.catalog import build_catalog
+    from skillreach.skills import load_skills
+
+    skills = load_skills([corpora / "microsoft__GitHub-Copilot-for-Azure"], on_problem=lambda _: None)
+    cat = build_catalog(skills, "full")
+    requests, _ = plan_requests(cat, GenerationParams())
+    assert len(requests) >= 30
+    assert sum(QueryKind.neighbor_negative in r.kinds for r in requests) >= 30
+    for request in requests:
+        # the list of other installed skills holds names only (a description may name a neighbour)
+        text = re.sub(
+            r"The other installed skills are:.*?\.\n", "", request.system + request.prompt, flags=re.S
+        )
+        for name in (request.target, *request.rivals):
+            skill = cat.get(name)
+            assert skill is not None
+            assert leaked_phrases(text, skill.description) == [], (request.target, name)
+            assert not name_pattern(name).search(text), (request.target, name)

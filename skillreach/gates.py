@@ -89,15 +89,17 @@ class PowerAdvice(_Frozen):
     """Runs per case needed with the current cases (``None``: more runs alone cannot resolve it)."""
 
     def sentence(self) -> str:
+        size = f"to resolve a change of {abs(self.effect):.3f} (sd {self.sd:.3f}, power 0.8)"
         parts = []
         if self.runs_per_case_needed is not None:
             parts.append(f"{self.runs_per_case_needed} runs per case (now {self.runs_per_case})")
+        elif self.cases >= 2:
+            parts.append("more runs per case alone cannot (the spread is between cases)")
         if self.cases_needed is not None:
             parts.append(f"{self.cases_needed} cases at {self.runs_per_case} runs each (now {self.cases})")
-        if not parts:
-            return f"no feasible study detects a change of {self.effect:+.3f} with sd {self.sd:.3f}"
-        joiner = " or " if len(parts) == 2 else ""
-        return f"to resolve a change of {abs(self.effect):.3f}: " + joiner.join(parts)
+        if self.cases_needed is None and self.runs_per_case_needed is None:
+            parts.append("no feasible study: more than 100,000 cases")
+        return f"{size}: " + "; ".join(parts)
 
 
 class GateResult(_Frozen):

@@ -8,17 +8,17 @@ candidate, nested skills inside other skills included. Folders that never hold s
 
 Parsing survives real files: a UTF-8 byte-order mark, CRLF line endings, quoted, folded (``>-``) and
 literal (``|-``) descriptions (PyYAML ``safe_load`` semantics, so a folded block whose last lines are
-more indented keeps its ``"\\n  "``), extra keys (kept in :attr:`Skill.frontmatter`, made JSON-safe: a
-YAML date becomes its ISO string), non-ASCII. A
-file that cannot be parsed raises :class:`~skillreach.errors.SkillParseError` whose text is
-``path:line: what is wrong`` (the line of the file, not of the YAML block). Discovery collects these as
-problems and goes on with the other files; a file with no frontmatter at all (a nested phase document
-called ``SKILL.md``) is such a problem, not a skill.
+more indented keeps its ``"\\n  "``), extra keys (kept in :attr:`Skill.frontmatter`, made JSON-safe:
+a YAML date becomes its ISO string), non-ASCII. A file that cannot be parsed raises
+:class:`~skillreach.errors.SkillParseError` whose text is ``path:line: what is wrong`` (the line of the
+file, not of the YAML block). Discovery collects these as problems and goes on with the other files; a
+file with no frontmatter at all (a nested phase document called ``SKILL.md``) is such a problem, not a
+skill.
 
 Duplicate names: with ``precedence="first"`` (the default) the skill found first wins, roots taken in
-the order given and files in sorted path order within a root; ``"last"`` lets later roots override
-earlier ones (as a project folder overrides a personal one). The losers are reported in
-:attr:`Discovery.shadowed`.
+the order given and, within a root, in walk order (sub-folders by name, a folder before its
+sub-folders); with ``"last"`` the skill found last wins, so later roots override earlier ones (as a
+project folder overrides a personal one). The losers are reported in :attr:`Discovery.shadowed`.
 """
 
 from __future__ import annotations

@@ -1,74 +1,108 @@
 """``openai-compatible``: any Chat Completions endpoint (vLLM, Ollama, llama.cpp server, LM Studio, hosted
-APIs) through the official ``openai`` SDK.
+APIs) through the official ``openai`` SDK, offering one ``Skill`` tool exactly like ``anthropic``.
 
-Like the ``anthropic`` runtime, the model is offered exactly one function tool, ``Skill``, input
-``{"skill": "<name>"}``, whose description lists every resident skill's name and description; no request
-carries a skill body before the model invoked that skill (progressive disclosure). Invoking a resident
-skill answers the call with a ``tool`` message carrying its body; a name that is not resident gets an
-error result naming the resident skills and is not recorded. Every invocation goes to the shared
+The model is offered exactly one function tool, ``Skill`` (``{"skill": "<name>"}``), with the same
+description and system prompt as the ``anthropic`` runtime: every resident skill's name and
+description, never a body before the model invoked that skill (progressive disclosure). Invoking a
+resident skill answers the call with a ``tool`` message carrying its body; an unknown name gets an
+error result listing the resident skills and is not recorded. Every invocation goes to the shared
 :class:`~runtimes.base.Tracker`; the probe ends at the target (early exit), at ``max_turns``
 invocations, or when the model answers without calling ``Skill``.
 
-Endpoint and key: ``base_url`` option, else ``OPENAI_BASE_URL``, else the SDK default; ``api_key``
-option, else ``OPENAI_API_KEY``, else a placeholder (local servers need none). The key is never
-logged. Transient failures (429, 5xx, timeouts, dropped connections) are retried with exponential
-backoff and jitter honouring ``retry-after``; the SDK's own retries are off so the count is ours.
+- **Endpoint and key**: ``base_url`` option, else ``OPENAI_BASE_URL``, else the SDK default; ``api_key``
+  option, else ``OPENAI_API_KEY``, else a placeholder (local servers need none). The key never reaches
+  a log, an error text or a record.
+- **Retries**: the SDK's own are off; :mod:`runtimes._retry` retries 429, 5xx, 408/409, timeouts and
+  dropped connections with exponential backoff and jitter, honouring ``retry-after``/``retry-after-ms``
+  (and ``x-should-retry``), at most ``max_retries`` times; other 4xx fail the probe at once.
+- **Limits**: a semaphore bounds requests in flight; a token bucket bounds requests per minute.
+- **Usage**: ``prompt_tokens`` (cached tokens from ``prompt_tokens_details`` counted as cache reads) and
+  ``completion_tokens`` summed over the probe; the model snapshot is the response's ``model``; the
+  cost comes from ``Settings.price_for`` when the model is priced.
+- **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
+  goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`), recorded and answered
+  from ``query.checks.tool_results``, never executed, up to ``step_budget`` requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
-import random
 import re
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from skillreach.errors import ConfigError, TransientProbeError
+from runtimes._ratelimit import TokenBucket
+from runtimes._retry import RetryPolicy, retrying
+from runtimes._toolenv import TOOL_NAMES, TOOL_SCHEMAS, canned_result
+from runtimes.anthropic import SYSTEM_PROMPT, skill_tool
+from runtimes.base import Outcome, Tracker
+from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
+from skillreach.settings import Price, Settings
 
-__all__ = ["OpenAICompatRuntime", "skill_tool", "system_prompt"]
+__all__ = ["OpenAICompatRuntime", "as_function", "classify_error"]
 
+log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key; the SDK insists on a value
-_MAX_BACKOFF_S = 60.0
+SKILL_TOOL = "Skill"
 _KEYLIKE = re.compile(r"\b(sk|key|Bearer)[-_ ][A-Za-z0-9*_\-]{6,}")
 
 
-def system_prompt() -> str:
-    return (
-        "You are a helpful coding agent. Skills extend what you can do: when one of the skills listed "
-        "in the Skill tool matches the user's request, call the Skill tool with its name before doing "
-        "anything else, then follow the instructions it returns. If no skill fits, answer directly."
-    )
-
-
-def skill_tool(catalog: Catalog) -> dict[str, Any]:
-    """The single ``Skill`` function tool: names and descriptions only, never a body."""
-    listing = "\n".join(f"- {s.name}: {s.description}" for s in catalog.skills)
-    description = (
-        "Execute a skill within the main conversation. When the user asks for something a skill "
-        "below covers, invoke it by name; the tool returns the skill's full instructions.\n\n"
-        f"<available_skills>\n{listing}\n</available_skills>"
-    )
+def as_function(tool: dict[str, Any]) -> dict[str, Any]:
+    """A Messages-API tool definition as a Chat Completions function tool."""
     return {
         "type": "function",
         "function": {
-            "name": "Skill",
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"skill": {"type": "string", "description": "The skill name."}},
-                "required": ["skill"],
-                "additionalProperties": False,
-            },
+            "name": tool["name"],
+            "description": tool["description"],
+            "parameters": tool["input_schema"],
         },
     }
 
 
-def _skill_result(skill: Skill) -> str:
-    base = f"Base directory for this skill: {skill.folder}\n\n" if skill.folder else ""
-    return f"{base}{skill.body}"
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for key, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(key)
+        if value:
+            try:
+                return float(value) / scale
+            except ValueError:
+                continue
+    return None
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def classify_error(exc: BaseException) -> ProbeFailed | None:
+    """Translate an ``openai`` exception: transient (retry) or final; ``None`` when it is not the SDK's."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        text = f"HTTP {status}: {_api_message(exc).splitlines()[0][:300]}"
+        headers = exc.response.headers if exc.response is not None else None
+        should = headers.get("x-should-retry") if headers is not None else None
+        transient = status in (408, 409, 429) or status >= 500
+        if should in ("true", "false"):
+            transient = should == "true"
+        return TransientProbeError(text, _retry_after(headers)) if transient else ProbeFailed(text)
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientProbeError("the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return TransientProbeError(f"connection failed ({type(cause).__name__ if cause else 'dropped'})")
+    return None
 
 
 def _usage(raw: Any) -> Usage:
@@ -84,21 +118,14 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
+def _cost(usage: Usage, price: Price | None) -> float | None:
+    if price is None:
         return None
-    for key in ("retry-after-ms", "retry-after"):
-        value = headers.get(key)
-        if value is None:
-            continue
-        try:
-            seconds = float(value)
-        except ValueError:
-            continue
-        return seconds / 1000 if key == "retry-after-ms" else seconds
-    return None
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
 
 
 class OpenAICompatRuntime:
@@ -108,32 +135,45 @@ class OpenAICompatRuntime:
 
     def __init__(
         self,
-        *,
         model: str | None = None,
+        *,
+        settings: Settings | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        options: ProbeOptions | None = None,
-        max_retries: int = 6,
+        max_retries: int | None = None,
         timeout_s: float | None = None,
-        backoff_s: float = 1.0,
+        concurrency: int | None = None,
+        requests_per_minute: int | None = None,
         max_tokens: int = 1024,
         temperature: float | None = None,
+        system_prompt: str = SYSTEM_PROMPT,
+        retry_policy: RetryPolicy | None = None,
+        backoff_s: float | None = None,
+        client: Any = None,
         **_ignored: Any,
     ) -> None:
-        self.options = options or ProbeOptions()
-        self.model = model or self.options.model or os.environ.get("OPENAI_MODEL")
-        if not self.model:
+        self.settings = settings or Settings()
+        s = self.settings
+        chosen = model or s.model or os.environ.get("OPENAI_MODEL")
+        if not chosen:
             raise ConfigError(
                 "the openai-compatible runtime needs a model; pass --model NAME (the id your endpoint serves)"
             )
+        self.model: str = chosen
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY_PLACEHOLDER
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s if timeout_s is not None else self.options.timeout_s
-        self.backoff_s = backoff_s
+        self.timeout_s = timeout_s or s.timeout_s
+        self.policy = retry_policy or RetryPolicy(
+            max_retries=s.max_retries if max_retries is None else max_retries,
+            **({"base_s": backoff_s} if backoff_s is not None else {}),
+        )
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self._client: Any = None
+        self.system_prompt = system_prompt
+        self._sem = asyncio.Semaphore(concurrency or s.concurrency)
+        self._rpm = TokenBucket(requests_per_minute or s.requests_per_minute)
+        self.retries = 0
+        self._client: Any = client
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAICompatRuntime(model={self.model!r}, base_url={self.base_url!r})"
@@ -143,10 +183,7 @@ class OpenAICompatRuntime:
             import openai
 
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                max_retries=0,  # ours, below, honour retry-after and count every attempt
-                timeout=self.timeout_s,
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
             )
         return self._client
 
@@ -156,68 +193,65 @@ class OpenAICompatRuntime:
             self._client = None
 
     # --------------------------------------------------------------------------------- requests
+    def _on_retry(self, attempt: int, err: TransientProbeError, wait: float) -> None:
+        self.retries += 1
+        log.warning("retry %d after %.2fs: %s", attempt, wait, self._scrub(err.message))
+
+    async def _create_once(self, request: dict[str, Any]) -> Any:
+        async with self._sem:
+            await self._rpm.acquire(1)
+            return await self._get_client().chat.completions.create(**request)
+
     async def _create(self, request: dict[str, Any]) -> Any:
-        """One completion with retries on transient failures; other API errors raise at once."""
-        import openai
+        return await retrying(
+            lambda: self._create_once(request),
+            policy=self.policy,
+            classify=classify_error,
+            on_retry=self._on_retry,
+        )
 
-        client = self._get_client()
-        attempt = 0
-        while True:
-            try:
-                return await client.chat.completions.create(**request)
-            except (
-                openai.APITimeoutError,
-                openai.APIConnectionError,
-                openai.RateLimitError,
-                openai.InternalServerError,
-            ) as exc:
-                transient: Exception = exc
-            except openai.APIStatusError as exc:
-                if exc.status_code in (408, 409) or exc.status_code >= 500:
-                    transient = exc
-                else:
-                    raise
-            attempt += 1
-            wait = _retry_after(transient)
-            if attempt > self.max_retries:
-                raise TransientProbeError(
-                    f"{_describe(transient)} (gave up after {self.max_retries} retries)", retry_after=wait
-                ) from transient
-            if wait is None:
-                wait = min(self.backoff_s * 2 ** (attempt - 1), _MAX_BACKOFF_S) * (0.5 + random.random() / 2)
-            await asyncio.sleep(min(wait, _MAX_BACKOFF_S))
+    def _request(
+        self, model: str, catalog: Catalog, messages: list[dict[str, Any]], compliance: bool
+    ) -> dict[str, Any]:
+        tools = [as_function(skill_tool(catalog))]
+        if compliance:
+            tools += [as_function(t) for t in TOOL_SCHEMAS]
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": [{"role": "system", "content": self.system_prompt}, *messages],
+            "tools": tools,
+            "max_tokens": self.max_tokens,
+        }
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        return request
 
+    # ----------------------------------------------------------------------------------- probe
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt()},
-            {"role": "user", "content": query.text},
-        ]
-        tools = [skill_tool(catalog)]
+        opts = tracker.options
+        model = opts.model or self.model
+        messages: list[dict[str, Any]] = [{"role": "user", "content": query.text}]
         usage = Usage()
         resolved: str | None = None
         final_text: str | None = None
         tool_calls: list[ToolCall] = []
-        # Unknown names are not invocations, so bound the conversation by requests as well.
-        max_requests = tracker.max_turns + 3
         requests = 0
+        steps = 0
+        compliance = False
+        routing_cap = opts.max_turns + 2  # unknown-skill calls use no turn; still, never loop forever
+        error: str | None = None
         try:
-            while not tracker.done and requests < max_requests:
-                request: dict[str, Any] = {
-                    "model": self.model,
-                    "messages": messages,
-                    "tools": tools,
-                    "max_tokens": self.max_tokens,
-                }
-                if self.temperature is not None:
-                    request["temperature"] = self.temperature
-                response = await self._create(request)
+            while True:
+                response = await self._create(self._request(model, catalog, messages, compliance))
                 requests += 1
+                steps += compliance
                 usage = usage + _usage(getattr(response, "usage", None))
                 resolved = getattr(response, "model", None) or resolved
                 if not response.choices:
                     break
                 message = response.choices[0].message
-                final_text = message.content or final_text
+                if message.content:
+                    final_text = message.content
                 calls = list(message.tool_calls or [])
                 if not calls:
                     break
@@ -235,27 +269,53 @@ class OpenAICompatRuntime:
                         ],
                     }
                 )
+                stop = False
                 for call in calls:
-                    result = self._answer(call, catalog, tracker, tool_calls)
+                    result, go = self._answer(
+                        call,
+                        query=query,
+                        catalog=catalog,
+                        tracker=tracker,
+                        tool_calls=tool_calls,
+                        compliance=compliance,
+                    )
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        except TransientProbeError as exc:
-            return self._outcome(
-                tracker, usage, resolved, tool_calls, final_text, error=self._scrub(exc.message)
-            )
-        except Exception as exc:  # vendor errors become data on the probe, never a crashed run
-            return self._outcome(
-                tracker, usage, resolved, tool_calls, final_text, error=self._scrub(_describe(exc))
-            )
-        return self._outcome(tracker, usage, resolved, tool_calls, final_text)
+                    if opts.compliance and tracker.expected_loaded:
+                        compliance = True
+                    elif not go:
+                        stop = True
+                if stop:
+                    break
+                if compliance and steps >= opts.step_budget:
+                    break
+                if not compliance and requests >= routing_cap:
+                    break
+        except ProbeFailed as exc:
+            error = self._scrub(exc.message)
+        except Exception as exc:  # anything else from the SDK is data on the probe, never a crashed run
+            error = self._scrub(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return Outcome.from_tracker(
+            tracker,
+            turns=requests,
+            error=error,
+            usage=usage,
+            cost_usd=_cost(usage, self.settings.price_for(resolved or model)),
+            resolved_model=resolved,
+            tool_calls=tool_calls,
+            final_text=final_text if opts.compliance else None,
+        )
 
-    def _scrub(self, text: str) -> str:
-        """Error text as recorded: the key (or any ``sk-…`` token) never reaches a probe record."""
-        if self._api_key and self._api_key != NO_KEY_PLACEHOLDER:
-            text = text.replace(self._api_key, "***")
-        return _KEYLIKE.sub("***", text)
-
-    def _answer(self, call: Any, catalog: Catalog, tracker: Tracker, tool_calls: list[ToolCall]) -> str:
-        """The tool result for one call; a resident skill is reported to the tracker."""
+    def _answer(
+        self,
+        call: Any,
+        *,
+        query: Query,
+        catalog: Catalog,
+        tracker: Tracker,
+        tool_calls: list[ToolCall],
+        compliance: bool,
+    ) -> tuple[str, bool]:
+        """The tool message for one call, and whether the probe may go on."""
         name = call.function.name
         try:
             args = json.loads(call.function.arguments or "{}")
@@ -263,41 +323,25 @@ class OpenAICompatRuntime:
             args = {}
         if not isinstance(args, dict):
             args = {}
-        if name != "Skill":
+        if name == SKILL_TOOL:
+            requested = str(args.get("skill", "")).strip().lstrip("/")
+            skill = catalog.get(requested)
+            if skill is None:
+                return f"Unknown skill: {requested!r}. Available skills: {', '.join(catalog.names)}", True
+            if compliance or tracker.done:
+                return _body(skill), not tracker.done or compliance
+            return _body(skill), tracker.invoke(skill.name)
+        if compliance and name in TOOL_NAMES:
             tool_calls.append(ToolCall(tool=name, input=args))
-            return f"Error: no tool named {name!r}; the only tool is Skill."
-        if tracker.done:
-            return "Stopped."
-        skill_name = str(args.get("skill", "")).strip()
-        skill = catalog.get(skill_name)
-        if skill is None:
-            return f"Error: unknown skill {skill_name!r}. Available skills: {', '.join(catalog.names)}"
-        tracker.invoke(skill.name)
-        return _skill_result(skill)
+            return canned_result(query, args), True
+        return f"No such tool: {name}", True
 
-    def _outcome(
-        self,
-        tracker: Tracker,
-        usage: Usage,
-        resolved: str | None,
-        tool_calls: list[ToolCall],
-        final_text: str | None,
-        *,
-        error: str | None = None,
-    ) -> Outcome:
-        return Outcome.from_tracker(
-            tracker,
-            turns=tracker.turns_used,
-            usage=usage,
-            resolved_model=resolved,
-            error=error,
-            tool_calls=tool_calls,
-            final_text=final_text,
-        )
+    def _scrub(self, text: str) -> str:
+        """Error text as recorded: the key (or any key-looking token) never reaches a probe record."""
+        if self._api_key and self._api_key != NO_KEY_PLACEHOLDER:
+            text = text.replace(self._api_key, "***")
+        return _KEYLIKE.sub("***", text)
 
 
-def _describe(exc: BaseException) -> str:
-    status = getattr(exc, "status_code", None)
-    kind = type(exc).__name__
-    message = str(getattr(exc, "message", None) or exc).splitlines()[0][:300]
-    return f"{kind} {status}: {message}" if status else f"{kind}: {message}"
+def _body(skill: Skill) -> str:
+    return skill.body.strip() or "(this skill has no further instructions)"

@@ -61,7 +61,7 @@ async def test_progressive_disclosure_and_early_exit() -> None:
     assert "ROLLBACK BODY" not in second
     assert "PDF BODY" not in second
     tool_msgs = [m for m in api.requests[1]["messages"] if m["role"] == "tool"]
-    assert tool_msgs[0]["content"].endswith("SECRETS BODY: rotate keys.")
+    assert tool_msgs[0]["content"] == "SECRETS BODY: rotate keys."
 
 
 async def test_usage_summed_and_cached_tokens_split() -> None:
@@ -86,7 +86,7 @@ async def test_usage_summed_and_cached_tokens_split() -> None:
     assert out.usage.input_tokens == 100 + 200
     assert out.usage.cache_read_input_tokens == 20
     assert out.usage.output_tokens == 10
-    assert out.final_text == "all set"
+    assert out.final_text is None  # kept in compliance mode only, as the anthropic runtime does
     assert out.resolved_model == "snap-1"
 
 
@@ -109,7 +109,7 @@ async def test_no_skill_answer_is_abstention() -> None:
         await rt.aclose()
     assert out.invoked == []
     assert out.error is None
-    assert out.final_text == "Done."
+    assert out.turns == 1
 
 
 async def test_unknown_skill_is_not_recorded_and_told_to_the_model() -> None:
@@ -119,7 +119,7 @@ async def test_unknown_skill_is_not_recorded_and_told_to_the_model() -> None:
         await rt.aclose()
     assert out.invoked == ["pdf"]
     tool_msg = next(m for m in api.requests[1]["messages"] if m["role"] == "tool")
-    assert "unknown skill 'nonexistent'" in tool_msg["content"]
+    assert "Unknown skill: 'nonexistent'" in tool_msg["content"]
     assert "rollback" in tool_msg["content"]
 
 
@@ -142,7 +142,7 @@ async def test_gives_up_after_max_retries_as_an_error() -> None:
         out, _ = await probe(rt, q("x", "pdf"))
         await rt.aclose()
     assert out.error is not None
-    assert "gave up after 2 retries" in out.error
+    assert "gave up after 3 attempts" in out.error
     assert len(api.requests) == 3
 
 
@@ -152,7 +152,7 @@ async def test_timeout_is_retried_then_reported() -> None:
         out, _ = await probe(rt, q("x", "pdf"))
         await rt.aclose()
     assert out.error is not None
-    assert "Timeout" in out.error
+    assert "timed out" in out.error
     assert len(api.requests) == 2
 
 
@@ -202,3 +202,35 @@ async def test_parallel_tool_calls_each_answered() -> None:
         await rt.aclose()
     assert out.invoked == ["secrets", "pdf"]
     assert len(api.requests) == 2  # the stand-in validated that both calls were answered
+
+
+async def test_compliance_mode_offers_the_tool_environment() -> None:
+    from skillreach.models import Checks
+
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        names = [t["function"]["name"] for t in body["tools"]]
+        n_tool = sum(m["role"] == "tool" for m in body["messages"])
+        if n_tool == 0:
+            assert names == ["Skill"]
+            return completion(model="m", tool_calls=[tool_call("Skill", {"skill": "rollback"})])
+        if n_tool == 1:
+            assert names == ["Skill", "Bash", "Read", "Write", "Edit"]
+            return completion(model="m", tool_calls=[tool_call("Bash", {"command": "make rollback"})])
+        return completion(model="m", text="Rolled back.")
+
+    query = Query(
+        id="c1",
+        text="undo it",
+        expected_skill="rollback",
+        checks=Checks(tool_results={"make rollback": "rolled back to v41"}),
+    )
+    with OpenAIChat(responder=responder) as api:
+        rt = runtime(api)
+        tracker = Tracker.for_query(query, ProbeOptions(compliance=True, early_exit=False))
+        out = await rt.select(query, CATALOG, tracker)
+        await rt.aclose()
+    assert out.error is None
+    assert out.invoked == ["rollback"]
+    assert [(c.tool, c.input) for c in out.tool_calls] == [("Bash", {"command": "make rollback"})]
+    assert out.final_text == "Rolled back."
+    assert api.requests[2]["messages"][-1]["content"] == "rolled back to v41"

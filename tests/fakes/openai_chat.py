@@ -25,6 +25,7 @@ times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow (timeouts
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -182,7 +183,8 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(data)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                self.wfile.write(data)
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):

@@ -93,6 +93,8 @@ class PowerAdvice(_Frozen):
         parts = []
         if self.runs_per_case_needed is not None:
             parts.append(f"{self.runs_per_case_needed} runs per case (now {self.runs_per_case})")
+        elif self.runs_per_case < 2:
+            parts.append("runs per case: unknown from one run per case (no within-case spread to measure)")
         elif self.cases >= 2:
             parts.append("more runs per case alone cannot (the spread is between cases)")
         if self.cases_needed is not None:
@@ -255,7 +257,7 @@ def power_advice(
     need_k = required_cases(effect, sd) if sd > 0 else (2 if cases < 2 else None)
     need_r: int | None = None
     runs = max(1, runs_per_case)
-    if cases >= 2 and within > 0:
+    if cases >= 2 and within > 0 and runs >= 2:
 
         def enough(r: int) -> bool:
             return t_test_power(effect, math.sqrt(between + within * runs / r), cases) >= POWER

@@ -282,6 +282,12 @@ def test_more_spread_needs_more_runs_and_cases() -> None:
     assert (b.cases_needed or 0) > (a.cases_needed or 0)
 
 
+def test_one_run_per_case_cannot_tell_runs_needed() -> None:
+    adv = power_advice(-0.05, [-0.5, 0.4, -0.3, 0.2], within=0.0, cases=4, runs_per_case=1)
+    assert adv.runs_per_case_needed is None
+    assert "unknown from one run per case" in adv.sentence()
+
+
 def test_runs_cannot_help_when_spread_is_between_cases() -> None:
     diffs = [-0.5, 0.4, -0.45, 0.35, -0.5, 0.4]
     adv = power_advice(-0.05, diffs, within=0.0001, cases=6, runs_per_case=10)

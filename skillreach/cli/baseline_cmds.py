@@ -210,7 +210,7 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
     table = Table(title=f"{cmp.skill}: {cmp.base_id} → {cmp.new_id}", title_justify="left")
     for col, just in (
         ("metric", "left"),
-        ("cases", "left"),
+        ("cohort", "left"),
         ("gate", "right"),
         ("baseline", "right"),
         ("new", "right"),
@@ -657,7 +657,7 @@ def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]
             f"{', '.join(changes.removed) or '–'}): every skill re-checked.\n"
         )
     out += [
-        "| skill | metric | cases | baseline | new | Δ paired | 95% CI | verdict |",
+        "| skill | metric | cohort | baseline | new | Δ paired | 95% CI | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:

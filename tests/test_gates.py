@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value
@@ -401,3 +403,46 @@ def test_cli_compare_gate_from_config(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["baseline", "compare", str(base), str(drop), "--config", str(cfg)]) == 0
     capsys.readouterr()
     assert main(["baseline", "compare", str(base), str(drop)]) == 1
+
+
+# ------------------------------------------------------------------------------------------ properties
+
+_cases = st.dictionaries(
+    st.sampled_from([f"q{i}" for i in range(12)]),
+    st.lists(st.integers(0, 1), min_size=1, max_size=5),
+    min_size=1,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cases)
+def test_a_record_compared_with_itself_is_ok(acts: dict[str, list[int]]) -> None:
+    rec = make_record(acts)
+    cmp = compare(rec, rec.model_copy(update={"baseline_id": "n"}))
+    assert cmp.exit_code == 0
+    r = _result(cmp, "activation")
+    assert r.mean_diff == 0
+    assert r.ci95 == (0.0, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cases, _cases)
+def test_interval_contains_the_mean_and_verdict_follows_the_rule(
+    a: dict[str, list[int]], b: dict[str, list[int]]
+) -> None:
+    cmp = compare(make_record(a), make_record(b, bid="n"))
+    r = _result(cmp, "activation")
+    paired = sorted(set(a) & set(b))
+    if not paired:
+        assert r.verdict is Verdict.na
+        return
+    assert r.ci95 is not None
+    assert r.mean_diff is not None
+    assert r.ci95[0] <= r.mean_diff <= r.ci95[1]
+    if r.mean_diff >= -0.05:
+        assert r.verdict is Verdict.ok
+    else:
+        assert r.verdict is (Verdict.breach if r.ci95[1] < 0 else Verdict.inconclusive)
+    mv = make_record(b).metrics["activation"]
+    assert mv is not None
+    assert 0.0 <= mv.ci95[0] <= mv.value <= mv.ci95[1] <= 1.0

@@ -19,10 +19,13 @@ Policies beyond the spec, each stated in the artifact when it applies:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -36,7 +39,7 @@ from skillreach.artifacts import (
     RuntimeInfo,
 )
 from skillreach.errors import InputError
-from skillreach.models import NO_SKILL, Catalog, ProbeRecord, QuerySet
+from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QuerySet
 from skillreach.stats import wilson
 
 try:  # orjson is several times faster on a million lines; the standard library reads the same JSON
@@ -336,7 +339,7 @@ class _Builder:
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def _rate(hits: int | float, n: int) -> float | None:
+def _rate(hits: float, n: int) -> float | None:
     return None if n == 0 else float(hits) / n
 
 
@@ -349,180 +352,204 @@ def _ci(hits: int, n: int) -> tuple[float, float] | None:
     return (0.0 if hits == 0 else lo, 1.0 if hits == n else hi)
 
 
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return off
+
+
 def _csr_gather(flat: np.ndarray, off: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The CSR sequences of ``rows`` (in that order): (flat, lengths)."""
     lengths = (off[1:] - off[:-1])[rows]
-    total = int(lengths.sum())
-    starts = off[:-1][rows]
-    new_off = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_off[1:])
-    index = np.repeat(starts - new_off[:-1], lengths) + np.arange(total, dtype=np.int64)
+    new_off = _offsets(lengths)
+    index = np.repeat(off[:-1][rows] - new_off[:-1], lengths) + np.arange(int(new_off[-1]), dtype=np.int64)
     return flat[index], lengths
 
 
-def _firsts(flat: np.ndarray, lengths: np.ndarray, empty: int) -> np.ndarray:
-    """The first element of every sequence, ``empty`` for an empty one."""
-    out = np.full(len(lengths), empty, dtype=np.int64)
-    has = lengths > 0
-    starts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    out[has] = flat[starts[has]]
-    return out
+def _firsts(flat: np.ndarray, off: np.ndarray, lengths: np.ndarray, empty: int) -> np.ndarray:
+    """The first element of every CSR sequence, ``empty`` for an empty one."""
+    if len(flat) == 0:
+        return np.full(len(lengths), empty, dtype=np.int64)
+    return np.where(lengths > 0, flat[np.minimum(off[:-1], len(flat) - 1)], empty)
 
 
-# ---------------------------------------------------------------------------------------------- score
+def _last_per_key(key: np.ndarray) -> np.ndarray:
+    """Indices of the last occurrence of every distinct key, in ascending key order."""
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    size = int(key.max()) + 1
+    if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
+        last = np.full(size, -1, dtype=np.int64)
+        np.maximum.at(last, key, np.arange(n, dtype=np.int64))
+        return last[last >= 0]
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    keep = np.ones(n, dtype=bool)
+    keep[:-1] = ks[1:] != ks[:-1]
+    return order[keep]
 
 
-def score(
-    query_set: QuerySet,
-    probes: ProbeTable | Iterable[ProbeRecord],
-    catalog: Catalog | None = None,
-    *,
-    runtime_info: RuntimeInfo | Mapping[str, Any] | None = None,
-    attempts: int | None = None,
-) -> Artifact:
-    """Score ``probes`` of ``query_set`` into an :class:`Artifact` (``digest`` is set when written).
+# ------------------------------------------------------------------------------------ the two sides
 
-    ``catalog`` gives the labels (every skill of it, plus ``NO_SKILL``); without one they are the
-    skills seen in the queries and probes, and the artifact's catalog strategy says ``inferred``.
-    ``runtime_info`` defaults to what the probes record; ``attempts`` to the highest attempt seen.
-    """
-    table = probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
-    warnings = list(table.warnings)
-    queries = sorted(query_set.queries, key=lambda q: q.id)
-    ids = [q.id for q in queries]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i, j in itertools.pairwise(ids) if i == j)
-        raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
-    n_q = len(queries)
-    qindex = {qid: i for i, qid in enumerate(ids)}
 
-    # ---- provenance checks
-    if len(table.fingerprints) > 1:
-        raise InputError(
-            f"{table.source}: probes of {len(table.fingerprints)} different study configurations "
-            "(fingerprints) are mixed; score each study's probes separately"
-        )
-    runtimes = sorted(r for r in table.runtimes if r)
-    if len(runtimes) > 1:
-        raise InputError(
-            f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
-            "score each runtime's probes separately"
-        )
+@dataclass
+class _Queries:
+    """The query set by columns, sorted by id (so that samples and outcomes come in id order)."""
 
-    # ---- labels
+    items: list[Query]
+    index: dict[str, int]
+    truth: np.ndarray
+    """Query → label code of its truth (``NO_SKILL`` for out of scope)."""
+    in_scope: np.ndarray
+    acceptable: np.ndarray
+    """(queries × widest acceptable list) codes, -1 padded."""
+    checked: np.ndarray
+    """Query → carries compliance or quality checks."""
+    info: list[QueryInfo]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _labels(queries: Sequence[Query], table: ProbeTable, catalog: Catalog | None) -> list[str]:
+    """Every catalog skill (or every skill seen, without a catalog) in name order, then ``NO_SKILL``."""
     if catalog is not None:
-        skill_names = sorted(catalog.names)
-        known = set(skill_names)
+        known = set(catalog.names)
         for qu in queries:
             if qu.expected_skill is not None and qu.expected_skill not in known:
                 raise InputError(
                     f"query {qu.id!r} expects skill {qu.expected_skill!r}, which is not in the catalog "
                     f"{catalog.id!r}; pass the --skills the queries were written for"
                 )
-    else:
-        seen: set[str] = set(table.skill_vocab)
-        for qu in queries:
-            if qu.expected_skill is not None:
-                seen.add(qu.expected_skill)
-            seen.update(qu.acceptable_skills)
-        seen.discard(NO_SKILL)
-        skill_names = sorted(seen)
-    labels = [*skill_names, NO_SKILL]
-    n_labels = len(labels)
-    no = n_labels - 1
-    # The extended name space: labels, then names outside the catalog (acceptable or invoked).
-    ext: dict[str, int] = {name: i for i, name in enumerate(labels)}
+        return [*sorted(known), NO_SKILL]
+    seen: set[str] = set(table.skill_vocab)
     for qu in queries:
-        for a in qu.acceptable_skills:
-            ext.setdefault(a, len(ext))
-    for s in table.skill_vocab:
-        ext.setdefault(s, len(ext))
-    n_ext = len(ext)
-    names = list(ext)
+        if qu.expected_skill is not None:
+            seen.add(qu.expected_skill)
+        seen.update(qu.acceptable_skills)
+    seen.discard(NO_SKILL)
+    return [*sorted(seen), NO_SKILL]
 
-    truth_q = np.array([ext[qu.truth] for qu in queries], dtype=np.int64)
-    in_scope_q = np.array([qu.in_scope for qu in queries], dtype=bool)
 
-    # ---- probes → queries, superseded records dropped
-    vq = np.array([qindex.get(v, -1) for v in table.query_vocab], dtype=np.int64)
-    if len(vq) and (vq < 0).any():
+def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
+    """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
+    items = sorted(query_set.queries, key=attrgetter("id"))
+    ids = [qu.id for qu in items]
+    index = dict(zip(ids, range(len(ids)), strict=True))
+    if len(index) != len(ids):
+        dup = next(a for a, b in itertools.pairwise(ids) if a == b)
+        raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
+    no = ext[NO_SKILL]
+    expected = [qu.expected_skill for qu in items]
+    acceptable = [qu.acceptable_skills for qu in items]
+    width = max(map(len, acceptable), default=0)
+    acc = np.full((len(items), width), -1, dtype=np.int64)
+    if width:
+        for i, names in enumerate(acceptable):
+            for j, a in enumerate(names):
+                acc[i, j] = ext.setdefault(a, len(ext))
+    truths = [NO_SKILL if e is None else e for e in expected]
+    return _Queries(
+        items=items,
+        index=index,
+        truth=np.array([no if e is None else ext[e] for e in expected], dtype=np.int64),
+        in_scope=np.array([e is not None for e in expected], dtype=bool),
+        acceptable=acc,
+        checked=np.array([qu.checks is not None for qu in items], dtype=bool),
+        info=list(zip(ids, [qu.kind._value_ for qu in items], truths, acceptable, strict=True)),
+    )
+
+
+@dataclass
+class _Probes:
+    """The probes that count (superseded records dropped), in (query id, attempt) order."""
+
+    sel: np.ndarray
+    """Position → row of the table."""
+    q: np.ndarray
+    attempt: np.ndarray
+    err: np.ndarray
+    errors: dict[int, str]
+    raw: np.ndarray
+    raw_off: np.ndarray
+    kept: np.ndarray
+    """``scored_inv`` of every scored probe, CSR (errored probes have none)."""
+    kept_off: np.ndarray
+    kept_len: np.ndarray
+    predicted: np.ndarray
+    """Label code of ``predicted``; -1 for an errored probe."""
+    raw_predicted: np.ndarray
+    truth: np.ndarray
+    in_scope: np.ndarray
+    reach: np.ndarray
+    """Expected skill ∈ scored_inv."""
+    recip: np.ndarray
+    """1/rank of the expected skill in scored_inv, 0 when absent."""
+
+    @property
+    def scored(self) -> np.ndarray:
+        return ~self.err
+
+
+def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
+    vq = np.array([qs.index.get(v, -1) for v in table.query_vocab], dtype=np.int64)
+    if (vq < 0).any():
         bad = int(np.flatnonzero(vq < 0)[0])
         row = int(np.flatnonzero(table.q == bad)[0])
         raise InputError(
             f"{table.where(row)}: probe of query {table.query_vocab[bad]!r}, which is not in the query "
             "set; score with the query set the probes were run with"
         )
-    row_q = vq[table.q] if len(table) else np.zeros(0, dtype=np.int64)
-    max_att = int(table.attempt.max()) if len(table) else 0
-    key = row_q * (max_att + 1) + table.attempt
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    last = np.ones(len(ks), dtype=bool)
-    if len(ks):
-        last[:-1] = ks[1:] != ks[:-1]
-    sel = order[last]  # rows kept, in (query id, attempt) order
-    superseded = len(table) - len(sel)
-    if superseded:
-        warnings.append(
-            f"{superseded} earlier probe record(s) superseded by a later record of the same query "
-            "and attempt (a resumed study); their usage is still counted"
-        )
+    row_q = vq[table.q]
+    width = int(table.attempt.max()) + 1 if len(table) else 1
+    sel = _last_per_key(row_q * width + table.attempt)
     m = len(sel)
-    qi = row_q[sel]
-    att = table.attempt[sel]
-    pos = np.full(len(table), -1, dtype=np.int64)
-    pos[sel] = np.arange(m, dtype=np.int64)
+    q = row_q[sel]
     err = np.zeros(m, dtype=bool)
     errors: dict[int, str] = {}
-    for r, msg in table.errors.items():
-        at = int(pos[r])
-        if at >= 0:
-            err[at] = True
-            errors[at] = msg
+    if table.errors:
+        pos = np.full(len(table), -1, dtype=np.int64)
+        pos[sel] = np.arange(m, dtype=np.int64)
+        for r, msg in table.errors.items():
+            at = int(pos[r])
+            if at >= 0:
+                err[at] = True
+                errors[at] = msg
 
-    if attempts is None:
-        attempts = max(max_att, 1)
-    within = int((att <= attempts).sum())
-    missing = max(0, n_q * attempts - within)
-    if missing:
-        warnings.append(f"{missing} of {n_q * attempts} query × attempt pairs have no probe")
-
-    # ---- raw sequences, acceptable skills removed
     lut = np.array([ext[s] for s in table.skill_vocab], dtype=np.int64)
     raw_flat, raw_len = _csr_gather(table.inv_flat, table.inv_off, sel)
     raw = lut[raw_flat] if len(raw_flat) else raw_flat
+    raw_off = _offsets(raw_len)
     rowof = np.repeat(np.arange(m, dtype=np.int64), raw_len)
-    acc_keys = np.array(
-        sorted(i * n_ext + ext[a] for i, qu in enumerate(queries) for a in qu.acceptable_skills),
-        dtype=np.int64,
-    )
-    drop = err[rowof]
-    if len(acc_keys):
-        drop |= np.isin(qi[rowof] * n_ext + raw, acc_keys)
-    kept = raw[~drop]
-    kept_row = rowof[~drop]
-    kept_len = np.bincount(kept_row, minlength=m).astype(np.int64)
+    drop = err[rowof] if errors else np.zeros(len(raw), dtype=bool)
+    if qs.acceptable.shape[1] and len(raw):
+        acc_of = qs.acceptable[q[rowof]]
+        for j in range(qs.acceptable.shape[1]):
+            drop |= raw == acc_of[:, j]
+    if drop.any():
+        kept, kept_row = raw[~drop], rowof[~drop]
+        kept_len = np.bincount(kept_row, minlength=m).astype(np.int64)
+        kept_off = _offsets(kept_len)
+    else:
+        kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
     outside = kept >= n_labels
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
         r = int(sel[kept_row[i]])
+        names = list(ext)
         raise InputError(
             f"{table.where(r)}: probe of query {table.query_vocab[int(table.q[r])]!r} invoked "
             f"{names[int(kept[i])]!r}, which is not in the catalog; pass the --skills the probes were "
             "run with"
         )
-
-    predicted = _firsts(kept, kept_len, no)
+    no = n_labels - 1
+    predicted = _firsts(kept, kept_off, kept_len, no)
     predicted[err] = -1
-    raw_pred = _firsts(raw, raw_len, no)
-    truth = truth_q[qi]
-    in_scope = in_scope_q[qi]
-    scored = ~err
+    truth = qs.truth[q]
 
-    # ---- trajectory: first position of the expected skill in scored_inv
-    hit = kept == truth[kept_row]
-    hit_idx = np.flatnonzero(hit)
+    # first position of the expected skill in scored_inv (positions rise within a probe)
+    hit_idx = np.flatnonzero(kept == truth[kept_row])
     reach = np.zeros(m, dtype=bool)
     recip = np.zeros(m, dtype=np.float64)
     if len(hit_idx):
@@ -530,59 +557,82 @@ def score(
         first = np.ones(len(hit_rows), dtype=bool)
         first[1:] = hit_rows[1:] != hit_rows[:-1]
         rows = hit_rows[first]
-        kept_off = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(kept_len, out=kept_off[1:])
-        rank = hit_idx[first] - kept_off[rows] + 1
         reach[rows] = True
-        recip[rows] = 1.0 / rank
+        recip[rows] = 1.0 / (hit_idx[first] - kept_off[rows] + 1)
+    return _Probes(
+        sel=sel,
+        q=q,
+        attempt=table.attempt[sel],
+        err=err,
+        errors=errors,
+        raw=raw,
+        raw_off=raw_off,
+        kept=kept,
+        kept_off=kept_off,
+        kept_len=kept_len,
+        predicted=predicted,
+        raw_predicted=_firsts(raw, raw_off, raw_len, no),
+        truth=truth,
+        in_scope=qs.in_scope[q],
+        reach=reach,
+        recip=recip,
+    )
 
-    # ---- run-level metrics
-    n_scored = int(scored.sum())
-    isc = scored & in_scope
-    oos = scored & ~in_scope
-    n_in, n_oos = int(isc.sum()), int(oos.sum())
-    abstain = predicted == no
-    correct = int((scored & (predicted == truth)).sum())
-    reached = int(reach[isc].sum())
-    abst_all = int((abstain & scored).sum())
-    abst_in = int((abstain & isc).sum())
-    abst_oos = int((abstain & oos).sum())
-    sq = qi[scored]
-    pairs = np.unique(sq * (n_ext + 1) + raw_pred[scored])
-    per_query = np.bincount(pairs // (n_ext + 1), minlength=n_q)
-    n_queries_scored = int((per_query > 0).sum())
-    n_consistent = int((per_query == 1).sum())
 
+# ------------------------------------------------------------------------------------------ figures
+
+
+def _run_level(
+    pr: _Probes, no: int
+) -> tuple[dict[str, float | None], dict[str, int], dict[str, tuple[float, float] | None]]:
+    """Every run-level rate of spec/metrics.md with its denominator and Wilson interval."""
+    scored = pr.scored
+    isc = scored & pr.in_scope
+    oos = scored & ~pr.in_scope
+    n_scored, n_in, n_oos = int(scored.sum()), int(isc.sum()), int(oos.sum())
+    abstain = pr.predicted == no
+    correct = int(np.count_nonzero(pr.predicted == pr.truth))  # errored probes predict -1
+    # consistency: probes are in query order, so each query's scored attempts are contiguous
+    n_queries = n_consistent = 0
+    if n_scored:
+        sq, rp = pr.q[scored], pr.raw_predicted[scored]
+        starts = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
+        n_queries = len(starts)
+        n_consistent = int(
+            np.count_nonzero(np.minimum.reduceat(rp, starts) == np.maximum.reduceat(rp, starts))
+        )
     hits = {
         "top1_accuracy": (correct, n_scored),
         "entrypoint_accuracy": (correct, n_scored),
-        "trajectory_reachability": (reached, n_in),
-        "abstention_rate": (abst_all, n_scored),
-        "false_abstention_rate": (abst_in, n_in),
-        "oos_detection": (abst_oos, n_oos),
-        "consistency": (n_consistent, n_queries_scored),
+        "trajectory_reachability": (int(np.count_nonzero(pr.reach & isc)), n_in),
+        "abstention_rate": (int(np.count_nonzero(abstain)), n_scored),
+        "false_abstention_rate": (int(np.count_nonzero(abstain & pr.in_scope)), n_in),
+        "oos_detection": (int(np.count_nonzero(abstain & ~pr.in_scope)), n_oos),
+        "consistency": (n_consistent, n_queries),
     }
-    assert set(hits) == set(PROPORTION_METRICS)
+    assert tuple(hits) == PROPORTION_METRICS
     metrics: dict[str, float | None] = {k: _rate(h, n) for k, (h, n) in hits.items()}
-    metrics["step_efficiency"] = _rate(float(recip[isc].sum()), n_in)
-    metrics["redundancy"] = _rate(float(np.maximum(kept_len[isc] - 1, 0).sum()), n_in)
+    metrics["step_efficiency"] = _rate(float(pr.recip[isc].sum()), n_in)
+    metrics["redundancy"] = _rate(float(np.maximum(pr.kept_len[isc] - 1, 0).sum()), n_in)
     denominators = {k: n for k, (_, n) in hits.items()}
-    denominators["step_efficiency"] = n_in
-    denominators["redundancy"] = n_in
+    denominators["step_efficiency"] = denominators["redundancy"] = n_in
     intervals = {k: _ci(h, n) for k, (h, n) in hits.items()}
+    return metrics, denominators, intervals
 
-    # ---- per class (Turn-1 conservation)
-    t, p = truth[scored], predicted[scored]
-    support = np.bincount(t, minlength=n_labels)
-    n_pred = np.bincount(p, minlength=n_labels)
-    tp = np.bincount(t[t == p], minlength=n_labels)
-    fp = n_pred - tp
-    fn = support - tp
-    traj_ok = np.where(in_scope, reach, kept_len == 0)[scored]
-    traj = np.bincount(t[traj_ok], minlength=n_labels)
+
+def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+    """Turn-1 conservation counts and rates for every label, and the macro averages."""
+    n_labels = len(labels)
+    scored = pr.scored
+    t, p = pr.truth[scored], pr.predicted[scored]
+    support = np.bincount(t, minlength=n_labels).tolist()
+    n_pred = np.bincount(p, minlength=n_labels).tolist()
+    tp = np.bincount(t[t == p], minlength=n_labels).tolist()
+    traj_ok = np.where(pr.in_scope, pr.reach, pr.kept_len == 0)[scored]
+    traj = np.bincount(t[traj_ok], minlength=n_labels).tolist()
     classes: list[dict[str, Any]] = []
     for i, label in enumerate(labels):
-        s_, pr_, tp_ = int(support[i]), int(n_pred[i]), int(tp[i])
+        s_, pr_, tp_ = support[i], n_pred[i], tp[i]
         precision = tp_ / pr_ if pr_ else 0.0
         recall = tp_ / s_ if s_ else None
         if recall is None:
@@ -595,149 +645,75 @@ def score(
                 "support": s_,
                 "predicted": pr_,
                 "tp": tp_,
-                "fp": int(fp[i]),
-                "fn": int(fn[i]),
+                "fp": pr_ - tp_,
+                "fn": s_ - tp_,
                 "precision": precision,
                 "recall": recall,
                 "f1": f1,
-                "trajectory_recall": int(traj[i]) / s_ if s_ else None,
+                "trajectory_recall": traj[i] / s_ if s_ else None,
                 "recall_ci": _ci(tp_, s_),
                 "precision_ci": _ci(tp_, pr_),
             }
         )
-    active = [c for c in classes if c["support"] > 0 or c["predicted"] > 0]
+    active = [c["precision"] for c in classes if c["support"] > 0 or c["predicted"] > 0]
     supported = [c for c in classes if c["support"] > 0]
-    metrics["macro_precision"] = math.fsum(c["precision"] for c in active) / len(active) if active else None
-    metrics["macro_recall"] = (
-        math.fsum(c["recall"] for c in supported) / len(supported) if supported else None
-    )
-    metrics["macro_f1"] = math.fsum(c["f1"] for c in supported) / len(supported) if supported else None
+    macro = {
+        "macro_precision": math.fsum(active) / len(active) if active else None,
+        "macro_recall": math.fsum(c["recall"] for c in supported) / len(supported) if supported else None,
+        "macro_f1": math.fsum(c["f1"] for c in supported) / len(supported) if supported else None,
+    }
+    return classes, macro
 
-    # ---- confusion, collisions, attractors
+
+def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cell codes, counts, cell of every probe) with cell = truth · L + predicted."""
     cell = t * n_labels + p
     if n_labels * n_labels <= _MAX_DENSE_CONFUSION:
         dense = np.bincount(cell, minlength=n_labels * n_labels)
         cells = np.flatnonzero(dense)
-        counts = dense[cells]
-    else:
-        cells, counts = np.unique(cell, return_counts=True)
-    confusion = [
-        {"expected": labels[c // n_labels], "predicted": labels[c % n_labels], "count": int(k)}
-        for c, k in zip(cells.tolist(), counts.tolist(), strict=True)
-    ]
-    collisions = _collisions(queries, labels, cell, sq, t, p, no)
-    top_attractors = _attractors(labels, classes, confusion)
-
-    # ---- compliance and quality, for probes whose query carries checks
-    compliance = np.full(m, -1, dtype=np.int8)
-    quality = np.full(m, np.nan)
-    checked = np.array([qu.checks is not None for qu in queries], dtype=bool)
-    if checked.any():
-        from skillreach.compliance import evaluate_probe
-
-        for i in np.flatnonzero(checked[qi] & scored).tolist():
-            judgement = evaluate_probe(queries[int(qi[i])], table.record(int(sel[i])))
-            if judgement.compliance is not None:
-                compliance[i] = int(judgement.compliance)
-            if judgement.quality is not None:
-                quality[i] = judgement.quality
-
-    qinfo: list[QueryInfo] = [(qu.id, qu.kind.value, qu.truth, tuple(qu.acceptable_skills)) for qu in queries]
-    kept_off_all = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(kept_len, out=kept_off_all[1:])
-    raw_off = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(raw_len, out=raw_off[1:])
-    outcomes = Outcomes(
-        queries=qinfo,
-        names=names,
-        q=qi,
-        attempt=att,
-        inv_flat=raw,
-        inv_off=raw_off,
-        scored_flat=kept,
-        scored_off=kept_off_all,
-        predicted=predicted,
-        errors=errors,
-        compliance=compliance,
-        quality=quality,
-    )
-
-    return Artifact.model_validate(
-        {
-            "tool_version": __version__,
-            "catalog": _catalog_info(query_set, catalog, skill_names),
-            "queries_digest": query_set.compute_digest(),
-            "runtime": _runtime_info(table, runtime_info, warnings),
-            "attempts": attempts,
-            "counts": {
-                "probes": m,
-                "scored": n_scored,
-                "errors": m - n_scored,
-                "queries": n_q,
-                "missing": missing,
-                "superseded": superseded,
-            },
-            "metrics": metrics,
-            "denominators": denominators,
-            "intervals": intervals,
-            "classes": classes,
-            "confusion": confusion,
-            "collisions": collisions,
-            "top_attractors": top_attractors,
-            "usage": {
-                **table.usage,
-                "cost_usd": table.cost_usd if table.priced else None,
-                "priced_probes": table.priced,
-                "duration_ms": table.duration_ms,
-            },
-            "warnings": warnings,
-            "outcomes": outcomes,
-        }
-    )
+        return cells, dense[cells], cell
+    cells, counts = np.unique(cell, return_counts=True)
+    return cells, counts, cell
 
 
-def _collisions(  # noqa: PLR0917 - private, called once with columns
-    queries: Sequence[Any],
-    labels: Sequence[str],
-    cell: np.ndarray,
-    sq: np.ndarray,
-    t: np.ndarray,
-    p: np.ndarray,
-    no: int,
-) -> list[dict[str, Any]]:
+def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[dict[str, Any]]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
-    n_labels = len(labels)
+    n_labels, no = len(labels), len(labels) - 1
+    scored = pr.scored
+    t, p, sq = pr.truth[scored], pr.predicted[scored], pr.q[scored]
     mask = (p != t) & (p != no)
     if not mask.any():
         return []
-    c_cell, c_q = cell[mask], sq[mask]
-    cells, counts = np.unique(c_cell, return_counts=True)
+    c_cell = cell[mask]
     # distinct (cell, query) pairs, sorted by cell then query id
-    pair = np.unique(c_cell * len(queries) + c_q)
-    pair_cell = pair // len(queries)
-    pair_q = pair % len(queries)
-    start = np.searchsorted(pair_cell, cells)
-    end = np.searchsorted(pair_cell, cells, side="right")
-    out = []
-    for c, k, a, b in zip(cells.tolist(), counts.tolist(), start.tolist(), end.tolist(), strict=True):
-        out.append(
-            {
-                "expected": labels[c // n_labels],
-                "predicted": labels[c % n_labels],
-                "count": int(k),
-                "queries": b - a,
-                "samples": [
-                    {"query_id": queries[j].id, "text": queries[j].text}
-                    for j in pair_q[a : min(b, a + _SAMPLES)].tolist()
-                ],
-            }
-        )
+    pair = np.sort(c_cell * len(qs) + sq[mask])
+    pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
+    pair_cell, pair_q = np.divmod(pair, len(qs))
+    per_cell = np.bincount(c_cell)
+    cells = np.flatnonzero(per_cell)
+    counts = per_cell[cells]
+    start = np.searchsorted(pair_cell, cells).tolist()
+    end = np.searchsorted(pair_cell, cells, side="right").tolist()
+    pq = pair_q.tolist()
+    items = qs.items
+    out = [
+        {
+            "expected": labels[c // n_labels],
+            "predicted": labels[c % n_labels],
+            "count": k,
+            "queries": b - a,
+            "samples": [
+                {"query_id": items[j].id, "text": items[j].text} for j in pq[a : min(b, a + _SAMPLES)]
+            ],
+        }
+        for c, k, a, b in zip(cells.tolist(), counts.tolist(), start, end, strict=True)
+    ]
     out.sort(key=lambda c: (-c["count"], c["expected"], c["predicted"]))
     return out
 
 
 def _attractors(
-    labels: Sequence[str], classes: Sequence[Mapping[str, Any]], confusion: Sequence[Mapping[str, Any]]
+    classes: Sequence[Mapping[str, Any]], confusion: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Skills (not NO_SKILL) with fp > 0, by fp descending then name, with whom they pull from."""
     sources: dict[str, list[tuple[int, str]]] = {}
@@ -760,6 +736,165 @@ def _attractors(
     ]
     out.sort(key=lambda a: (-a["fp"], a["skill"]))
     return out
+
+
+def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np.ndarray]:
+    """Compliance (-1 none, 0, 1) and quality (NaN none) of every scored probe whose query has checks."""
+    m = len(pr.q)
+    compliance = np.full(m, -1, dtype=np.int8)
+    quality = np.full(m, np.nan)
+    todo = np.flatnonzero(qs.checked[pr.q] & pr.scored)
+    if len(todo):
+        from skillreach.compliance import evaluate_probe
+
+        for i in todo.tolist():
+            judgement = evaluate_probe(qs.items[int(pr.q[i])], table.record(int(pr.sel[i])))
+            if judgement.compliance is not None:
+                compliance[i] = int(judgement.compliance)
+            if judgement.quality is not None:
+                quality[i] = judgement.quality
+    return compliance, quality
+
+
+# ---------------------------------------------------------------------------------------------- score
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a burst of acyclic objects is built.
+
+    A large study builds tens of thousands of small dicts and models (confusion cells, collisions);
+    each burst would otherwise make the collector walk every live object (the query set's models
+    included) again and again — measured 3× the scoring time at a million probes. Reference counting
+    still frees everything; the previous state is restored on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def score(
+    query_set: QuerySet,
+    probes: ProbeTable | Iterable[ProbeRecord],
+    catalog: Catalog | None = None,
+    *,
+    runtime_info: RuntimeInfo | Mapping[str, Any] | None = None,
+    attempts: int | None = None,
+) -> Artifact:
+    """Score ``probes`` of ``query_set`` into an :class:`Artifact` (``digest`` is set when written).
+
+    ``catalog`` gives the labels (every skill of it, plus ``NO_SKILL``); without one they are the
+    skills seen in the queries and probes, and the artifact's catalog strategy says ``inferred``.
+    ``runtime_info`` defaults to what the probes record; ``attempts`` to the highest attempt seen.
+    Raises :class:`InputError` for a probe of a query outside the set, a skill outside the catalog,
+    or probes of different studies mixed in one log.
+    """
+    table = probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
+    with _cyclic_gc_paused():
+        return _score(query_set, table, catalog, runtime_info, attempts)
+
+
+def _score(
+    query_set: QuerySet,
+    table: ProbeTable,
+    catalog: Catalog | None,
+    runtime_info: RuntimeInfo | Mapping[str, Any] | None,
+    attempts: int | None,
+) -> Artifact:
+    warnings = list(table.warnings)
+    if len(table.fingerprints) > 1:
+        raise InputError(
+            f"{table.source}: probes of {len(table.fingerprints)} different study configurations "
+            "(fingerprints) are mixed; score each study's probes separately"
+        )
+    runtimes = sorted(r for r in table.runtimes if r)
+    if len(runtimes) > 1:
+        raise InputError(
+            f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
+            "score each runtime's probes separately"
+        )
+    labels = _labels(query_set.queries, table, catalog)
+    n_labels, no = len(labels), len(labels) - 1
+    ext = {name: i for i, name in enumerate(labels)}
+    qs = _query_columns(query_set, ext)
+    for s in table.skill_vocab:
+        ext.setdefault(s, len(ext))
+    pr = _probe_columns(table, qs, ext, n_labels)
+
+    m = len(pr.q)
+    superseded = len(table) - m
+    if superseded:
+        warnings.append(
+            f"{superseded} earlier probe record(s) superseded by a later record of the same query "
+            "and attempt (a resumed study); their usage is still counted"
+        )
+    if attempts is None:
+        attempts = max(int(pr.attempt.max()) if m else 1, 1)
+    missing = max(0, len(qs) * attempts - int(np.count_nonzero(pr.attempt <= attempts)))
+    if missing:
+        warnings.append(f"{missing} of {len(qs) * attempts} query × attempt pairs have no probe")
+
+    metrics, denominators, intervals = _run_level(pr, no)
+    classes, macro = _per_class(pr, labels)
+    metrics.update(macro)
+    scored = pr.scored
+    cells, counts, cell = _confusion(pr.truth[scored], pr.predicted[scored], n_labels)
+    confusion = [
+        {"expected": labels[c // n_labels], "predicted": labels[c % n_labels], "count": k}
+        for c, k in zip(cells.tolist(), counts.tolist(), strict=True)
+    ]
+    compliance, quality = _judge(pr, qs, table)
+    outcomes = Outcomes(
+        queries=qs.info,
+        names=list(ext),
+        q=pr.q,
+        attempt=pr.attempt,
+        inv_flat=pr.raw,
+        inv_off=pr.raw_off,
+        scored_flat=pr.kept,
+        scored_off=pr.kept_off,
+        predicted=pr.predicted,
+        errors=pr.errors,
+        compliance=compliance,
+        quality=quality,
+    )
+    n_scored = int(scored.sum())
+    return Artifact.model_validate(
+        {
+            "tool_version": __version__,
+            "catalog": _catalog_info(query_set, catalog, labels[:-1]),
+            "queries_digest": query_set.provenance.digest or query_set.compute_digest(),
+            "runtime": _runtime_info(table, runtime_info, warnings),
+            "attempts": attempts,
+            "counts": {
+                "probes": m,
+                "scored": n_scored,
+                "errors": m - n_scored,
+                "queries": len(qs),
+                "missing": missing,
+                "superseded": superseded,
+            },
+            "metrics": metrics,
+            "denominators": denominators,
+            "intervals": intervals,
+            "classes": classes,
+            "confusion": confusion,
+            "collisions": _collisions(pr, qs, labels, cell),
+            "top_attractors": _attractors(classes, confusion),
+            "usage": {
+                **table.usage,
+                "cost_usd": table.cost_usd if table.priced else None,
+                "priced_probes": table.priced,
+                "duration_ms": table.duration_ms,
+            },
+            "warnings": warnings,
+            "outcomes": outcomes,
+        }
+    )
 
 
 def _catalog_info(query_set: QuerySet, catalog: Catalog | None, skill_names: list[str]) -> dict[str, Any]:

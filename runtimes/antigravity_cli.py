@@ -32,10 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from runtimes.pi import base_env, find_executable, lay_out_skills, run_json_lines, skill_for_path
+from runtimes.base import Outcome, Tracker
+from runtimes.pi import (
+    base_env,
+    find_executable,
+    lay_out_skills,
+    report_skill,
+    run_json_lines,
+    skill_for_path,
+)
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.settings import Settings
 
 __all__ = ["AgyStream", "AntigravityCliRuntime"]
 
@@ -53,7 +61,7 @@ class AntigravityCliRuntime:
         self,
         *,
         model: str | None = None,
-        options: ProbeOptions | None = None,
+        settings: Settings | None = None,
         agy_path: str | None = None,
         credentials_dir: str | Path | None = None,
         extra_args: tuple[str, ...] = (),
@@ -61,8 +69,8 @@ class AntigravityCliRuntime:
         env: dict[str, str] | None = None,
         **_ignored: Any,
     ) -> None:
-        self.options = options or ProbeOptions()
-        self.model = model or self.options.model
+        self.settings = settings or Settings()
+        self.model = model or self.settings.model
         self.executable = find_executable(agy_path, "agy", "SKILLREACH_AGY_PATH", AGY_INSTALL_HINT)
         self.credentials_dir = Path(credentials_dir).expanduser() if credentials_dir else None
         if self.credentials_dir is not None and not self.credentials_dir.is_dir():
@@ -70,7 +78,7 @@ class AntigravityCliRuntime:
                 f"{self.credentials_dir}: credentials_dir is not a folder (agy's sign-in state)"
             )
         self.extra_args = tuple(extra_args)
-        self.timeout_s = timeout_s if timeout_s is not None else self.options.timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self.extra_env = dict(env or {})
 
     async def aclose(self) -> None:
@@ -167,7 +175,7 @@ class AgyStream:
         if skill is None:
             self.tool_calls.append(ToolCall(tool=name, input=params))
             return True
-        return self.tracker.invoke(skill)
+        return report_skill(self.tracker, skill)
 
     def _result(self, event: dict[str, Any]) -> None:
         stats = event.get("stats") or {}

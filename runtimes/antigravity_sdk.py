@@ -33,10 +33,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from runtimes.pi import lay_out_skills, skill_for_path
+from runtimes.base import Outcome, Tracker
+from runtimes.pi import lay_out_skills, report_skill, skill_for_path
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.settings import Settings
 
 __all__ = ["AntigravitySdkRuntime"]
 
@@ -52,7 +53,7 @@ class AntigravitySdkRuntime:
         self,
         *,
         model: str | None = None,
-        options: ProbeOptions | None = None,
+        settings: Settings | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
         vertex: bool = False,
@@ -72,8 +73,8 @@ class AntigravitySdkRuntime:
             ) from exc
         from google.antigravity.models import DEFAULT_MODEL
 
-        self.options = options or ProbeOptions()
-        self.model = model or self.options.model or DEFAULT_MODEL
+        self.settings = settings or Settings()
+        self.model = model or self.settings.model or DEFAULT_MODEL
         self.base_url = (
             base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or os.environ.get("GEMINI_BASE_URL") or None
         )
@@ -88,7 +89,7 @@ class AntigravitySdkRuntime:
             )
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.options.timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
 
     def __repr__(self) -> str:  # never shows the key
         return f"AntigravitySdkRuntime(model={self.model!r}, base_url={self.base_url!r})"
@@ -168,10 +169,7 @@ class AntigravitySdkRuntime:
                 if skill is None:
                     tool_calls.append(ToolCall(tool=str(call.name), input=args))
                     return HookResult(allow=True)
-                if tracker.done:
-                    stop.set()
-                    return HookResult(allow=False, message="The task is complete; stop here.")
-                if tracker.invoke(skill):
+                if not tracker.done and report_skill(tracker, skill):
                     return HookResult(allow=True)
                 stop.set()
                 return HookResult(allow=False, message="The task is complete; stop here.")

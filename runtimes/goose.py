@@ -45,10 +45,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from runtimes.pi import base_env, find_executable, lay_out_skills, run_json_lines, skill_for_path
+from runtimes.base import Outcome, Tracker
+from runtimes.pi import (
+    base_env,
+    find_executable,
+    lay_out_skills,
+    report_skill,
+    run_json_lines,
+    skill_for_path,
+)
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
+from skillreach.settings import Settings
 
 __all__ = ["GooseRuntime", "GooseStream"]
 
@@ -69,7 +77,7 @@ class GooseRuntime:
         self,
         *,
         model: str | None = None,
-        options: ProbeOptions | None = None,
+        settings: Settings | None = None,
         goose_path: str | None = None,
         provider: str = "anthropic",
         base_url: str | None = None,
@@ -80,8 +88,8 @@ class GooseRuntime:
         check_residency: bool = True,
         **_ignored: Any,
     ) -> None:
-        self.options = options or ProbeOptions()
-        self.model = model or self.options.model
+        self.settings = settings or Settings()
+        self.model = model or self.settings.model
         self.executable = find_executable(goose_path, "goose", "SKILLREACH_GOOSE_PATH", GOOSE_INSTALL_HINT)
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
@@ -92,7 +100,7 @@ class GooseRuntime:
                 f"base_url works with {', '.join(sorted(_HOST_ENV))}"
             )
         self.builtins = [skills_extension, *extra_builtins]
-        self.timeout_s = timeout_s if timeout_s is not None else self.options.timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self.extra_env = dict(env or {})
         self.check_residency = check_residency
         self.non_catalog_residents: list[str] = []
@@ -285,7 +293,7 @@ class GooseStream:
         if skill is None:
             self.tool_calls.append(ToolCall(tool=full_name, input=args))
             return True
-        return self.tracker.invoke(skill)
+        return report_skill(self.tracker, skill)
 
     def _skill_of(self, short: str, args: dict[str, Any]) -> str | None:
         key = _LOAD_TOOLS.get(short)

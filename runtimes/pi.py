@@ -50,9 +50,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
+from runtimes.base import Outcome, Tracker
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
+from skillreach.settings import Settings
 
 __all__ = [
     "KEY_VARIABLES",
@@ -62,6 +63,7 @@ __all__ = [
     "find_executable",
     "lay_out_skills",
     "parse_pi_events",
+    "report_skill",
     "run_json_lines",
     "skill_for_path",
     "tool_version",
@@ -106,7 +108,7 @@ class PiRuntime:
         self,
         *,
         model: str | None = None,
-        options: ProbeOptions | None = None,
+        settings: Settings | None = None,
         pi_path: str | None = None,
         provider: str = "anthropic",
         base_url: str | None = None,
@@ -119,8 +121,8 @@ class PiRuntime:
         max_retries: int = 6,
         **_ignored: Any,
     ) -> None:
-        self.options = options or ProbeOptions()
-        self.model = model or self.options.model
+        self.settings = settings or Settings()
+        self.model = model or self.settings.model
         self.executable = find_executable(pi_path, "pi", "SKILLREACH_PI_PATH", PI_INSTALL_HINT)
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
@@ -134,7 +136,7 @@ class PiRuntime:
             raise ConfigError(f"pi tools must be read-only (read, grep, find, ls); got {', '.join(writing)}")
         self.tools = ",".join(names) or "read"
         self.thinking = thinking
-        self.timeout_s = timeout_s if timeout_s is not None else self.options.timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self.extra_env = dict(env or {})
         self.check_residency = check_residency
         self.max_retries = max_retries
@@ -291,7 +293,7 @@ class PiStream:
             if skill is None:
                 self.tool_calls.append(ToolCall(tool=name, input=args))
                 return True
-            return self.tracker.invoke(skill)
+            return report_skill(self.tracker, skill)
         return True
 
     def _message(self, message: dict[str, Any]) -> None:
@@ -332,6 +334,18 @@ def parse_pi_events(lines: list[str], skill_dirs: dict[str, Path], cwd: Path, tr
 
 
 # ============================================================ helpers shared by the CLI runtimes
+
+
+def report_skill(tracker: Tracker, skill: str) -> bool:
+    """Report a skill activation; True when the agent may go on.
+
+    In compliance mode (``ProbeOptions.compliance``) the probe goes on after the expected skill is
+    loaded, and later skill reads are no longer routing decisions: nothing more is recorded.
+    """
+    if tracker.options.compliance and tracker.expected_loaded:
+        return True
+    go = tracker.invoke(skill)
+    return go or (tracker.options.compliance and tracker.expected_loaded)
 
 
 def find_executable(explicit: str | None, name: str, env_var: str, hint: str) -> str:

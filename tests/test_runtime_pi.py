@@ -276,3 +276,24 @@ async def test_real_pi_against_the_messages_api_stand_in(tmp_path: Path) -> None
         assert f"<name>{skill.name}</name>" in text
         assert skill.body.strip() not in text  # progressive disclosure: no body before a read
     assert out.usage.input_tokens > 0
+
+
+async def test_compliance_mode_goes_on_after_the_target(stub: dict[str, Any]) -> None:
+    stub["plan"]({"x": ["pdf", "secrets", {"tool": "ls", "args": {"path": "."}}]})
+    query = q("x", "pdf")
+    tracker = Tracker.for_query(query, ProbeOptions(max_turns=1, early_exit=False, compliance=True))
+    out = await runtime(stub, tools="read,ls").select(query, stub["catalog"], tracker)
+    assert out.error is None
+    assert out.invoked == ["pdf"]  # later skill reads are not routing decisions any more
+    assert [c.tool for c in out.tool_calls] == ["ls"]
+    assert (stub["log"] / "finished").exists()  # the agent was left to finish
+
+
+def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillreach.settings import Settings
+
+    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))
+    rt = get_runtime("pi", settings=Settings(model="claude-haiku-4-5", timeout_s=33))
+    assert isinstance(rt, PiRuntime)
+    assert rt.model == "claude-haiku-4-5"
+    assert rt.timeout_s == 33

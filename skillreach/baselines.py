@@ -291,7 +291,9 @@ def metric_value(per_case: Mapping[str, CaseOutcomes], metric: str) -> MetricVal
     ci = clustered_wilson(list(groups.values()))
     assert ci is not None
     value = sum(sum(g) for g in groups.values()) / n
-    return MetricValue(value=value, ci95=(ci[0], ci[1]), n=n, cases=len(groups))
+    # The Wilson interval always holds p̂; clamp away floating-point noise (5e-17 above 0 at p̂ = 0).
+    lo, hi = min(ci[0], value), max(ci[1], value)
+    return MetricValue(value=value, ci95=(lo, hi), n=n, cases=len(groups))
 
 
 def case_rates(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, float]:

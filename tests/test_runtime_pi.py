@@ -20,6 +20,8 @@ from skillreach.models import Catalog, Query, QueryKind, Skill
 
 FAKES = Path(__file__).parent / "fakes"
 STUB = FAKES / "pi_stub" / "pi"
+# Where .ci/run installs the real CLI from npm (the realcli test skips when it is not there).
+PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "skillreach" / "pi"))
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
@@ -219,7 +221,7 @@ def _real_pi() -> str | None:
     for candidate in (
         os.environ.get("SKILLREACH_TEST_PI"),
         shutil.which("pi"),
-        str(Path.home() / ".cache" / "skillreach" / "npm" / "node_modules" / ".bin" / "pi"),
+        str(PI_CACHE / "node_modules" / ".bin" / "pi"),
     ):
         if (
             candidate
@@ -237,7 +239,7 @@ async def test_real_pi_against_the_messages_api_stand_in(tmp_path: Path) -> None
     if pi is None:
         pytest.skip(
             "the real pi CLI is not installed (npm install @mariozechner/pi-coding-agent in "
-            "~/.cache/skillreach/npm, or set SKILLREACH_TEST_PI)"
+            f"{PI_CACHE}, or set SKILLREACH_TEST_PI)"
         )
     from tests.fakes.messages_api import MessagesAPI, Reply, text_reply, tool_call, turn_of
 

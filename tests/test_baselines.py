@@ -391,6 +391,17 @@ def test_record_to_stdout_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+def test_record_commit_outside_git_is_refused_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, qpath = make_artifact(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ["baseline", "record", "--artifact", "artifact.json", "--skill", "deploy", "--queries", str(qpath)]
+    assert main([*args, "--commit"]) == 2
+    assert "not inside a git work tree; --commit needs one" in capsys.readouterr().err
+    assert not (tmp_path / "baselines").exists()
+
+
 def test_record_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _art, qpath = make_artifact(tmp_path)
     code = main(

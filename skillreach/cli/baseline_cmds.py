@@ -152,6 +152,8 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             f"[yellow]note:[/] {record.skill_path} has uncommitted changes: skill_version is a content digest"
         )
     target = baselines_dir / f"{skill}.json" if commit else out
+    if commit:
+        _require_git(target if target is not None else baselines_dir)
     previous: BaselineRecord | None = None
     if commit and target is not None and target.is_file():
         previous = read_baseline(target)
@@ -176,14 +178,27 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         console.print(f"  committed {sha[:12]}: {', '.join(changes_between(previous, record))}")
 
 
-def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
-    from skillreach.baselines import _git, git_toplevel, metrics_line
+def _require_git(path: Path) -> Path:
+    """The git top of ``path`` (or of its nearest existing parent); InputError when not in a work tree."""
+    from skillreach.baselines import git_toplevel
     from skillreach.errors import InputError
 
-    top = git_toplevel(path.resolve())
+    anchor = path.resolve()
+    while not anchor.exists() and anchor != anchor.parent:
+        anchor = anchor.parent
+    top = git_toplevel(anchor)
     if top is None:
-        raise InputError(f"{path}: not inside a git work tree; --commit needs one (or use --out)")
+        raise InputError(f"{path}: not inside a git work tree; --commit needs one (or use --out FILE)")
+    return top
+
+
+def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
     import subprocess
+
+    from skillreach.baselines import _git, metrics_line
+    from skillreach.errors import InputError
+
+    top = _require_git(path)
 
     rel = os.path.relpath(path.resolve(), top.resolve())
     body = f"{subject}\n\n{metrics_line(record)}\nskill_version {record.skill_version}\n"

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runtimes.base import Outcome, Tracker
-from skillreach.errors import ConfigError
+from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
 from skillreach.settings import Settings
 
@@ -283,6 +283,10 @@ class PiStream:
         kind = event.get("type")
         if kind == "message_end":
             self._message(event.get("message") or {})
+        elif kind == "auto_retry_start":
+            self.error = None  # pi retries a transient provider error itself; judge the retry
+        elif kind == "auto_retry_end" and not event.get("success", True):
+            self.error = f"pi: {event.get('finalError') or 'retries exhausted'}"
         elif kind == "tool_execution_start":
             name = str(event.get("toolName", ""))
             raw_args = event.get("args")
@@ -407,6 +411,11 @@ def lay_out_skills(catalog: Catalog, dest: Path) -> dict[str, Path]:
     dest.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     for skill in catalog.skills:
+        if not skill.name or skill.name in (".", "..") or any(c in skill.name for c in "/\\\0"):
+            raise InputError(
+                f"skill name {skill.name!r} cannot be a folder name; agents load skills from folders "
+                "named after them (fix the SKILL.md `name`)"
+            )
         target = dest / skill.name
         source = Path(skill.folder) if skill.folder else None
         if source is not None and (source / "SKILL.md").is_file():

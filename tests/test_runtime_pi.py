@@ -299,3 +299,26 @@ def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(rt, PiRuntime)
     assert rt.model == "claude-haiku-4-5"
     assert rt.timeout_s == 33
+
+
+def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
+    from runtimes.pi import PiStream, lay_out_skills
+    from skillreach.errors import InputError
+
+    state = PiStream({}, tmp_path, Tracker("x", max_turns=3))
+    state.feed(
+        {
+            "type": "message_end",
+            "message": {"role": "assistant", "stopReason": "error", "errorMessage": "529 overloaded"},
+        }
+    )
+    assert state.error is not None
+    state.feed(
+        {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 10, "errorMessage": "x"}
+    )
+    assert state.error is None
+    state.feed({"type": "auto_retry_end", "success": False, "attempt": 3, "finalError": "still overloaded"})
+    assert state.error == "pi: still overloaded"
+    bad = Catalog(id="b", skills=(Skill(name="../escape", description="d", body="b"),))
+    with pytest.raises(InputError, match="cannot be a folder name"):
+        lay_out_skills(bad, tmp_path / "skills")

@@ -44,19 +44,21 @@ def _kinds(values: list[str] | None) -> tuple[QueryKind, ...]:
 
 @contextlib.contextmanager
 def _quiet_prefect_console() -> Iterator[None]:
-    """Keep Prefect's console lines out of the progress bar (its API log handler still gets them)."""
+    """Keep Prefect's console lines out of the progress bar; its API log handler still gets them.
+
+    Prefect sets up logging when it is imported: its console handler sits on the root logger.
+    """
+    import prefect  # noqa: F401  (logging is configured on import)
     from prefect.logging.handlers import PrefectConsoleHandler
 
-    handlers: list[tuple[logging.Handler, int]] = []
-    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs"):
-        for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, PrefectConsoleHandler):
-                handlers.append((handler, handler.level))
-                handler.setLevel(logging.CRITICAL + 1)
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in ("prefect", "prefect.flow_runs"))]
+    quieted = [(h, h.level) for lg in loggers for h in lg.handlers if isinstance(h, PrefectConsoleHandler)]
+    for handler, _ in quieted:
+        handler.setLevel(logging.CRITICAL + 1)
     try:
         yield
     finally:
-        for handler, level in handlers:
+        for handler, level in quieted:
             handler.setLevel(level)
 
 

@@ -234,3 +234,35 @@ async def test_compliance_mode_offers_the_tool_environment() -> None:
     assert [(c.tool, c.input) for c in out.tool_calls] == [("Bash", {"command": "make rollback"})]
     assert out.final_text == "Rolled back."
     assert api.requests[2]["messages"][-1]["content"] == "rolled back to v41"
+
+
+async def test_through_the_probe_runner(tmp_path: Any) -> None:
+    from skillreach.probing import JsonlSink, canary_check, read_probes, run_probes
+
+    queries = [
+        q("please undo the deploy", "rollback"),
+        Query(id="q2", text="merge pdfs", expected_skill="pdf"),
+    ]
+    plan = {"undo the deploy": ["rollback"], "merge pdfs": ["secrets", "pdf"]}
+    plan.update({s.name: [s.name] for s in SKILLS})  # the canary names each skill outright
+    with OpenAIChat(plan=plan) as api:
+        rt = runtime(api)
+        options = ProbeOptions(max_turns=3, early_exit=True, model="my-local-model")
+        await canary_check(rt, CATALOG, options)
+        sink = JsonlSink(tmp_path / "probes.jsonl")
+        await run_probes(
+            rt,
+            CATALOG,
+            [(qq, 1) for qq in queries],
+            options=options,
+            sink=sink,
+            concurrency=2,
+            fingerprint="fp",
+        )
+        await rt.aclose()
+    records = {r.query_id: r for r in read_probes(tmp_path / "probes.jsonl")}
+    assert records["q1"].invoked == ("rollback",)
+    assert records["q2"].invoked == ("secrets", "pdf")
+    assert records["q2"].runtime == "openai-compatible"
+    assert records["q2"].resolved_model == "local-model-2026-01-01"
+    assert records["q2"].usage.input_tokens > 0

@@ -1,0 +1,147 @@
+"""Artifact files: digest written and verified, outcomes kept, bad files refused with one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillreach.artifacts import (
+    Artifact,
+    Outcomes,
+    ProbeOutcome,
+    artifact_digest,
+    read_artifact,
+    write_artifact,
+)
+from skillreach.errors import InputError, TamperedError
+from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
+from skillreach.scoring import score
+
+QS = QuerySet(
+    queries=(
+        Query(id="q1", text="make a <b>pdf</b> — ünïcode", expected_skill="pdf"),
+        Query(id="q2", text="weather?", kind=QueryKind.out_of_scope),
+    )
+)
+PROBES = [
+    ProbeRecord(query_id="q1", attempt=1, invoked=("pdf",)),
+    ProbeRecord(query_id="q1", attempt=2, invoked=("xlsx", "pdf")),
+    ProbeRecord(query_id="q2", attempt=1, error="boom"),
+    ProbeRecord(query_id="q2", attempt=2),
+]
+
+
+@pytest.fixture
+def artifact() -> Artifact:
+    return score(QS, PROBES)
+
+
+def test_write_then_read_round_trips_with_digest(tmp_path: Path, artifact: Artifact) -> None:
+    path = tmp_path / "out" / "artifact.json"
+    written = write_artifact(artifact, path)
+    assert written.digest is not None
+    assert written.digest.startswith("sha256:")
+    assert len(written.digest) == 7 + 64
+    assert written.digest == artifact_digest(artifact)
+    back = read_artifact(path)
+    assert back == written
+    assert list(back.outcomes) == list(artifact.outcomes)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["digest"] == written.digest
+    assert len(data["outcomes"]) == 4
+    assert data["outcomes"][2]["error"] == "boom"
+    assert data["intervals"]["top1_accuracy"] == list(artifact.intervals["top1_accuracy"])  # type: ignore[arg-type]
+    assert "ünïcode" in path.read_text(encoding="utf-8")
+
+
+def test_digest_is_stable_and_content_based(tmp_path: Path, artifact: Artifact) -> None:
+    again = score(QS, list(reversed(PROBES)))
+    assert artifact_digest(again) == artifact_digest(artifact)
+    changed = score(QS, PROBES[:-1])
+    assert artifact_digest(changed) != artifact_digest(artifact)
+    # re-formatting the file does not change the content, so it still verifies
+    path = tmp_path / "a.json"
+    write_artifact(artifact, path)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data, indent=4, sort_keys=True))
+    assert read_artifact(path).digest == data["digest"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["metrics"].__setitem__("top1_accuracy", 0.99),
+        lambda d: d["outcomes"][0].__setitem__("predicted", "xlsx"),
+        lambda d: d["classes"].pop(),
+        lambda d: d.__setitem__("extra", 1),
+    ],
+)
+def test_tampered_artifact_is_refused_naming_the_file(
+    tmp_path: Path, artifact: Artifact, edit: object
+) -> None:
+    path = tmp_path / "artifact.json"
+    write_artifact(artifact, path)
+    data = json.loads(path.read_text())
+    edit(data)  # type: ignore[operator]
+    path.write_text(json.dumps(data))
+    with pytest.raises(TamperedError, match=rf"{path}: digest does not match the content"):
+        read_artifact(path)
+
+
+def test_unreadable_artifacts_give_one_clear_line(tmp_path: Path, artifact: Artifact) -> None:
+    with pytest.raises(InputError, match="no such artifact"):
+        read_artifact(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match=r"bad\.json: not an artifact \(invalid JSON"):
+        read_artifact(bad)
+    bad.write_text('{"queries": []}')
+    with pytest.raises(InputError, match="no schema_version"):
+        read_artifact(bad)
+    path = tmp_path / "a.json"
+    write_artifact(artifact, path)
+    data = json.loads(path.read_text())
+    data["schema_version"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="schema_version 99 is not supported"):
+        read_artifact(path)
+    data["schema_version"] = 1
+    del data["digest"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(TamperedError, match="carries no digest"):
+        read_artifact(path)
+
+
+def test_invalid_content_with_a_matching_digest_names_the_field(tmp_path: Path, artifact: Artifact) -> None:
+    from skillreach.artifacts import _canonical
+    from skillreach.models import sha256_hex
+
+    path = tmp_path / "a.json"
+    write_artifact(artifact, path)
+    data = json.loads(path.read_text())
+    data["counts"]["probes"] = "many"
+    data.pop("digest")
+    data["digest"] = "sha256:" + sha256_hex(_canonical(data))
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"field counts\.probes"):
+        read_artifact(path)
+
+
+def test_outcomes_from_rows_validates_and_reads_back() -> None:
+    row = ProbeOutcome(
+        "q", 1, "implicit", "pdf", ("guide",), ("guide", "pdf"), ("pdf",), "pdf", None, True, 0.5
+    )
+    oc = Outcomes.from_rows([row, row._replace(attempt=2, predicted=None, error="x", scored_inv=())])
+    assert oc[0] == row
+    assert oc[1].error == "x"
+    assert oc[-1].attempt == 2
+    assert len(oc) == 2
+    with pytest.raises(IndexError):
+        oc[2]
+    with pytest.raises(ValueError, match=r"outcomes\[0\.attempt\]"):
+        Outcomes.from_rows([{**row._asdict(), "attempt": "first"}])
+    with pytest.raises(ValueError, match="described differently"):
+        Outcomes.from_rows([row, row._replace(truth=NO_SKILL)])
+    assert Outcomes.empty() == Outcomes.from_rows([])

@@ -55,7 +55,7 @@ def _stop(proc: subprocess.Popen[bytes] | None, grace_s: float = 15.0) -> None:
     """SIGINT the process group, then SIGTERM, then SIGKILL (a worker may need it: prefect-notes.md)."""
     if proc is None or proc.poll() is not None:
         return
-    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, min(grace_s, 5.0)), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -67,6 +67,10 @@ def _stop(proc: subprocess.Popen[bytes] | None, grace_s: float = 15.0) -> None:
             continue
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
@@ -75,6 +79,8 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
     """Bring the service up and keep the worker in the foreground; returns the exit code."""
     env = prefect_env(port)
     api = env["PREFECT_API_URL"]
+    for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
+        signal.signal(sig, _interrupt)
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None

@@ -100,3 +100,31 @@ def test_alert_automation_validates() -> None:
                              baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
     text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload})
     assert text == slack_message(payload)["text"]
+
+
+def test_serve_environment_points_prefect_at_the_local_server() -> None:
+    from deployments.serve import REPO as SERVE_REPO
+    from deployments.serve import prefect_env
+
+    env = prefect_env(4321)
+    assert env["PREFECT_API_URL"] == "http://127.0.0.1:4321/api"
+    assert env["PWD"] == str(SERVE_REPO)  # prefect.yaml's pull step runs the flows from this checkout
+    assert env["PREFECT_SERVER_ANALYTICS_ENABLED"] in ("false", "False", "0")
+
+
+def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
+    import subprocess
+    import sys
+    import time
+
+    from deployments.serve import _stop
+
+    code = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == b"up"
+    t0 = time.monotonic()
+    _stop(proc, grace_s=0.5)
+    assert proc.poll() is not None
+    assert time.monotonic() - t0 < 15

@@ -158,22 +158,27 @@ def classify_error(exc: BaseException) -> ProbeFailed | None:
     return None
 
 
-def _block_to_param(block: Any) -> dict[str, Any] | None:
-    kind = getattr(block, "type", None)
+def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
+    kind = block.get("type")
     if kind == "text":
-        return {"type": "text", "text": block.text}
+        return {"type": "text", "text": str(block.get("text", ""))}
     if kind == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": dict(block.get("input") or {}),
+        }
     return None  # thinking and server-tool blocks are not sent back (we enable neither)
 
 
-def _usage_of(message: Any) -> Usage:
-    u = message.usage
+def _usage_of(message: dict[str, Any]) -> Usage:
+    u = message.get("usage") or {}
     return Usage(
-        input_tokens=int(u.input_tokens or 0),
-        output_tokens=int(u.output_tokens or 0),
-        cache_creation_input_tokens=int(getattr(u, "cache_creation_input_tokens", 0) or 0),
-        cache_read_input_tokens=int(getattr(u, "cache_read_input_tokens", 0) or 0),
+        input_tokens=int(u.get("input_tokens") or 0),
+        output_tokens=int(u.get("output_tokens") or 0),
+        cache_creation_input_tokens=int(u.get("cache_creation_input_tokens") or 0),
+        cache_read_input_tokens=int(u.get("cache_read_input_tokens") or 0),
     )
 
 
@@ -295,6 +300,7 @@ class AnthropicRuntime:
         self.poll_max_s = poll_max_s
         self.stats = RuntimeStats()
         self._resolved: dict[str, str] = {}
+        self._tools: dict[int, tuple[Catalog, dict[str, Any]]] = {}
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
         if client is not None:
             self.client = client
@@ -324,12 +330,20 @@ class AnthropicRuntime:
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         return await retrying(call, policy=self.policy, classify=classify_error, on_retry=self._on_retry)
 
-    async def _create_once(self, params: dict[str, Any]) -> Any:
+    async def _create_once(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One request; the message as the API's JSON (the SDK's raw response: no model objects to
+        build per request, which is most of the client's CPU at high concurrency)."""
         async with self._sem:
             await self._rpm.acquire(1)
-            await self._itpm.acquire(estimate_request_tokens(params))
+            if self._itpm.rate is not None:
+                await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
-            return await self.client.messages.create(**params, timeout=self.timeout_s)
+            raw = await self.client.messages.with_raw_response.create(**params, timeout=self.timeout_s)
+        try:
+            message: dict[str, Any] = raw.http_response.json()
+        except ValueError as exc:
+            raise TransientProbeError("the API answered with a body that is not JSON") from exc
+        return message
 
     async def _create(self, params: dict[str, Any]) -> Any:
         if self._batcher is not None:
@@ -360,7 +374,7 @@ class AnthropicRuntime:
             if result is None:
                 out.append(TransientProbeError(f"batch {batch_id}: no result for request r{i}"))
             elif result.type == "succeeded":
-                out.append(result.message)
+                out.append(result.message.model_dump(mode="json"))
             elif result.type == "errored":
                 err = result.error.error
                 kind, message = str(getattr(err, "type", "error")), str(getattr(err, "message", ""))
@@ -395,9 +409,13 @@ class AnthropicRuntime:
     def _params(
         self, model: str, catalog: Catalog, messages: list[dict[str, Any]], with_tools: bool
     ) -> dict[str, Any]:
-        tools: list[dict[str, Any]] = [{**skill_tool(catalog), "cache_control": CACHE}]
+        cached = self._tools.get(id(catalog))
+        if cached is None or cached[0] is not catalog:  # the listing is built once per catalog object
+            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog))
+        listing = cached[1]
+        tools: list[dict[str, Any]] = [{**listing, "cache_control": CACHE}]
         if with_tools:
-            tools = [skill_tool(catalog), *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
+            tools = [listing, *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
         sent = list(messages)
         if len(sent) > 1:  # cache the conversation so far for the next turn
             last = sent[-1]
@@ -454,8 +472,10 @@ class AnthropicRuntime:
                 requests += 1
                 steps += compliance
                 usage = usage + _usage_of(resp)
-                reported = str(resp.model) if resp.model else reported
-                content = [b for b in (_block_to_param(x) for x in resp.content) if b is not None]
+                reported = str(resp["model"]) if resp.get("model") else reported
+                content = [
+                    b for b in (_block_to_param(x) for x in resp.get("content") or []) if b is not None
+                ]
                 text = "\n".join(b["text"] for b in content if b["type"] == "text").strip()
                 calls = [b for b in content if b["type"] == "tool_use"]
                 if compliance and text:

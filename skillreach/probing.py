@@ -118,7 +118,13 @@ async def resolve_model(runtime: Runtime, options: ProbeOptions) -> str | None:
 
 @runtime_checkable
 class ProbeSink(Protocol):
-    """Where finished probes go, one at a time, as they finish (called from the event loop's thread)."""
+    """Where finished probes go, as they finish.
+
+    ``write`` is called from the event loop's thread, one record at a time — unless the sink has a
+    true ``thread_safe`` attribute, in which case it is called from worker threads, possibly at once
+    (so a slow ``fsync`` does not stall the probes in flight). Either way the probe's task waits for
+    ``write`` to return before anything else happens with the record.
+    """
 
     def write(self, record: ProbeRecord) -> None: ...
 
@@ -134,18 +140,30 @@ class ListSink:
 
 
 class JsonlSink:
-    """Appends each record as one line of ``path``; flush and fsync per record.
+    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` returns.
 
-    A line torn by a crash is isolated (a newline is added before the next record), and
-    :func:`read_probes` skips it. Usable as a context manager.
+    Thread-safe, with group commit: when several threads write at once, one ``fsync`` covers every
+    line written before it started, so a record is durable when its ``write`` returns without one
+    ``fsync`` per record serialising the run (``run_probes`` calls it from worker threads because
+    ``thread_safe`` is true). A line torn by a crash is isolated (a newline is added before the next
+    record) and :func:`read_probes` skips it. Usable as a context manager.
     """
+
+    thread_safe = True
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.path = Path(path)
         self.fsync = fsync
         self._fh: Any = None
         self._lock = threading.Lock()
-        self.count = 0
+        self._sync_lock = threading.Lock()
+        self._written = 0
+        self._synced = 0
+        self.fsyncs = 0
+
+    @property
+    def count(self) -> int:
+        return self._written
 
     def _open(self) -> Any:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,17 +178,27 @@ class JsonlSink:
         return fh
 
     def write(self, record: ProbeRecord) -> None:
+        line = record.to_json_line() + "\n"
         with self._lock:
             if self._fh is None:
                 self._fh = self._open()
-            self._fh.write(record.to_json_line() + "\n")
+            self._fh.write(line)
             self._fh.flush()
-            if self.fsync:
-                os.fsync(self._fh.fileno())
-            self.count += 1
+            self._written += 1
+            mine = self._written
+            fd = self._fh.fileno()
+        if not self.fsync:
+            return
+        with self._sync_lock:
+            if self._synced >= mine:
+                return  # an fsync that started after our flush already covered this line
+            covered = self._written
+            os.fsync(fd)
+            self.fsyncs += 1
+            self._synced = max(self._synced, covered)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._sync_lock:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
@@ -302,6 +330,7 @@ async def run_probes(
     if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
         concurrency = max(concurrency, len(pairs))
     sem = asyncio.Semaphore(concurrency)
+    offload = bool(getattr(sink, "thread_safe", False))
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
     spent = spent_before
@@ -325,7 +354,10 @@ async def run_probes(
                 fp=fingerprint,
                 started=started,
             )
-            sink.write(record)  # on disk before anything else can fail
+            if offload:
+                await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
+            else:
+                sink.write(record)
             records.append(record)
             spent += record.cost_usd or 0.0
             if cost_cap is not None and spent >= cost_cap:

@@ -199,6 +199,8 @@ class ScriptResponder:
 
     def steps_for(self, body: dict[str, Any]) -> list[Any]:
         text = query_text(body)
+        if text in self.script:  # exact match first: cheap for big scripts
+            return self.script[text]
         # longest key first, so "fill the pdf form" beats "pdf"
         for key in sorted(self.script, key=len, reverse=True):
             if key in text:
@@ -351,9 +353,7 @@ class MessagesAPI:
         class Handler(_Handler):
             owner = api
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        server.request_queue_size = 256
+        server = _Server(("127.0.0.1", 0), Handler)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="messages-api", daemon=True)
         self._thread.start()
@@ -513,6 +513,11 @@ class MessagesAPI:
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # read by listen() in the constructor: a burst of connects must not overflow
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -806,3 +811,34 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _APIError(400, "invalid_request_error", "batch is still processing")
             lines = [json.dumps(r, separators=(",", ":")) for r in entry["results"]]
         self._send_bytes(200, ("\n".join(lines) + "\n").encode(), "application/binary")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stand-in in its own process: prints ``base_url`` on the first line, serves until stdin closes.
+
+    ``python -m tests.fakes.messages_api [--latency S] [--script FILE.json] [--min-cache-tokens N]``
+    (the script is a :class:`ScriptResponder` mapping). Benchmarks use it to keep the server off the
+    client's interpreter lock.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="messages_api")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--script", default=None)
+    parser.add_argument("--min-cache-tokens", type=int, default=1024)
+    args = parser.parse_args(argv)
+    script = {}
+    if args.script:
+        with open(args.script, encoding="utf-8") as fh:
+            script = json.load(fh)
+    with MessagesAPI(
+        ScriptResponder(script), latency=args.latency, min_cache_tokens=args.min_cache_tokens
+    ) as api:
+        print(api.base_url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

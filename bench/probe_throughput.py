@@ -1,0 +1,194 @@
+"""Probe throughput and prompt-cache share of the anthropic runtime against the local stand-in.
+
+2,000 probes on a 100-skill catalog, 50 ms of server latency per request, 32 probes in flight, every
+probe through ``skillreach.probing.run_probes`` (fsynced JSONL sink included) and the real
+``anthropic`` SDK over HTTP. The stand-in runs in its own process (its own interpreter lock) and
+computes cache reads from the ``cache_control`` prefixes it has seen, as the real API does.
+
+Prints the wall time, the ideal (probes × latency / concurrency; each probe is one request here: the
+model invokes the expected skill at once, early exit), their ratio (goal ≤ 1.3), and the share of input
+tokens served from cache (goal ≥ 80 %).
+
+    .venv/bin/python bench/probe_throughput.py [--probes 2000] [--concurrency 32] [--latency 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from runtimes._retry import RetryPolicy  # noqa: E402
+from runtimes.anthropic import AnthropicRuntime  # noqa: E402
+from skillreach.models import Catalog, Query, Skill  # noqa: E402
+from skillreach.probing import JsonlSink, ProbeOptions, read_probes, run_probes  # noqa: E402
+from skillreach.settings import Settings  # noqa: E402
+
+WORDS = [
+    "convert",
+    "extract",
+    "summarise",
+    "validate",
+    "deploy",
+    "rollback",
+    "schedule",
+    "audit",
+    "migrate",
+    "render",
+    "index",
+    "archive",
+    "compress",
+    "encrypt",
+    "translate",
+    "review",
+    "lint",
+    "format",
+    "benchmark",
+    "profile",
+]
+THINGS = [
+    "invoices",
+    "spreadsheets",
+    "contracts",
+    "slides",
+    "dashboards",
+    "pipelines",
+    "releases",
+    "tickets",
+    "datasets",
+    "images",
+    "reports",
+    "schemas",
+    "logs",
+    "backups",
+    "certificates",
+]
+
+
+def catalog(n: int = 100) -> Catalog:
+    skills = []
+    for i in range(n):
+        verb, thing = WORDS[i % len(WORDS)], THINGS[(i * 7) % len(THINGS)]
+        name = f"{verb}-{thing}-{i:03d}"
+        description = (
+            f"Use this skill to {verb} {thing} for the team: it knows the house conventions, the "
+            f"checks to run before and after, and the mistakes people make when they {verb} {thing} "
+            f"by hand. Trigger it whenever a request mentions {thing} and {verb}, even indirectly."
+        )
+        body = f"# {name}\n\n" + "\n".join(f"{k}. Step {k} of {verb}ing {thing}." for k in range(1, 40))
+        skills.append(Skill(name=name, description=description, body=body))
+    return Catalog(id="bench-100", skills=tuple(skills))
+
+
+async def run(probes: int, concurrency: int, latency: float) -> None:
+    cat = catalog()
+    queries = [
+        Query(
+            id=f"q{i:05d}",
+            text=f"Request {i}: please help with {cat.skills[i % 100].name.rsplit('-', 1)[0]}",
+            expected_skill=cat.skills[i % 100].name,
+        )
+        for i in range(probes)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps({q.text: [q.expected_skill] for q in queries}))
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.fakes.messages_api",
+                "--latency",
+                str(latency),
+                "--script",
+                str(script),
+            ],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        try:
+            assert server.stdout is not None
+            base_url = server.stdout.readline().strip()
+            rt = AnthropicRuntime(
+                "claude-sonnet-4-6",
+                base_url=base_url,
+                api_key="sk-bench",
+                settings=Settings(),
+                concurrency=concurrency,
+                retry_policy=RetryPolicy(max_retries=3, base_s=0.05),
+            )
+            sink = JsonlSink(Path(tmp) / "probes.jsonl")
+            opts = ProbeOptions(model="claude-sonnet-4-6")
+            t0 = time.perf_counter()
+            cpu0 = time.process_time()
+            records = await run_probes(
+                rt,
+                cat,
+                [(q, 1) for q in queries],
+                options=opts,
+                sink=sink,
+                concurrency=concurrency,
+                fingerprint="bench",
+            )
+            wall = time.perf_counter() - t0
+            cpu = time.process_time() - cpu0
+            sink.close()
+            await rt.aclose()
+            on_disk = read_probes(Path(tmp) / "probes.jsonl")
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=30)
+    errors = sum(1 for r in records if r.error)
+    hits = sum(
+        1
+        for r, q in zip(sorted(records, key=lambda r: r.query_id), queries, strict=True)
+        if r.invoked == (q.expected_skill,)
+    )
+    requests = sum(r.turns for r in records)
+    read = sum(r.usage.cache_read_input_tokens for r in records)
+    total_in = sum(r.usage.total_input for r in records)
+    ideal = requests * latency / concurrency
+    cost = sum(r.cost_usd or 0.0 for r in records)
+    print(
+        f"probes                 {len(records)} ({len(on_disk)} on disk, {errors} errors, "
+        f"{hits} hit the target)"
+    )
+    print(f"requests               {requests} (retries: {rt.stats.retries})")
+    print(f"wall time              {wall:.2f} s")
+    print(f"ideal                  {ideal:.2f} s  (requests × {latency * 1000:.0f} ms / {concurrency})")
+    print(f"ratio                  {wall / ideal:.2f}  (goal ≤ 1.3)")
+    print(f"throughput             {len(records) / wall:.0f} probes/s")
+    print(
+        f"client CPU             {cpu:.2f} s ({1000 * cpu / requests:.2f} ms a request; "
+        "the client is one thread)"
+    )
+    print(f"load average           {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"input tokens           {total_in:,} ({read:,} read from cache)")
+    print(f"cache share            {100 * read / total_in:.1f} %  (goal ≥ 80 %)")
+    print(f"estimated cost         ${cost:.2f} at list prices for {rt.model}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--probes", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.05)
+    args = parser.parse_args()
+    asyncio.run(run(args.probes, args.concurrency, args.latency))
+
+
+if __name__ == "__main__":
+    main()

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,13 @@ def require_key() -> None:
 # -------------------------------------------------------------------------------------------- prepare
 
 
-def plan_generation(options: GenerateOptions) -> GenerationPlan:
+def plan_generation(
+    options: GenerateOptions, *, on_problem: Callable[[str], None] | None = None
+) -> GenerationPlan:
     """Load the skills, render every target's request and open the checkpoint (no network).
 
-    Raises :class:`InputError` for a bad ``--out``, unknown targets, no skills, or a checkpoint
+    SKILL.md problems go to ``on_problem`` (default: a logged warning). Raises :class:`InputError`
+    for a bad ``--out``, unknown targets, no skills, or a checkpoint
     written for other inputs; :class:`ConfigError` when requests are due and no key is set.
     """
     from skillreach.catalog import build_catalog
@@ -124,7 +128,7 @@ def plan_generation(options: GenerateOptions) -> GenerationPlan:
 
     if options.out.suffix.lower() != ".json":
         raise InputError(f"--out {options.out}: a sealed query set is JSON; give the output a .json name")
-    skills = load_skills(list(options.skills))
+    skills = load_skills(list(options.skills), on_problem=on_problem)
     catalog = build_catalog(skills, "full")
     requests, skipped = plan_requests(
         catalog, options.params, targets=list(options.targets) if options.targets else None

@@ -403,3 +403,43 @@ async def test_cli_refuses_a_stale_checkpoint(
     assert code == 2
     assert err.count("\n") == 1
     assert "--per-skill (2 → 3) changed since; delete it or pass --restart to generate afresh" in err
+
+
+def test_cli_runs_the_flow_and_prints_a_summary(
+    skills_dir: Path,
+    tmp_path: Path,
+    api: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The command end to end, with the flow's composition run on the tasks' ``.fn`` (no server)."""
+    import flows.generate_queries as flow_module
+
+    def no_server(options: GenerateOptions, on_plan: Any = None, on_target: Any = None) -> Any:
+        return drive(
+            options,
+            prepare=prepare_generation.fn,
+            generate=generate_target.fn,
+            finish=finish_generation.fn,
+            on_plan=on_plan,
+            on_target=on_target,
+        )
+
+    monkeypatch.setattr(flow_module, "generate_queries", no_server)
+    api(Writer({"gene-atlas": ["garbage", "garbage"]}))
+    (skills_dir / "broken").mkdir()
+    (skills_dir / "broken" / "SKILL.md").write_text("no frontmatter here\n")
+    out = tmp_path / "q.json"
+    argv = ["queries", "generate", "--skills", str(skills_dir), "--out", str(out), "--kinds", "implicit"]
+    assert main([*argv, "--per-skill", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "generated 3 queries (implicit 3) → " in captured.out
+    assert f"report {out}.report.json" in captured.out
+    assert "broken/SKILL.md" in captured.err  # the bad SKILL.md is reported, not fatal
+    assert "failed gene-atlas: no valid JSON in 2 replies" in captured.err
+    assert "1 target(s) failed (gene-atlas); run the same command again" in captured.err
+    assert main([*argv, "--per-skill", "1"]) == 0  # the retry asks for gene-atlas alone
+    captured = capsys.readouterr()
+    assert "generated 4 queries (implicit 4)" in captured.out
+    assert "1 request(s) this run, 3 target(s) resumed" in captured.out
+    assert main(["queries", "verify", str(out)]) == 0

@@ -94,7 +94,9 @@ def generate_cmd(
     drop_leaks: bool = typer.Option(
         False, "--drop-leaks", help="Drop the queries the leak report flags (they are reported anyway)."
     ),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Targets in flight."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, help="Targets in flight (default: the concurrency setting)."
+    ),
     config: Path | None = typer.Option(None, "--config", help="A skillreach config file (TOML or YAML)."),
 ) -> None:
     """Generate labelled queries with an LLM from the skills' masked bodies (sealed, with provenance)."""
@@ -117,11 +119,14 @@ def generate_cmd(
         targets=tuple(_split(targets)) or None,
         restart=restart,
         drop_leaks=drop_leaks,
-        concurrency=concurrency or min(settings.concurrency, 4),
+        concurrency=concurrency or settings.concurrency,
         max_retries=settings.max_retries,
         timeout_s=settings.timeout_s,
     )
-    plan = plan_generation(options)  # every refusal happens here, before Prefect starts
+    # every refusal happens here, before Prefect starts
+    plan = plan_generation(
+        options, on_problem=lambda line: print(f"skillreach: warning: {line}", file=sys.stderr)
+    )
     options = options.model_copy(update={"restart": False})
     _run(options, resumed=len(plan.finished), pending=len(plan.pending))
 
@@ -180,7 +185,11 @@ def _run(options: object, *, resumed: int, pending: int) -> None:
     if report.leaks:
         flagged = len({e.query_id for e in report.leaks})
         action = "dropped" if report.leaks_dropped else "kept; --drop-leaks drops them"
-        typer.echo(f"leaks: {flagged} queries name their skill or its description ({action})")
+        typer.echo(f"leaks: {flagged} queries name their skill or use its description's words ({action}):")
+        for entry in report.leaks[:5]:
+            typer.echo(f"  {entry.query_id} ({entry.skill}): {'; '.join(entry.reasons)}")
+        if len(report.leaks) > 5:
+            typer.echo(f"  … {len(report.leaks) - 5} more in the report")
     typer.echo(f"report {outcome.report_path}")
     failed = report.failures
     if failed:

@@ -225,7 +225,7 @@ class GooseRuntime:
             error = f"goose timed out after {self.timeout_s:g}s"
         return Outcome.from_tracker(
             tracker,
-            turns=tracker.turns_used,
+            turns=state.requests,
             error=error,
             resolved_model=state.model or self.model,
             tool_calls=state.tool_calls,
@@ -247,6 +247,8 @@ class GooseStream:
     total_tokens: int | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     seen_requests: set[str] = field(default_factory=set)
+    requests: int = 0
+    """Assistant messages seen: the model's replies."""
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -264,6 +266,7 @@ class GooseStream:
     def _message(self, message: dict[str, Any]) -> bool:
         if message.get("role") != "assistant":
             return True
+        self.requests += 1
         texts = []
         for block in message.get("content") or []:
             if not isinstance(block, dict):

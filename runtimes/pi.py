@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 from runtimes.base import Outcome, Tracker
 from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
-from skillreach.settings import Settings
+from skillreach.settings import Price, Settings
 
 __all__ = [
     "KEY_VARIABLES",
@@ -67,6 +67,7 @@ __all__ = [
     "run_json_lines",
     "skill_for_path",
     "tool_version",
+    "usage_cost",
 ]
 
 PI_INSTALL_HINT = "install it with `npm install -g @mariozechner/pi-coding-agent` or pass pi_path=/path/to/pi"
@@ -145,6 +146,13 @@ class PiRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    def _cost(self, state: PiStream) -> float | None:
+        """The price table's cost (as for every runtime), else the cost pi computed itself."""
+        priced = usage_cost(state.usage, self.settings.price_for(state.model or self.model))
+        if priced is not None:
+            return priced
+        return state.cost if state.cost > 0 else None
 
     # ---------------------------------------------------------------------------------- layout
     def _write_config(self, agent_dir: Path) -> None:
@@ -254,14 +262,26 @@ class PiRuntime:
             error = f"pi timed out after {self.timeout_s:g}s"
         return Outcome.from_tracker(
             tracker,
-            turns=tracker.turns_used,
+            turns=state.requests,
             error=error,
             usage=state.usage,
-            cost_usd=state.cost if state.cost > 0 else None,
+            cost_usd=self._cost(state),
             resolved_model=state.model,
             tool_calls=state.tool_calls,
             final_text=state.final_text,
         )
+
+
+def usage_cost(usage: Usage, price: Price | None) -> float | None:
+    """USD for ``usage`` at ``price`` (per million tokens), None when the model is not priced."""
+    if price is None:
+        return None
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
 
 
 @dataclass
@@ -277,6 +297,8 @@ class PiStream:
     final_text: str | None = None
     error: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    requests: int = 0
+    """Model replies seen (assistant messages): the probe's turns, as the API runtimes count them."""
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; return False when the probe must stop now."""
@@ -303,6 +325,7 @@ class PiStream:
     def _message(self, message: dict[str, Any]) -> None:
         if message.get("role") != "assistant":
             return
+        self.requests += 1
         usage = message.get("usage") or {}
         self.usage = self.usage + Usage(
             input_tokens=int(usage.get("input") or 0),

@@ -122,6 +122,7 @@ async def test_max_turns_and_other_tools(stub: dict[str, Any]) -> None:
     out, tracker = await probe(runtime(stub), stub["catalog"], q("x", "pdf"), max_turns=3, early_exit=False)
     assert out.invoked == ["pdf", "secrets", "rollback"]
     assert tracker.exhausted
+    assert out.turns == 5  # assistant replies up to the one that exhausted the turns
     assert [c.tool for c in out.tool_calls] == ["developer__shell", "developer__text_editor"]
 
 

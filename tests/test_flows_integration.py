@@ -94,6 +94,22 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
         [alert] = s.alerts()
         assert (alert.delivery, alert.skill, alert.metric) == ("event", "alpha", "activation")
+
+    async def published() -> dict[str, Any]:
+        from prefect.client.orchestration import get_client
+
+        key = f"skillreach-{result.study_id}"
+        async with get_client() as client:
+            table = await client.read_latest_artifacts()
+        return {a.key: a for a in table if a.key and a.key.startswith(key)}
+
+    arts = asyncio.run(published())
+    headline = arts[f"skillreach-{result.study_id}-headline"]
+    gates = arts[f"skillreach-{result.study_id}-gates"]
+    assert headline.type == "table"
+    assert "top1_accuracy" in json.dumps(headline.data)
+    assert gates.type == "markdown"
+    assert "**breach**" in str(gates.data)
     assert "HOOKTOKEN" not in caplog.text
     assert b"HOOKTOKEN" not in (tmp_path / "home/skillreach.db").read_bytes()
 

@@ -18,6 +18,7 @@ import typer
 from skillreach.cli.queries_cmds import queries_app
 from skillreach.errors import InputError
 from skillreach.models import QueryKind
+from skillreach.settings import Settings
 
 __all__ = ["generate_cmd", "register"]
 
@@ -128,16 +129,17 @@ def generate_cmd(
         options, on_problem=lambda line: print(f"skillreach: warning: {line}", file=sys.stderr)
     )
     options = options.model_copy(update={"restart": False})
-    _run(options, resumed=len(plan.finished), pending=len(plan.pending))
+    _run(options, resumed=len(plan.finished), pending=len(plan.pending), settings=settings)
 
 
-def _run(options: object, *, resumed: int, pending: int) -> None:
+def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> None:
     import asyncio
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.generate_queries import generate_queries
+    from runtimes.anthropic import cost_of
     from skillreach.generation import TargetResult
     from tasks.generate import GenerateOptions
 
@@ -179,6 +181,13 @@ def _run(options: object, *, resumed: int, pending: int) -> None:
     typer.echo(
         f"generator {outcome.generator_model}; {report.requests} request(s) this run"
         + (f", {resumed} target(s) resumed from {outcome.checkpoint}" if resumed else "")
+    )
+    usage = report.usage
+    cost = cost_of(usage, settings.price_for(outcome.generator_model))
+    typer.echo(
+        f"tokens: {usage.total_input} in, {usage.output_tokens} out"
+        + (f" (≈ ${cost:.2f} at list price)" if cost is not None else "")
+        + (" — resumed targets included" if resumed else "")
     )
     if report.dropped:
         typer.echo("dropped: " + ", ".join(f"{k} {n}" for k, n in report.dropped.items()))

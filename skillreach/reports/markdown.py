@@ -1,0 +1,69 @@
+"""A markdown summary for a pull-request comment or ``$GITHUB_STEP_SUMMARY`` (GitHub-flavoured)."""
+
+from __future__ import annotations
+
+import functools
+
+import jinja2
+
+from skillreach.artifacts import Artifact
+from skillreach.reports._format import fmt_num, fmt_rate
+from skillreach.reports._view import class_rows, error_groups, headlines
+
+__all__ = ["md_escape", "render_markdown"]
+
+_MD_SPECIAL = str.maketrans(
+    {
+        "|": "\\|",
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "*": "\\*",
+        "_": "\\_",
+        "`": "\\`",
+        "[": "\\[",
+        "]": "\\]",
+        "\\": "\\\\",
+        "\n": " ",
+        "\r": " ",
+    }
+)
+
+
+def md_escape(value: object) -> str:
+    """Text safe inside a markdown table cell: no markup, no HTML, no line break."""
+    return str(value).translate(_MD_SPECIAL)
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("skillreach", "templates"),
+        autoescape=False,  # markdown: every interpolated text goes through the ``md`` filter
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = md_escape
+    env.filters["num"] = fmt_num
+    env.filters["rate"] = fmt_rate
+    return env
+
+
+def render_markdown(artifact: Artifact, *, top: int = 10) -> str:
+    """Headline figures with intervals, the weakest skills, collisions, attractors and errors."""
+    active, _ = class_rows(artifact)
+    return (
+        _env()
+        .get_template("report.md.j2")
+        .render(
+            a=artifact,
+            headlines=headlines(artifact),
+            weakest=active[:top],
+            more_classes=max(0, len(active) - top),
+            collisions=artifact.collisions[:top],
+            attractors=artifact.top_attractors[:top],
+            errors=error_groups(artifact, samples=3)[:top],
+        )
+    )

@@ -435,7 +435,7 @@ def test_cli_runs_the_flow_and_prints_a_summary(
     captured = capsys.readouterr()
     assert "generated 3 queries (implicit 3) → " in captured.out
     assert f"report {out}.report.json" in captured.out
-    assert re.search(r"tokens: \d+ in, \d+ out \(≈ \$\d+\.\d\d at list price\)", captured.out)
+    assert re.search(r"tokens: [1-9]\d* in, [1-9]\d* out", captured.out)
     assert "broken/SKILL.md" in captured.err  # the bad SKILL.md is reported, not fatal
     assert "failed gene-atlas: no valid JSON in 2 replies" in captured.err
     assert "1 target(s) failed (gene-atlas); run the same command again" in captured.err

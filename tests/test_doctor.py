@@ -109,6 +109,11 @@ def test_doctor_real_entry_point(env: None) -> None:
         ("https://u@h/x", "https://u@h/x"),
         ("https://h/x?token=abc&model=m", "https://h/x?token=***&model=m"),
         ("https://h/x?Signature=abc", "https://h/x?Signature=***"),
+        ("sqlite:///.skillreach/skillreach.db", "sqlite:///.skillreach/skillreach.db"),
+        (
+            "postgresql+psycopg://u:p%40ss@h:5432/db?sslmode=require",
+            "postgresql+psycopg://u:***@h:5432/db?sslmode=require",
+        ),
     ],
 )
 def test_mask_url(url: str, masked: str) -> None:

@@ -14,13 +14,14 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import typer
 
@@ -85,23 +86,29 @@ class Report:
 
 
 def mask_url(url: str) -> str:
-    """The URL with its password and any secret-looking query values replaced by ``***``."""
+    """The URL with its password and any secret-looking query values replaced by ``***``.
+
+    Everything else is kept byte for byte (``sqlite:///relative.db`` stays as it is).
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
         return "***"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{host}" if ":" in userinfo else f"{user}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(k, "***" if any(w in k.lower() for w in _SECRET_WORDS) else v) for k, v in pairs], safe="*"
+    masked = url
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        if ":" in userinfo:
+            user = userinfo.split(":", 1)[0]
+            masked = masked.replace(f"{userinfo}@", f"{user}:***@", 1)
+    if parts.query:
+        secret = "|".join(_SECRET_WORDS)
+        masked = re.sub(
+            rf"([?&])([^=&#]*(?:{secret})[^=&#]*)=([^&#]*)",
+            lambda m: f"{m.group(1)}{m.group(2)}=***",
+            masked,
+            flags=re.IGNORECASE,
         )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return masked
 
 
 def _mask_db_url(url: str) -> str:

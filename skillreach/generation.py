@@ -415,7 +415,7 @@ def plan_requests(
 
     ``rivals`` (target → rival names, best first) defaults to :func:`rivals_for` over the catalog.
     """
-    names = sorted(targets) if targets is not None else sorted(catalog.names)
+    names = sorted(set(targets)) if targets is not None else sorted(catalog.names)
     unknown = [n for n in names if n not in catalog]
     if unknown:
         known = sorted(catalog.names)

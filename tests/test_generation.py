@@ -222,6 +222,10 @@ def test_skills_without_body_are_skipped_and_unknown_targets_refused() -> None:
     requests, skipped = plan_requests(catalog(FORMS, EMPTY), GenerationParams())
     assert [r.target for r in requests] == ["pdf-forms"]
     assert "no body" in skipped["empty-notes"]
+    requests, _ = plan_requests(
+        catalog(), GenerationParams(), targets=["pdf-merge", "gene-atlas", "pdf-merge"]
+    )
+    assert [r.target for r in requests] == ["gene-atlas", "pdf-merge"]
     with pytest.raises(InputError, match=r"--targets: no skill named 'nope'"):
         plan_requests(catalog(), GenerationParams(), targets=["nope"])
 

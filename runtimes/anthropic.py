@@ -273,6 +273,7 @@ class AnthropicRuntime:
         max_retries: int | None = None,
         timeout_s: float | None = None,
         max_tokens: int = 1024,
+        compliance_max_tokens: int = 8192,
         system_prompt: str = SYSTEM_PROMPT,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -288,6 +289,7 @@ class AnthropicRuntime:
         self.batch = batch
         self.wants_all_probes = batch
         self.max_tokens = max_tokens
+        self.compliance_max_tokens = compliance_max_tokens
         self.system_prompt = system_prompt
         self.timeout_s = timeout_s or s.timeout_s
         self.policy = retry_policy or RetryPolicy(
@@ -424,7 +426,7 @@ class AnthropicRuntime:
             sent[-1] = {**last, "content": blocks}
         return {
             "model": model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.compliance_max_tokens if with_tools else self.max_tokens,
             "system": [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}],
             "tools": tools,
             "messages": sent,

@@ -365,9 +365,17 @@ async def run_probes(
             if on_probe is not None:
                 on_probe(record)
 
-    async with asyncio.TaskGroup() as group:
-        for query, attempt in pairs:
-            group.create_task(one(query, attempt))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for query, attempt in pairs:
+                group.create_task(one(query, attempt))
+    except BaseExceptionGroup as group_error:
+        # the first failure (a ConfigError, a store that went away ...) as itself, not wrapped in a group;
+        # the records finished before it are on disk already
+        first = group_error.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
     if stop.is_set() and cost_cap is not None:
         exc = BudgetExceeded(
             f"the cost cap of ${cost_cap:.2f} was reached (${spent:.4f} spent) after {len(records)} "

@@ -105,3 +105,32 @@ async def test_real_cli_out_of_scope_query_invokes_nothing(claude: str, catalog:
     assert out.invoked == []
     assert out.turns >= 1
     assert json.dumps(api.requests).count("SECRET-BODY") == 0
+
+
+async def test_real_cli_compliance_records_tool_calls_without_running_them(
+    claude: str, catalog: Catalog, tmp_path: Path
+) -> None:
+    target = tmp_path / "should-not-exist"
+    script = ScriptResponder(
+        {
+            "ship the release": [
+                "deploy",
+                {"tool": "Bash", "input": {"command": f"touch {target}", "description": "make a file"}},
+                {"text": "Deployed."},
+            ]
+        }
+    )
+    with MessagesAPI(script) as api:
+        rt = ClaudeCodeRuntime(
+            claude_path=claude, settings=Settings(), base_url=api.base_url, api_key="sk-test"
+        )
+        query = Query(id="r3", text="ship the release to staging", expected_skill="deploy")
+        tracker = Tracker.for_query(query, ProbeOptions(compliance=True, early_exit=False, timeout_s=90))
+        out = await rt.select(query, catalog, tracker)
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["deploy"]
+    assert [c.tool for c in out.tool_calls] == ["Bash"]
+    assert out.tool_calls[0].input["command"] == f"touch {target}"
+    assert out.final_text == "Deployed."
+    assert not target.exists()  # refused by the CLI: no permission was granted

@@ -1,0 +1,131 @@
+"""``skillreach score`` (recorded probes → artifact) and ``skillreach report`` (artifact → reports)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from skillreach.artifacts import Artifact
+
+__all__ = ["register", "write_reports"]
+
+_HTML_HELP = "Also write the self-contained HTML report to FILE."
+_MD_HELP = (
+    "Also write the markdown summary to FILE ('-' for stdout). Given $GITHUB_STEP_SUMMARY's path, it is "
+    "appended to, as GitHub expects."
+)
+
+
+def _write_text(path: Path, text: str, what: str, *, append: bool = False) -> None:
+    from skillreach.errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a" if append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the {what} ({exc.strerror})") from exc
+
+
+def write_reports(artifact: Artifact, *, html: Path | None = None, markdown: Path | None = None) -> None:
+    """Write the HTML and/or markdown reports of ``artifact`` (``-`` = stdout for markdown)."""
+    from skillreach.reports import render_html, render_markdown
+
+    if html is not None:
+        _write_text(html, render_html(artifact), "HTML report")
+    if markdown is not None:
+        text = render_markdown(artifact)
+        if str(markdown) == "-":
+            typer.echo(text, nl=False)
+        else:
+            summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            append = bool(summary) and Path(summary).resolve() == markdown.resolve()  # type: ignore[arg-type]
+            _write_text(markdown, text, "markdown summary", append=append)
+
+
+def _read_probes(path: Path) -> object:
+    from skillreach.errors import InputError
+    from skillreach.scoring import ProbeTable
+
+    try:
+        with path.open("rb") as fh:
+            return ProbeTable.from_lines(fh, source=str(path))
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such probe log; pass the probes.jsonl a study wrote") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{path}: is a folder; pass the probes.jsonl file inside it") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the probe log ({exc.strerror})") from exc
+
+
+def score_cmd(
+    *,
+    queries: Path = typer.Option(..., "--queries", help="The query set the probes were run with."),
+    probes: Path = typer.Option(..., "--probes", help="The probe log (probes.jsonl)."),
+    skills: list[Path] | None = typer.Option(
+        None,
+        "--skills",
+        help="Skill folders: the catalog's skills become the labels. Without it, the labels are the skills "
+        "seen in the queries and probes (catalog strategy 'inferred').",
+    ),
+    out: Path = typer.Option(..., "--out", help="Where to write artifact.json."),
+    html: Path | None = typer.Option(None, "--html", help=_HTML_HELP),
+    markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
+) -> None:
+    """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
+    from rich.console import Console
+
+    from skillreach.artifacts import write_artifact
+    from skillreach.queries import load_query_set
+    from skillreach.reports import print_scorecard
+    from skillreach.scoring import ProbeTable, score
+
+    err = Console(stderr=True)
+    catalog = None
+    if skills:
+        from skillreach.catalog import build_catalog
+        from skillreach.skills import load_skills
+
+        found = load_skills(
+            skills, on_problem=lambda msg: err.print(f"[yellow]warning:[/] {msg}", markup=False)
+        )
+        catalog = build_catalog(found, "full")
+    query_set = load_query_set(queries)
+    with err.status(f"reading {probes} and scoring…"):
+        table = _read_probes(probes)
+        assert isinstance(table, ProbeTable)
+        artifact = write_artifact(score(query_set, table, catalog), out)
+    write_reports(artifact, html=html, markdown=markdown)
+    if not quiet:
+        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
+        err.print(f"artifact written to {out}", markup=False, highlight=False)
+
+
+def report_cmd(
+    artifact_path: Path = typer.Argument(
+        ..., metavar="ARTIFACT", help="An artifact.json (its digest is verified)."
+    ),
+    html: Path | None = typer.Option(None, "--html", help="Write the self-contained HTML report to FILE."),
+    markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
+) -> None:
+    """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request."""
+    from rich.console import Console
+
+    from skillreach.artifacts import read_artifact
+    from skillreach.reports import print_scorecard
+
+    artifact = read_artifact(artifact_path)
+    write_reports(artifact, html=html, markdown=markdown)
+    if not quiet:
+        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score")(score_cmd)
+    app.command("report")(report_cmd)

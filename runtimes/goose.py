@@ -249,6 +249,8 @@ class GooseStream:
     seen_requests: set[str] = field(default_factory=set)
     requests: int = 0
     """Assistant messages seen: the model's replies."""
+    _last_id: Any = None
+    _text: list[str] = field(default_factory=list)
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -264,19 +266,24 @@ class GooseStream:
         return True
 
     def _message(self, message: dict[str, Any]) -> bool:
+        """One assistant message, or one streamed chunk of it (chunks share the message ``id``)."""
         if message.get("role") != "assistant":
             return True
-        self.requests += 1
-        texts = []
+        message_id = message.get("id")
+        chunk = message_id is not None and message_id == self._last_id
+        if not chunk:
+            self.requests += 1
+            self._text = []
+        self._last_id = message_id
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and block.get("text"):
-                texts.append(str(block["text"]))
+                self._text.append(str(block["text"]))
             elif block.get("type") == "toolRequest" and not self._tool_request(block):
                 return False
-        if texts:
-            self.final_text = "".join(texts)
+        if self._text:
+            self.final_text = "".join(self._text)
         return True
 
     def _tool_request(self, block: dict[str, Any]) -> bool:

@@ -162,7 +162,7 @@ def test_stream_parser_dedups_repeated_requests(tmp_path: Path) -> None:
             "value": {"name": "skills__loadSkill", "arguments": {"name": "pdf"}},
         },
     }
-    msg = {"type": "message", "message": {"role": "assistant", "content": [block]}}
+    msg = {"type": "message", "message": {"role": "assistant", "id": "m1", "content": [block]}}
     assert state.feed(msg)
     assert state.feed(msg)
     assert tracker.invoked == ["pdf"]
@@ -170,6 +170,12 @@ def test_stream_parser_dedups_repeated_requests(tmp_path: Path) -> None:
     assert state.model == "claude-x-1"
     assert state.feed({"type": "complete", "total_tokens": 1234})
     assert state.total_tokens == 1234
+    # streamed text chunks of one message (same id) make one answer and one model reply
+    for piece in ("Roll", "ed back."):
+        chunk = {"role": "assistant", "id": "m9", "content": [{"type": "text", "text": piece}]}
+        assert state.feed({"type": "message", "message": chunk})
+    assert state.final_text == "Rolled back."
+    assert state.requests == 2
 
 
 def test_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -394,10 +394,12 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     from runtimes.base import ProbeOptions
     from skillreach.artifacts import write_artifact
     from skillreach.catalog import build_catalog
+    from skillreach.errors import ConfigError
     from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, default_judge_model, get_judge, grade_probes
     from skillreach.probing import JsonlSink, fingerprint, resolve_model, run_probes
     from skillreach.queries import load_query_set
     from skillreach.scoring import score
+    from skillreach.settings import load_settings
     from skillreach.skills import load_skills
 
     assert cfg.queries is not None
@@ -411,13 +413,20 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
         seed=cfg.seed,
     )
     qs = load_query_set(cfg.queries)
+    # the same options and runtime set-up as the study flow (tasks/study.py), so fingerprints agree
     options = ProbeOptions(
-        max_turns=cfg.max_turns, early_exit=cfg.early_exit, model=cfg.model, compliance=cfg.compliance
+        max_turns=cfg.max_turns,
+        early_exit=cfg.early_exit and not cfg.compliance,
+        model=cfg.model,
+        compliance=cfg.compliance,
     )
     runtime_opts = dict(cfg.runtime_options)
-    if cfg.model and "model" not in runtime_opts:
-        runtime_opts["model"] = cfg.model
-    runtime = get_runtime(cfg.runtime, **runtime_opts)
+    if cfg.model is not None:
+        runtime_opts.setdefault("model", cfg.model)
+    try:
+        runtime = get_runtime(cfg.runtime, settings=load_settings(), **runtime_opts)
+    except TypeError as exc:
+        raise ConfigError(f"runtime_options for {cfg.runtime!r}: {exc}") from exc
     out = cfg.out or Path(".skillreach") / "check"
     out.mkdir(parents=True, exist_ok=True)
     probes_path = out / "probes.jsonl"

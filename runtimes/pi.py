@@ -27,6 +27,12 @@ config dir, where ``{"providers": {"anthropic": {"baseUrl": URL}}}`` reroutes a 
 ``ANTHROPIC_BASE_URL`` for the anthropic provider, ``OPENAI_BASE_URL`` for openai); ``models_json``
 copies a file of your own instead (custom providers such as Ollama or vLLM).
 
+Retries, turns, cost: pi retries transient provider errors itself (``settings.json`` ``retry``, bounded
+by ``max_retries``; its provider SDK honours ``retry-after``); a probe's turns are pi's model replies;
+usage is summed over them and priced from the settings' price table (pi's own figure for unpriced
+models). Tested with the real pi 0.73.1 from npm against the local Messages API stand-in, and in CI
+with a stand-in executable printing the event format recorded from it.
+
 Residency: pi reports its catalog only in RPC mode, so once per catalog the runtime starts pi in the
 same isolated layout with ``--mode rpc``, asks ``get_commands`` and checks that its ``skill:*``
 commands are exactly the resident skills; a mismatch fails the probes with the difference named.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -254,11 +254,14 @@ async def grade_probes(
     probes: Sequence[ProbeRecord],
     *,
     concurrency: int = 4,
+    on_graded: Callable[[ProbeRecord], None] | None = None,
 ) -> tuple[list[ProbeRecord], list[tuple[str, int, str]]]:
     """Grade every probe whose query has a rubric; return (records, failures).
 
     Records come back in the same order, graded ones with ``rubric_grade`` and ``rubric_version`` set;
     failures are ``(query_id, attempt, message)`` — those probes keep ``rubric_grade = None``.
+    ``on_graded`` receives each graded record as soon as its grade arrives (e.g. a ``JsonlSink.write``,
+    so that paid-for grades are on disk before anything else can fail).
     """
     by_id = dict(queries) if isinstance(queries, Mapping) else {q.id: q for q in queries}
     sem = asyncio.Semaphore(max(1, concurrency))
@@ -284,12 +287,15 @@ async def grade_probes(
             except ProbeFailed as exc:
                 failures.append((probe.query_id, probe.attempt, exc.message))
                 return probe
-        return probe.model_copy(
+        graded = probe.model_copy(
             update={
                 "rubric_grade": result.grade,
                 "rubric_version": rubric_version(query.checks.rubric, judge.model),
             }
         )
+        if on_graded is not None:
+            on_graded(graded)
+        return graded
 
     graded = await asyncio.gather(*(one(p) for p in probes))
     return list(graded), failures

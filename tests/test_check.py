@@ -454,3 +454,64 @@ def test_annotation_escaping() -> None:
     line = _annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
     assert line == "::warning file=skills/a%2Cb/SKILL.md,title=t%3A x::50%25 done%0Anext"
     assert _annotate("error", None, "t", "m") == "::error title=t::m"
+
+
+def test_in_process_study_grades_rubrics_with_the_fake_judge(tmp_path: Path) -> None:
+    from skillreach.baselines import record_baseline
+    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
+    from skillreach.probing import read_probes
+    from skillreach.study import StudyConfig
+
+    write_skill(tmp_path / "skills", "deploy", NARROW, BODY)
+    write_skill(tmp_path / "skills", "pdf", "Merge PDF files.")
+    checks = Checks(output=(OutputCheck(contains="deployed"),), rubric="Names the rollback plan.")
+    qs = seal(
+        QuerySet(
+            catalog_id="r",
+            queries=(
+                Query(id="a", text="ship it", expected_skill="deploy", checks=checks),
+                Query(id="b", text="merge pdfs", expected_skill="pdf"),
+            ),
+        ),
+        source="t",
+    )
+    qpath = write_query_set(qs, tmp_path / "q.json")
+    spath = tmp_path / "script.json"
+    spath.write_text(
+        json.dumps(
+            {
+                "a": {
+                    "attempts": [
+                        {"invoked": ["deploy"], "final_text": "deployed; rollback plan: revert the tag"},
+                        {"invoked": ["deploy"], "final_text": "deployed"},
+                    ]
+                },
+                "b": ["pdf"],
+            }
+        ),
+        encoding="utf-8",
+    )
+    cfg = StudyConfig(
+        skills=(tmp_path / "skills",),
+        queries=qpath,
+        runtime="fake",
+        attempts=2,
+        compliance=True,
+        runtime_options={"script": str(spath)},
+        out=tmp_path / "out",
+    )
+    art, _ = asyncio.run(_study_in_process(cfg, None))
+    graded = {
+        p.attempt: p.rubric_grade for p in read_probes(tmp_path / "out" / "probes.jsonl") if p.query_id == "a"
+    }
+    assert graded == {1: None, 2: None}  # the probe log holds what the runtime did
+    judged = {p.attempt: p.rubric_grade for p in read_probes(tmp_path / "out" / "graded.jsonl")}
+    assert judged == {1: pytest.approx(2 / 3), 2: 0.0}  # grades on disk as they arrive
+    rec = record_baseline(art, qpath, "deploy", judge_model=FAKE_JUDGE_MODEL)
+    # keywords of the rubric: "names", "rollback", "plan" → attempt 1 finds 2 of 3, attempt 2 none
+    tq = rec.metrics["task_quality"]
+    assert tq is not None
+    assert rec.per_case["a"].quality == (pytest.approx((1.0 + 2 / 3) / 2), pytest.approx((1.0 + 0.0) / 2))
+    assert tq.value == pytest.approx(((1 + 2 / 3) / 2 + 0.5) / 2)
+    assert rec.rubric_version == rubric_version({"a": "Names the rollback plan."}, FAKE_JUDGE_MODEL)

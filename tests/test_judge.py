@@ -104,8 +104,10 @@ async def test_grade_probes_sets_grade_and_version_only_where_due() -> None:
         ProbeRecord(query_id="a", attempt=3, error="boom", final_text="x"),
         ProbeRecord(query_id="b", attempt=1, final_text="x"),
     ]
-    graded, failures = await grade_probes(FakeJudge(), queries, probes)
+    seen: list[ProbeRecord] = []
+    graded, failures = await grade_probes(FakeJudge(), queries, probes, on_graded=seen.append)
     assert failures == []
+    assert [(p.query_id, p.attempt) for p in seen] == [("a", 1)]
     assert graded[0].rubric_grade == 1.0
     assert graded[0].rubric_version == rubric_version("mention rollback", "fake-judge-1")
     assert [p.rubric_grade for p in graded[1:]] == [None, None, None]

@@ -451,8 +451,14 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     if any(q.checks is not None and q.checks.rubric for q in qs.queries):
         jm = judge_model or default_judge_model()
         judge = FakeJudge(jm) if jm == FAKE_JUDGE_MODEL else get_judge("anthropic", model=jm)
+        graded_path = out / "graded.jsonl"
+        if graded_path.exists():
+            graded_path.unlink()
         try:
-            records, failures = await grade_probes(judge, qs.queries, records)
+            with JsonlSink(graded_path) as graded_sink:
+                records, failures = await grade_probes(
+                    judge, qs.queries, records, on_graded=graded_sink.write
+                )
         finally:
             await judge.aclose()
         for qid, attempt, msg in failures:

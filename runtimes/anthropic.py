@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import json
 import logging
 import math
@@ -70,6 +71,7 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 SKILL_TOOL = "Skill"
 _NO_KEY = "the anthropic runtime needs an API key: set ANTHROPIC_API_KEY (or run offline: --runtime keyword)"
 CACHE = {"type": "ephemeral"}
+CONNECTIONS_PER_CLIENT = 8
 
 SYSTEM_PROMPT = (
     "You are a capable assistant working in a software project. Skills are packaged instructions "
@@ -305,22 +307,25 @@ class AnthropicRuntime:
         self._tools: dict[int, tuple[Catalog, dict[str, Any]]] = {}
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
         if client is not None:
-            self.client = client
+            self._clients: list[Any] = [client]
         else:
             kwargs: dict[str, Any] = {"max_retries": 0, "timeout": self.timeout_s}
             if base_url:
                 kwargs["base_url"] = base_url
             if api_key:
                 kwargs["api_key"] = api_key
+            # httpcore scans every pooled connection on each request; a few clients with
+            # CONNECTIONS_PER_CLIENT connections each keep that scan short at high concurrency
+            shards = max(1, math.ceil((concurrency or s.concurrency) / CONNECTIONS_PER_CLIENT))
             try:
-                self.client = anthropic.AsyncAnthropic(**kwargs)
+                self._clients = [anthropic.AsyncAnthropic(**kwargs) for _ in range(shards)]
             except anthropic.AnthropicError as exc:
                 raise ConfigError(_NO_KEY) from exc
-            has_credentials = (
-                self.client.api_key or self.client.auth_token or getattr(self.client, "_token_cache", None)
-            )
-            if not has_credentials:
+            first = self._clients[0]
+            if not (first.api_key or first.auth_token or getattr(first, "_token_cache", None)):
                 raise ConfigError(_NO_KEY)
+        self.client = self._clients[0]
+        self._next_client = itertools.cycle(self._clients)
 
     # ---------------------------------------------------------------------------------- plumbing
 
@@ -340,7 +345,8 @@ class AnthropicRuntime:
             if self._itpm.rate is not None:
                 await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
-            raw = await self.client.messages.with_raw_response.create(**params, timeout=self.timeout_s)
+            client = next(self._next_client)
+            raw = await client.messages.with_raw_response.create(**params, timeout=self.timeout_s)
         try:
             message: dict[str, Any] = raw.http_response.json()
         except ValueError as exc:
@@ -543,4 +549,5 @@ class AnthropicRuntime:
         )
 
     async def aclose(self) -> None:
-        await self.client.close()
+        for client in self._clients:
+            await client.close()

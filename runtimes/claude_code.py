@@ -33,6 +33,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -83,6 +84,7 @@ PASSED_ENV = (
 )
 COMPLIANCE_TOOLS = "Skill,Bash,Read,Write,Edit"
 LINE_LIMIT = 64 * 1024 * 1024
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _HOLD_HOOK = (
     "import json, sys, time\n"
     "call = json.load(sys.stdin)\n"
@@ -196,6 +198,12 @@ class ClaudeCodeRuntime:
         key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
         tpl = self._templates.get(key)
         if tpl is None:
+            bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
+            if bad:
+                raise ConfigError(
+                    f"catalog {catalog.id!r}: skill names that cannot be folder names under .claude/skills: "
+                    f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
+                )
             tpl = self._root / f"catalog-{key}"
             skills = tpl / "skills"
             skills.mkdir(parents=True)

@@ -251,3 +251,13 @@ async def test_a_query_that_looks_like_an_option_is_the_prompt(
 def test_missing_program_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="SKILLREACH_CLAUDE_PATH"):
         ClaudeCodeRuntime(claude_path=str(tmp_path / "nope" / "claude"), settings=Settings())
+
+
+async def test_a_skill_name_that_cannot_be_a_folder_stops_before_any_agent_runs(tmp_path: Path) -> None:
+    log = tmp_path / "stub.log"
+    cat = Catalog(id="bad", skills=(Skill(name="../escape", description="d", body="b"),))
+    rt = make(tmp_path)
+    with pytest.raises(ConfigError, match="cannot be folder names"):
+        await run(rt, q(expected="../escape"), cat)
+    await rt.aclose()
+    assert not log.exists()

@@ -512,3 +512,16 @@ def test_cohort_split_against_a_reference(tmp_path: Path) -> None:
     assert split["new_cases"].value == 1.0
     # no reference: every case is new
     assert cohort_split(rec, None)["baseline_cases"] is None
+
+
+def test_show_prints_pins_and_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rec, _ = _rec(tmp_path)
+    path = tmp_path / "deploy.json"
+    path.write_text(rec.model_dump_json(), encoding="utf-8")
+    assert main(["baseline", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert rec.baseline_id in out
+    assert "fake-model-20260101" in out
+    assert "activation" in out
+    assert "0.667" in out
+    assert "(outside git)" in out

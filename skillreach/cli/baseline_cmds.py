@@ -313,6 +313,51 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
         raise failure  # exit 1, one line on stderr
 
 
+# ---------------------------------------------------------------------------------------------- show
+
+
+def show_cmd(
+    record: Path = typer.Argument(..., metavar="RECORD", help="A baseline record."),
+) -> None:
+    """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from skillreach.baselines import METRICS, read_baseline
+
+    rec = read_baseline(record)
+    console = Console(soft_wrap=True)  # hashes stay on one line
+    console.print(f"[bold]{rec.baseline_id}[/]  ({rec.created_at})")
+    origin = {"git": "", "uncommitted": " (uncommitted changes: content digest)", "content": " (outside git)"}
+    console.print(f"  skill    {rec.skill} {rec.skill_version}{origin[rec.skill_version_origin]}")
+    commit = f" (commit {rec.corpus_commit[:12]})" if rec.corpus_commit else ""
+    console.print(f"  corpus   {rec.corpus_version}{commit}")
+    console.print(f"  model    {rec.model}   runtime {rec.runtime}   runs per case {rec.runs_per_case}")
+    console.print(
+        f"  rubric   {rec.rubric_version or 'none'}"
+        + (f" (judge {rec.judge_model})" if rec.judge_model else "")
+    )
+    console.print(f"  cases    {rec.cases.positive} positive, {rec.cases.negative} negative")
+    table = Table(title_justify="left")
+    for col, just in (
+        ("metric", "left"),
+        ("value", "right"),
+        ("95% CI", "right"),
+        ("probes", "right"),
+        ("cases", "right"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for m in METRICS:
+        mv = rec.metrics.get(m)
+        if mv is None:
+            table.add_row(m, "–", "–", "0", "0")
+        else:
+            table.add_row(
+                m, f"{mv.value:.3f}", f"[{mv.ci95[0]:.3f}, {mv.ci95[1]:.3f}]", str(mv.n), str(mv.cases)
+            )
+    console.print(table)
+
+
 # -------------------------------------------------------------------------------------------- status
 
 
@@ -711,5 +756,6 @@ def register(app: typer.Typer) -> None:
     baseline_app.command("record")(record_cmd)
     baseline_app.command("compare")(compare_cmd)
     baseline_app.command("status")(status_cmd)
+    baseline_app.command("show")(show_cmd)
     app.add_typer(baseline_app, name="baseline")
     app.command("check")(check_cmd)

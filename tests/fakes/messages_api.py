@@ -61,6 +61,7 @@ import re
 import socket
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -480,7 +481,11 @@ class MessagesAPI:
         model = self.resolve(str(body["model"]))
         with self._lock:
             self.requests.append(body)
-        raw = self.responder(body)
+        try:
+            raw = self.responder(body)
+        except Exception as exc:  # a test's responder is broken: say so loudly, answer 500
+            traceback.print_exc()
+            raise _APIError(500, "api_error", f"stand-in responder failed: {exc!r}") from exc
         if raw is None:
             reply = text_reply()
         elif isinstance(raw, Reply):

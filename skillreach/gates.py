@@ -18,7 +18,8 @@
 
 For an inconclusive result, :func:`power_advice` says how many cases — or runs per case — a paired
 t-test needs to detect a change of the gate's size (α = 0.05 two-sided, power 0.8, the observed sd;
-noncentral t from scipy).
+noncentral t from scipy); a gate of 0 is sized as a change of 0.01. The between-case part of the spread
+cannot be shrunk by more runs per case; the advice says so when that part alone is too wide.
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ def test_missing_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_concurrency_is_bounded_by_the_semaphore() -> None:
     cat = make_catalog()
-    with MessagesAPI(ScriptResponder(default=["pdf"]), latency=0.05) as api:
+    with MessagesAPI(ScriptResponder(default=["pdf"]), latency=0.3) as api:
         rt = runtime(api, concurrency=3)
         await asyncio.gather(*(probe(rt, q(f"x{i}"), cat) for i in range(9)))
         await rt.aclose()

@@ -446,3 +446,29 @@ def test_interval_contains_the_mean_and_verdict_follows_the_rule(
     mv = make_record(b).metrics["activation"]
     assert mv is not None
     assert 0.0 <= mv.ci95[0] <= mv.value <= mv.ci95[1] <= 1.0
+
+
+def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}), tmp_path / "base.json")
+    drop = _write(make_record({c: [1, 1, 0, 0, 0] for c in cases}, bid="n"), tmp_path / "drop.json")
+    other = _write(make_record({c: [1] * 5 for c in cases}, bid="n", model="m-20250101"), tmp_path / "o.json")
+    exe = Path(sys.executable).with_name("skillreach")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, check=False, timeout=120)
+
+    breach = run("baseline", "compare", str(base), str(drop), "--json")
+    assert breach.returncode == 1
+    assert json.loads(breach.stdout)["verdict"] == "breach"
+    assert breach.stderr.strip().startswith("skillreach: error: deploy: gate failed: activation breach")
+    refused = run("baseline", "compare", str(base), str(other))
+    assert refused.returncode == 3
+    assert refused.stderr.strip() == (
+        "skillreach: error: model differs: baseline claude-sonnet-4-5-20250929 vs new m-20250101; "
+        "the baseline is expired — record a new one (skillreach baseline record --commit) "
+        "instead of comparing"
+    )

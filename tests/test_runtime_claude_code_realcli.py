@@ -35,6 +35,26 @@ def real_claude() -> str | None:
     return None
 
 
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def hold_hooks_left() -> list[str]:
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "time.sleep(3600)" in cmd and "rollback" in cmd and alive(int(proc.name)):
+            left.append(cmd)
+    return left
+
+
 @pytest.fixture
 def claude() -> str:
     path = real_claude()
@@ -78,6 +98,9 @@ async def test_real_cli_early_exit_disclosure_and_residency(claude: str, catalog
     assert out.error is None, out.error
     assert out.invoked == ["deploy", "rollback"]
     assert out.early_exit
+    # the whole group is gone: the CLI and the hook that parked the target's call
+    assert not any(alive(pid) for pid in rt.pids)
+    assert not hold_hooks_left()
     assert rt.non_catalog_residents <= {"doctor", "plugin-authoring"}
     assert out.resolved_model == "claude-sonnet-4-6-20260115"
     skill_requests = [b for b in api.requests if any(t.get("name") == "Skill" for t in b.get("tools") or [])]

@@ -26,7 +26,10 @@ def wilson(hits: float, n: float, z: float = Z95) -> tuple[float, float] | None:
     centre = (hits + z2 / 2.0) / (n + z2)
     inner = max(0.0, hits * (n - hits) / n + z2 / 4.0)
     half = z / (n + z2) * math.sqrt(inner)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At h = 0 (or h = n) the bound is exactly 0 (or 1); the subtraction leaves ~1e-17 of noise.
+    lo = 0.0 if hits <= 0 else max(0.0, centre - half)
+    hi = 1.0 if hits >= n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def icc_anova(groups: Sequence[Sequence[float]]) -> float:

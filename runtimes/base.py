@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol, runtime_checkable
 
+from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 
 __all__ = ["Outcome", "ProbeOptions", "Runtime", "Tracker"]
@@ -27,6 +28,14 @@ class ProbeOptions:
     timeout_s: float = 120.0
     compliance: bool = False
     step_budget: int = 8
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1 (got {self.max_turns})")
+        if self.step_budget < 1:
+            raise ConfigError(f"step_budget must be at least 1 (got {self.step_budget})")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be positive (got {self.timeout_s:g})")
 
 
 class Tracker:

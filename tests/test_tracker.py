@@ -89,3 +89,16 @@ def test_for_query_carries_options_and_attempt() -> None:
     t.invoke("a")
     assert t.expected_loaded
     assert not t.done
+
+
+def test_probe_options_refuse_nonsense() -> None:
+    import pytest
+
+    from skillreach.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_turns must be at least 1"):
+        ProbeOptions(max_turns=0)
+    with pytest.raises(ConfigError, match="step_budget"):
+        ProbeOptions(step_budget=0)
+    with pytest.raises(ConfigError, match="timeout_s"):
+        ProbeOptions(timeout_s=0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -48,13 +49,20 @@ def _env(prefect_home: Path, api: str | None = None) -> dict[str, str]:
     return env
 
 
+CPU: dict[float, float] = {}
+"""wall time of a case → CPU seconds (user + sys) of its process (the machine may be shared)."""
+
+
 def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, check=False, env=env, cwd=cwd, capture_output=True, text=True)
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-3000:])
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
+    CPU[dt] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return dt
 
 
@@ -133,9 +141,10 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
-    print(f"\n{'case':40} {'wall s':>7}")
+    print(f"\n{'case':40} {'wall s':>7} {'cpu s':>6}")
     for label, secs in rows:
-        print(f"{label:40} {secs:7.1f}")
+        cpu = CPU.get(secs)
+        print(f"{label:40} {secs:7.1f} {'' if cpu is None else f'{cpu:6.1f}'}")
     warm = [s for label, s in rows if "local, warm" in label]
     verdict = "met" if warm and min(warm) <= 10 else "NOT met"
     print(f"\nload average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs; "

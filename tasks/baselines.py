@@ -84,6 +84,11 @@ async def gate_study(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, artifact: Any
 ) -> GateOutcome:
     """Compare this study with the newest stored baseline of each queried skill (same runtime)."""
+    with store_for(config) as store:
+        stored = [(s, store.latest_baseline(s, runtime=config.runtime)) for s in _queried_skills(inputs)]
+    bases = [(skill, row.record) for skill, row in stored if row is not None]
+    if not bases:  # nothing to gate (and no need to import the statistics)
+        return GateOutcome(report=gate_report_markdown([], [], plan.study_id))
     from skillreach.baselines import BaselineRecord, record_baseline
     from skillreach.gates import compare
     from skillreach.settings import load_settings
@@ -93,27 +98,23 @@ async def gate_study(
     rows: list[dict[str, Any]] = []
     breaches: list[dict[str, Any]] = []
     skipped: list[str] = []
-    with store_for(config) as store:
-        for skill in _queried_skills(inputs):
-            stored = store.latest_baseline(skill, runtime=config.runtime)
-            if stored is None:
-                continue
-            base = BaselineRecord.model_validate(stored.record)
-            new = record_baseline(artifact, inputs.queries_path, skill, skill_folder=_folder(inputs, skill),
-                                  query_set=inputs.query_set)
-            try:
-                comparison = compare(base, new, gates)
-            except RefusedError as exc:
-                skipped.append(f"{skill}: {exc.message}")
-                continue
-            for r in comparison.results:
-                rows.append({"skill": skill, "metric": r.metric, "base": r.base, "new": r.new,
-                             "delta": r.mean_diff, "ci95": list(r.ci95) if r.ci95 else None,
-                             "gate": r.gate, "verdict": str(r.verdict), "baseline_id": base.baseline_id})
-            breaches += breaches_from_comparison(
-                comparison, baseline_id=base.baseline_id, run_link=link, study_id=plan.study_id,
-                runtime=config.runtime, model=plan.resolved_model or config.model,
-            )
+    for skill, record in bases:
+        base = BaselineRecord.model_validate(record)
+        new = record_baseline(artifact, inputs.queries_path, skill, skill_folder=_folder(inputs, skill),
+                              query_set=inputs.query_set)
+        try:
+            comparison = compare(base, new, gates)
+        except RefusedError as exc:
+            skipped.append(f"{skill}: {exc.message}")
+            continue
+        for r in comparison.results:
+            rows.append({"skill": skill, "metric": r.metric, "base": r.base, "new": r.new,
+                         "delta": r.mean_diff, "ci95": list(r.ci95) if r.ci95 else None,
+                         "gate": r.gate, "verdict": str(r.verdict), "baseline_id": base.baseline_id})
+        breaches += breaches_from_comparison(
+            comparison, baseline_id=base.baseline_id, run_link=link, study_id=plan.study_id,
+            runtime=config.runtime, model=plan.resolved_model or config.model,
+        )
     if breaches:
         logger().warning("%d gate breach(es): %s", len(breaches),
                          ", ".join(f"{b['skill']}/{b['metric']}" for b in breaches))

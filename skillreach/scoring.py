@@ -380,8 +380,14 @@ def _last_per_key(key: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     size = int(key.max()) + 1
     if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
+        rows = np.arange(n, dtype=np.int64)
+        if n > 1 and bool(np.all(key[1:] > key[:-1])):
+            return rows  # already in order, no repeat
         last = np.full(size, -1, dtype=np.int64)
-        np.maximum.at(last, key, np.arange(n, dtype=np.int64))
+        if int(np.bincount(key).max()) == 1:
+            last[key] = rows  # no repeated key: a plain scatter is well defined
+        else:
+            np.maximum.at(last, key, rows)
         return last[last >= 0]
     order = np.argsort(key, kind="stable")
     ks = key[order]
@@ -511,11 +517,9 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     if table.errors:
         pos = np.full(len(table), -1, dtype=np.int64)
         pos[sel] = np.arange(m, dtype=np.int64)
-        for r, msg in table.errors.items():
-            at = int(pos[r])
-            if at >= 0:
-                err[at] = True
-                errors[at] = msg
+        at = pos[np.fromiter(table.errors, dtype=np.int64, count=len(table.errors))]
+        err[at[at >= 0]] = True
+        errors = {a: msg for a, msg in zip(at.tolist(), table.errors.values(), strict=True) if a >= 0}
 
     lut = np.array([ext[s] for s in table.skill_vocab], dtype=np.int64)
     raw_flat, raw_len = _csr_gather(table.inv_flat, table.inv_off, sel)
@@ -533,7 +537,7 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         kept_off = _offsets(kept_len)
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
-    outside = kept >= n_labels
+    outside = kept >= n_labels if len(lut) and int(lut.max()) >= n_labels else np.zeros(0, dtype=bool)
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
         r = int(sel[kept_row[i]])

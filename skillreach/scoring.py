@@ -418,24 +418,37 @@ class _Queries:
         return len(self.items)
 
 
-def _labels(queries: Sequence[Query], table: ProbeTable, catalog: Catalog | None) -> list[str]:
-    """Every catalog skill (or every skill seen, without a catalog) in name order, then ``NO_SKILL``."""
-    if catalog is not None:
-        known = set(catalog.names)
+def _labels(
+    queries: Sequence[Query], table: ProbeTable, catalog: Catalog | None, warnings: list[str]
+) -> list[str]:
+    """The labels in name order, then ``NO_SKILL``: every catalog skill, plus any skill a query expects
+    or a probe invoked outside it (warned: with a singleton or neighbourhood catalog a non-resident
+    expected skill can only be missed; an invoked one means the harness saw skills it should not).
+    Without a catalog: every skill seen in the queries and probes."""
+    expected = {qu.expected_skill for qu in queries if qu.expected_skill is not None}
+    invoked = set(table.skill_vocab)
+    if catalog is None:
+        seen = expected | invoked
         for qu in queries:
-            if qu.expected_skill is not None and qu.expected_skill not in known:
-                raise InputError(
-                    f"query {qu.id!r} expects skill {qu.expected_skill!r}, which is not in the catalog "
-                    f"{catalog.id!r}; pass the --skills the queries were written for"
-                )
-        return [*sorted(known), NO_SKILL]
-    seen: set[str] = set(table.skill_vocab)
-    for qu in queries:
-        if qu.expected_skill is not None:
-            seen.add(qu.expected_skill)
-        seen.update(qu.acceptable_skills)
-    seen.discard(NO_SKILL)
-    return [*sorted(seen), NO_SKILL]
+            seen.update(qu.acceptable_skills)
+        return [*sorted(seen), NO_SKILL]
+    known = set(catalog.names)
+    acceptable = {a for qu in queries for a in qu.acceptable_skills}
+    missing, stray = sorted(expected - known), sorted(invoked - known - acceptable)
+    if missing:
+        warnings.append(
+            f"{len(missing)} expected skill(s) not in catalog {catalog.id!r}, so never reachable: "
+            + ", ".join(missing[:10])
+            + (" …" if len(missing) > 10 else "")
+        )
+    if stray:
+        warnings.append(
+            f"probes invoked {len(stray)} skill(s) outside catalog {catalog.id!r}: "
+            + ", ".join(stray[:10])
+            + (" …" if len(stray) > 10 else "")
+            + "; is the harness isolated?"
+        )
+    return [*sorted(known | expected | invoked), NO_SKILL]
 
 
 def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
@@ -537,16 +550,6 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         kept_off = _offsets(kept_len)
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
-    outside = kept >= n_labels if len(lut) and int(lut.max()) >= n_labels else np.zeros(0, dtype=bool)
-    if outside.any():
-        i = int(np.flatnonzero(outside)[0])
-        r = int(sel[kept_row[i]])
-        names = list(ext)
-        raise InputError(
-            f"{table.where(r)}: probe of query {table.query_vocab[int(table.q[r])]!r} invoked "
-            f"{names[int(kept[i])]!r}, which is not in the catalog; pass the --skills the probes were "
-            "run with"
-        )
     no = n_labels - 1
     predicted = _firsts(kept, kept_off, kept_len, no)
     predicted[err] = -1
@@ -821,7 +824,7 @@ def _score(
             f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
             "score each runtime's probes separately"
         )
-    labels = _labels(query_set.queries, table, catalog)
+    labels = _labels(query_set.queries, table, catalog, warnings)
     n_labels, no = len(labels), len(labels) - 1
     ext = {name: i for i, name in enumerate(labels)}
     qs = _query_columns(query_set, ext)
@@ -907,7 +910,7 @@ def _catalog_info(query_set: QuerySet, catalog: Catalog | None, skill_names: lis
     return {
         "id": catalog.id,
         "strategy": catalog.strategy,
-        "skills": skill_names,
+        "skills": sorted(catalog.names),
         "descriptions": {s.name: s.description for s in catalog.skills},
         "digest": catalog.digest,
     }

@@ -131,10 +131,7 @@ def test_tampered_artifact_exit_2_one_line(
             '{"query_id": "no-such-query", "invoked": []}',
             "probe of query 'no-such-query', which is not in the query set",
         ),
-        (
-            '{"query_id": "deploy-01", "invoked": ["ghost-skill"]}',
-            "invoked 'ghost-skill', which is not in the catalog",
-        ),
+        ('{"query_id": "deploy-01", "invoked": "pdf"}', "field 'invoked' must be a list of skill names"),
         ('{"query_id": "deploy-01", "attempt": "one"}', "field 'attempt' must be an integer"),
     ],
 )

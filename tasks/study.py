@@ -179,10 +179,11 @@ def _flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx is not None and ctx.flow_run is not None else None
 
 
-def _token(out: Path) -> str:
-    """A random token per output folder: a deleted folder never reuses a cached batch."""
+def _token(out: Path, *, renew: bool = False) -> str:
+    """A random token that the batch cache keys include. It is renewed whenever the probe log lost
+    records (deleted, truncated, edited), so a cached batch is never taken for probes that are gone."""
     path = out / TOKEN_FILE
-    if path.exists():
+    if path.exists() and not renew:
         return path.read_text(encoding="utf-8").strip()
     out.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
@@ -215,8 +216,9 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
     spent = sum(r.cost_usd or 0.0 for r in latest_records(existing, fp))
     batches = batch_pairs(inputs.query_set.queries, config.attempts, config.batch_size, done=done)
     study_id = study_id_for(fp, out)
-    token = _token(out)
     with store_for(config) as store:
+        recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
+        token = _token(out, renew=not probes_path.exists() or recorded > len(latest_records(existing, fp)))
         store.begin_study(
             study_id,
             out_dir=str(out.resolve()),

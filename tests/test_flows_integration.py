@@ -151,3 +151,40 @@ def test_skill_added_event_creates_a_rebaseline_run(prefect_server: None) -> Non
     assert flow_run.parameters["reason"] == "skillreach.skill.added"
     assert flow_run.parameters["skill"] == "pptx"
     json.dumps(flow_run.parameters)
+
+
+def test_a_finished_batch_is_cached_and_lost_probes_are_never_taken_from_the_cache(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect import flow
+
+    from flows.study import study
+    from tasks.study import assemble_catalog, prepare_study, probe_batch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    config = cfg(world, "out", batch_size=7)
+
+    @flow
+    async def twice() -> list[str]:
+        inputs = await assemble_catalog(config)
+        plan = await prepare_study(config, inputs)
+        pairs = plan.batches[0]
+        first = await probe_batch(config, inputs, plan, pairs, batch=0, return_state=True)
+        second = await probe_batch(config, inputs, plan, pairs, batch=0, return_state=True)
+        return [first.name, second.name, json.dumps(await second.result())]
+
+    names = asyncio.run(twice())
+    assert names[:2] == ["Completed", "Cached"]
+    assert json.loads(names[2])["probes"] == 7
+    assert len((tmp_path / "out/probes.jsonl").read_text().splitlines()) == 7
+
+    result = asyncio.run(study(config))  # the rest, as a tracked flow
+    assert result.artifact.counts.probes == 26
+    log = tmp_path / "out/probes.jsonl"
+    log.write_text("\n".join(log.read_text().splitlines()[:-5]) + "\n")  # the last batch's probes are lost
+    again = asyncio.run(study(config))
+    assert again.probes_run == 5
+    assert again.artifact.counts.probes == 26

@@ -151,6 +151,7 @@ async def run(probes: int, concurrency: int, latency: float) -> None:
             assert server.stdin is not None
             server.stdin.close()
             server.wait(timeout=30)
+    durations = sorted(r.duration_ms for r in records)
     errors = sum(1 for r in records if r.error)
     hits = sum(
         1
@@ -171,6 +172,8 @@ async def run(probes: int, concurrency: int, latency: float) -> None:
     print(f"ideal                  {ideal:.2f} s  (requests × {latency * 1000:.0f} ms / {concurrency})")
     print(f"ratio                  {wall / ideal:.2f}  (goal ≤ 1.3)")
     print(f"throughput             {len(records) / wall:.0f} probes/s")
+    p50, p90 = durations[len(durations) // 2], durations[9 * len(durations) // 10]
+    print(f"probe duration         p50 {p50} ms, p90 {p90} ms (server latency {latency * 1000:.0f} ms)")
     print(
         f"client CPU             {cpu:.2f} s ({1000 * cpu / requests:.2f} ms a request; "
         "the client is one thread)"

@@ -82,7 +82,7 @@ def _heatmap(artifact: Artifact) -> dict[str, Any]:
     size = 34.0 if n <= 12 else 24.0 if n <= 24 else 14.0
     show_counts = n <= 24
     longest = max((len(x) for x in labels), default=4)
-    margin = min(220.0, 12 + 6.6 * min(longest, 32))
+    margin = min(250.0, 16 + 7.4 * min(longest, 32))
     cells = []
     for c in artifact.confusion:
         if c.expected not in index or c.predicted not in index:
@@ -109,7 +109,7 @@ def _heatmap(artifact: Artifact) -> dict[str, Any]:
         "cells": cells,
         "size": size,
         "margin": margin,
-        "width": margin + n * size + 10,
+        "width": margin + n * size + 0.55 * margin,
         "height": margin + n * size + 10,
         "show_counts": show_counts,
         "note": note,

@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 
 from runtimes import get_runtime
 from runtimes.base import ProbeOptions, Runtime
-from skillreach.errors import ConfigError, SkillreachError
+from skillreach.errors import ConfigError, InputError, SkillreachError
 from skillreach.models import Catalog, ProbeRecord, QuerySet, Skill
 from skillreach.study import StudyConfig, batch_key, default_out_dir, study_id_for
 from tasks._context import logger, progress_for
@@ -161,7 +161,9 @@ async def assemble_catalog(config: StudyConfig) -> StudyInputs:
         size=config.neighborhood_size,
         seed=config.seed,
     )
-    query_set = load_query_set(queries_path, catalog=catalog)
+    query_set = load_query_set(queries_path, catalog=[s.name for s in found.skills])
+    if catalog.strategy != "full":
+        query_set = _restrict(query_set, catalog, config.target, queries_path)
     return StudyInputs(
         skills=found.skills,
         catalog=catalog,
@@ -170,6 +172,21 @@ async def assemble_catalog(config: StudyConfig) -> StudyInputs:
         source=found.source,
         problems=found.problems,
     )
+
+
+def _restrict(query_set: QuerySet, catalog: Catalog, target: str | None, path: Path) -> QuerySet:
+    """The queries a target catalog can answer: those whose expected skill is resident, and the
+    out-of-scope ones (a fresh, unsealed set: its digest is its own)."""
+    resident = set(catalog.names)
+    kept = tuple(q for q in query_set.queries if q.expected_skill is None or q.expected_skill in resident)
+    if not any(q.expected_skill == target for q in kept):
+        raise InputError(f"{path}: no query expects the target skill {target!r}; add positive queries for it")
+    logger().info("catalog %s: %d of %d queries have a resident expected skill or are out of scope",
+                  catalog.id, len(kept), len(query_set.queries))
+    provenance = query_set.provenance.model_copy(
+        update={"digest": "", "source": f"{query_set.provenance.source or path} restricted to {catalog.id}"}
+    )
+    return QuerySet(catalog_id=catalog.id, queries=kept, provenance=provenance)
 
 
 def _flow_run_id() -> str | None:

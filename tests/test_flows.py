@@ -14,7 +14,7 @@ from prefect.logging import disable_run_logger
 
 from flows.service import nightly_compliance, rebaseline_all, watch
 from flows.study import study
-from skillreach.errors import BudgetExceeded, ConfigError
+from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.store import Store
 from skillreach.study import StudyConfig, batch_pairs
 from tasks._context import set_progress
@@ -74,9 +74,10 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def cfg(world: dict[str, Path], out: str, runtime_script: str = "good", **kw: Any) -> StudyConfig:
+    kw.setdefault("attempts", 2)
     return StudyConfig(skills=(world["skills"],), queries=world["queries"], runtime="fake",
                        runtime_options={"script": str(world[runtime_script])}, out=world["root"] / out,
-                       home=world["home"], attempts=2, **kw)
+                       home=world["home"], **kw)
 
 
 def run(flow: Any, *args: Any, **kwargs: Any) -> Any:
@@ -194,6 +195,16 @@ def test_bad_configuration_is_one_clear_error(world: dict[str, Path]) -> None:
         run(study, StudyConfig(skills=(world["skills"],), home=world["home"]))
     with pytest.raises(ConfigError, match="target"):
         run(study, cfg(world, "o", catalog="singleton"))
+
+
+def test_a_target_catalog_probes_the_queries_it_can_answer(world: dict[str, Path]) -> None:
+    result = run(study, cfg(world, "single", catalog="singleton", target="beta", attempts=1))
+    assert result.artifact.catalog.id == "singleton:beta"
+    assert result.artifact.catalog.skills == ["beta"]
+    assert result.artifact.counts.probes == 5  # beta's four queries and the out-of-scope one
+    make_skills(world["skills"], {"delta": "Plot maps from coordinates. Use for maps."})
+    with pytest.raises(InputError, match="no query expects the target skill 'delta'"):
+        run(study, cfg(world, "single2", catalog="singleton", target="delta"))
 
 
 # ------------------------------------------------------------------------------ gates and alerts

@@ -342,7 +342,8 @@ class ClaudeCodeRuntime:
         if block.get("type") != "tool_use":
             return
         name = block.get("name")
-        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+        raw_input = block.get("input")
+        args: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
         if name == "Skill":
             skill = str(args.get("skill", "")).strip().lstrip("/")
             if skill not in catalog or state.compliance:

@@ -41,6 +41,7 @@ __all__ = [
     "Collision",
     "ConfusionCell",
     "Counts",
+    "KindStats",
     "Metrics",
     "Outcomes",
     "ProbeOutcome",
@@ -468,6 +469,19 @@ class ClassStats(_Frozen):
         return self.support > 0 or self.predicted > 0
 
 
+class KindStats(_Frozen):
+    """Routing figures of one query kind (implicit, contextual, neighbor_negative, out_of_scope)."""
+
+    kind: str
+    queries: int
+    scored: int
+    top1_accuracy: float | None
+    top1_ci: Interval | None
+    abstention_rate: float | None
+    trajectory_reachability: float | None
+    """``None`` for out-of-scope queries (nothing to reach)."""
+
+
 class ConfusionCell(_Frozen):
     expected: str
     predicted: str
@@ -525,6 +539,7 @@ class Artifact(_Frozen):
     """The denominator of every run-level metric (probes, or queries for consistency)."""
     intervals: dict[str, Interval | None]
     classes: list[ClassStats]
+    by_kind: list[KindStats] = Field(default_factory=list)
     confusion: list[ConfusionCell]
     collisions: list[Collision]
     top_attractors: list[Attractor]

@@ -39,7 +39,7 @@ from skillreach.artifacts import (
     RuntimeInfo,
 )
 from skillreach.errors import InputError
-from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QuerySet
+from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
 
 try:  # orjson is several times faster on a million lines; the standard library reads the same JSON
@@ -58,6 +58,8 @@ _RICH_KEYS = ("tool_calls", "final_text", "rubric_grade")
 """Fields that only compliance and quality judging read; lines carrying them are kept whole."""
 
 _MAX_DENSE_CONFUSION = 1 << 22
+_KINDS = tuple(k.value for k in QueryKind)
+_KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
 _SAMPLES = 3
 
 
@@ -413,6 +415,8 @@ class _Queries:
     checked: np.ndarray
     """Query → carries compliance or quality checks."""
     info: list[QueryInfo]
+    kind: np.ndarray
+    """Query → index into :data:`_KINDS`."""
 
     def __len__(self) -> int:
         return len(self.items)
@@ -469,6 +473,7 @@ def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
             for j, a in enumerate(names):
                 acc[i, j] = ext.setdefault(a, len(ext))
     truths = [NO_SKILL if e is None else e for e in expected]
+    kinds = [qu.kind._value_ for qu in items]
     return _Queries(
         items=items,
         index=index,
@@ -476,7 +481,8 @@ def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
         in_scope=np.array([e is not None for e in expected], dtype=bool),
         acceptable=acc,
         checked=np.array([qu.checks is not None for qu in items], dtype=bool),
-        info=list(zip(ids, [qu.kind._value_ for qu in items], truths, acceptable, strict=True)),
+        info=list(zip(ids, kinds, truths, acceptable, strict=True)),
+        kind=np.array([_KIND_CODE[k] for k in kinds], dtype=np.int64),
     )
 
 
@@ -670,6 +676,36 @@ def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]]
         "macro_f1": math.fsum(c["f1"] for c in supported) / len(supported) if supported else None,
     }
     return classes, macro
+
+
+def _by_kind(pr: _Probes, qs: _Queries, no: int) -> list[dict[str, Any]]:
+    """Top-1 accuracy, abstention and reachability per query kind present in the set."""
+    n = len(_KINDS)
+    scored = pr.scored
+    kind = qs.kind[pr.q]
+    queries = np.bincount(qs.kind, minlength=n).tolist()
+    n_scored = np.bincount(kind[scored], minlength=n).tolist()
+    correct = np.bincount(kind[pr.predicted == pr.truth], minlength=n).tolist()
+    abstain = np.bincount(kind[pr.predicted == no], minlength=n).tolist()
+    reached = np.bincount(kind[pr.reach & scored], minlength=n).tolist()
+    out = []
+    for i, name in enumerate(_KINDS):
+        if not queries[i]:
+            continue
+        out.append(
+            {
+                "kind": name,
+                "queries": queries[i],
+                "scored": n_scored[i],
+                "top1_accuracy": _rate(correct[i], n_scored[i]),
+                "top1_ci": _ci(correct[i], n_scored[i]),
+                "abstention_rate": _rate(abstain[i], n_scored[i]),
+                "trajectory_reachability": None
+                if name == QueryKind.out_of_scope.value
+                else _rate(reached[i], n_scored[i]),
+            }
+        )
+    return out
 
 
 def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -889,6 +925,7 @@ def _score(
             "denominators": denominators,
             "intervals": intervals,
             "classes": classes,
+            "by_kind": _by_kind(pr, qs, no),
             "confusion": confusion,
             "collisions": _collisions(pr, qs, labels, cell),
             "top_attractors": _attractors(classes, confusion),

@@ -29,12 +29,20 @@ class Page(HTMLParser):
         self._stack: list[dict[str, str | None]] = []
         self.text: list[str] = []
         self._row: str | None = None
+        self._kind: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags[tag] = self.tags.get(tag, 0) + 1
         if tag == "tr":
             self._row = dict(attrs).get("data-class")
-        el: dict[str, str | None] = {"_tag": tag, **dict(attrs), "_text": "", "_row": self._row}
+            self._kind = dict(attrs).get("data-kind")
+        el: dict[str, str | None] = {
+            "_tag": tag,
+            **dict(attrs),
+            "_text": "",
+            "_row": self._row,
+            "_row_kind": self._kind,
+        }
         self.elements.append(el)
         if tag not in {"meta", "line", "rect", "circle", "br", "img", "input", "link"}:
             self._stack.append(el)
@@ -110,6 +118,15 @@ def test_html_numbers_equal_the_artifact(artifact: Artifact) -> None:
             assert (float(row[field]["data-lo"] or ""), float(row[field]["data-hi"] or "")) == ci
             text = " ".join((row[field]["_text"] or "").split())
             assert f"{getattr(c, field):.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" in text
+    kinds = {e["data-kind"] for e in page.elements if e.get("data-kind")}
+    assert kinds == {k.kind for k in artifact.by_kind}
+    for k in artifact.by_kind:
+        row = [e for e in page.elements if e.get("data-field") and e["_row_kind"] == k.kind]
+        assert {e["data-field"]: json.loads(e["data-value"] or "") for e in row} == {
+            "top1_accuracy": k.top1_accuracy,
+            "abstention_rate": k.abstention_rate,
+            "trajectory_reachability": k.trajectory_reachability,
+        }
     counts = {e["data-count"]: int(e["data-value"] or "") for e in page.elements if e.get("data-count")}
     assert counts == {"probes": 6, "queries": 3, "scored": 5, "errors": 1}
     cells = {

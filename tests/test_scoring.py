@@ -124,6 +124,19 @@ def test_worked_example_classes_and_macro(worked: Artifact) -> None:
     assert worked.metrics.macro_f1 == pytest.approx((0.5 + 2 / 3 + 2 / 3) / 3)
 
 
+def test_worked_example_by_kind(worked: Artifact) -> None:
+    kinds = {k.kind: k for k in worked.by_kind}
+    assert set(kinds) == {"implicit", "out_of_scope"}
+    implicit, oos = kinds["implicit"], kinds["out_of_scope"]
+    assert (implicit.queries, implicit.scored) == (2, 3)
+    assert implicit.top1_accuracy == pytest.approx(2 / 3)
+    assert implicit.top1_ci == pytest.approx(wilson(2, 3))
+    assert implicit.trajectory_reachability == 1.0
+    assert implicit.abstention_rate == 0.0
+    assert (oos.queries, oos.scored, oos.top1_accuracy, oos.abstention_rate) == (1, 2, 0.5, 0.5)
+    assert oos.trajectory_reachability is None
+
+
 def test_worked_example_confusion_collisions_attractors(worked: Artifact) -> None:
     cells = {(c.expected, c.predicted): c.count for c in worked.confusion}
     assert cells == {

@@ -294,6 +294,8 @@ class ClaudeCodeRuntime:
         extra = seen - set(catalog.names)
         known = extra & self.known_non_catalog
         strangers = sorted(extra - known)
+        for name in sorted(known - self.non_catalog_residents):
+            log.warning("claude-code lists the built-in skill %r beside the catalog; it is not scored", name)
         self.non_catalog_residents |= known
         if missing or strangers:
             parts = []

@@ -158,12 +158,13 @@ async def test_a_missing_catalog_skill_is_a_residency_error(
 
 
 async def test_known_builtins_are_reported_not_mixed_in(
-    tmp_path: Path, catalog: Catalog, stub_env: Any
+    tmp_path: Path, catalog: Catalog, stub_env: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     stub_env({"*": ["doctor", "pdf"]})
     rt = make(tmp_path, extra_env={"DISABLE_DOCTOR_COMMAND": "0"})
     out, _ = await run(rt, q(), catalog)
     await rt.aclose()
+    assert "built-in skill 'doctor' beside the catalog" in caplog.text
     assert out.error is None
     assert rt.non_catalog_residents == {"doctor"}
     assert out.invoked == ["pdf"]  # an invocation of a non-catalog built-in is not an activation

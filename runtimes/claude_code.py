@@ -125,6 +125,8 @@ class StreamState:
     stop: bool = False
     compliance: bool = False
     assistant_turns: set[str] = field(default_factory=set)
+    compliance_turns: set[str] = field(default_factory=set)
+    """Assistant messages after the expected skill was loaded (compliance mode's steps)."""
 
     @property
     def usage(self) -> Usage:
@@ -319,6 +321,11 @@ class ClaudeCodeRuntime:
         elif kind == "assistant":
             message = event.get("message") or {}
             mid = str(message.get("id") or len(state.usage_by_message))
+            if state.compliance and mid not in state.compliance_turns:
+                if len(state.compliance_turns) >= tracker.options.step_budget:
+                    state.stop = True  # the step budget is spent: this turn is not recorded
+                    return
+                state.compliance_turns.add(mid)
             state.assistant_turns.add(mid)
             if message.get("model"):
                 state.resolved_model = str(message["model"])
@@ -357,8 +364,6 @@ class ClaudeCodeRuntime:
                 state.stop = True
         elif state.compliance:
             state.tool_calls.append(ToolCall(tool=str(name), input=dict(args)))
-            if len(state.tool_calls) >= tracker.options.step_budget:
-                state.stop = True
 
     # ---------------------------------------------------------------------------------- process
 

@@ -262,3 +262,13 @@ async def test_a_skill_name_that_cannot_be_a_folder_stops_before_any_agent_runs(
         await run(rt, q(expected="../escape"), cat)
     await rt.aclose()
     assert not log.exists()
+
+
+async def test_compliance_step_budget_counts_turns(tmp_path: Path, catalog: Catalog, stub_env: Any) -> None:
+    steps = [{"tool": "Bash", "input": {"command": f"echo {i}"}} for i in range(10)]
+    stub_env({"*": {"steps": ["pdf", *steps], "sleep_after_skill": {}}})
+    rt = make(tmp_path)
+    out, _ = await run(rt, q(), catalog, compliance=True, step_budget=3)
+    await rt.aclose()
+    assert out.invoked == ["pdf"]
+    assert [c.input["command"] for c in out.tool_calls] == ["echo 0", "echo 1", "echo 2"]

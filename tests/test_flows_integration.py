@@ -24,8 +24,10 @@ from tests.test_flows import cfg, make_queries, make_skills, run, script
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def prefect_server() -> Iterator[None]:
+    """One temporary Prefect server for this module, the only one of the test session. Module scope,
+    so that its API settings end with this module and no later test talks to it by accident."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):

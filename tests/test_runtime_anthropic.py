@@ -312,3 +312,37 @@ def test_stand_in_reply_helpers() -> None:
     assert r.stop_reason == "end_turn"
     assert skill_call("pdf")["input"] == {"skill": "pdf"}
     assert Reply([]).content == []
+
+
+async def test_run_probes_in_batch_mode_puts_every_probe_of_the_slice_in_one_batch() -> None:
+    from skillreach.probing import ListSink, run_probes
+
+    cat = make_catalog()
+    with MessagesAPI(ScriptResponder(default=["pdf"]), batch_polls=0) as api:
+        rt = runtime(api, batch=True, poll_initial_s=0.01)
+        queries = [Query(id=f"q{i}", text=f"query {i}", expected_skill="pdf") for i in range(6)]
+        sink = ListSink()
+        await run_probes(
+            rt,
+            cat,
+            [(qq, 1) for qq in queries],
+            options=ProbeOptions(),
+            sink=sink,
+            concurrency=2,
+            fingerprint="f",
+        )
+        await rt.aclose()
+    assert [len(b["requests"]) for b in api.batches.values()] == [6]
+    assert all(r.invoked == ("pdf",) for r in sink.records)
+
+
+async def test_canary_against_a_model_that_never_calls_skill_is_blind() -> None:
+    from skillreach.errors import HarnessBlind
+    from skillreach.probing import canary_check
+
+    with MessagesAPI(ScriptResponder(default=[{"text": "I will just answer."}])) as api:
+        rt = runtime(api)
+        with pytest.raises(HarnessBlind, match="cannot see activations"):
+            await canary_check(rt, make_catalog(), ProbeOptions())
+        await rt.aclose()
+    assert len(api.requests) == 3

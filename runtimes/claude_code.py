@@ -73,6 +73,7 @@ PASSED_ENV = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
+    "CLAUDE_CODE_OAUTH_TOKEN",
     "HTTPS_PROXY",
     "HTTP_PROXY",
     "NO_PROXY",
@@ -184,6 +185,13 @@ class ClaudeCodeRuntime:
         if api_key:
             self.env_overrides["ANTHROPIC_API_KEY"] = api_key
         self.extra_args = list(extra_args or [])
+        credentials = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+        if not any(self.env_overrides.get(k) or os.environ.get(k) for k in credentials):
+            raise ConfigError(
+                "the claude-code runtime runs claude with an isolated config folder, so a login stored "
+                "in ~/.claude is not seen: set ANTHROPIC_API_KEY "
+                "(or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`)"
+            )
         self.known_non_catalog = known_non_catalog
         self.keep_workdirs = keep_workdirs
         self.kill_grace_s = kill_grace_s

@@ -63,7 +63,11 @@ def stub_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def make(tmp_path: Path, **kw: Any) -> ClaudeCodeRuntime:
-    env = {"CLAUDE_STUB_SCRIPT": str(tmp_path / "script.json"), "CLAUDE_STUB_LOG": str(tmp_path / "stub.log")}
+    env = {
+        "CLAUDE_STUB_SCRIPT": str(tmp_path / "script.json"),
+        "CLAUDE_STUB_LOG": str(tmp_path / "stub.log"),
+        "ANTHROPIC_API_KEY": "sk-test-secret",
+    }
     env.update(kw.pop("extra_env", {}))
     return ClaudeCodeRuntime(claude_path=str(STUB), settings=Settings(), extra_env=env, **kw)
 
@@ -272,3 +276,22 @@ async def test_compliance_step_budget_counts_turns(tmp_path: Path, catalog: Cata
     await rt.aclose()
     assert out.invoked == ["pdf"]
     assert [c.input["command"] for c in out.tool_calls] == ["echo 0", "echo 1", "echo 2"]
+
+
+def test_no_credentials_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ConfigError, match="isolated config folder"):
+        ClaudeCodeRuntime(claude_path=str(STUB), settings=Settings())
+
+
+async def test_the_key_never_reaches_an_error_message(
+    tmp_path: Path, catalog: Catalog, stub_env: Any
+) -> None:
+    stub_env({"*": {"api_error": "API Error: 401 invalid x-api-key sk-test-secret"}})
+    rt = make(tmp_path)
+    out, _ = await run(rt, q(), catalog)
+    await rt.aclose()
+    assert out.error is not None
+    assert "sk-test-secret" not in out.error
+    assert "***" in out.error

@@ -222,12 +222,14 @@ class ClaudeCodeRuntime:
             self._templates[key] = tpl
         return tpl
 
-    def _workdir(self, catalog: Catalog) -> Path:
+    def _workdir(self, catalog: Catalog, *, writable: bool) -> Path:
+        """A fresh folder; skills hard-linked from the catalog's template, or copied when the agent
+        may write (compliance mode), so no probe can change what the next one sees."""
         tpl = self._template(catalog)
         work = Path(tempfile.mkdtemp(prefix="probe-", dir=self._root))
         dest = work / "project" / ".claude" / "skills"
         try:
-            shutil.copytree(tpl / "skills", dest, copy_function=os.link)
+            shutil.copytree(tpl / "skills", dest, copy_function=shutil.copy2 if writable else os.link)
         except OSError:
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(tpl / "skills", dest)
@@ -387,7 +389,7 @@ class ClaudeCodeRuntime:
 
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
         async with self._sem:
-            work = await asyncio.to_thread(self._workdir, catalog)
+            work = await asyncio.to_thread(self._workdir, catalog, writable=tracker.options.compliance)
             try:
                 return await self._run(query, catalog, tracker, work)
             finally:

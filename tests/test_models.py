@@ -42,6 +42,7 @@ def test_catalog_refuses_duplicates_and_reserved_label() -> None:
 def test_checks_canonical_drops_defaults() -> None:
     checks = Checks(output=(OutputCheck(contains="done"),))
     assert checks.canonical() == {"output": [{"contains": "done"}]}
-    assert checks.has_quality and not checks.has_compliance
+    assert checks.has_quality
+    assert not checks.has_compliance
     with pytest.raises(ValidationError, match="exactly one"):
         OutputCheck(contains="a", regex="b")

@@ -112,6 +112,7 @@ def main() -> None:
     ap.add_argument("--pydantic", action="store_true", help="also time one ProbeRecord model per line")
     ap.add_argument("--uniform", action="store_true", help="confusions anywhere (every matrix cell filled)")
     ap.add_argument("--repeat", type=int, default=3, help="time scoring and sklearn this many times; best")
+    ap.add_argument("--write", action="store_true", help="also time writing and verifying artifact.json")
     args = ap.parse_args()
 
     from sklearn.metrics import precision_recall_fscore_support
@@ -165,6 +166,24 @@ def main() -> None:
         lambda: precision_recall_fscore_support(truth_s, pred_s, labels=labels, average=None, zero_division=0)
     )
     print(f"sklearn precision_recall_fscore_support, string labels: {t_sk_str:7.3f} s")
+
+    if args.write:
+        import tempfile
+        from pathlib import Path
+
+        from skillreach.artifacts import read_artifact, write_artifact
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "artifact.json"
+            t0 = time.perf_counter()
+            write_artifact(artifact, path)
+            t_write = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            read_artifact(path)
+            t_read = time.perf_counter() - t0
+            size = path.stat().st_size
+        print(f"write artifact.json ({size / 1e6:.0f} MB, digest included): {t_write:7.3f} s")
+        print(f"read + verify artifact.json:                  {t_read:7.3f} s")
 
     ok = all(
         abs(c.precision - p[i]) < 1e-12

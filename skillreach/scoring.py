@@ -19,11 +19,9 @@ Policies beyond the spec, each stated in the artifact when it applies:
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -37,6 +35,7 @@ from skillreach.artifacts import (
     Outcomes,
     QueryInfo,
     RuntimeInfo,
+    cyclic_gc_paused,
 )
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
@@ -802,24 +801,6 @@ def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np
 # ---------------------------------------------------------------------------------------------- score
 
 
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a burst of acyclic objects is built.
-
-    A large study builds tens of thousands of small dicts and models (confusion cells, collisions);
-    each burst would otherwise make the collector walk every live object (the query set's models
-    included) again and again — measured 3× the scoring time at a million probes. Reference counting
-    still frees everything; the previous state is restored on exit.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def score(
     query_set: QuerySet,
     probes: ProbeTable | Iterable[ProbeRecord],
@@ -837,7 +818,7 @@ def score(
     or probes of different studies mixed in one log.
     """
     table = probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         return _score(query_set, table, catalog, runtime_info, attempts)
 
 

@@ -27,6 +27,7 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
+import orjson
 
 from skillreach import __version__
 from skillreach.artifacts import (
@@ -40,15 +41,6 @@ from skillreach.artifacts import (
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
-
-try:  # orjson is several times faster on a million lines; the standard library reads the same JSON
-    import orjson
-
-    _loads: Any = orjson.loads
-except ImportError:  # pragma: no cover - orjson ships with prefect
-    import json
-
-    _loads = json.loads
 
 __all__ = ["ProbeTable", "score"]
 
@@ -158,8 +150,8 @@ class ProbeTable:
             if not text:
                 continue
             try:
-                obj = _loads(text)
-            except ValueError as exc:
+                obj = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
                 msg = f"not valid JSON ({exc}); fix or remove the line"
                 ends = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
                 if not ends and lineno > 1:

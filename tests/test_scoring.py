@@ -533,3 +533,24 @@ def test_outcomes_survive_json(worked: Artifact) -> None:
     again = Artifact.model_validate(data)
     assert again.outcomes == worked.outcomes
     assert again == worked
+
+
+def test_empty_logs_and_sets_score_to_nulls() -> None:
+    from skillreach.reports import render_html, render_markdown
+
+    qs = QuerySet(queries=(q("a", "x"),))
+    art = score(qs, [])
+    assert (art.counts.probes, art.counts.missing) == (0, 1)
+    assert art.metrics.top1_accuracy is None
+    assert art.warnings == ["1 of 1 query × attempt pairs have no probe"]
+    empty = score(QuerySet(queries=()), [])
+    assert [c.label for c in empty.classes] == [NO_SKILL]
+    for a in (art, empty):  # reports render without a single scored probe
+        assert "n/a" in render_html(a)
+        assert "n/a" in render_markdown(a)
+
+
+def test_duplicate_query_ids_are_refused() -> None:
+    qs = QuerySet(queries=(q("a", "x"), q("a", "y")))
+    with pytest.raises(InputError, match="query id 'a' appears twice"):
+        score(qs, [])

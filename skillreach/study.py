@@ -205,10 +205,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "study"
 
 
-def default_out_dir(config: StudyConfig, now: datetime | None = None, root: Path = Path("runs")) -> Path:
-    """``runs/<UTC stamp>-<runtime>[-<model>]`` for a study that was given no ``--out``."""
+def default_out_dir(
+    config: StudyConfig, now: datetime | None = None, root: Path = Path("runs"), kind: str = "study"
+) -> Path:
+    """``runs/<UTC stamp>[-<kind>]-<runtime>[-<model>]`` for a study that was given no ``--out``."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    parts = [stamp, _slug(config.runtime)]
+    parts = [stamp] + ([] if kind == "study" else [_slug(kind)]) + [_slug(config.runtime)]
     if config.model:
         parts.append(_slug(config.model))
     return root / "-".join(parts)

@@ -189,6 +189,19 @@ def _restrict(query_set: QuerySet, catalog: Catalog, target: str | None, path: P
     return QuerySet(catalog_id=catalog.id, queries=kept, provenance=provenance)
 
 
+def _claim(base: Path) -> Path:
+    """A new folder for a study given no ``--out``: two runs started in the same second never share one."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 1000):
+        candidate = base if i == 1 else base.with_name(f"{base.name}-{i}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise ConfigError(f"{base}: too many runs started at once; pass --out DIR")
+
+
 def _flow_run_id() -> str | None:
     from prefect.context import FlowRunContext
 
@@ -226,7 +239,7 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         await runtime.aclose()
     fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
                      extra=dict(sorted(config.runtime_options.items())))
-    out = config.out or default_out_dir(config)
+    out = config.out or _claim(default_out_dir(config, kind=kind))
     probes_path = out / "probes.jsonl"
     existing = read_probes(probes_path, missing_ok=True)
     done = completed_pairs(existing, fp)

@@ -357,3 +357,18 @@ def test_cli_config_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "bad.toml").write_text("atempts = 3\n")
     with pytest.raises(ConfigError, match=r"bad\.toml: atempts"):
         StudyConfig.build(tmp_path / "bad.toml")
+
+
+def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> None:
+    from datetime import UTC, datetime
+
+    from skillreach.study import default_out_dir
+
+    config = cfg(world, "x").model_copy(update={"out": None})
+    a = run(study, config)
+    b = run(study, config)
+    assert a.out != b.out
+    assert a.out.parent == Path("runs")
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert default_out_dir(config, now) == Path("runs/20260102T030405Z-fake")
+    assert default_out_dir(config, now, kind="rebaseline") == Path("runs/20260102T030405Z-rebaseline-fake")

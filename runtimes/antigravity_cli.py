@@ -32,17 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker
-from runtimes.pi import (
+from runtimes._agentcli import (
+    AgentStream,
     base_env,
     find_executable,
     lay_out_skills,
-    report_skill,
+    run_error,
     run_json_lines,
-    skill_for_path,
 )
+from runtimes.base import Outcome, Tracker
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
 
 __all__ = ["AgyStream", "AntigravityCliRuntime"]
@@ -111,35 +111,22 @@ class AntigravityCliRuntime:
                 on_event=state.feed,
                 timeout_s=self.timeout_s,
             )
-        error = state.error
-        if error is None and not result.stopped_early and result.returncode != 0:
-            error = f"agy exited with {result.describe()}"
-        if error is None and result.timed_out:
-            error = f"agy timed out after {self.timeout_s:g}s"
         return Outcome.from_tracker(
             tracker,
             turns=tracker.turns_used,
-            error=error,
+            error=run_error("agy", state.error, result, self.timeout_s),
             usage=state.usage,
             resolved_model=state.model or self.model,
             tool_calls=state.tool_calls,
-            final_text=state.final_text,
+            final_text=state.answer(),
         )
 
 
 @dataclass
-class AgyStream:
+class AgyStream(AgentStream):
     """Folds agy's stream-json events into tracker calls, usage and the final text."""
 
-    skill_dirs: dict[str, Path]
-    cwd: Path
-    tracker: Tracker
     usage: Usage = field(default_factory=Usage)
-    model: str | None = None
-    final_text: str | None = None
-    error: str | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    _text: list[str] = field(default_factory=list)
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -165,17 +152,8 @@ class AgyStream:
         raw = event.get("parameters", event.get("args", event.get("input")))
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         self._text = []  # text before a tool call is not the final answer
-        skill = None
-        if name not in _WRITE_TOOLS:
-            for key in _PATH_KEYS:
-                if key in params:
-                    skill = skill_for_path(params.get(key), self.skill_dirs, self.cwd)
-                    if skill is not None:
-                        break
-        if skill is None:
-            self.tool_calls.append(ToolCall(tool=name, input=params))
-            return True
-        return report_skill(self.tracker, skill)
+        skill = None if name in _WRITE_TOOLS else self.path_skill(params, _PATH_KEYS)
+        return self.record(name, params) if skill is None else self.activate(skill)
 
     def _result(self, event: dict[str, Any]) -> None:
         stats = event.get("stats") or {}

@@ -33,8 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker
-from runtimes.pi import lay_out_skills, report_skill, skill_for_path
+from runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
+from runtimes.base import Outcome, Tracker, compliance_answer
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
@@ -201,7 +201,7 @@ class AntigravitySdkRuntime:
             usage=usage,
             resolved_model=self.model,
             tool_calls=tool_calls,
-            final_text=final_text,
+            final_text=compliance_answer(tracker, final_text),
         )
 
     def _scrub(self, text: str) -> str:

@@ -14,8 +14,9 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.settings import Price
 
-__all__ = ["Outcome", "ProbeOptions", "Runtime", "Tracker"]
+__all__ = ["Outcome", "ProbeOptions", "Runtime", "Tracker", "compliance_answer", "cost_of"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,29 @@ class Tracker:
         elif len(self.invoked) >= self.max_turns:
             self.exhausted = True
         return not self.done
+
+
+def compliance_answer(tracker: Tracker, text: str | None) -> str | None:
+    """The ``final_text`` a probe reports: in compliance mode, once the expected skill was loaded, the
+    agent's last text, or ``""`` when it ended its turn with none — so that an activated probe with no
+    tool calls and no answer is judged (a compliance failure), not taken for a routing-only probe
+    (``skillreach.compliance.evaluate_probe``). Otherwise ``text`` as it is."""
+    if tracker.options.compliance and tracker.expected_loaded:
+        return text or ""
+    return text
+
+
+def cost_of(usage: Usage, price: Price | None, *, batch: bool = False) -> float | None:
+    """USD for ``usage`` at ``price`` (per million tokens; half in batch mode), None when not priced."""
+    if price is None:
+        return None
+    usd = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
+    return usd * (0.5 if batch else 1.0)
 
 
 @dataclass

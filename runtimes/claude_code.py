@@ -28,7 +28,6 @@ calls are recorded as :class:`~skillreach.models.ToolCall`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
@@ -36,16 +35,16 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker
+from runtimes._agentcli import run_json_lines, write_skill
+from runtimes.base import Outcome, Tracker, compliance_answer, cost_of
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
+from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
 
 __all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
@@ -84,7 +83,6 @@ PASSED_ENV = (
     "TZ",
 )
 COMPLIANCE_TOOLS = "Skill,Bash,Read,Write,Edit"
-LINE_LIMIT = 64 * 1024 * 1024
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _HOLD_HOOK = (
     "import json, sys, time\n"
@@ -93,22 +91,6 @@ _HOLD_HOOK = (
     "if name == sys.argv[1]:\n"
     "    time.sleep(3600)\n"
 )
-
-
-def _write_skill(skill: Skill, dest: Path) -> None:
-    src = Path(skill.folder) if skill.folder else None
-    if src is not None and (src / "SKILL.md").is_file():
-        shutil.copytree(src, dest, symlinks=False, ignore=shutil.ignore_patterns(".git", "__pycache__"))
-    else:
-        dest.mkdir(parents=True)
-        (dest / "SKILL.md").write_text(
-            "---\n"
-            + f"name: {json.dumps(skill.name)}\n"
-            + f"description: {json.dumps(skill.description, ensure_ascii=False)}\n"
-            + "---\n"
-            + skill.body,
-            encoding="utf-8",
-        )
 
 
 @dataclass
@@ -218,7 +200,7 @@ class ClaudeCodeRuntime:
             skills = tpl / "skills"
             skills.mkdir(parents=True)
             for skill in catalog.skills:
-                _write_skill(skill, skills / skill.name)
+                write_skill(skill, skills / skill.name, symlinks=False)
             self._templates[key] = tpl
         return tpl
 
@@ -356,7 +338,8 @@ class ClaudeCodeRuntime:
 
     def _block(self, block: dict[str, Any], state: StreamState, catalog: Catalog, tracker: Tracker) -> None:
         if block.get("type") == "text" and block.get("text"):
-            state.texts.append(str(block["text"]))
+            if state.compliance:  # the answer is what the agent says after it read its skill
+                state.texts.append(str(block["text"]))
             return
         if block.get("type") != "tool_use":
             return
@@ -377,16 +360,6 @@ class ClaudeCodeRuntime:
 
     # ---------------------------------------------------------------------------------- process
 
-    async def _end_group(self, proc: asyncio.subprocess.Process) -> None:
-        """SIGTERM the whole process group, SIGKILL what is left after the grace period."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), self.kill_grace_s)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
         async with self._sem:
             work = await asyncio.to_thread(self._workdir, catalog, writable=tracker.options.compliance)
@@ -399,64 +372,30 @@ class ClaudeCodeRuntime:
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
         timeout = self.timeout_s or tracker.options.timeout_s
         state = StreamState()
-        proc = await asyncio.create_subprocess_exec(
-            *self._command(query, tracker),
-            cwd=work / "project",
+
+        def on_event(event: dict[str, Any]) -> bool:
+            self.handle_event(event, state, catalog, tracker)
+            return not state.stop
+
+        result = await run_json_lines(
+            self._command(query, tracker),
             env=self._env(work),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=LINE_LIMIT,
+            cwd=work / "project",
+            on_event=on_event,
+            timeout_s=timeout,
+            kill_grace_s=self.kill_grace_s,
+            on_start=self.pids.append,
         )
-        self.pids.append(proc.pid)
-        assert proc.stderr is not None
-        stderr_task = asyncio.create_task(proc.stderr.read())
-        ended_by_us = False
-        try:
-            async with asyncio.timeout(timeout):
-                await self._read(proc, state, catalog, tracker)
-                if not state.stop:
-                    await proc.wait()  # the stream ended: let the program exit on its own
-        except TimeoutError:
+        if result.timed_out:
             state.error = f"claude did not finish within {timeout:g}s"
-        finally:
-            if proc.returncode is None:
-                ended_by_us = True
-                await self._end_group(proc)
-            else:  # the leader is gone; end anything it left in its group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-        stderr = await stderr_task
-        if state.error is None and state.result is None and not ended_by_us and not tracker.done:
-            tail = self._scrub(stderr.decode("utf-8", "replace").strip()[-500:])
-            state.error = f"claude exited with code {proc.returncode} without a result" + (
+        if state.error is None and state.result is None and not result.killed and not tracker.done:
+            tail = self._scrub(result.stderr.strip()[-500:])
+            state.error = f"claude exited with code {result.returncode} without a result" + (
                 f": {tail}" if tail else ""
             )
         if state.error is None and state.init_skills is None:
             state.error = "claude printed no init event: cannot check which skills were resident"
         return self._outcome(state, tracker)
-
-    async def _read(
-        self, proc: asyncio.subprocess.Process, state: StreamState, catalog: Catalog, tracker: Tracker
-    ) -> None:
-        assert proc.stdout is not None
-        while True:
-            line = await proc.stdout.readline()
-            if not line:
-                return
-            text = line.decode("utf-8", "replace").strip()
-            if not text:
-                continue
-            try:
-                event = json.loads(text)
-            except json.JSONDecodeError:
-                log.debug("claude printed a non-JSON line: %.200s", text)
-                continue
-            if isinstance(event, dict):
-                self.handle_event(event, state, catalog, tracker)
-            if state.stop:
-                return
 
     def _outcome(self, state: StreamState, tracker: Tracker) -> Outcome:
         usage = state.usage
@@ -467,15 +406,9 @@ class ClaudeCodeRuntime:
                 cost = float(state.result["total_cost_usd"])
             turns = int(state.result.get("num_turns") or turns)
         if cost is None:
-            price = self.settings.price_for(state.resolved_model or state.cli_model or self.model)
-            if price is not None:
-                cost = (
-                    usage.input_tokens * price.input
-                    + usage.output_tokens * price.output
-                    + usage.cache_creation_input_tokens * price.cache_write
-                    + usage.cache_read_input_tokens * price.cache_read
-                ) / 1_000_000
-        final_text = state.texts[-1] if (tracker.options.compliance and state.texts) else None
+            model = state.resolved_model or state.cli_model or self.model
+            cost = cost_of(usage, self.settings.price_for(model))
+        final_text = compliance_answer(tracker, state.texts[-1] if state.texts else None)
         return Outcome.from_tracker(
             tracker,
             turns=turns,

@@ -37,7 +37,6 @@ reported as known non-catalog residents, never mixed into the catalog).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import tempfile
@@ -45,17 +44,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker
-from runtimes.pi import (
+from runtimes._agentcli import (
+    AgentStream,
+    ResidencyCache,
     base_env,
     find_executable,
     lay_out_skills,
-    report_skill,
+    run_command,
+    run_error,
     run_json_lines,
-    skill_for_path,
 )
+from runtimes.base import Outcome, Tracker
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, ToolCall
+from skillreach.models import Catalog, Query
 from skillreach.settings import Settings
 
 __all__ = ["GooseRuntime", "GooseStream"]
@@ -102,10 +103,8 @@ class GooseRuntime:
         self.builtins = [skills_extension, *extra_builtins]
         self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self.extra_env = dict(env or {})
-        self.check_residency = check_residency
         self.non_catalog_residents: list[str] = []
-        self._checked: dict[str, str | None] = {}
-        self._check_lock = asyncio.Lock()
+        self._residency = ResidencyCache(self._check, enabled=check_residency)
 
     async def aclose(self) -> None:
         return None
@@ -159,37 +158,21 @@ class GooseRuntime:
         return args
 
     # ------------------------------------------------------------------------------- residency
-    async def _residency_problem(self, catalog: Catalog) -> str | None:
-        if not self.check_residency:
-            return None
-        async with self._check_lock:
-            if catalog.digest not in self._checked:
-                self._checked[catalog.digest] = await self._check(catalog)
-            return self._checked[catalog.digest]
-
     async def _check(self, catalog: Catalog) -> str | None:
         with tempfile.TemporaryDirectory(prefix="skillreach-goose-") as tmp:
             root = Path(tmp)
             work, _ = self._layout(root, catalog)
-            proc = await asyncio.create_subprocess_exec(
-                self.executable,
-                "skills",
-                "list",
-                cwd=str(work),
+            ran = await run_command(
+                [self.executable, "skills", "list"],
                 env=self._env(root),
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
+                cwd=work,
+                timeout_s=min(self.timeout_s, 60.0),
             )
-            try:
-                out, err = await asyncio.wait_for(proc.communicate(), timeout=min(self.timeout_s, 60.0))
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-                return "goose skills list timed out; cannot check which skills are resident"
-        if proc.returncode != 0:
+        if ran is None:
+            return "goose skills list timed out; cannot check which skills are resident"
+        returncode, text = ran
+        if returncode != 0:
             return None  # a goose without `skills list`: residency rests on the isolated layout alone
-        text = out.decode("utf-8", "replace")
         listed = set(re.findall(r"[A-Za-z0-9][A-Za-z0-9_.:-]*", text))
         missing = sorted(n for n in catalog.names if n not in listed)
         if missing:
@@ -197,12 +180,11 @@ class GooseRuntime:
                 f"goose does not list resident skills {missing} (`goose skills list`); "
                 "check their frontmatter with `skillreach lint`"
             )
-        del err
         return None
 
     # ----------------------------------------------------------------------------------- probe
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        problem = await self._residency_problem(catalog)
+        problem = await self._residency.problem(catalog)
         if problem is not None:
             return Outcome.from_tracker(tracker, error=problem)
         # goose counts a turn per model reply; allow the invocations plus an answer and a little slack.
@@ -218,39 +200,26 @@ class GooseRuntime:
                 on_event=state.feed,
                 timeout_s=self.timeout_s,
             )
-        error = state.error
-        if error is None and not result.stopped_early and result.returncode != 0:
-            error = f"goose exited with {result.describe()}"
-        if error is None and result.timed_out:
-            error = f"goose timed out after {self.timeout_s:g}s"
         return Outcome.from_tracker(
             tracker,
             turns=state.requests,
-            error=error,
+            error=run_error("goose", state.error, result, self.timeout_s),
             resolved_model=state.model or self.model,
             tool_calls=state.tool_calls,
-            final_text=state.final_text,
+            final_text=state.answer(),
         )
 
 
 @dataclass
-class GooseStream:
+class GooseStream(AgentStream):
     """Folds goose's stream-json events into tracker calls and the final text."""
 
-    skill_dirs: dict[str, Path]
-    cwd: Path
-    tracker: Tracker
     catalog: Catalog
-    model: str | None = None
-    final_text: str | None = None
-    error: str | None = None
     total_tokens: int | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
     seen_requests: set[str] = field(default_factory=set)
     requests: int = 0
     """Assistant messages seen: the model's replies."""
     _last_id: Any = None
-    _text: list[str] = field(default_factory=list)
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -300,10 +269,7 @@ class GooseStream:
         raw_args = value.get("arguments")
         args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         skill = self._skill_of(short, args)
-        if skill is None:
-            self.tool_calls.append(ToolCall(tool=full_name, input=args))
-            return True
-        return report_skill(self.tracker, skill)
+        return self.record(full_name, args) if skill is None else self.activate(skill)
 
     def _skill_of(self, short: str, args: dict[str, Any]) -> str | None:
         key = _LOAD_TOOLS.get(short)
@@ -312,9 +278,4 @@ class GooseStream:
             return name if name in self.catalog else None
         if str(args.get("command", "view")) in _WRITE_COMMANDS:
             return None
-        for k in _PATH_KEYS:
-            if k in args:
-                found = skill_for_path(args.get(k), self.skill_dirs, self.cwd)
-                if found is not None:
-                    return found
-        return None
+        return self.path_skill(args, _PATH_KEYS)

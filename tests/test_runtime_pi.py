@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from runtimes import get_runtime
+from runtimes._agentcli import skill_for_path
 from runtimes.base import ProbeOptions, Tracker
-from runtimes.pi import PiRuntime, parse_pi_events, skill_for_path
+from runtimes.pi import PiRuntime, parse_pi_events
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
 
@@ -302,7 +303,8 @@ def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
-    from runtimes.pi import PiStream, lay_out_skills
+    from runtimes._agentcli import lay_out_skills
+    from runtimes.pi import PiStream
     from skillreach.errors import InputError
 
     state = PiStream({}, tmp_path, Tracker("x", max_turns=3))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from prefect import flow
 
 from flows._compose import call
-from skillreach.errors import SkillreachError
 from skillreach.study import StudyConfig, StudyResult
 from tasks.alerts import deliver_alerts
 from tasks.baselines import GateOutcome, gate_study, record_baselines
@@ -33,16 +32,18 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
             summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
             spent += summary["cost_usd"]
             ran += summary["probes"]
-    except SkillreachError as exc:  # the cost cap, a broken set-up: what was probed stays recorded
-        await call(fail_study, config, plan, exc.message)
+        scored = await call(score_study, config, inputs, plan)
+        gates = GateOutcome()
+        if config.gate:
+            gates = await call(gate_study, config, inputs, plan, scored.artifact)
+        if gates.breaches:
+            await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
+        if config.record_baselines:
+            await call(record_baselines, config, inputs, plan, scored.artifact)
+        await call(publish_run, plan, scored.artifact, gates.report)
+    except BaseException as exc:  # the cost cap, a broken set-up, Ctrl-C: what was probed stays recorded
+        await call(fail_study, config, plan, exc)
         raise
-    scored = await call(score_study, config, inputs, plan)
-    gates = await call(gate_study, config, inputs, plan, scored.artifact) if config.gate else GateOutcome()
-    if gates.breaches:
-        await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
-    if config.record_baselines:
-        await call(record_baselines, config, inputs, plan, scored.artifact)
-    await call(publish_run, plan, scored.artifact, gates.report)
     return StudyResult(
         study_id=plan.study_id,
         out=plan.out,

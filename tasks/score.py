@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from tasks._context import in_prefect_run, logger
 from tasks.store import store_for
 from tasks.study import StudyInputs, StudyPlan
 
-__all__ = ["HEADLINE_METRICS", "Scored", "fail_study", "headline", "publish_run", "score_study"]
+__all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
 
 HEADLINE_METRICS = (
     "top1_accuracy",
@@ -51,10 +52,9 @@ def headline(artifact: Any) -> dict[str, Any]:
 @task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
 async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> Scored:
     """Score the study's probes; write ``artifact.json`` and ``report.html``; record both in the store."""
-    from skillreach.reports import render_html
-
     from skillreach.artifacts import RuntimeInfo, write_artifact
     from skillreach.probing import latest_records, read_probes
+    from skillreach.reports import render_html
     from skillreach.scoring import score
 
     records = latest_records(read_probes(plan.probes_path, missing_ok=True), plan.fingerprint)
@@ -83,10 +83,27 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
     return Scored(artifact, artifact_path, report_path)
 
 
+def describe(error: BaseException | str) -> str:
+    """One line for the study row: our errors' messages as they are, others as type: text, redacted."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study import redact
+
+    if isinstance(error, str):
+        text = error
+    elif isinstance(error, SkillreachError):
+        text = error.message
+    elif isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
+        text = "interrupted"
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return str(redact(" ".join(text.split())))[:2000]
+
+
 @task(name="fail_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
-async def fail_study(config: StudyConfig, plan: StudyPlan, error: str) -> None:
+async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException | str) -> None:
+    """Mark the study failed (the probes already written stay; a re-run resumes)."""
     with store_for(config) as store:
-        store.finish_study(plan.study_id, status="failed", error=error[:2000])
+        store.finish_study(plan.study_id, status="failed", error=describe(error))
 
 
 @task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)

@@ -148,9 +148,14 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         console.print(
             f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
         )
+    server = prefect_server_up()
+    if server is not None:
+        console.print(f"[dim]Prefect server at {server}: the study is a tracked flow run")
+    elif os.environ.get("PREFECT_API_URL"):
+        console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
     progress = _Progress(console)
     with progress.bar:
-        result = run_study(cfg, progress=progress)
+        result = run_study(cfg, progress=progress, use_prefect=server is not None)
     out_console = Console()
     try:
         from skillreach.reports import print_scorecard

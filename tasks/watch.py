@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from skillreach.errors import SkillreachError
 from skillreach.study import StudyConfig
 from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 from tasks._context import api_url, in_prefect_run, logger
@@ -35,11 +36,16 @@ async def snapshot_model(config: StudyConfig) -> ModelChange | None:
     """Resolve the configured model alias to its snapshot now; a change from the last one is returned."""
     from skillreach.probing import resolve_model
 
-    runtime = runtime_for(config)
     try:
-        current = await resolve_model(runtime, probe_options(config))
-    finally:
-        await runtime.aclose()
+        runtime = runtime_for(config)
+        try:
+            current = await resolve_model(runtime, probe_options(config))
+        finally:
+            await runtime.aclose()
+    except SkillreachError as exc:  # no key, no network: the catalog half of the watch still counts
+        logger().warning("could not resolve the model %r of runtime %s: %s", config.model, config.runtime,
+                         exc.message)
+        return None
     if current is None:
         return None
     alias = config.model or "(default)"

@@ -372,3 +372,20 @@ def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> No
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert default_out_dir(config, now) == Path("runs/20260102T030405Z-fake")
     assert default_out_dir(config, now, kind="rebaseline") == Path("runs/20260102T030405Z-rebaseline-fake")
+
+
+def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) -> None:
+    from runtimes.fake import FakeRuntime
+    from skillreach.errors import ProbeFailed
+
+    async def unreachable(self: Any, model: str | None = None) -> str:
+        raise ProbeFailed("models endpoint unreachable")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FakeRuntime, "resolve_model", unreachable, raising=False)
+    try:
+        got = run(watch, cfg(world, "w", model="fake-latest"))
+    finally:
+        mp.undo()
+    assert got["first_snapshot"] is True
+    assert got["model_changed"] is False

@@ -67,7 +67,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
             model=config.model,
             resolved_model=plan.resolved_model,
             max_turns=config.max_turns,
-            early_exit=config.early_exit and not config.compliance,
+            early_exit=config.early_exit,
         ),
         attempts=config.attempts,
     )

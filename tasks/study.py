@@ -110,7 +110,7 @@ def runtime_for(config: StudyConfig) -> Runtime:
 def probe_options(config: StudyConfig) -> ProbeOptions:
     return ProbeOptions(
         max_turns=config.max_turns,
-        early_exit=config.early_exit and not config.compliance,
+        early_exit=config.early_exit,
         model=config.model,
         compliance=config.compliance,
     )

@@ -256,13 +256,32 @@ def test_an_unchanged_run_breaches_nothing(world: dict[str, Path]) -> None:
         assert s.alerts() == []
 
 
-def test_nightly_compliance_runs_with_compliance_on(world: dict[str, Path]) -> None:
+def test_nightly_compliance_judges_what_the_agent_did(world: dict[str, Path]) -> None:
+    data = json.loads(world["queries"].read_text())
+    checks = {"requires": [{"tool": "Bash", "pattern": "make preflight"}]}
+    for q in data["queries"]:
+        if q["id"] in ("alpha-0", "alpha-1"):
+            q["checks"] = checks
+    world["queries"].write_text(json.dumps(data))
+    entries = json.loads(world["good"].read_text())
+    def bash(cmd: str) -> dict[str, Any]:
+        return {"invoked": ["alpha"], "tool_calls": [{"tool": "Bash", "input": {"cmd": cmd}}]}
+
+    entries["alpha-0"] = bash("make preflight")
+    entries["alpha-1"] = bash("rm -rf /")
+    world["good"].write_text(json.dumps(entries))
     out = run(nightly_compliance, cfg(world, "nightly"))
     with store_of(world) as s:
         row = s.get_study(out["study_id"])
         assert row is not None
         assert row.kind == "compliance"
         assert row.config["compliance"] is True
+    from skillreach.artifacts import read_artifact
+
+    artifact = read_artifact(Path(out["out"]) / "artifact.json")
+    judged = {(o.query_id, o.attempt): o.compliance for o in artifact.outcomes if o.compliance is not None}
+    assert judged == {("alpha-0", 1): True, ("alpha-0", 2): True,
+                      ("alpha-1", 1): False, ("alpha-1", 2): False}
 
 
 # ------------------------------------------------------------------------------------------ watch

@@ -36,12 +36,10 @@ them (or ``api_key=`` / ``base_url=``); the key is never logged or recorded.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import itertools
 import json
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -50,17 +48,19 @@ import anthropic
 
 from runtimes._ratelimit import TokenBucket
 from runtimes._retry import RetryPolicy, retrying
-from runtimes._toolenv import TOOL_NAMES, TOOL_SCHEMAS, canned_result
-from runtimes.base import Outcome, Tracker
+from runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from runtimes._toolenv import TOOL_SCHEMAS
+from runtimes.base import Outcome, Tracker, cost_of
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
-from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
-from skillreach.settings import Price, Settings
+from skillreach.models import Catalog, Query, Usage
+from skillreach.settings import Settings
 
 __all__ = [
     "DEFAULT_MODEL",
     "SYSTEM_PROMPT",
     "AnthropicRuntime",
     "classify_error",
+    "cost_of",
     "estimate_request_tokens",
     "skill_tool",
 ]
@@ -68,40 +68,9 @@ __all__ = [
 log = logging.getLogger("skillreach.runtimes.anthropic")
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
-SKILL_TOOL = "Skill"
 _NO_KEY = "the anthropic runtime needs an API key: set ANTHROPIC_API_KEY (or run offline: --runtime keyword)"
 CACHE = {"type": "ephemeral"}
 CONNECTIONS_PER_CLIENT = 8
-
-SYSTEM_PROMPT = (
-    "You are a capable assistant working in a software project. Skills are packaged instructions "
-    "for specific tasks; the Skill tool lists the skills available here. When the user's request "
-    "matches a skill's description, invoke the Skill tool with that skill's name before doing "
-    "anything else, then follow the instructions it returns. Do not invoke a skill whose description "
-    "does not fit the request; if no skill fits, answer directly without calling Skill."
-)
-
-
-def skill_tool(catalog: Catalog) -> dict[str, Any]:
-    """The one tool: its description lists names and descriptions only (never bodies)."""
-    listing = "\n".join(f"- {s.name}: {s.description}" for s in catalog.skills)
-    description = (
-        "Load a skill: its full instructions come back as the result. Invoke a skill when the user's "
-        "request matches its description.\n\nAvailable skills:\n" + (listing or "(none)")
-    )
-    return {
-        "name": SKILL_TOOL,
-        "description": description,
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "skill": {"type": "string", "description": "The skill's name, exactly as listed."}
-            },
-            "required": ["skill"],
-            "additionalProperties": False,
-        },
-    }
-
 
 def estimate_request_tokens(params: dict[str, Any]) -> int:
     """A cheap upper-bound estimate of a request's input tokens (~4 characters a token)."""
@@ -111,53 +80,9 @@ def estimate_request_tokens(params: dict[str, Any]) -> int:
     return max(1, math.ceil(size / 4))
 
 
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed is not None else None
-
-
-def _api_message(exc: anthropic.APIStatusError) -> tuple[str, str]:
-    body = exc.body
-    if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
-        if isinstance(err, dict) and err.get("message"):
-            return str(err.get("type") or "error"), str(err["message"])
-    return "error", str(exc.message)
-
-
 def classify_error(exc: BaseException) -> ProbeFailed | None:
     """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's."""
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        kind, message = _api_message(exc)
-        text = f"HTTP {status} {kind}: {message}"
-        should = exc.response.headers.get("x-should-retry") if exc.response is not None else None
-        transient = status in (408, 409, 429) or status >= 500
-        if should in ("true", "false"):
-            transient = should == "true"
-        if transient:
-            return TransientProbeError(text, _retry_after(exc.response.headers))
-        return ProbeFailed(text)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return TransientProbeError("the request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__
-        return TransientProbeError(f"connection failed ({type(cause).__name__ if cause else 'dropped'})")
-    return None
+    return classify_sdk_error(exc, anthropic, lambda status, kind, text: f"HTTP {status} {kind}: {text}")
 
 
 def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -182,18 +107,6 @@ def _usage_of(message: dict[str, Any]) -> Usage:
         cache_creation_input_tokens=int(u.get("cache_creation_input_tokens") or 0),
         cache_read_input_tokens=int(u.get("cache_read_input_tokens") or 0),
     )
-
-
-def cost_of(usage: Usage, price: Price | None, *, batch: bool = False) -> float | None:
-    if price is None:
-        return None
-    usd = (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.cache_write
-        + usage.cache_read_input_tokens * price.cache_read
-    ) / 1_000_000
-    return usd * (0.5 if batch else 1.0)
 
 
 @dataclass
@@ -440,18 +353,6 @@ class AnthropicRuntime:
 
     # ------------------------------------------------------------------------------------ probing
 
-    @staticmethod
-    def _skill_result(tool_id: str, skill: Skill | None, requested: str, catalog: Catalog) -> dict[str, Any]:
-        if skill is None:
-            return {
-                "type": "tool_result",
-                "tool_use_id": tool_id,
-                "is_error": True,
-                "content": f"Unknown skill: {requested!r}. Available skills: {', '.join(catalog.names)}",
-            }
-        body = skill.body.strip() or "(this skill has no further instructions)"
-        return {"type": "tool_result", "tool_use_id": tool_id, "content": body}
-
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
         if self._batcher is not None:
             self._batcher.enter()
@@ -465,70 +366,30 @@ class AnthropicRuntime:
         opts = tracker.options
         model = opts.model or self.model
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": query.text}]}]
+        dialogue = SkillDialogue(query, catalog, tracker)
         usage = Usage()
         reported: str | None = None
-        requests = 0
-        compliance = False
-        steps = 0
-        tool_calls: list[ToolCall] = []
-        final_text: str | None = None
-        routing_cap = opts.max_turns + 2  # unknown-skill calls use no turn; still, never loop forever
         error: str | None = None
         try:
             while True:
-                resp = await self._create(self._params(model, catalog, messages, compliance))
-                requests += 1
-                steps += compliance
+                resp = await self._create(self._params(model, catalog, messages, dialogue.compliance))
                 usage = usage + _usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [
                     b for b in (_block_to_param(x) for x in resp.get("content") or []) if b is not None
                 ]
-                text = "\n".join(b["text"] for b in content if b["type"] == "text").strip()
+                dialogue.reply("\n".join(b["text"] for b in content if b["type"] == "text").strip())
                 calls = [b for b in content if b["type"] == "tool_use"]
-                if compliance and text:
-                    final_text = text
                 if not calls:
                     break
                 results: list[dict[str, Any]] = []
-                stop = False
                 for call in calls:
-                    name, args = call["name"], call["input"]
-                    if name == SKILL_TOOL:
-                        requested = str(args.get("skill", "")).strip().lstrip("/")
-                        skill = catalog.get(requested)
-                        results.append(self._skill_result(call["id"], skill, requested, catalog))
-                        if skill is None or compliance:
-                            continue
-                        go = tracker.invoke(requested)
-                        if opts.compliance and tracker.expected_loaded:
-                            compliance = True
-                        elif not go:
-                            stop = True
-                            break
-                    elif compliance and name in TOOL_NAMES:
-                        tool_calls.append(ToolCall(tool=name, input=dict(args)))
-                        results.append(
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": call["id"],
-                                "content": canned_result(query, args),
-                            }
-                        )
-                    else:
-                        results.append(
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": call["id"],
-                                "is_error": True,
-                                "content": f"No such tool: {name}",
-                            }
-                        )
-                if stop:
-                    break
-                if compliance and steps >= opts.step_budget:
-                    break
-                if not compliance and requests >= routing_cap:
+                    answer = dialogue.answer(call["name"], call["input"])
+                    result = {"type": "tool_result", "tool_use_id": call["id"], "content": answer.content}
+                    results.append({**result, "is_error": True} if answer.is_error else result)
+                    if dialogue.stop:
+                        break
+                if dialogue.finished:
                     break
                 messages.append({"role": "assistant", "content": content})
                 messages.append({"role": "user", "content": results})
@@ -539,13 +400,13 @@ class AnthropicRuntime:
         price = self.settings.price_for(resolved or model)
         return Outcome.from_tracker(
             tracker,
-            turns=requests,
+            turns=dialogue.requests,
             error=error,
             usage=usage,
             cost_usd=cost_of(usage, price, batch=self.batch),
             resolved_model=resolved,
-            tool_calls=tool_calls,
-            final_text=final_text if opts.compliance else None,
+            tool_calls=dialogue.tool_calls,
+            final_text=dialogue.final_text,
         )
 
     async def aclose(self) -> None:

@@ -35,18 +35,17 @@ from typing import Any, ClassVar
 
 from runtimes._ratelimit import TokenBucket
 from runtimes._retry import RetryPolicy, retrying
-from runtimes._toolenv import TOOL_NAMES, TOOL_SCHEMAS, canned_result
-from runtimes.anthropic import SYSTEM_PROMPT, skill_tool
-from runtimes.base import Outcome, Tracker
+from runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from runtimes._toolenv import TOOL_SCHEMAS
+from runtimes.base import Outcome, Tracker, cost_of
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
-from skillreach.models import Catalog, Query, Skill, ToolCall, Usage
-from skillreach.settings import Price, Settings
+from skillreach.models import Catalog, Query, Usage
+from skillreach.settings import Settings
 
 __all__ = ["OpenAICompatRuntime", "as_function", "classify_error"]
 
 log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key; the SDK insists on a value
-SKILL_TOOL = "Skill"
 _KEYLIKE = re.compile(r"\b(sk|key|Bearer)[-_ ][A-Za-z0-9*_\-]{6,}")
 
 
@@ -62,47 +61,16 @@ def as_function(tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    for key, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(key)
-        if value:
-            try:
-                return float(value) / scale
-            except ValueError:
-                continue
-    return None
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return str(getattr(exc, "message", exc))
+def _describe(status: int, kind: str, message: str) -> str:
+    first = message.splitlines()[0][:300] if message.strip() else kind
+    return f"HTTP {status}: {first}"
 
 
 def classify_error(exc: BaseException) -> ProbeFailed | None:
     """Translate an ``openai`` exception: transient (retry) or final; ``None`` when it is not the SDK's."""
     import openai
 
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        text = f"HTTP {status}: {_api_message(exc).splitlines()[0][:300]}"
-        headers = exc.response.headers if exc.response is not None else None
-        should = headers.get("x-should-retry") if headers is not None else None
-        transient = status in (408, 409, 429) or status >= 500
-        if should in ("true", "false"):
-            transient = should == "true"
-        return TransientProbeError(text, _retry_after(headers)) if transient else ProbeFailed(text)
-    if isinstance(exc, openai.APITimeoutError):
-        return TransientProbeError("the request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return TransientProbeError(f"connection failed ({type(cause).__name__ if cause else 'dropped'})")
-    return None
+    return classify_sdk_error(exc, openai, _describe)
 
 
 def _usage(raw: Any) -> Usage:
@@ -116,16 +84,6 @@ def _usage(raw: Any) -> Usage:
         output_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
         cache_read_input_tokens=cached,
     )
-
-
-def _cost(usage: Usage, price: Price | None) -> float | None:
-    if price is None:
-        return None
-    return (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_read_input_tokens * price.cache_read
-    ) / 1_000_000
 
 
 class OpenAICompatRuntime:
@@ -228,30 +186,22 @@ class OpenAICompatRuntime:
 
     # ----------------------------------------------------------------------------------- probe
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        opts = tracker.options
-        model = opts.model or self.model
+        model = tracker.options.model or self.model
         messages: list[dict[str, Any]] = [{"role": "user", "content": query.text}]
+        dialogue = SkillDialogue(query, catalog, tracker)
         usage = Usage()
         resolved: str | None = None
-        final_text: str | None = None
-        tool_calls: list[ToolCall] = []
-        requests = 0
-        steps = 0
-        compliance = False
-        routing_cap = opts.max_turns + 2  # unknown-skill calls use no turn; still, never loop forever
         error: str | None = None
         try:
             while True:
-                response = await self._create(self._request(model, catalog, messages, compliance))
-                requests += 1
-                steps += compliance
+                response = await self._create(self._request(model, catalog, messages, dialogue.compliance))
                 usage = usage + _usage(getattr(response, "usage", None))
                 resolved = getattr(response, "model", None) or resolved
                 if not response.choices:
+                    dialogue.reply(None)
                     break
                 message = response.choices[0].message
-                if message.content:
-                    final_text = message.content
+                dialogue.reply(message.content)
                 calls = list(message.tool_calls or [])
                 if not calls:
                     break
@@ -269,26 +219,12 @@ class OpenAICompatRuntime:
                         ],
                     }
                 )
-                stop = False
                 for call in calls:
-                    result, go = self._answer(
-                        call,
-                        query=query,
-                        catalog=catalog,
-                        tracker=tracker,
-                        tool_calls=tool_calls,
-                        compliance=compliance,
-                    )
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-                    if opts.compliance and tracker.expected_loaded:
-                        compliance = True
-                    elif not go:
-                        stop = True
-                if stop:
-                    break
-                if compliance and steps >= opts.step_budget:
-                    break
-                if not compliance and requests >= routing_cap:
+                    answer = dialogue.answer(call.function.name, _arguments(call.function.arguments))
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": answer.content})
+                    if dialogue.stop:
+                        break
+                if dialogue.finished:
                     break
         except ProbeFailed as exc:
             error = self._scrub(exc.message)
@@ -296,45 +232,14 @@ class OpenAICompatRuntime:
             error = self._scrub(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return Outcome.from_tracker(
             tracker,
-            turns=requests,
+            turns=dialogue.requests,
             error=error,
             usage=usage,
-            cost_usd=_cost(usage, self.settings.price_for(resolved or model)),
+            cost_usd=cost_of(usage, self.settings.price_for(resolved or model)),
             resolved_model=resolved,
-            tool_calls=tool_calls,
-            final_text=final_text if opts.compliance else None,
+            tool_calls=dialogue.tool_calls,
+            final_text=dialogue.final_text,
         )
-
-    def _answer(
-        self,
-        call: Any,
-        *,
-        query: Query,
-        catalog: Catalog,
-        tracker: Tracker,
-        tool_calls: list[ToolCall],
-        compliance: bool,
-    ) -> tuple[str, bool]:
-        """The tool message for one call, and whether the probe may go on."""
-        name = call.function.name
-        try:
-            args = json.loads(call.function.arguments or "{}")
-        except ValueError:
-            args = {}
-        if not isinstance(args, dict):
-            args = {}
-        if name == SKILL_TOOL:
-            requested = str(args.get("skill", "")).strip().lstrip("/")
-            skill = catalog.get(requested)
-            if skill is None:
-                return f"Unknown skill: {requested!r}. Available skills: {', '.join(catalog.names)}", True
-            if compliance or tracker.done:
-                return _body(skill), not tracker.done or compliance
-            return _body(skill), tracker.invoke(skill.name)
-        if compliance and name in TOOL_NAMES:
-            tool_calls.append(ToolCall(tool=name, input=args))
-            return canned_result(query, args), True
-        return f"No such tool: {name}", True
 
     def _scrub(self, text: str) -> str:
         """Error text as recorded: the key (or any key-looking token) never reaches a probe record."""
@@ -343,5 +248,10 @@ class OpenAICompatRuntime:
         return _KEYLIKE.sub("***", text)
 
 
-def _body(skill: Skill) -> str:
-    return skill.body.strip() or "(this skill has no further instructions)"
+def _arguments(raw: str | None) -> dict[str, Any]:
+    """A function call's arguments (a JSON string); anything but an object is no arguments."""
+    try:
+        args = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}

@@ -190,3 +190,29 @@ def test_a_finished_batch_is_cached_and_lost_probes_are_never_taken_from_the_cac
     again = asyncio.run(study(config))
     assert again.probes_run == 5
     assert again.artifact.counts.probes == 26
+
+
+def test_cli_run_is_a_tracked_flow_run_when_a_server_answers(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from skillreach.cli import main
+    from skillreach.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    assert main(["run", "--out", "demo"]) == 0
+    assert "tracked flow run" in capsys.readouterr().err
+    with Store(f"sqlite:///{tmp_path / '.skillreach/skillreach.db'}") as s:
+        [row] = s.studies()
+    assert row.flow_run_id is not None
+
+    async def state() -> str:
+        async with get_client() as client:
+            [fr] = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[row.flow_run_id])))
+            return str(fr.state_name)
+
+    assert asyncio.run(state()) == "Completed"

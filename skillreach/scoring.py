@@ -19,6 +19,7 @@ Policies beyond the spec, each stated in the artifact when it applies:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -449,31 +450,33 @@ def _labels(
 def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
     """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
     items = sorted(query_set.queries, key=attrgetter("id"))
-    ids = [qu.id for qu in items]
-    index = dict(zip(ids, range(len(ids)), strict=True))
-    if len(index) != len(ids):
+    n = len(items)
+    fields = attrgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
+    ids, expected, acceptable, kinds, checks = zip(*map(fields, items), strict=True) if n else ((),) * 5
+    index = dict(zip(ids, range(n), strict=True))
+    if len(index) != n:
         dup = next(a for a, b in itertools.pairwise(ids) if a == b)
         raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
     no = ext[NO_SKILL]
-    expected = [qu.expected_skill for qu in items]
-    acceptable = [qu.acceptable_skills for qu in items]
     width = max(map(len, acceptable), default=0)
-    acc = np.full((len(items), width), -1, dtype=np.int64)
+    acc = np.full((n, width), -1, dtype=np.int64)
     if width:
         for i, names in enumerate(acceptable):
             for j, a in enumerate(names):
                 acc[i, j] = ext.setdefault(a, len(ext))
+    truth = np.fromiter((no if e is None else ext[e] for e in expected), dtype=np.int64, count=n)
+    kind = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n)
+    kind_names = [_KINDS[k] for k in kind.tolist()]
     truths = [NO_SKILL if e is None else e for e in expected]
-    kinds = [qu.kind._value_ for qu in items]
     return _Queries(
         items=items,
         index=index,
-        truth=np.array([no if e is None else ext[e] for e in expected], dtype=np.int64),
-        in_scope=np.array([e is not None for e in expected], dtype=bool),
+        truth=truth,
+        in_scope=truth != no,
         acceptable=acc,
-        checked=np.array([qu.checks is not None for qu in items], dtype=bool),
-        info=list(zip(ids, kinds, truths, acceptable, strict=True)),
-        kind=np.array([_KIND_CODE[k] for k in kinds], dtype=np.int64),
+        checked=np.fromiter((c is not None for c in checks), dtype=bool, count=n),
+        info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
+        kind=kind,
     )
 
 
@@ -503,9 +506,28 @@ class _Probes:
     recip: np.ndarray
     """1/rank of the expected skill in scored_inv, 0 when absent."""
 
-    @property
+    @functools.cached_property
     def scored(self) -> np.ndarray:
         return ~self.err
+
+    def only_scored(self, column: np.ndarray) -> np.ndarray:
+        """``column`` restricted to scored probes (the column itself when none errored)."""
+        return column[self.scored] if self.errors else column
+
+    @functools.cached_property
+    def t(self) -> np.ndarray:
+        """Truth of every scored probe."""
+        return self.only_scored(self.truth)
+
+    @functools.cached_property
+    def p(self) -> np.ndarray:
+        """Prediction of every scored probe."""
+        return self.only_scored(self.predicted)
+
+    @functools.cached_property
+    def sq(self) -> np.ndarray:
+        """Query of every scored probe."""
+        return self.only_scored(self.q)
 
 
 def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
@@ -599,7 +621,7 @@ def _run_level(
     # consistency: probes are in query order, so each query's scored attempts are contiguous
     n_queries = n_consistent = 0
     if n_scored:
-        sq, rp = pr.q[scored], pr.raw_predicted[scored]
+        sq, rp = pr.sq, pr.only_scored(pr.raw_predicted)
         starts = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
         n_queries = len(starts)
         n_consistent = int(
@@ -627,12 +649,11 @@ def _run_level(
 def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """Turn-1 conservation counts and rates for every label, and the macro averages."""
     n_labels = len(labels)
-    scored = pr.scored
-    t, p = pr.truth[scored], pr.predicted[scored]
+    t, p = pr.t, pr.p
     support = np.bincount(t, minlength=n_labels).tolist()
     n_pred = np.bincount(p, minlength=n_labels).tolist()
     tp = np.bincount(t[t == p], minlength=n_labels).tolist()
-    traj_ok = np.where(pr.in_scope, pr.reach, pr.kept_len == 0)[scored]
+    traj_ok = pr.only_scored(np.where(pr.in_scope, pr.reach, pr.kept_len == 0))
     traj = np.bincount(t[traj_ok], minlength=n_labels).tolist()
     classes: list[dict[str, Any]] = []
     for i, label in enumerate(labels):
@@ -713,8 +734,7 @@ def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> tuple[np.ndarray,
 def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[dict[str, Any]]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
     n_labels, no = len(labels), len(labels) - 1
-    scored = pr.scored
-    t, p, sq = pr.truth[scored], pr.predicted[scored], pr.q[scored]
+    t, p, sq = pr.t, pr.p, pr.sq
     mask = (p != t) & (p != no)
     if not mask.any():
         return []
@@ -858,7 +878,7 @@ def _score(
     classes, macro = _per_class(pr, labels)
     metrics.update(macro)
     scored = pr.scored
-    cells, counts, cell = _confusion(pr.truth[scored], pr.predicted[scored], n_labels)
+    cells, counts, cell = _confusion(pr.t, pr.p, n_labels)
     confusion = [
         {"expected": labels[c // n_labels], "predicted": labels[c % n_labels], "count": k}
         for c, k in zip(cells.tolist(), counts.tolist(), strict=True)

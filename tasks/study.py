@@ -324,14 +324,12 @@ def _batch_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
 
 
 def _retry_unless_our_error(_task: Any, _run: Any, state: Any) -> bool:
-    """Retry a batch for infrastructure failures, never for a user error or the cost cap."""
-    try:
-        state.result()
-    except SkillreachError:
-        return False
-    except Exception:
-        return True
-    return False
+    """Retry a batch for infrastructure failures, never for a user error or the cost cap.
+
+    Prefect passes ``Failed(data=<the exception>)``; the exception is read from ``data`` directly
+    (``state.result()`` would be a coroutine inside the async engine).
+    """
+    return not isinstance(getattr(state, "data", None), SkillreachError)
 
 
 @task(

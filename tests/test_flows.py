@@ -408,3 +408,14 @@ def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) 
         mp.undo()
     assert got["first_snapshot"] is True
     assert got["model_changed"] is False
+
+
+def test_a_batch_is_retried_for_infrastructure_failures_only() -> None:
+    from prefect.states import Failed
+
+    from tasks.study import _retry_unless_our_error, probe_batch
+
+    assert probe_batch.retries == 2
+    assert _retry_unless_our_error(None, None, Failed(data=OSError("disk full"))) is True
+    assert _retry_unless_our_error(None, None, Failed(data=BudgetExceeded("cap"))) is False
+    assert _retry_unless_our_error(None, None, Failed(data=ConfigError("bad option"))) is False

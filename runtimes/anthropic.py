@@ -72,6 +72,7 @@ _NO_KEY = "the anthropic runtime needs an API key: set ANTHROPIC_API_KEY (or run
 CACHE = {"type": "ephemeral"}
 CONNECTIONS_PER_CLIENT = 8
 
+
 def estimate_request_tokens(params: dict[str, Any]) -> int:
     """A cheap upper-bound estimate of a request's input tokens (~4 characters a token)."""
     size = sum(

@@ -12,46 +12,31 @@ import pytest
 
 from runtimes import get_runtime
 from runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
-from runtimes.base import ProbeOptions, Tracker
+from runtimes.base import Tracker
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.models import Query
+from tests.fakes.kit import folder_catalog, stub_knobs
+from tests.fakes.kit import probe as run_probe
+from tests.fakes.kit import query as q
 
 STUB = Path(__file__).parent / "fakes" / "antigravity_cli_stub" / "agy"
 
 
-def make_catalog(tmp_path: Path) -> Catalog:
-    skills = []
-    for name, desc in [("pdf", "Fill PDF forms."), ("rollback", "Roll back."), ("secrets", "Rotate keys.")]:
-        folder = tmp_path / "src" / name
-        folder.mkdir(parents=True)
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{name} body\n")
-        skills.append(Skill(name=name, description=desc, body=f"{name} body", folder=str(folder)))
-    return Catalog(id="t", skills=tuple(skills))
-
-
-def q(text: str, expected: str | None) -> Query:
-    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
-    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
-
-
 @pytest.fixture
 def stub(tmp_path: Path) -> dict[str, Any]:
-    plan_file = tmp_path / "plan.json"
-    log = tmp_path / "log"
-
-    def plan(mapping: dict[str, list[Any]]) -> None:
-        plan_file.write_text(json.dumps(mapping))
-
-    env = {"AGY_STUB_PLAN": str(plan_file), "AGY_STUB_LOG": str(log)}
-    return {"plan": plan, "log": log, "env": env, "catalog": make_catalog(tmp_path)}
+    catalog = folder_catalog(
+        tmp_path,
+        [("pdf", "Fill PDF forms."), ("rollback", "Roll back."), ("secrets", "Rotate keys.")],
+        body=lambda name: f"{name} body",
+    )
+    return stub_knobs(tmp_path, "AGY", catalog)
 
 
 async def probe(stub: dict[str, Any], query: Query, rt_kw: dict[str, Any] | None = None, **opts: Any):
     kw = dict(rt_kw or {})
     kw["env"] = {**stub["env"], **kw.get("env", {})}
     rt = AntigravityCliRuntime(agy_path=str(STUB), model="gemini-3-flash", **kw)
-    tracker = Tracker.for_query(query, ProbeOptions(**opts))
-    return await rt.select(query, stub["catalog"], tracker), tracker
+    return await run_probe(rt, stub["catalog"], query, **opts)
 
 
 async def test_live_early_exit(stub: dict[str, Any]) -> None:

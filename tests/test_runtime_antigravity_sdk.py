@@ -15,38 +15,23 @@ pytest.importorskip(
 
 from runtimes import get_runtime
 from runtimes.antigravity_sdk import AntigravitySdkRuntime
-from runtimes.base import ProbeOptions, Tracker
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.models import Catalog, Query
 from tests.fakes.antigravity_gemini import GeminiAPI, skill_locations
+from tests.fakes.kit import folder_catalog
+from tests.fakes.kit import probe as run_probe
+from tests.fakes.kit import query as q
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
-    skills = []
-    for name, desc in [
-        ("pdf", "Fill PDF forms."),
-        ("rollback", "Roll back a deploy."),
-        ("secrets", "Rotate keys."),
-    ]:
-        folder = tmp_path / "src" / name
-        folder.mkdir(parents=True)
-        body = f"{name.upper()} BODY TEXT"
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{body}\n")
-        skills.append(Skill(name=name, description=desc, body=body, folder=str(folder)))
-    return Catalog(id="t", skills=tuple(skills))
-
-
-def q(text: str, expected: str | None) -> Query:
-    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
-    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
+    return folder_catalog(tmp_path, body=lambda name: f"{name.upper()} BODY TEXT")
 
 
 async def probe(api: GeminiAPI, catalog: Catalog, query: Query, *, key: str = "test-key", **opts: Any):
     rt = AntigravitySdkRuntime(
         model="gemini-2.5-flash", base_url=api.base_url, api_key=key, max_retries=2, backoff_s=0.05
     )
-    tracker = Tracker.for_query(query, ProbeOptions(**opts))
-    out = await rt.select(query, catalog, tracker)
+    out, tracker = await run_probe(rt, catalog, query, **opts)
     await rt.aclose()
     return out, tracker
 

@@ -12,55 +12,29 @@ from typing import Any
 import pytest
 
 from runtimes import get_runtime
-from runtimes.base import ProbeOptions, Tracker
+from runtimes.base import Tracker
 from runtimes.goose import GooseRuntime, GooseStream
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.models import Catalog, Skill
+from tests.fakes.kit import folder_catalog, probe, stub_knobs
+from tests.fakes.kit import query as q
 
 STUB = Path(__file__).parent / "fakes" / "goose_stub" / "goose"
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
-    skills = []
-    for name, desc in [
-        ("pdf", "Fill PDF forms."),
-        ("rollback", "Roll back a deploy."),
-        ("secrets", "Rotate keys."),
-    ]:
-        folder = tmp_path / "src" / name
-        folder.mkdir(parents=True)
-        body = f"{name.upper()} BODY"
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{body}\n")
-        skills.append(Skill(name=name, description=desc, body=body, folder=str(folder)))
-    return Catalog(id="t", skills=tuple(skills))
-
-
-def q(text: str, expected: str | None) -> Query:
-    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
-    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
+    return folder_catalog(tmp_path)
 
 
 @pytest.fixture
 def stub(tmp_path: Path) -> dict[str, Any]:
-    plan_file = tmp_path / "plan.json"
-    log = tmp_path / "log"
-
-    def plan(mapping: dict[str, list[Any]]) -> None:
-        plan_file.write_text(json.dumps(mapping))
-
-    env = {"GOOSE_STUB_PLAN": str(plan_file), "GOOSE_STUB_LOG": str(log)}
-    return {"plan": plan, "log": log, "env": env, "catalog": make_catalog(tmp_path)}
+    return stub_knobs(tmp_path, "GOOSE", make_catalog(tmp_path))
 
 
 def runtime(stub: dict[str, Any], **kw: Any) -> GooseRuntime:
     kw.setdefault("model", "claude-sonnet-4-5")
     kw["env"] = {**stub["env"], **kw.get("env", {})}
     return GooseRuntime(goose_path=str(STUB), **kw)
-
-
-async def probe(rt: GooseRuntime, catalog: Catalog, query: Query, **opts: Any):
-    tracker = Tracker.for_query(query, ProbeOptions(**opts))
-    return await rt.select(query, catalog, tracker), tracker
 
 
 async def test_live_early_exit(stub: dict[str, Any]) -> None:

@@ -17,7 +17,9 @@ from runtimes._agentcli import skill_for_path
 from runtimes.base import ProbeOptions, Tracker
 from runtimes.pi import PiRuntime, parse_pi_events
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.models import Catalog, Skill
+from tests.fakes.kit import folder_catalog, probe, stub_knobs
+from tests.fakes.kit import query as q
 
 FAKES = Path(__file__).parent / "fakes"
 STUB = FAKES / "pi_stub" / "pi"
@@ -26,39 +28,18 @@ PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
-    skills = []
-    for name, desc in [
+    skills = [
         ("pdf", "Fill and merge PDF forms."),
         ("rollback", "Roll back a bad deploy."),
         ("secrets", "Rotate leaked credentials."),
-    ]:
-        folder = tmp_path / "src" / name
-        (folder / "references").mkdir(parents=True)
-        body = f"# {name}\n\n{name.upper()} BODY\n"
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n\n{body}")
-        (folder / "references" / "notes.md").write_text("more")
-        skills.append(
-            Skill(name=name, description=desc, body=body, folder=str(folder), path=str(folder / "SKILL.md"))
-        )
-    return Catalog(id="t", skills=tuple(skills))
-
-
-def q(text: str, expected: str | None) -> Query:
-    kind = QueryKind.implicit if expected else QueryKind.out_of_scope
-    return Query(id="q1", text=text, expected_skill=expected, kind=kind)
+    ]
+    body = lambda name: f"# {name}\n\n{name.upper()} BODY\n"  # noqa: E731
+    return folder_catalog(tmp_path, skills, body=body, references=True, with_path=True)
 
 
 @pytest.fixture
 def stub(tmp_path: Path) -> dict[str, Any]:
-    log = tmp_path / "log"
-    plan_file = tmp_path / "plan.json"
-    # the runtime passes only what it chooses to its agent process: the stub's knobs go through env=
-    env = {"PI_STUB_LOG": str(log), "PI_STUB_PLAN": str(plan_file)}
-
-    def plan(mapping: dict[str, list[Any]]) -> None:
-        plan_file.write_text(json.dumps(mapping))
-
-    return {"log": log, "plan": plan, "catalog": make_catalog(tmp_path), "env": env}
+    return stub_knobs(tmp_path, "PI", make_catalog(tmp_path))
 
 
 def runtime(stub: dict[str, Any] | None = None, **kw: Any) -> PiRuntime:
@@ -66,11 +47,6 @@ def runtime(stub: dict[str, Any] | None = None, **kw: Any) -> PiRuntime:
     if stub is not None:
         kw["env"] = {**stub["env"], **kw.get("env", {})}
     return PiRuntime(pi_path=str(STUB), **kw)
-
-
-async def probe(rt: PiRuntime, catalog: Catalog, query: Query, **opts: Any):
-    tracker = Tracker.for_query(query, ProbeOptions(**opts))
-    return await rt.select(query, catalog, tracker), tracker
 
 
 async def test_live_early_exit_ends_the_process(stub: dict[str, Any]) -> None:

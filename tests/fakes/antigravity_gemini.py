@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["GeminiAPI", "first_user_text", "model_turns", "skill_locations"]
 
@@ -75,7 +76,7 @@ def skill_locations(body: dict[str, Any]) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r"^- (\S+) \((/[^)]*SKILL\.md)\):", system, re.M)}
 
 
-class GeminiAPI:
+class GeminiAPI(LocalServer):
     """The server, in a thread. ``base_url`` has no version path (the harness adds ``/v1beta``)."""
 
     def __init__(
@@ -85,37 +86,15 @@ class GeminiAPI:
         responder: Responder | None = None,
         model_version: str = "gemini-2.5-flash-stand-in-001",
     ) -> None:
+        super().__init__()
         self.plan = plan or {}
         self.responder = responder or self._route
         self.model_version = model_version
-        self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.keys: list[str | None] = []
-        self._faults: list[tuple[int, str | None]] = []
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def fail(self, status: int, *, times: int = 1, retry_after: float | None = None) -> None:
-        with self._lock:
-            self._faults.extend([(status, None if retry_after is None else str(retry_after))] * times)
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "start the server first (use it as a context manager)"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> GeminiAPI:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self)
 
     # ------------------------------------------------------------------------------ responses
     def response(
@@ -161,27 +140,11 @@ class GeminiAPI:
         path = skill_locations(body).get(str(step), f"/missing/{step}/SKILL.md")
         return self.response(calls=[("view_file", {"AbsolutePath": path})])
 
-    def _fault(self) -> tuple[int, str | None] | None:
-        with self._lock:
-            return self._faults.pop(0) if self._faults else None
-
 
 def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
+    class Handler(JSONHandler):
         def _json(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json; charset=UTF-8")
-            self.send_header("content-length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_json(status, obj, headers, "application/json; charset=UTF-8")
 
         def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
             self._json(
@@ -191,7 +154,7 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
             )
 
         def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            raw = self.read_raw()
             path = self.path.split("?", 1)[0]
             m = re.fullmatch(
                 r"/v1(?:beta|alpha)?/models/([^/:]+):(streamGenerateContent|generateContent)", path
@@ -208,7 +171,7 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
                 api.requests.append(body)
                 api.paths.append(self.path)
                 api.keys.append(self.headers.get("x-goog-api-key"))
-            fault = api._fault()
+            fault = api._next_fault()
             if fault is not None:
                 status, retry_after = fault
                 self._error(
@@ -222,11 +185,6 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
             if m.group(2) == "generateContent":
                 self._json(200, reply)
                 return
-            data = b"data: " + json.dumps(reply).encode() + b"\r\n\r\n"
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_bytes(200, b"data: " + json.dumps(reply).encode() + b"\r\n\r\n", "text/event-stream")
 
     return Handler

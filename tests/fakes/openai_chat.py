@@ -25,14 +25,14 @@ times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow (timeouts
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["OpenAIChat", "completion", "first_user_text", "tool_call"]
 
@@ -92,8 +92,10 @@ def first_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
-class OpenAIChat:
+class OpenAIChat(LocalServer):
     """A Chat Completions server in a thread. ``base_url`` ends with ``/v1`` like the real one."""
+
+    base_path = "/v1"
 
     def __init__(
         self,
@@ -104,44 +106,16 @@ class OpenAIChat:
         delay_s: float = 0.0,
         require_key: str | None = None,
     ) -> None:
+        super().__init__()
         self.plan = plan or {}
         self.responder = responder or self._route
         self.resolved_model = resolved_model
         self.delay_s = delay_s
         self.require_key = require_key
-        self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self._faults: list[tuple[int, str | None]] = []
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # ----------------------------------------------------------------------------------- control
-    def fail(self, status: int, *, times: int = 1, retry_after: float | None = None) -> None:
-        """The next ``times`` requests answer ``status`` (with ``retry-after`` when given)."""
-        with self._lock:
-            self._faults.extend([(status, None if retry_after is None else str(retry_after))] * times)
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "start the server first (use it as a context manager)"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> OpenAIChat:
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     # --------------------------------------------------------------------------------- behaviour
     def _route(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -159,32 +133,14 @@ class OpenAIChat:
             )
         return completion(model=self.resolved_model, text="Done.")
 
-    def _next_fault(self) -> tuple[int, str | None] | None:
-        with self._lock:
-            return self._faults.pop(0) if self._faults else None
-
 
 def _error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            return
-
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
-                self.wfile.write(data)
+    class Handler(JSONHandler):
+        _send = JSONHandler.send_json
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
@@ -193,8 +149,7 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
                 self._send(404, _error(f"unknown path {self.path}", "invalid_request_error"))
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length)
+            raw = self.read_raw()
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, _error(f"unknown path {self.path}", "invalid_request_error"))
                 return

@@ -216,3 +216,29 @@ def test_cli_run_is_a_tracked_flow_run_when_a_server_answers(
             return str(fr.state_name)
 
     assert asyncio.run(state()) == "Completed"
+
+
+def test_prefect_retries_a_batch_after_an_infrastructure_failure(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.study as study_module
+    import skillreach.probing as probing
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    real_sink = probing.JsonlSink
+    opened: list[int] = []
+
+    def flaky_sink(*args: Any, **kwargs: Any) -> Any:
+        opened.append(1)
+        if len(opened) == 1:
+            raise OSError(28, "No space left on device")
+        return real_sink(*args, **kwargs)
+
+    monkeypatch.setattr(probing, "JsonlSink", flaky_sink)
+    monkeypatch.setattr(study_module, "probe_batch", study_module.probe_batch.with_options(retry_delay_seconds=0))
+    result = asyncio.run(study_module.study(cfg(world, "out", attempts=1)))
+    assert len(opened) == 2  # failed once, retried once
+    assert result.artifact.counts.probes == 13

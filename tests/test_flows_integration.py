@@ -238,7 +238,8 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
         return real_sink(*args, **kwargs)
 
     monkeypatch.setattr(probing, "JsonlSink", flaky_sink)
-    monkeypatch.setattr(study_module, "probe_batch", study_module.probe_batch.with_options(retry_delay_seconds=0))
+    fast_retry = study_module.probe_batch.with_options(retry_delay_seconds=0)
+    monkeypatch.setattr(study_module, "probe_batch", fast_retry)
     result = asyncio.run(study_module.study(cfg(world, "out", attempts=1)))
     assert len(opened) == 2  # failed once, retried once
     assert result.artifact.counts.probes == 13

@@ -27,7 +27,8 @@ What it takes care of:
 - **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
   goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`); calls are recorded, never
   executed, and answered from ``query.checks.tool_results``; it ends at ``end_turn`` or
-  ``step_budget`` requests, and the last text is kept as ``final_text``.
+  ``step_budget`` requests, and the last text after the skill loaded is kept as ``final_text``
+  (``""`` when the agent ended with none).
 
 The key and endpoint come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` exactly as the SDK reads
 them (or ``api_key=`` / ``base_url=``); the key is never logged or recorded.

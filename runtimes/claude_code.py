@@ -22,7 +22,8 @@ Per probe:
 
 In compliance mode the agent may call Bash, Read, Write and Edit after loading its skill; the CLI runs
 with no permission granted, so in ``-p`` mode tools that need permission are refused, never run — the
-calls are recorded as :class:`~skillreach.models.ToolCall`.
+calls are recorded as :class:`~skillreach.models.ToolCall`. The last text after the skill loaded is
+``final_text`` (``""`` when the agent ended with none).
 """
 
 from __future__ import annotations

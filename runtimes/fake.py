@@ -6,7 +6,8 @@ An entry is one of
 - a list of skill names, invoked in order: ``["docx", "pdf"]``;
 - an object ``{"invoked": [...], "tool_calls": [{"tool": "Bash", "input": {...}}], "final_text": "...",
   "error": "...", "turns": N}`` — ``tool_calls`` and ``final_text`` are reported in compliance mode,
-  once the expected skill was loaded; ``error`` makes the probe fail (kept as data);
+  once the expected skill was loaded (no ``final_text`` then is ``""``: the agent ended with no text);
+  ``error`` makes the probe fail (kept as data);
 - an object ``{"attempts": {"1": entry, "2": entry}, "*": entry}`` or a list of entries under
   ``"attempts"`` (attempt *n* takes item *n − 1*, cycling), for per-attempt behaviour.
 
@@ -22,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker
+from runtimes.base import Outcome, Tracker, compliance_answer
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
 
@@ -109,7 +110,7 @@ class FakeRuntime:
                 ToolCall(tool=str(c.get("tool", "*")), input=dict(c.get("input", {})))
                 for c in entry.get("tool_calls", [])[: tracker.options.step_budget]
             ]
-            final_text = entry.get("final_text")
+            final_text = compliance_answer(tracker, entry.get("final_text"))
         return Outcome.from_tracker(
             tracker,
             turns=int(entry.get("turns", turns)),

@@ -21,7 +21,8 @@ invocations, or when the model answers without calling ``Skill``.
   cost comes from ``Settings.price_for`` when the model is priced.
 - **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
   goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`), recorded and answered
-  from ``query.checks.tool_results``, never executed, up to ``step_budget`` requests.
+  from ``query.checks.tool_results``, never executed, up to ``step_budget`` requests; the last text after
+  the skill loaded is ``final_text`` (``""`` when the agent ended with none).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import gc
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, overload
 
@@ -317,38 +317,40 @@ class Outcomes(Sequence[ProbeOutcome]):
             raise IndexError("outcome index out of range")
         return self._row(index % n if n else index)
 
-    def __iter__(self) -> Iterator[ProbeOutcome]:
+    def _values(self, seq: Callable[[list[str]], Sequence[str]]) -> Iterator[tuple[Any, ...]]:
+        """Every row's values in field order; sequences built by ``seq`` (tuple for rows, list for JSON)."""
         names = self._names
-        queries = self._queries
+        queries = [(qid, kind, truth, seq(list(acc))) for qid, kind, truth, acc in self._queries]
         inv_flat = [names[x] for x in self._inv_flat.tolist()]
         sc_flat = [names[x] for x in self._scored_flat.tolist()]
         inv_off = self._inv_off.tolist()
         sc_off = self._scored_off.tolist()
         errors = self._errors
-        for i, (qi, att, p, comp, qual) in enumerate(
-            zip(
-                self._q.tolist(),
-                self._attempt.tolist(),
-                self._predicted.tolist(),
-                self._compliance.tolist(),
-                self._quality.tolist(),
-                strict=True,
-            )
-        ):
+        columns = (
+            self._q.tolist(),
+            self._attempt.tolist(),
+            self._predicted.tolist(),
+            self._compliance.tolist(),
+            self._quality.tolist(),
+        )
+        for i, (qi, att, p, comp, qual) in enumerate(zip(*columns, strict=True)):
             qid, kind, truth, acceptable = queries[qi]
-            yield ProbeOutcome(
+            yield (
                 qid,
                 att,
                 kind,
                 truth,
                 acceptable,
-                tuple(inv_flat[inv_off[i] : inv_off[i + 1]]),
-                tuple(sc_flat[sc_off[i] : sc_off[i + 1]]),
+                seq(inv_flat[inv_off[i] : inv_off[i + 1]]),
+                seq(sc_flat[sc_off[i] : sc_off[i + 1]]),
                 None if p < 0 else names[p],
                 errors.get(i),
-                None if comp < 0 else bool(comp),
-                None if math.isnan(qual) else qual,
+                None if comp < 0 else comp == 1,
+                None if qual != qual else qual,  # noqa: PLR0124 - NaN test, faster than math.isnan
             )
+
+    def __iter__(self) -> Iterator[ProbeOutcome]:
+        return (ProbeOutcome._make(v) for v in self._values(tuple))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Outcomes):
@@ -369,16 +371,21 @@ class Outcomes(Sequence[ProbeOutcome]):
 
     def to_rows(self) -> list[dict[str, Any]]:
         """The JSON form: one object per probe."""
-        keys = ProbeOutcome._fields
         return [
-            dict(
-                zip(
-                    keys,
-                    (*o[:4], list(o.acceptable), list(o.invoked), list(o.scored_inv), *o[7:]),
-                    strict=True,
-                )
-            )
-            for o in self
+            {
+                "query_id": qid,
+                "attempt": att,
+                "kind": kind,
+                "truth": truth,
+                "acceptable": acc,
+                "invoked": inv,
+                "scored_inv": sc,
+                "predicted": pred,
+                "error": err,
+                "compliance": comp,
+                "quality": qual,
+            }
+            for qid, att, kind, truth, acc, inv, sc, pred, err, comp, qual in self._values(list)
         ]
 
     @classmethod
@@ -598,7 +605,7 @@ def _dumps(data: dict[str, Any]) -> bytes:
     rows = data.pop("outcomes")
     digest = data.pop("digest")
     head = orjson.dumps(data, option=orjson.OPT_INDENT_2)
-    body = b",\n    ".join(orjson.dumps(r) for r in rows)
+    body = b",\n    ".join([orjson.dumps(r) for r in rows])
     outcomes = b"[\n    " + body + b"\n  ]" if rows else b"[]"
     return head[:-2] + b',\n  "outcomes": ' + outcomes + b',\n  "digest": ' + orjson.dumps(digest) + b"\n}\n"
 

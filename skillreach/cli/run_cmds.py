@@ -83,23 +83,35 @@ def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = N
 
 
 def run_cmd(  # noqa: PLR0917 - typer passes options positionally
-    config: Path | None = typer.Option(None, "--config", help="Settings and study file (TOML or YAML)."),
-    skills: list[Path] = typer.Option([], "--skills", help="A folder of skills (repeatable)."),
+    config: Path | None = typer.Option(
+        None, "--config", metavar="FILE", help="Settings and study file (TOML or YAML)."
+    ),
+    skills: list[Path] = typer.Option([], "--skills", metavar="DIR", help="A folder of skills (repeatable)."),
     queries: Path | None = typer.Option(
-        None, "--queries", help="The query set (sealed JSON, or JSONL/CSV/YAML)."
+        None, "--queries", metavar="FILE", help="The query set (sealed JSON, or JSONL/CSV/YAML)."
     ),
     runtime: str | None = typer.Option(
-        None, "--runtime", help="fake, keyword, retriever, anthropic, claude-code…"
+        None, "--runtime", metavar="NAME", help="fake, keyword, retriever, anthropic, claude-code…"
     ),
-    model: str | None = typer.Option(None, "--model", help="Model alias or snapshot for LLM runtimes."),
-    catalog: str | None = typer.Option(None, "--catalog", help="full, singleton or neighborhood."),
-    attempts: int | None = typer.Option(None, "--attempts", min=1, help="Attempts per query."),
-    max_turns: int | None = typer.Option(None, "--max-turns", min=1, help="Skill invocations per probe."),
+    model: str | None = typer.Option(
+        None, "--model", metavar="M", help="Model alias or snapshot for LLM runtimes."
+    ),
+    catalog: str | None = typer.Option(
+        None, "--catalog", metavar="STRATEGY", help="full, singleton or neighborhood."
+    ),
+    attempts: int | None = typer.Option(None, "--attempts", min=1, metavar="N", help="Attempts per query."),
+    max_turns: int | None = typer.Option(
+        None, "--max-turns", min=1, metavar="N", help="Skill invocations per probe."
+    ),
     no_early_exit: bool = typer.Option(False, "--no-early-exit", help="Go on after the expected skill."),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Probes in flight."),
-    out: Path | None = typer.Option(None, "--out", help="Output folder (default runs/<time>-<runtime>)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, metavar="N", help="Probes in flight."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="Output folder (default runs/<time>-<runtime>)."
+    ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", help="Stop starting probes past this many USD."
+        None, "--max-cost", metavar="USD", help="Stop starting probes past this many USD."
     ),
     compliance: bool = typer.Option(False, "--compliance", help="Judge compliance: go on after the target."),
 ) -> None:
@@ -168,8 +180,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         f"\n[bold]study[/] {result.study_id}  "
         f"[dim]({result.probes_run} probed, {result.probes_resumed} resumed{cost})[/]"
     )
-    for label, path in (("probes", result.probes_path), ("artifact", result.artifact_path),
-                        ("report", result.report_path)):
+    for label, path in (
+        ("probes", result.probes_path),
+        ("artifact", result.artifact_path),
+        ("report", result.report_path),
+    ):
         out_console.print(f"  {label:9} {path}")
     if result.breaches:
         out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")

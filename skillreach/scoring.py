@@ -13,8 +13,11 @@ Policies beyond the spec, each stated in the artifact when it applies:
 - a later record of the same (query, attempt) supersedes an earlier one (a resumed study retried an
   errored probe); the earlier one is counted in ``counts.superseded`` and still in ``usage``;
 - probes of different study fingerprints, or of different runtimes, are refused, not mixed;
-- with a catalog, a skill outside it that a probe invoked (and that is not acceptable for the query)
-  or that a query expects is refused: Turn-1 conservation needs every prediction to be a label.
+- with a catalog, a skill outside it that a query expects (a singleton or neighbourhood catalog) or
+  that a probe invoked (the harness saw a skill it should not) becomes a label too, with a warning:
+  Turn-1 conservation needs every truth and prediction to be a label, and paid-for probes are kept;
+- outcomes, samples and every list come in query-id order, so the artifact does not depend on the
+  order in which probes finished.
 """
 
 from __future__ import annotations
@@ -826,8 +829,8 @@ def score(
     ``catalog`` gives the labels (every skill of it, plus ``NO_SKILL``); without one they are the
     skills seen in the queries and probes, and the artifact's catalog strategy says ``inferred``.
     ``runtime_info`` defaults to what the probes record; ``attempts`` to the highest attempt seen.
-    Raises :class:`InputError` for a probe of a query outside the set, a skill outside the catalog,
-    or probes of different studies mixed in one log.
+    Raises :class:`InputError` for a probe of a query outside the set, duplicate query ids, or
+    probes of different studies (fingerprints, runtimes) mixed in one log.
     """
     table = probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
     with cyclic_gc_paused():

@@ -184,8 +184,7 @@ class _Builder:
         self.lines: list[int] = []
         self.errors: dict[int, str] = {}
         self.usage = [0, 0, 0, 0]
-        self.cost = 0.0
-        self.priced = 0
+        self.costs: list[float] = []
         self.duration = 0
         self.runtimes: set[str] = set()
         self.models: set[str] = set()
@@ -240,8 +239,7 @@ class _Builder:
         u[2] += usage[2]
         u[3] += usage[3]
         if cost is not None:
-            self.cost += cost
-            self.priced += 1
+            self.costs.append(cost)
         self.duration += duration
         self.runtimes.add(runtime)
         if model:
@@ -320,8 +318,8 @@ class _Builder:
             errors=self.errors,
             lines=np.asarray(self.lines, dtype=np.int64),
             usage=dict(zip(_USAGE_KEYS, self.usage, strict=True)),
-            cost_usd=self.cost,
-            priced=self.priced,
+            cost_usd=math.fsum(self.costs),  # exactly rounded: the same total in any log order
+            priced=len(self.costs),
             duration_ms=self.duration,
             runtimes=self.runtimes,
             models=self.models,

@@ -59,6 +59,10 @@ def test_write_then_read_round_trips_with_digest(tmp_path: Path, artifact: Artif
 def test_digest_is_stable_and_content_based(tmp_path: Path, artifact: Artifact) -> None:
     again = score(QS, list(reversed(PROBES)))
     assert artifact_digest(again) == artifact_digest(artifact)
+    priced = [
+        p.model_copy(update={"cost_usd": c}) for p, c in zip(PROBES, (0.1, 0.2, 0.3, 1e-17), strict=True)
+    ]
+    assert artifact_digest(score(QS, priced)) == artifact_digest(score(QS, priced[::-1]))
     changed = score(QS, PROBES[:-1])
     assert artifact_digest(changed) != artifact_digest(artifact)
     # re-formatting the file does not change the content, so it still verifies

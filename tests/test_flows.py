@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prefect.logging import disable_run_logger
 
 from flows.service import nightly_compliance, rebaseline_all, watch
 from flows.study import study
 from skillreach.errors import BudgetExceeded, ConfigError, InputError
+from skillreach.models import Query
 from skillreach.store import Store
-from skillreach.study import StudyConfig, batch_pairs
+from skillreach.study import StudyConfig, batch_key, batch_pairs, redact, study_id_for
 from tasks._context import set_progress
 from tests.test_alerts import WebhookSink
 
@@ -419,3 +422,43 @@ def test_a_batch_is_retried_for_infrastructure_failures_only() -> None:
     assert _retry_unless_our_error(None, None, Failed(data=OSError("disk full"))) is True
     assert _retry_unless_our_error(None, None, Failed(data=BudgetExceeded("cap"))) is False
     assert _retry_unless_our_error(None, None, Failed(data=ConfigError("bad option"))) is False
+
+
+# ---------------------------------------------------------------------------------- pure helpers
+
+@given(st.integers(1, 30), st.integers(1, 4), st.integers(1, 50), st.sets(st.tuples(st.integers(0, 29),
+                                                                                  st.integers(1, 4))))
+def test_batch_pairs_cover_every_pending_pair_once(n: int, attempts: int, size: int,
+                                                   done_idx: set[tuple[int, int]]) -> None:
+    queries = [Query(id=f"q{i}", text="t", expected_skill="s") for i in range(n)]
+    done = {(f"q{i}", a) for i, a in done_idx}
+    batches = batch_pairs(queries, attempts, size, done=done)
+    flat = [(q.id, a) for b in batches for q, a in b]
+    expected = {(q.id, a) for q in queries for a in range(1, attempts + 1)} - done
+    assert sorted(flat) == sorted(expected)
+    assert len(flat) == len(set(flat))
+    assert all(0 < len(b) <= size for b in batches)
+
+
+def test_batch_key_is_order_free_and_provenance_bound() -> None:
+    pairs = [("q1", 1), ("q2", 1), ("q1", 2)]
+    assert batch_key("fp", pairs) == batch_key("fp", list(reversed(pairs)))
+    assert batch_key("fp", pairs) != batch_key("fp2", pairs)
+    assert batch_key("fp", pairs) != batch_key("fp", pairs[:2])
+
+
+def test_study_id_is_the_same_for_the_same_fingerprint_and_folder(tmp_path: Path) -> None:
+    assert study_id_for("fp", tmp_path / "a") == study_id_for("fp", tmp_path / "a")
+    assert study_id_for("fp", tmp_path / "a") != study_id_for("fp", tmp_path / "b")
+    assert study_id_for("fp", tmp_path / "a") != study_id_for("fp2", tmp_path / "a")
+
+
+def test_redact_blanks_secrets_everywhere() -> None:
+    data = {"api_key": "sk-1", "nested": [{"token": "t"}, "postgresql+psycopg://u:pw@h/db"],
+            "hook": "https://hooks.slack.com/services/T/B/X", "plain": "keyword", "model": "m"}
+    out = redact(data)
+    text = json.dumps(out)
+    for secret in ("sk-1", '"t"', ":pw@", "T/B/X"):
+        assert secret not in text
+    assert out["plain"] == "keyword"
+    assert out["model"] == "m"

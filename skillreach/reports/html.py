@@ -79,7 +79,7 @@ def _heatmap(artifact: Artifact) -> dict[str, Any]:
     index = {label: i for i, label in enumerate(labels)}
     support = {c.label: c.support for c in active}
     n = len(labels)
-    size = 34.0 if n <= 12 else 24.0 if n <= 24 else 14.0
+    size = 34.0 if n <= 12 else 26.0 if n <= 24 else 18.0
     show_counts = n <= 24
     longest = max((len(x) for x in labels), default=4)
     margin = min(250.0, 16 + 7.4 * min(longest, 32))
@@ -113,7 +113,7 @@ def _heatmap(artifact: Artifact) -> dict[str, Any]:
         "height": margin + n * size + 10,
         "show_counts": show_counts,
         "note": note,
-        "font": 12 if size >= 24 else 9,
+        "font": 12 if size >= 26 else 10,
         "legend": [
             (_mix(_BLUE, 0.12 + 0.88 * t), _mix(_ORANGE, 0.12 + 0.88 * t), t) for t in (0, 0.25, 0.5, 0.75, 1)
         ],

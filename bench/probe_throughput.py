@@ -10,6 +10,9 @@ model invokes the expected skill at once, early exit), their ratio (goal ≤ 1.3
 tokens served from cache (goal ≥ 80 %).
 
     .venv/bin/python bench/probe_throughput.py [--probes 2000] [--concurrency 32] [--latency 0.05]
+                                               [--http auto|aiohttp|httpx]
+
+``--http`` picks the SDK's HTTP transport (``auto``: aiohttp when ``anthropic[aiohttp]`` is installed).
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def catalog(n: int = 100) -> Catalog:
     return Catalog(id="bench-100", skills=tuple(skills))
 
 
-async def run(probes: int, concurrency: int, latency: float) -> None:
+async def run(probes: int, concurrency: int, latency: float, http: str = "auto") -> None:
     cat = catalog()
     queries = [
         Query(
@@ -128,6 +131,7 @@ async def run(probes: int, concurrency: int, latency: float) -> None:
                 settings=Settings(),
                 concurrency=concurrency,
                 retry_policy=RetryPolicy(max_retries=3, base_s=0.05),
+                http=http,
             )
             sink = JsonlSink(Path(tmp) / "probes.jsonl")
             opts = ProbeOptions(model="claude-sonnet-4-6")
@@ -167,7 +171,7 @@ async def run(probes: int, concurrency: int, latency: float) -> None:
         f"probes                 {len(records)} ({len(on_disk)} on disk, {errors} errors, "
         f"{hits} hit the target)"
     )
-    print(f"requests               {requests} (retries: {rt.stats.retries})")
+    print(f"requests               {requests} (retries: {rt.stats.retries}; SDK transport: {rt.http})")
     print(f"wall time              {wall:.2f} s")
     print(f"ideal                  {ideal:.2f} s  (requests × {latency * 1000:.0f} ms / {concurrency})")
     print(f"ratio                  {wall / ideal:.2f}  (goal ≤ 1.3)")
@@ -189,8 +193,9 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--http", choices=("auto", "aiohttp", "httpx"), default="auto")
     args = parser.parse_args()
-    asyncio.run(run(args.probes, args.concurrency, args.latency))
+    asyncio.run(run(args.probes, args.concurrency, args.latency, args.http))
 
 
 if __name__ == "__main__":

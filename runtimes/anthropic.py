@@ -18,6 +18,12 @@ What it takes care of:
   API's message. Failures become the probe's ``error``, never an empty selection.
 - **Limits**: a semaphore bounds requests in flight; token buckets bound requests and input tokens per
   minute (``requests_per_minute``, ``input_tokens_per_minute``).
+- **Client CPU**: at high concurrency the client's own CPU per request is the limit, so the SDK runs on
+  its aiohttp transport (``anthropic[aiohttp]``, ``http="aiohttp"``; ``"httpx"`` is the SDK default,
+  used when aiohttp is not installed), and the request body is sent as JSON bytes whose stable part —
+  system prompt and tool listing, ~30 KB for 100 skills — is serialised once per catalog, not once per
+  request (``client.post("/v1/messages", content=...)``: the SDK's own request path, headers, auth and
+  errors). ``bench/probe_throughput.py`` measures it.
 - **Batch mode** (``batch=True``): requests go through the Message Batches API — turn 1 of every probe
   in flight in one batch, then one batch per further turn for the probes still going, polled with
   backoff. Run it with every probe in flight at once (``run_probes`` does so: ``wants_all_probes``).
@@ -46,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import anthropic
+import orjson
 
 from runtimes._ratelimit import TokenBucket
 from runtimes._retry import RetryPolicy, retrying
@@ -118,6 +125,23 @@ class RuntimeStats:
     batches: int = 0
     waits_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+
+
+def _http_backend(choice: str) -> str:
+    """``aiohttp`` (when installed, for ``auto``) or ``httpx``: the SDK's HTTP transport."""
+    if choice not in ("auto", "aiohttp", "httpx"):
+        raise ConfigError(f"http must be auto, aiohttp or httpx (got {choice!r})")
+    if choice == "httpx":
+        return "httpx"
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        if choice == "aiohttp":
+            raise ConfigError(
+                "http='aiohttp' needs the aiohttp extra: pip install 'anthropic[aiohttp]'"
+            ) from None
+        return "httpx"
+    return "aiohttp"
 
 
 class _Batcher:
@@ -198,6 +222,7 @@ class AnthropicRuntime:
         poll_initial_s: float = 2.0,
         poll_max_s: float = 60.0,
         batch_window_s: float = 0.05,
+        http: str = "auto",
         client: Any = None,
     ) -> None:
         self.settings = settings or Settings()
@@ -219,8 +244,9 @@ class AnthropicRuntime:
         self.poll_max_s = poll_max_s
         self.stats = RuntimeStats()
         self._resolved: dict[str, str] = {}
-        self._tools: dict[int, tuple[Catalog, dict[str, Any]]] = {}
+        self._tools: dict[int, tuple[Catalog, dict[str, Any], dict[bool, bytes]]] = {}
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
+        self.http = "client"
         if client is not None:
             self._clients: list[Any] = [client]
         else:
@@ -229,11 +255,18 @@ class AnthropicRuntime:
                 kwargs["base_url"] = base_url
             if api_key:
                 kwargs["api_key"] = api_key
-            # httpcore scans every pooled connection on each request; a few clients with
-            # CONNECTIONS_PER_CLIENT connections each keep that scan short at high concurrency
-            shards = max(1, math.ceil((concurrency or s.concurrency) / CONNECTIONS_PER_CLIENT))
+            self.http = _http_backend(http)
             try:
-                self._clients = [anthropic.AsyncAnthropic(**kwargs) for _ in range(shards)]
+                if self.http == "aiohttp":
+                    # one aiohttp pool (the SDK's default limits) serves every request in flight
+                    self._clients = [
+                        anthropic.AsyncAnthropic(**kwargs, http_client=anthropic.DefaultAioHttpClient())
+                    ]
+                else:
+                    # httpcore scans every pooled connection on each request; a few clients with
+                    # CONNECTIONS_PER_CLIENT connections each keep that scan short at high concurrency
+                    shards = max(1, math.ceil((concurrency or s.concurrency) / CONNECTIONS_PER_CLIENT))
+                    self._clients = [anthropic.AsyncAnthropic(**kwargs) for _ in range(shards)]
             except anthropic.AnthropicError as exc:
                 raise ConfigError(_NO_KEY) from exc
             first = self._clients[0]
@@ -252,27 +285,44 @@ class AnthropicRuntime:
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         return await retrying(call, policy=self.policy, classify=classify_error, on_retry=self._on_retry)
 
-    async def _create_once(self, params: dict[str, Any]) -> dict[str, Any]:
-        """One request; the message as the API's JSON (the SDK's raw response: no model objects to
-        build per request, which is most of the client's CPU at high concurrency)."""
+    async def _create_once(self, params: dict[str, Any], body: bytes) -> dict[str, Any]:
+        """One request (``body`` is ``params`` as JSON); the message as the API's JSON (raw bytes: no
+        model objects to build per request, which is most of the client's CPU at high concurrency)."""
         async with self._sem:
             await self._rpm.acquire(1)
             if self._itpm.rate is not None:
                 await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
             client = next(self._next_client)
-            raw = await client.messages.with_raw_response.create(**params, timeout=self.timeout_s)
+            raw = await client.post(
+                "/v1/messages",
+                content=body,
+                cast_to=bytes,
+                options={"headers": {"content-type": "application/json"}, "timeout": self.timeout_s},
+            )
         try:
-            message: dict[str, Any] = raw.http_response.json()
+            message: dict[str, Any] = orjson.loads(raw)
         except ValueError as exc:
             raise TransientProbeError("the API answered with a body that is not JSON") from exc
         return message
 
-    async def _create(self, params: dict[str, Any]) -> Any:
+    async def _create(self, params: dict[str, Any], prefix: bytes) -> Any:
         if self._batcher is not None:
             batcher = self._batcher
             return await self._retrying(lambda: batcher.submit(params))
-        return await self._retrying(lambda: self._create_once(params))
+        body = b"".join(
+            (
+                prefix,
+                b',"model":',
+                orjson.dumps(params["model"]),
+                b',"max_tokens":',
+                str(int(params["max_tokens"])).encode(),
+                b',"messages":',
+                orjson.dumps(params["messages"]),
+                b"}",
+            )
+        )
+        return await self._retrying(lambda: self._create_once(params, body))
 
     async def _run_batch(self, requests: list[dict[str, Any]]) -> list[Any]:
         """One Message Batch: create, poll with backoff, read the results in request order."""
@@ -331,27 +381,34 @@ class AnthropicRuntime:
 
     def _params(
         self, model: str, catalog: Catalog, messages: list[dict[str, Any]], with_tools: bool
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bytes]:
+        """The request's parameters, and its stable part as JSON (``{"system":…,"tools":…`` without the
+        closing brace), serialised once per catalog object and tool set."""
         cached = self._tools.get(id(catalog))
         if cached is None or cached[0] is not catalog:  # the listing is built once per catalog object
-            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog))
-        listing = cached[1]
+            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog), {})
+        listing, prefixes = cached[1], cached[2]
         tools: list[dict[str, Any]] = [{**listing, "cache_control": CACHE}]
         if with_tools:
             tools = [listing, *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
+        system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
+        prefix = prefixes.get(with_tools)
+        if prefix is None:
+            prefix = prefixes[with_tools] = orjson.dumps({"system": system, "tools": tools})[:-1]
         sent = list(messages)
         if len(sent) > 1:  # cache the conversation so far for the next turn
             last = sent[-1]
             blocks = list(last["content"])
             blocks[-1] = {**blocks[-1], "cache_control": CACHE}
             sent[-1] = {**last, "content": blocks}
-        return {
+        params = {
             "model": model,
             "max_tokens": self.compliance_max_tokens if with_tools else self.max_tokens,
-            "system": [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}],
+            "system": system,
             "tools": tools,
             "messages": sent,
         }
+        return params, prefix
 
     # ------------------------------------------------------------------------------------ probing
 
@@ -374,7 +431,7 @@ class AnthropicRuntime:
         error: str | None = None
         try:
             while True:
-                resp = await self._create(self._params(model, catalog, messages, dialogue.compliance))
+                resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance))
                 usage = usage + _usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -346,3 +347,31 @@ async def test_canary_against_a_model_that_never_calls_skill_is_blind() -> None:
             await canary_check(rt, make_catalog(), ProbeOptions())
         await rt.aclose()
     assert len(api.requests) == 3
+
+
+async def test_both_sdk_transports_send_the_same_requests() -> None:
+    pytest.importorskip("aiohttp", reason="anthropic[aiohttp] is not installed")
+    cat = make_catalog()
+    bodies: dict[str, list[dict[str, object]]] = {}
+    for http in ("httpx", "aiohttp"):
+        with MessagesAPI(ScriptResponder({"fill": ["docx", "pdf"]}), min_cache_tokens=1) as api:
+            rt = runtime(api, http=http)
+            assert rt.http == http
+            out, _ = await probe(rt, q("fill the form"), cat)
+            out2, _ = await probe(rt, q("fill the form again"), cat)  # the listing's bytes are reused
+            await rt.aclose()
+        assert out.invoked == out2.invoked == ["docx", "pdf"]
+        assert out2.usage.cache_read_input_tokens > 0
+        bodies[http] = api.requests
+    assert len(bodies["httpx"]) == 4
+    # the same bodies but for the stand-in's random tool_use ids
+    ids = re.compile(r'"(id|tool_use_id)": "toolu_[0-9a-f]+"')
+    assert [ids.sub("ID", json.dumps(b)) for b in bodies["httpx"]] == [
+        ids.sub("ID", json.dumps(b)) for b in bodies["aiohttp"]
+    ]
+    assert all(call.headers.get("content-type") == "application/json" for call in api.calls)
+
+
+def test_unknown_transport_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="http must be"):
+        AnthropicRuntime("claude-sonnet-4-6", api_key="sk-test", http="curl")

@@ -107,11 +107,20 @@ class StudyConfig(BaseModel):
         settings_values = {k: v for k, v in file_values.items() if k not in STUDY_ONLY_KEYS}
         settings_flags = {k: v for k, v in given.items() if k not in STUDY_ONLY_KEYS}
         max_cost = settings_flags.pop("max_cost", None)
+        from pydantic_settings import SettingsError
+
         try:
             settings = load_settings(None, **{**settings_values, **settings_flags})
         except ConfigError as exc:
             where = f"{config_file}: " if config_file is not None else ""
             raise ConfigError(f"{where}{exc.message}") from exc
+        except SettingsError as exc:  # a SKILLREACH_* variable that is not valid JSON for its field
+            field = re.search(r'field "([^"]+)"', str(exc))
+            name = f"SKILLREACH_{field[1].upper()}" if field else "a SKILLREACH_* variable"
+            raise ConfigError(
+                f"environment: {name} is not valid; list and mapping settings are JSON, "
+                f"e.g. {name}='[\"https://…\"]'"
+            ) from exc
         if isinstance(study_values.get("skills"), str | Path):
             study_values["skills"] = [study_values["skills"]]
         base = config_file.parent if config_file is not None else None

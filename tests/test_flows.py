@@ -350,6 +350,19 @@ def test_cli_run_without_arguments_runs_the_example(tmp_path: Path, monkeypatch:
     assert (tmp_path / ".skillreach/skillreach.db").is_file()
 
 
+def test_cli_bad_webhook_variable_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from skillreach.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", "https://hooks.example/services/T/B/SECRET")
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("skillreach: error: environment: SKILLREACH_ALERT_WEBHOOKS is not valid")
+    assert "SECRET" not in err
+    assert len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     (["run", "--queries", "missing.json", "--skills", "."], "missing.json: no such file"),
     (["run", "--catalog", "bogus"], "--catalog bogus"),

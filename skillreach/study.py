@@ -115,8 +115,8 @@ class StudyConfig(BaseModel):
             where = f"{config_file}: " if config_file is not None else ""
             raise ConfigError(f"{where}{exc.message}") from exc
         except SettingsError as exc:  # a SKILLREACH_* variable that is not valid JSON for its field
-            field = re.search(r'field "([^"]+)"', str(exc))
-            name = f"SKILLREACH_{field[1].upper()}" if field else "a SKILLREACH_* variable"
+            found = re.search(r'field "([^"]+)"', str(exc))
+            name = f"SKILLREACH_{found[1].upper()}" if found else "a SKILLREACH_* variable"
             raise ConfigError(
                 f"environment: {name} is not valid; list and mapping settings are JSON, "
                 f"e.g. {name}='[\"https://…\"]'"

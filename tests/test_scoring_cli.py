@@ -79,6 +79,18 @@ def test_score_writes_a_verified_artifact_and_reports(
     assert all(o.compliance is None for o in art.outcomes)
 
 
+def test_out_and_report_accept_a_run_folder(tmp_path: Path, probes: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    assert (
+        main(["score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(probes), "--out", str(run), "-q"])
+        == 0
+    )
+    assert read_artifact(run / "artifact.json").digest
+    assert main(["report", str(run), "-q", "--html", str(run / "report.html")]) == 0
+    assert (run / "report.html").is_file()
+
+
 def test_score_without_skills_infers_labels(tmp_path: Path, probes: Path) -> None:
     out = tmp_path / "a.json"
     assert (

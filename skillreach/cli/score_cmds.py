@@ -72,7 +72,9 @@ def score_cmd(
         help="Skill folders: the catalog's skills become the labels. Without it, the labels are the skills "
         "seen in the queries and probes (catalog strategy 'inferred').",
     ),
-    out: Path = typer.Option(..., "--out", help="Where to write artifact.json."),
+    out: Path = typer.Option(
+        ..., "--out", help="Where to write artifact.json (a folder: FOLDER/artifact.json)."
+    ),
     html: Path | None = typer.Option(None, "--html", help=_HTML_HELP),
     markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
@@ -86,6 +88,8 @@ def score_cmd(
     from skillreach.scoring import ProbeTable, score
 
     err = Console(stderr=True)
+    if out.is_dir():
+        out = out / "artifact.json"
     catalog = None
     if skills:
         from skillreach.catalog import build_catalog
@@ -120,6 +124,8 @@ def report_cmd(
     from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
 
+    if artifact_path.is_dir():
+        artifact_path = artifact_path / "artifact.json"
     artifact = read_artifact(artifact_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:

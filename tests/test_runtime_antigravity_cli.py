@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
 from runtimes.base import Tracker
 from skillreach.errors import ConfigError
 from skillreach.models import Query
-from tests.fakes.kit import folder_catalog, stub_knobs
+from tests.fakes.kit import assert_ended_live, folder_catalog, stub_knobs
 from tests.fakes.kit import probe as run_probe
 from tests.fakes.kit import query as q
 
@@ -45,9 +44,7 @@ async def test_live_early_exit(stub: dict[str, Any]) -> None:
     assert out.error is None
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit
-    assert not (stub["log"] / "finished").exists()
-    with pytest.raises(ProcessLookupError):
-        os.kill(int((stub["log"] / "pid").read_text()), 0)
+    assert_ended_live(stub["log"])
 
 
 async def test_layout_flags_usage_and_text(stub: dict[str, Any], tmp_path: Path) -> None:

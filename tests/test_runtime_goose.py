@@ -5,7 +5,6 @@ fetch."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from runtimes.base import Tracker
 from runtimes.goose import GooseRuntime, GooseStream
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
-from tests.fakes.kit import folder_catalog, probe, stub_knobs
+from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
 
 STUB = Path(__file__).parent / "fakes" / "goose_stub" / "goose"
@@ -44,9 +43,7 @@ async def test_live_early_exit(stub: dict[str, Any]) -> None:
     assert out.error is None
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit
-    assert not (stub["log"] / "finished").exists()
-    with pytest.raises(ProcessLookupError):
-        os.kill(int((stub["log"] / "pid").read_text()), 0)
+    assert_ended_live(stub["log"])
 
 
 async def test_isolation_flags_and_endpoint(stub: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

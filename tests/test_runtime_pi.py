@@ -18,7 +18,7 @@ from runtimes.base import ProbeOptions, Tracker
 from runtimes.pi import PiRuntime, parse_pi_events
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
-from tests.fakes.kit import folder_catalog, probe, stub_knobs
+from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
 
 FAKES = Path(__file__).parent / "fakes"
@@ -56,10 +56,7 @@ async def test_live_early_exit_ends_the_process(stub: dict[str, Any]) -> None:
     assert out.error is None
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit is True
-    assert not (stub["log"] / "finished").exists()
-    pid = int((stub["log"] / "pid").read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert_ended_live(stub["log"])
 
 
 async def test_isolation_flags_config_and_env(stub: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach.models import Catalog, Query, QueryKind, Skill
 
-__all__ = ["THREE_SKILLS", "folder_catalog", "probe", "query", "stub_knobs"]
+__all__ = ["THREE_SKILLS", "assert_ended_live", "folder_catalog", "probe", "query", "stub_knobs"]
 
 THREE_SKILLS = (("pdf", "Fill PDF forms."), ("rollback", "Roll back a deploy."), ("secrets", "Rotate keys."))
 
@@ -71,3 +72,14 @@ def stub_knobs(tmp_path: Path, prefix: str, catalog: Catalog) -> dict[str, Any]:
 
     env = {f"{prefix}_STUB_PLAN": str(plan_file), f"{prefix}_STUB_LOG": str(log)}
     return {"plan": plan, "log": log, "env": env, "catalog": catalog}
+
+
+def assert_ended_live(log: Path) -> None:
+    """The stand-in CLI was stopped mid-run (live early exit): it never finished and its process is gone."""
+    assert not (log / "finished").exists()
+    pid = int((log / "pid").read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    raise AssertionError(f"the agent process {pid} is still running")

@@ -45,6 +45,7 @@ __all__ = [
     "Counts",
     "KindStats",
     "Metrics",
+    "OutcomeRow",
     "Outcomes",
     "ProbeOutcome",
     "QuerySample",
@@ -112,7 +113,9 @@ class ProbeOutcome(NamedTuple):
         return self.error is None
 
 
-class _OutcomeRow(TypedDict):
+class OutcomeRow(TypedDict):
+    """One probe in ``artifact.json`` (the JSON form of :class:`ProbeOutcome`)."""
+
     query_id: str
     attempt: int
     kind: str
@@ -126,7 +129,7 @@ class _OutcomeRow(TypedDict):
     quality: float | None
 
 
-_ROWS = TypeAdapter(list[_OutcomeRow])
+_ROWS = TypeAdapter(list[OutcomeRow])
 
 QueryInfo = tuple[str, str, str, tuple[str, ...]]
 """(id, kind, truth, acceptable skills) of a query, shared by all its probes' rows."""
@@ -400,10 +403,12 @@ class Outcomes(Sequence[ProbeOutcome]):
     def __get_pydantic_core_schema__(
         cls, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
+        rows = handler.generate_schema(list[OutcomeRow])
         return core_schema.no_info_plain_validator_function(
             cls._coerce,
+            json_schema_input_schema=rows,
             serialization=core_schema.plain_serializer_function_ser_schema(
-                lambda v: v.to_rows(), when_used="always"
+                lambda v: v.to_rows(), return_schema=rows, when_used="always"
             ),
         )
 

@@ -149,3 +149,10 @@ def test_outcomes_from_rows_validates_and_reads_back() -> None:
     with pytest.raises(ValueError, match="described differently"):
         Outcomes.from_rows([row, row._replace(truth=NO_SKILL)])
     assert Outcomes.empty() == Outcomes.from_rows([])
+
+
+def test_json_schema_describes_outcome_rows() -> None:
+    for mode in ("validation", "serialization"):
+        schema = Artifact.model_json_schema(mode=mode)  # type: ignore[arg-type]
+        assert schema["properties"]["outcomes"]["items"] == {"$ref": "#/$defs/OutcomeRow"}
+        assert set(schema["$defs"]["OutcomeRow"]["properties"]) == set(ProbeOutcome._fields)

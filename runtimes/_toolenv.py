@@ -17,62 +17,63 @@ __all__ = ["DEFAULT_RESULT", "TOOL_NAMES", "TOOL_SCHEMAS", "canned_result", "inp
 
 DEFAULT_RESULT = "ok"
 
+
+def _tool(
+    name: str, about: str, required: tuple[str, ...], fields: dict[str, tuple[str, str]]
+) -> dict[str, Any]:
+    """A tool definition; ``fields`` maps each input field to its (JSON type, description)."""
+    return {
+        "name": name,
+        "description": about,
+        "input_schema": {
+            "type": "object",
+            "properties": {k: {"type": t, "description": d} for k, (t, d) in fields.items()},
+            "required": list(required),
+            "additionalProperties": False,
+        },
+    }
+
+
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {
-        "name": "Bash",
-        "description": "Run a shell command in the project folder and return its output.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command to run."},
-                "description": {"type": "string", "description": "What the command does, in 5-10 words."},
-            },
-            "required": ["command"],
-            "additionalProperties": False,
+    _tool(
+        "Bash",
+        "Run a shell command in the project folder and return its output.",
+        ("command",),
+        {
+            "command": ("string", "The command to run."),
+            "description": ("string", "What the command does, in 5-10 words."),
         },
-    },
-    {
-        "name": "Read",
-        "description": "Read a file of the project and return its content.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file to read."},
-                "offset": {"type": "integer", "description": "First line to read (1-based)."},
-                "limit": {"type": "integer", "description": "How many lines to read."},
-            },
-            "required": ["file_path"],
-            "additionalProperties": False,
+    ),
+    _tool(
+        "Read",
+        "Read a file of the project and return its content.",
+        ("file_path",),
+        {
+            "file_path": ("string", "Path of the file to read."),
+            "offset": ("integer", "First line to read (1-based)."),
+            "limit": ("integer", "How many lines to read."),
         },
-    },
-    {
-        "name": "Write",
-        "description": "Write a file, replacing it if it exists.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file to write."},
-                "content": {"type": "string", "description": "The whole new content."},
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": False,
+    ),
+    _tool(
+        "Write",
+        "Write a file, replacing it if it exists.",
+        ("file_path", "content"),
+        {
+            "file_path": ("string", "Path of the file to write."),
+            "content": ("string", "The whole new content."),
         },
-    },
-    {
-        "name": "Edit",
-        "description": "Replace an exact string in a file with another.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "file_path": {"type": "string", "description": "Path of the file to edit."},
-                "old_string": {"type": "string", "description": "The text to replace (exact)."},
-                "new_string": {"type": "string", "description": "The replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": False,
+    ),
+    _tool(
+        "Edit",
+        "Replace an exact string in a file with another.",
+        ("file_path", "old_string", "new_string"),
+        {
+            "file_path": ("string", "Path of the file to edit."),
+            "old_string": ("string", "The text to replace (exact)."),
+            "new_string": ("string", "The replacement text."),
+            "replace_all": ("boolean", "Replace every occurrence."),
         },
-    },
+    ),
 ]
 
 TOOL_NAMES = frozenset(t["name"] for t in TOOL_SCHEMAS)

@@ -279,11 +279,11 @@ def _current_revision(conn: Connection) -> str | None:
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest migration. Safe when several processes open the store at once."""
-    from alembic import command
-
     with engine.connect() as conn:
         if _current_revision(conn) == HEAD:
             return
+    from alembic import command  # only now: importing alembic costs ~0.5 s
+
     backend = engine.dialect.name
     opts = {"sqlite_begin": "BEGIN IMMEDIATE"} if backend == "sqlite" else {}
     with engine.connect().execution_options(**opts) as conn, conn.begin():

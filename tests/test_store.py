@@ -234,3 +234,15 @@ def test_several_processes_write_at_once(db_url: str) -> None:
         assert sorted(r.id for r in s.studies()) == [f"st-w{w}" for w in range(4)]
         assert all(s.count_probes(f"st-w{w}") == 25 for w in range(4))
         assert all(r.status == "done" for r in s.studies())
+
+
+def test_reopening_a_current_store_does_not_import_alembic(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    Store(url).close()
+    code = ("import sys; from skillreach.store import Store; Store(sys.argv[1]).close(); "
+            "print('alembic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -12,7 +12,7 @@ import textwrap
 import time
 from collections import Counter
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -149,20 +149,35 @@ def test_latest_records_prefers_the_error_free_one_and_never_mixes_fingerprints(
 # --------------------------------------------------------------------------------------- the loop
 
 
-async def test_run_probes_writes_every_probe_with_provenance(tmp_path: Path) -> None:
-    rt = FakeRuntime({"q00": ["pdf"], "q01": {"error": "HTTP 500 api_error: boom"}, "*": []}, model="m-1")
-    sink = JsonlSink(tmp_path / "p.jsonl")
-    seen: list[str] = []
-    pairs = [(q, a) for q in queries(3) for a in (1, 2)]
-    out = await run_probes(
+async def probe_all(
+    rt: Any,
+    pairs: list[tuple[Query, int]],
+    sink: Any,
+    *,
+    concurrency: int = 1,
+    fingerprint: str = "f",
+    **kw: Any,
+) -> list[ProbeRecord]:
+    """``run_probes`` over ``CATALOG`` with the default options."""
+    return await run_probes(
         rt,
         CATALOG,
         pairs,
         options=ProbeOptions(),
         sink=sink,
-        concurrency=2,
-        fingerprint="fpX",
-        on_probe=lambda r: seen.append(r.query_id),
+        concurrency=concurrency,
+        fingerprint=fingerprint,
+        **kw,
+    )
+
+
+async def test_run_probes_writes_every_probe_with_provenance(tmp_path: Path) -> None:
+    rt = FakeRuntime({"q00": ["pdf"], "q01": {"error": "HTTP 500 api_error: boom"}, "*": []}, model="m-1")
+    sink = JsonlSink(tmp_path / "p.jsonl")
+    seen: list[str] = []
+    pairs = [(q, a) for q in queries(3) for a in (1, 2)]
+    out = await probe_all(
+        rt, pairs, sink, concurrency=2, fingerprint="fpX", on_probe=lambda r: seen.append(r.query_id)
     )
     sink.close()
     assert len(out) == 6
@@ -187,16 +202,7 @@ async def test_the_sink_gets_the_record_before_on_probe_can_fail(tmp_path: Path)
         raise RuntimeError("the store is down")
 
     with pytest.raises(RuntimeError, match="the store is down"):
-        await run_probes(
-            rt,
-            CATALOG,
-            [(queries(1)[0], 1)],
-            options=ProbeOptions(),
-            sink=sink,
-            concurrency=1,
-            fingerprint="f",
-            on_probe=explode,
-        )
+        await probe_all(rt, [(queries(1)[0], 1)], sink, on_probe=explode)
     sink.close()
     assert [r.query_id for r in read_probes(tmp_path / "p.jsonl")] == ["q00"]
 
@@ -213,15 +219,7 @@ class Exploding:
 
 async def test_a_runtime_bug_is_the_probe_error_and_config_errors_stop() -> None:
     sink = ListSink()
-    await run_probes(
-        Exploding(),
-        CATALOG,
-        [(queries(1)[0], 1)],
-        options=ProbeOptions(),
-        sink=sink,
-        concurrency=1,
-        fingerprint="f",
-    )
+    await probe_all(Exploding(), [(queries(1)[0], 1)], sink)
     assert sink.records[0].error == "KeyError: 'a bug'"
     with pytest.raises(ConfigError):
         await run_probes(
@@ -252,16 +250,7 @@ async def test_cost_cap_stops_cleanly_keeping_results(tmp_path: Path) -> None:
     sink = JsonlSink(tmp_path / "p.jsonl")
     pairs = [(q, 1) for q in queries(20)]
     with pytest.raises(BudgetExceeded, match=r"cost cap of \$0\.35") as info:
-        await run_probes(
-            rt,
-            CATALOG,
-            pairs,
-            options=ProbeOptions(),
-            sink=sink,
-            concurrency=2,
-            fingerprint="f",
-            cost_cap=0.35,
-        )
+        await probe_all(rt, pairs, sink, concurrency=2, cost_cap=0.35)
     sink.close()
     kept = read_probes(tmp_path / "p.jsonl")
     # the cap was hit at the 4th probe; the one in flight beside it finished and was written too
@@ -273,17 +262,7 @@ async def test_cost_cap_stops_cleanly_keeping_results(tmp_path: Path) -> None:
 async def test_cost_cap_counts_earlier_spend() -> None:
     rt = Paid()
     with pytest.raises(BudgetExceeded):
-        await run_probes(
-            rt,
-            CATALOG,
-            [(q, 1) for q in queries(3)],
-            options=ProbeOptions(),
-            sink=ListSink(),
-            concurrency=1,
-            fingerprint="f",
-            cost_cap=1.0,
-            spent_before=1.0,
-        )
+        await probe_all(rt, [(q, 1) for q in queries(3)], ListSink(), cost_cap=1.0, spent_before=1.0)
     assert rt.started == 0
 
 
@@ -305,15 +284,7 @@ async def test_concurrency_is_respected() -> None:
         async def aclose(self) -> None:
             return None
 
-    await run_probes(
-        Slow(),
-        CATALOG,
-        [(q, 1) for q in queries(12)],
-        options=ProbeOptions(),
-        sink=ListSink(),
-        concurrency=3,
-        fingerprint="f",
-    )
+    await probe_all(Slow(), [(q, 1) for q in queries(12)], ListSink(), concurrency=3)
     assert peak == 3
 
 

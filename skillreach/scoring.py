@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -415,22 +415,35 @@ class _Queries:
         return len(self.items)
 
 
-def _labels(
-    queries: Sequence[Query], table: ProbeTable, catalog: Catalog | None, warnings: list[str]
-) -> list[str]:
+class _QueryFields(NamedTuple):
+    """The query set's fields by column, queries sorted by id (one pass over the models)."""
+
+    items: list[Query]
+    ids: tuple[str, ...]
+    expected: tuple[str | None, ...]
+    acceptable: tuple[tuple[str, ...], ...]
+    kinds: tuple[QueryKind, ...]
+    checks: tuple[Any, ...]
+
+
+def _query_fields(query_set: QuerySet) -> _QueryFields:
+    items = sorted(query_set.queries, key=attrgetter("id"))
+    fields = attrgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
+    columns = tuple(zip(*map(fields, items), strict=True)) if items else ((),) * 5
+    return _QueryFields(items, *columns)
+
+
+def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnings: list[str]) -> list[str]:
     """The labels in name order, then ``NO_SKILL``: every catalog skill, plus any skill a query expects
     or a probe invoked outside it (warned: with a singleton or neighbourhood catalog a non-resident
     expected skill can only be missed; an invoked one means the harness saw skills it should not).
     Without a catalog: every skill seen in the queries and probes."""
-    expected = {qu.expected_skill for qu in queries if qu.expected_skill is not None}
+    expected = {e for e in set(qf.expected) if e is not None}
+    acceptable = set(itertools.chain.from_iterable(qf.acceptable))
     invoked = set(table.skill_vocab)
     if catalog is None:
-        seen = expected | invoked
-        for qu in queries:
-            seen.update(qu.acceptable_skills)
-        return [*sorted(seen), NO_SKILL]
+        return [*sorted(expected | invoked | acceptable), NO_SKILL]
     known = set(catalog.names)
-    acceptable = {a for qu in queries for a in qu.acceptable_skills}
     missing, stray = sorted(expected - known), sorted(invoked - known - acceptable)
     if missing:
         warnings.append(
@@ -448,12 +461,10 @@ def _labels(
     return [*sorted(known | expected | invoked), NO_SKILL]
 
 
-def _query_columns(query_set: QuerySet, ext: dict[str, int]) -> _Queries:
+def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
     """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
-    items = sorted(query_set.queries, key=attrgetter("id"))
+    items, ids, expected, acceptable, kinds, checks = qf
     n = len(items)
-    fields = attrgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
-    ids, expected, acceptable, kinds, checks = zip(*map(fields, items), strict=True) if n else ((),) * 5
     index = dict(zip(ids, range(n), strict=True))
     if len(index) != n:
         dup = next(a for a, b in itertools.pairwise(ids) if a == b)
@@ -854,10 +865,11 @@ def _score(
             f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
             "score each runtime's probes separately"
         )
-    labels = _labels(query_set.queries, table, catalog, warnings)
+    qf = _query_fields(query_set)
+    labels = _labels(qf, table, catalog, warnings)
     n_labels, no = len(labels), len(labels) - 1
     ext = {name: i for i, name in enumerate(labels)}
-    qs = _query_columns(query_set, ext)
+    qs = _query_columns(qf, ext)
     for s in table.skill_vocab:
         ext.setdefault(s, len(ext))
     pr = _probe_columns(table, qs, ext, n_labels)

@@ -116,11 +116,10 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     assert b"HOOKTOKEN" not in (tmp_path / "home/skillreach.db").read_bytes()
 
 
-def test_skill_added_event_creates_a_rebaseline_run(prefect_server: None) -> None:
+@pytest.fixture(scope="module")
+def rebaseline_deployment(prefect_server: None) -> Any:
+    """The ``rebaseline-all`` deployment with prefect.yaml's triggers, registered on the test server."""
     import yaml
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
-    from prefect.events import emit_event
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
     from flows.service import rebaseline_all
@@ -136,23 +135,62 @@ def test_skill_added_event_creates_a_rebaseline_run(prefect_server: None) -> Non
 
     deployment_id = asyncio.run(deploy())
     time.sleep(2)  # the trigger service picks up the deployment's automations
+    return deployment_id
+
+
+async def _runs_of(deployment_id: Any) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    async with get_client() as client:
+        return await client.read_flow_runs(
+            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
+            sort=FlowRunSort.EXPECTED_START_TIME_ASC,
+        )
+
+
+def _wait_for_runs(deployment_id: Any, n: int) -> list[Any]:
+    async def enough() -> bool:
+        return len(await _runs_of(deployment_id)) >= n
+
+    assert asyncio.run(_wait(enough)), f"no rebaseline-all run was created (wanted {n})"
+    return asyncio.run(_runs_of(deployment_id))
+
+
+def test_skill_added_event_creates_a_rebaseline_run(rebaseline_deployment: Any) -> None:
+    from prefect.events import emit_event
+
+    before = len(asyncio.run(_runs_of(rebaseline_deployment)))
     emit_event("skillreach.skill.added", resource={"prefect.resource.id": "skillreach.skill.pptx",
                                                    "prefect.resource.name": "pptx"},
                payload={"skill": "pptx", "source": "skills/", "digest": "sha256:1"})
+    runs = _wait_for_runs(rebaseline_deployment, before + 1)
+    params = [r.parameters for r in runs]
+    assert {"reason": "skillreach.skill.added", "skill": "pptx"}.items() <= next(
+        p for p in params if p.get("skill") == "pptx").items()
+    json.dumps(params)
 
-    async def runs() -> list[Any]:
-        async with get_client() as client:
-            return await client.read_flow_runs(
-                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])))
 
-    async def created() -> bool:
-        return bool(await runs())
+def test_watch_sees_a_new_skill_and_its_event_fires_the_rebaseline(
+    rebaseline_deployment: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.service import watch
 
-    assert asyncio.run(_wait(created)), "no rebaseline-all run was created by the event"
-    [flow_run] = asyncio.run(runs())
-    assert flow_run.parameters["reason"] == "skillreach.skill.added"
-    assert flow_run.parameters["skill"] == "pptx"
-    json.dumps(flow_run.parameters)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    config = cfg(world, "w")
+    first = asyncio.run(watch(config))
+    assert first["first_snapshot"] is True
+    before = len(asyncio.run(_runs_of(rebaseline_deployment)))
+    make_skills(world["skills"], {"omega": "Summarise meeting notes. Use for minutes of a meeting."})
+    second = asyncio.run(watch(config))
+    assert second["events"] == ["skillreach.skill.added"]
+    assert second["emitted"] == 1
+    runs = _wait_for_runs(rebaseline_deployment, before + 1)
+    assert any(r.parameters.get("skill") == "omega" for r in runs)
 
 
 def test_a_finished_batch_is_cached_and_lost_probes_are_never_taken_from_the_cache(

@@ -266,12 +266,13 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         if existing:
             # bring the store level with a log written by an earlier (maybe interrupted) run
             store.add_probes(study_id, latest_records(existing, fp))
-    total = len(inputs.query_set.queries) * config.attempts
+    wanted = {(q.id, a) for q in inputs.query_set.queries for a in range(1, config.attempts + 1)}
+    already = len(done & wanted)
     callback = progress_for(str(out))
     if callback is not None and hasattr(callback, "plan"):
-        callback.plan(total, len(done))
-    if done:
-        logger().info("resuming %s: %d of %d probes already recorded", out, len(done), total)
+        callback.plan(len(wanted), already)
+    if already:
+        logger().info("resuming %s: %d of %d probes already recorded", out, already, len(wanted))
     return StudyPlan(
         study_id=study_id,
         out=out,
@@ -280,8 +281,8 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         resolved_model=resolved,
         token=token,
         batches=tuple(tuple((q.id, a) for q, a in b) for b in batches),
-        done=len(done & {(q.id, a) for q in inputs.query_set.queries for a in range(1, config.attempts + 1)}),
-        total=total,
+        done=already,
+        total=len(wanted),
         spent_usd=spent,
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
 
@@ -122,6 +122,13 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     try:
         # init kwargs beat the environment in pydantic-settings; merge file first, then flags.
         return Settings(**{**file_values, **flags})
+    except SettingsError as exc:  # an environment value that is not valid JSON for a list/dict field
+        field = str(exc).split('"')[1] if '"' in str(exc) else "a setting"
+        env = f"SKILLREACH_{field.upper()}"
+        raise ConfigError(
+            f"environment variable {env}: not valid JSON for {field!r} (a list is written "
+            '\'["https://…"]\')'
+        ) from exc
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "settings"

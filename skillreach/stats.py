@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from scipy import stats as _sps
-
 __all__ = [
     "Z95",
     "clustered_wilson",
@@ -84,6 +82,8 @@ def paired_t_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (k - 1))
     if sd == 0:
         return mean, mean, mean
-    t = float(_sps.t.ppf(0.5 + confidence / 2.0, k - 1))
+    from scipy import stats as sps  # scipy.stats costs ~1 s to import; only comparisons need it
+
+    t = float(sps.t.ppf(0.5 + confidence / 2.0, k - 1))
     half = t * sd / math.sqrt(k)
     return mean, mean - half, mean + half

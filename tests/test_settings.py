@@ -56,3 +56,15 @@ def test_price_lookup_by_longest_prefix() -> None:
 def test_gate_defaults_match_issue() -> None:
     g = load_settings().gates
     assert (g.activation, g.false_activation, g.compliance, g.task_quality) == (-0.05, 0.03, -0.05, -0.05)
+
+
+def test_environment_value_that_is_not_json_is_one_line_without_the_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", "https://hooks.example/T000/SECRET-TOKEN")
+    with pytest.raises(ConfigError) as exc:
+        load_settings()
+    assert "SKILLREACH_ALERT_WEBHOOKS" in str(exc.value)
+    assert "SECRET-TOKEN" not in str(exc.value)
+    monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", '["https://hooks.example/T000/SECRET-TOKEN"]')
+    assert load_settings().alert_webhooks == ["https://hooks.example/T000/SECRET-TOKEN"]

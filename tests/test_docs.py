@@ -14,9 +14,9 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def _invocations() -> list[list[str]]:
-    """``skillreach …`` in inline code, and ``.venv/bin/skillreach …`` lines of code blocks."""
+    """``skillreach …`` in inline code, and ``skillreach …`` lines of code blocks."""
     texts = re.findall(r"`skillreach ([^`]+)`", README)
-    texts += re.findall(r"^\.venv/bin/skillreach ([^#\n]+)", README, flags=re.MULTILINE)
+    texts += re.findall(r"^(?:\.venv/bin/| {4})skillreach ([^#\n]+)", README, flags=re.MULTILINE)
     return [shlex.split(t.replace("...", "")) for t in texts]
 
 

@@ -1,4 +1,5 @@
-"""The ``study`` flow: assemble the catalog → canary → probe batches → score → gate/alert → record.
+"""The ``study`` flow: assemble the catalog → canary → probe batches → grade rubrics → score →
+gate/alert → record.
 
 Thin and async: it composes tasks (``tasks/``) and branches; no SQL, HTTP or file I/O here. Called
 as a Prefect flow it is tracked by the server; ``study.fn(config)`` runs the same steps in-process
@@ -13,6 +14,7 @@ from flows._compose import call
 from skillreach.study import StudyConfig, StudyResult
 from tasks.alerts import deliver_alerts
 from tasks.baselines import GateOutcome, gate_study, record_baselines
+from tasks.grade import grade_study
 from tasks.score import fail_study, publish_run, score_study
 from tasks.study import assemble_catalog, canary, prepare_study, probe_batch
 
@@ -32,6 +34,7 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
             summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
             spent += summary["cost_usd"]
             ran += summary["probes"]
+        await call(grade_study, config, inputs, plan)
         scored = await call(score_study, config, inputs, plan)
         gates = GateOutcome()
         if config.gate:

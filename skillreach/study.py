@@ -17,17 +17,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from skillreach.errors import ConfigError
-from skillreach.models import Query
+from skillreach.models import ProbeRecord, Query
 
 __all__ = [
     "CatalogStrategy",
     "StudyConfig",
     "StudyResult",
+    "apply_grades",
     "batch_key",
     "batch_pairs",
     "default_out_dir",
+    "describe_estimate",
+    "grade_key",
+    "needs_grading",
     "redact",
     "study_id_for",
+    "valid_grades",
 ]
 
 CatalogStrategy = Literal["full", "singleton", "neighborhood"]
@@ -38,7 +43,8 @@ _WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 # The keys of a config file (or CLI flags) that belong to the study, not to Settings.
 STUDY_ONLY_KEYS = frozenset(
-    {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate"}
+    {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
+     "judge_model"}
 )
 
 
@@ -75,6 +81,9 @@ class StudyConfig(BaseModel):
     """Record every queried skill's baseline from this study (``rebaseline_all``)."""
     gate: bool = True
     """Compare with the stored baselines and alert on a breach."""
+    judge_model: str | None = None
+    """The rubric judge (``None``: :func:`skillreach.judge.default_judge_model`, i.e.
+    ``$SKILLREACH_JUDGE_MODEL`` or the offline fake judge)."""
 
     @field_validator("runtime_options")
     @classmethod
@@ -208,6 +217,85 @@ def batch_key(fingerprint: str, pairs: Sequence[tuple[Query | str, int]]) -> str
     for a, qid in ids:
         h.update(f"\n{qid}\t{a}".encode())
     return "batch-" + h.hexdigest()[:32]
+
+
+GradeKey = tuple[str, int, str | None, str | None]
+
+
+def grade_key(record: ProbeRecord) -> GradeKey:
+    """Which probe a grade belongs to: (query id, attempt, fingerprint, finished_at). A probe re-run
+    after an error is another probe (another ``finished_at``), so an old grade never sticks to it."""
+    return (record.query_id, record.attempt, record.fingerprint, record.finished_at)
+
+
+def needs_grading(queries: Iterable[Query], records: Iterable[ProbeRecord], *, compliance: bool) -> bool:
+    """Whether a study has rubrics to grade: some query has ``checks.rubric`` and the study ran in
+    compliance mode or some probe carries a final answer (the judge grades answers, nothing else)."""
+    if not any(q.checks is not None and q.checks.rubric for q in queries):
+        return False
+    return compliance or any(r.final_text is not None for r in records)
+
+
+def valid_grades(
+    graded: Iterable[ProbeRecord], queries: Iterable[Query], judge_model: str
+) -> dict[GradeKey, ProbeRecord]:
+    """The graded records (``graded.jsonl``) still valid: graded under the rubric version the study's
+    queries and ``judge_model`` give now (a changed rubric, template or judge is graded again); the last
+    one per probe wins."""
+    from skillreach.judge import rubric_version
+
+    versions = {
+        q.id: rubric_version(q.checks.rubric, judge_model)
+        for q in queries
+        if q.checks is not None and q.checks.rubric
+    }
+    out: dict[GradeKey, ProbeRecord] = {}
+    for g in graded:
+        if g.rubric_grade is not None and g.rubric_version is not None and (
+            versions.get(g.query_id) == g.rubric_version
+        ):
+            out[grade_key(g)] = g
+    return out
+
+
+def apply_grades(records: Iterable[ProbeRecord], grades: dict[GradeKey, ProbeRecord]) -> list[ProbeRecord]:
+    """``records`` with each probe's grade (``rubric_grade``, ``rubric_version``) put on, when it has one."""
+    out: list[ProbeRecord] = []
+    for r in records:
+        g = grades.get(grade_key(r))
+        out.append(
+            r if g is None else r.model_copy(
+                update={"rubric_grade": g.rubric_grade, "rubric_version": g.rubric_version}
+            )
+        )
+    return out
+
+
+def describe_estimate(
+    usd: float,
+    probes: int,
+    model: str,
+    *,
+    cached: bool,
+    batch: bool,
+    max_cost: float | None = None,
+    spent: float = 0.0,
+) -> str:
+    """One line of a cost estimate: "about $0.42 for 142 probes (claude-sonnet-4-6, cached listing)",
+    and, when the estimate passes what ``--max-cost`` leaves, what the cap will do."""
+    how = [model] + (["cached listing"] if cached else []) + (["batch: half price"] if batch else [])
+    spent_s = f"; ${spent:.2f} already spent" if spent else ""
+    line = f"about ${usd:.2f} for {probes} probe{'s' if probes != 1 else ''} ({', '.join(how)}){spent_s}"
+    if max_cost is not None:
+        left = max(0.0, max_cost - spent)
+        if usd > left:
+            share = min(probes, int(probes * left / usd)) if usd > 0 else probes
+            line += (
+                f". That is more than the ${left:.2f} --max-cost leaves: the cap will stop the run after "
+                f"about {share} probes, keeping the results so far (re-run with a higher --max-cost "
+                "to resume)"
+            )
+    return line
 
 
 def _slug(text: str) -> str:

@@ -101,7 +101,7 @@ async def gate_study(
     for skill, record in bases:
         base = BaselineRecord.model_validate(record)
         new = record_baseline(artifact, inputs.queries_path, skill, skill_folder=_folder(inputs, skill),
-                              query_set=inputs.query_set)
+                              query_set=inputs.query_set, judge_model=config.judge_model)
         try:
             comparison = compare(base, new, gates)
         except RefusedError as exc:
@@ -134,7 +134,8 @@ async def record_baselines(
         for skill in _queried_skills(inputs):
             try:
                 rec = record_baseline(artifact, inputs.queries_path, skill,
-                                      skill_folder=_folder(inputs, skill), query_set=inputs.query_set)
+                                      skill_folder=_folder(inputs, skill), query_set=inputs.query_set,
+                                      judge_model=config.judge_model)
             except SkillreachError as exc:
                 logger().warning("no baseline for %s: %s", skill, exc.message)
                 continue

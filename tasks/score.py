@@ -51,13 +51,14 @@ def headline(artifact: Any) -> dict[str, Any]:
 
 @task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
 async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> Scored:
-    """Score the study's probes; write ``artifact.json`` and ``report.html``; record both in the store."""
+    """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``
+    and ``report.html``; record both in the store."""
     from skillreach.artifacts import RuntimeInfo, write_artifact
-    from skillreach.probing import latest_records, read_probes
     from skillreach.reports import render_html
     from skillreach.scoring import score
+    from tasks.grade import graded_records
 
-    records = latest_records(read_probes(plan.probes_path, missing_ok=True), plan.fingerprint)
+    records = graded_records(config, inputs, plan)  # probes.jsonl, with the judge's grades put on
     artifact = score(
         inputs.query_set,
         records,

@@ -434,82 +434,32 @@ def _current_expiry(
 
 
 async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[Any, Path]:
-    """One study without Prefect: probe, grade rubrics, score, write probes.jsonl and artifact.json."""
-    from runtimes import get_runtime
-    from runtimes.base import ProbeOptions
-    from skillreach.artifacts import write_artifact
-    from skillreach.catalog import build_catalog
-    from skillreach.errors import ConfigError
-    from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, default_judge_model, get_judge, grade_probes
-    from skillreach.probing import JsonlSink, fingerprint, resolve_model, run_probes
-    from skillreach.queries import load_query_set
-    from skillreach.scoring import score
-    from skillreach.settings import load_settings
-    from skillreach.skills import load_skills
+    """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
+    the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
+    (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
+    from tasks.grade import GRADED_FILE, grade_study
+    from tasks.score import fail_study, score_study
+    from tasks.study import assemble_catalog, prepare_study, probe_batch
 
-    assert cfg.queries is not None
-    skills = load_skills(list(cfg.skills), on_problem=lambda line: print(line, file=sys.stderr))
-    catalog = build_catalog(
-        skills,
-        cfg.catalog,
-        target=cfg.target,
-        k=cfg.neighborhood_k,
-        size=cfg.neighborhood_size,
-        seed=cfg.seed,
-    )
-    qs = load_query_set(cfg.queries)
-    # the same options and runtime set-up as the study flow (tasks/study.py), so fingerprints agree
-    options = ProbeOptions(
-        max_turns=cfg.max_turns,
-        early_exit=cfg.early_exit and not cfg.compliance,
-        model=cfg.model,
-        compliance=cfg.compliance,
-    )
-    runtime_opts = dict(cfg.runtime_options)
-    if cfg.model is not None:
-        runtime_opts.setdefault("model", cfg.model)
-    try:
-        runtime = get_runtime(cfg.runtime, settings=load_settings(), **runtime_opts)
-    except TypeError as exc:
-        raise ConfigError(f"runtime_options for {cfg.runtime!r}: {exc}") from exc
+    queries = cfg.queries
+    assert queries is not None
     out = cfg.out or Path(".skillreach") / "check"
-    out.mkdir(parents=True, exist_ok=True)
-    probes_path = out / "probes.jsonl"
-    if probes_path.exists():
-        probes_path.unlink()
+    cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
+    inputs = await assemble_catalog.fn(cfg)
+    for stale in ("probes.jsonl", GRADED_FILE):
+        (out / stale).unlink(missing_ok=True)
+    plan = await prepare_study.fn(cfg, inputs, "check")
+    spent = plan.spent_usd
     try:
-        resolved = await resolve_model(runtime, options)
-        fp = fingerprint(catalog, qs, runtime.name, resolved, options)
-        pairs = [(q, a) for a in range(1, cfg.attempts + 1) for q in qs.queries]
-        with JsonlSink(probes_path) as sink:
-            records = await run_probes(
-                runtime,
-                catalog,
-                pairs,
-                options=options,
-                sink=sink,
-                concurrency=cfg.concurrency,
-                fingerprint=fp,
-            )
-    finally:
-        await runtime.aclose()
-    if any(q.checks is not None and q.checks.rubric for q in qs.queries):
-        jm = judge_model or default_judge_model()
-        judge = FakeJudge(jm) if jm == FAKE_JUDGE_MODEL else get_judge("anthropic", model=jm)
-        graded_path = out / "graded.jsonl"
-        if graded_path.exists():
-            graded_path.unlink()
-        try:
-            with JsonlSink(graded_path) as graded_sink:
-                records, failures = await grade_probes(
-                    judge, qs.queries, records, on_graded=graded_sink.write
-                )
-        finally:
-            await judge.aclose()
-        for qid, attempt, msg in failures:
-            print(f"judge: {qid} attempt {attempt}: {msg}", file=sys.stderr)
-    artifact = score(qs, records, catalog, attempts=cfg.attempts)
-    return write_artifact(artifact, out / "artifact.json"), cfg.queries
+        for i, pairs in enumerate(plan.batches):
+            summary = await probe_batch.fn(cfg, inputs, plan, pairs, batch=i, spent_before=spent)
+            spent += summary["cost_usd"]
+        await grade_study.fn(cfg, inputs, plan)
+        scored = await score_study.fn(cfg, inputs, plan)
+    except BaseException as exc:  # what was probed and graded stays recorded
+        await fail_study.fn(cfg, plan, exc)
+        raise
+    return scored.artifact, queries
 
 
 def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
@@ -518,7 +468,7 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
     if not in_process and importlib.util.find_spec("flows.study") is not None:
         from flows.study import study  # H5's flow
 
-        result = asyncio.run(study(cfg))
+        result = asyncio.run(study(cfg.model_copy(update={"judge_model": judge_model or cfg.judge_model})))
         art = getattr(result, "artifact", None)
         if art is None:
             art = _read_artifact_any(Path(result.artifact_path))

@@ -1,5 +1,5 @@
-"""The ``study`` flow: assemble the catalog → canary → probe batches → grade rubrics → score →
-gate/alert → record.
+"""The ``study`` flow: assemble the catalog → canary → plan → cost estimate → probe batches → grade
+rubrics → score → gate/alert → record.
 
 Thin and async: it composes tasks (``tasks/``) and branches; no SQL, HTTP or file I/O here. Called
 as a Prefect flow it is tracked by the server; ``study.fn(config)`` runs the same steps in-process
@@ -16,7 +16,7 @@ from tasks.alerts import deliver_alerts
 from tasks.baselines import GateOutcome, gate_study, record_baselines
 from tasks.grade import grade_study
 from tasks.score import fail_study, publish_run, score_study
-from tasks.study import assemble_catalog, canary, prepare_study, probe_batch
+from tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
 
 __all__ = ["study"]
 
@@ -30,6 +30,7 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
     spent = plan.spent_usd
     ran = 0
     try:
+        await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         for i, pairs in enumerate(plan.batches):
             summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
             spent += summary["cost_usd"]

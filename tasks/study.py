@@ -33,6 +33,7 @@ __all__ = [
     "assemble_catalog",
     "canary",
     "discover_skills",
+    "estimate_spend",
     "prepare_study",
     "probe_batch",
 ]
@@ -151,7 +152,8 @@ async def assemble_catalog(config: StudyConfig) -> StudyInputs:
     found = await discover_skills.fn(config)
     if config.catalog != "full" and config.target is None:
         raise ConfigError(
-            f"--catalog {config.catalog} measures one target skill; set target = \"NAME\" in --config"
+            f"--catalog {config.catalog} measures one target skill; pass --target NAME "
+            "(or target = \"NAME\" in --config)"
         )
     catalog = build_catalog(
         found.skills,
@@ -285,6 +287,47 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         total=len(wanted),
         spent_usd=spent,
     )
+
+
+CACHED_LISTING_RUNTIMES = frozenset({"anthropic", "claude-code"})
+"""Runtimes whose stable prefix (system prompt + skill listing) is served from the prompt cache."""
+
+
+@task(name="estimate_spend", tags=["skillreach", "cost"], cache_policy=NO_CACHE)
+async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> dict[str, Any] | None:
+    """What the pending probes should cost (probes × expected tokens × price), said before spending.
+
+    ``None`` when nothing is pending or the model has no price (offline runtimes). The line is logged
+    (a warning when it passes what ``max_cost`` leaves: the cap will stop the run early, results kept)
+    and handed to the CLI's progress display when there is one.
+    """
+    from skillreach.probing import estimate_cost
+    from skillreach.settings import load_settings
+    from skillreach.study import describe_estimate
+
+    pending = sum(len(b) for b in plan.batches)
+    model = plan.resolved_model or config.model
+    price = load_settings().price_for(model)
+    if pending == 0 or price is None or model is None:
+        return None
+    cached = config.runtime in CACHED_LISTING_RUNTIMES
+    batch = bool(config.runtime_options.get("batch"))
+    # a compliance probe goes on after the skill for up to the step budget; half of it on average
+    turns = 1.5 + (probe_options(config).step_budget / 2 if config.compliance else 0.0)
+    usd = estimate_cost(pending, inputs.catalog, price, turns_per_probe=turns, cached=cached, batch=batch)
+    assert usd is not None
+    line = describe_estimate(usd, pending, model, cached=cached, batch=batch, max_cost=config.max_cost,
+                             spent=plan.spent_usd)
+    over = config.max_cost is not None and usd > config.max_cost - plan.spent_usd
+    if over:
+        logger().warning("cost estimate: %s", line)
+    else:
+        logger().info("cost estimate: %s", line)
+    callback = progress_for(str(plan.out))
+    if callback is not None and hasattr(callback, "estimate"):
+        callback.estimate(line, over)
+    return {"usd": round(usd, 6), "probes": pending, "model": model, "cached": cached, "batch": batch,
+            "over_cap": over, "line": line}
 
 
 @task(name="canary", tags=["skillreach", "probe"], cache_policy=NO_CACHE)

@@ -1,0 +1,170 @@
+"""The cost estimate before a live run and the ``--max-cost`` cap, through the study flow (``.fn``) with
+the anthropic runtime against the local Messages API stand-in (``tests/fakes/messages_api.py``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.study import study
+from skillreach.errors import BudgetExceeded
+from skillreach.probing import estimate_cost, read_probes
+from skillreach.settings import Settings
+from skillreach.study import StudyConfig, describe_estimate
+from tasks._context import set_progress
+from tests import test_flows
+from tests.fakes.messages_api import MessagesAPI, ScriptResponder
+from tests.test_flows import SKILLS, run, store_of
+
+world = test_flows.world  # the fixture: three skills, 13 queries, a home for the store
+
+MODEL = "claude-sonnet-4-6"
+SNAPSHOT = "claude-sonnet-4-6-20260115"  # what the stand-in resolves the alias to
+
+
+def responder() -> ScriptResponder:
+    """The agent loads the skill a query is about (the canaries name it outright)."""
+    script: dict[str, list[Any]] = {}
+    for name in SKILLS:
+        script[f"with {name} task"] = [name]
+        script[f"the {name} skill"] = [name]
+    return ScriptResponder(script)
+
+
+def live(world: dict[str, Path], api: MessagesAPI, out: str, **kw: Any) -> StudyConfig:
+    kw.setdefault("concurrency", 4)
+    return StudyConfig(skills=(world["skills"],), queries=world["queries"], runtime="anthropic", model=MODEL,
+                       runtime_options={"base_url": api.base_url, "max_retries": 0}, out=world["root"] / out,
+                       home=world["home"], attempts=2, **kw)
+
+
+class Shown:
+    """A progress display like the CLI's: receives the plan, every probe, and the estimate line."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, bool]] = []
+        self.probes = 0
+
+    def plan(self, total: int, done: int) -> None:
+        return None
+
+    def estimate(self, line: str, over_cap: bool) -> None:
+        self.lines.append((line, over_cap))
+
+    def __call__(self, record: Any) -> None:
+        self.probes += 1
+
+
+def catalog_of(world: dict[str, Path]) -> Any:
+    from skillreach.catalog import build_catalog
+    from skillreach.skills import load_skills
+
+    return build_catalog(load_skills([world["skills"]]), "full")
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-secret")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+def test_a_live_run_says_its_cost_before_spending(world: dict[str, Path], key: None,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="skillreach")
+    shown = Shown()
+    with MessagesAPI(responder()) as api:
+        config = live(world, api, "live")
+        set_progress(str(config.out), shown)
+        try:
+            result = run(study, config)
+        finally:
+            set_progress(str(config.out), None)
+        requests = len(api.requests)
+    price = Settings().price_for(SNAPSHOT)
+    assert price is not None
+    expected = estimate_cost(26, catalog_of(world), price, cached=True)
+    assert expected is not None
+    [(line, over)] = shown.lines
+    assert line == f"about ${expected:.2f} for 26 probes ({SNAPSHOT}, cached listing)"
+    assert over is False
+    assert f"cost estimate: {line}" in caplog.text
+    # the estimate came before the first probe: logged before the study's probes were counted
+    assert result.probes_run == 26
+    assert requests > 26  # each probe a Skill call, then the tool result answered
+    # the estimate is of the right size: within a factor of 3 of what the stand-in billed
+    assert result.cost_usd > 0
+    assert 1 / 3 < expected / result.cost_usd < 3, (expected, result.cost_usd)
+
+
+def test_an_estimate_over_the_cap_is_said_up_front_and_the_cap_keeps_results(
+    world: dict[str, Path], key: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="skillreach")
+    shown = Shown()
+    price = Settings().price_for(SNAPSHOT)
+    full = estimate_cost(26, catalog_of(world), price, cached=True)
+    assert full is not None
+    cap = full / 4
+    with MessagesAPI(responder()) as api:
+        config = live(world, api, "capped", max_cost=cap, concurrency=1)
+        set_progress(str(config.out), shown)
+        try:
+            with pytest.raises(BudgetExceeded, match="results so far are kept"):
+                run(study, config)
+        finally:
+            set_progress(str(config.out), None)
+        [(line, over)] = shown.lines
+        assert over is True
+        assert f"more than the ${cap:.2f} --max-cost leaves" in line
+        assert "the cap will stop the run after about" in line
+        assert any(r.levelno == logging.WARNING and "cost estimate" in r.getMessage() for r in caplog.records)
+        kept = read_probes(world["root"] / "capped/probes.jsonl")
+        assert 0 < len(kept) < 26
+        spent = sum(r.cost_usd or 0.0 for r in kept)
+        assert spent >= cap
+        with store_of(world) as s:
+            [row] = s.studies()
+            assert row.status == "failed"
+            assert s.count_probes(row.id) == len(kept)
+
+        # raise the cap: the run resumes, and the estimate is of what is left, after what was spent
+        shown.lines.clear()
+        more = config.model_copy(update={"max_cost": full * 10})
+        set_progress(str(more.out), shown)
+        try:
+            result = run(study, more)
+        finally:
+            set_progress(str(more.out), None)
+    left = 26 - len(kept)
+    [(line, over)] = shown.lines
+    assert over is False
+    assert line.startswith(f"about ${estimate_cost(left, catalog_of(world), price, cached=True):.2f} "
+                           f"for {left} probes")
+    assert f"${spent:.2f} already spent" in line
+    assert (result.probes_run, result.probes_resumed) == (left, len(kept))
+
+
+def test_offline_runtimes_have_no_estimate(world: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="skillreach")
+    shown = Shown()
+    config = test_flows.cfg(world, "offline")
+    set_progress(str(config.out), shown)
+    try:
+        run(study, config)
+    finally:
+        set_progress(str(config.out), None)
+    assert shown.lines == []
+    assert "cost estimate" not in caplog.text
+
+
+def test_batch_mode_halves_the_estimate_and_says_so() -> None:
+    line = describe_estimate(0.42, 142, MODEL, cached=True, batch=False)
+    assert line == "about $0.42 for 142 probes (claude-sonnet-4-6, cached listing)"
+    half = describe_estimate(0.21, 1, MODEL, cached=False, batch=True, max_cost=1.0)
+    assert half == "about $0.21 for 1 probe (claude-sonnet-4-6, batch: half price)"
+    over = describe_estimate(2.0, 100, MODEL, cached=True, batch=False, max_cost=1.5, spent=0.5)
+    assert "about 50 probes" in over
+    assert "$0.50 already spent" in over

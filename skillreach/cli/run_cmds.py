@@ -19,7 +19,7 @@ import typer
 
 from skillreach.errors import InputError
 
-__all__ = ["prefect_server_up", "register", "run_study"]
+__all__ = ["has_batch_mode", "prefect_server_up", "register", "run_study"]
 
 
 class _Progress:
@@ -39,9 +39,23 @@ class _Progress:
         )
         self.task = self.bar.add_task("probes", total=None, errors=0)
         self.errors = 0
+        self.started = False
 
     def plan(self, total: int, done: int) -> None:
+        """The study is planned: the bar appears (not before, so a set-up error is one line alone)."""
         self.bar.update(self.task, total=total, completed=done)
+        if not self.started:
+            self.started = True
+            self.bar.start()
+
+    def stop(self) -> None:
+        if self.started:
+            self.bar.stop()
+
+    def estimate(self, line: str, over_cap: bool) -> None:
+        """The cost estimate of a live run, before its first probe (``tasks.study.estimate_spend``)."""
+        style = "yellow" if over_cap else "dim"
+        self.bar.console.print(f"[{style}]cost estimate: {line}", markup=True, highlight=False)
 
     def __call__(self, record: Any) -> None:
         if record.error:
@@ -63,6 +77,21 @@ def prefect_server_up(timeout_s: float = 1.5) -> str | None:
     except httpx.HTTPError:
         return None
     return str(url) if ok else None
+
+
+def has_batch_mode(runtime: str) -> bool:
+    """Whether the runtime called ``runtime`` takes ``batch=True`` (a batch API at half price)."""
+    import importlib
+    import inspect
+
+    from runtimes import REGISTRY
+
+    target = REGISTRY.get(runtime)
+    if target is None:
+        return False
+    module_name, _, cls_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return "batch" in inspect.signature(cls).parameters
 
 
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
@@ -99,6 +128,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     catalog: str | None = typer.Option(
         None, "--catalog", metavar="STRATEGY", help="full, singleton or neighborhood."
     ),
+    target: str | None = typer.Option(
+        None, "--target", metavar="NAME", help="The skill under test (with --catalog singleton|neighborhood)."
+    ),
     attempts: int | None = typer.Option(None, "--attempts", min=1, metavar="N", help="Attempts per query."),
     max_turns: int | None = typer.Option(
         None, "--max-turns", min=1, metavar="N", help="Skill invocations per probe."
@@ -111,7 +143,14 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--out", metavar="DIR", help="Output folder (default runs/<time>-<runtime>)."
     ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", metavar="USD", help="Stop starting probes past this many USD."
+        None,
+        "--max-cost",
+        metavar="USD",
+        help="Stop starting probes past this many USD; the results so far are kept and a re-run with a "
+        "higher cap resumes. A cost estimate above it is said before the first probe.",
+    ),
+    batch: bool = typer.Option(
+        False, "--batch", help="Message Batches API at half price, slower (anthropic runtime; nightly runs)."
     ),
     compliance: bool = typer.Option(False, "--compliance", help="Judge compliance: go on after the target."),
 ) -> None:
@@ -134,6 +173,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         runtime=runtime,
         model=model,
         catalog=catalog,
+        target=target,
         attempts=attempts,
         max_turns=max_turns,
         early_exit=False if no_early_exit else None,
@@ -149,6 +189,19 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
+    if target is not None and cfg.catalog == "full":
+        raise InputError(
+            f"--target {target}: a target is measured in its own catalog; "
+            "add --catalog singleton or --catalog neighborhood"
+        )
+    if batch or cfg.runtime_options.get("batch"):
+        if not has_batch_mode(cfg.runtime):
+            where = "--batch" if batch else f"{config}: runtime_options.batch"
+            raise InputError(
+                f"{where}: the {cfg.runtime} runtime has no batch mode; use --runtime anthropic "
+                "(Message Batches API, half price) or drop it"
+            )
+        cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     console = Console(stderr=True)
@@ -166,8 +219,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
     progress = _Progress(console)
-    with progress.bar:
+    try:
         result = run_study(cfg, progress=progress, use_prefect=server is not None)
+    finally:
+        progress.stop()
     out_console = Console()
     try:
         from skillreach.reports import print_scorecard

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,3 +171,35 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
     asyncio.run(_study_in_process(config, None))
     assert len(judge.calls) == 6  # a check re-probes and re-grades: it measures the skills as they are now
     assert len(read_probes(world["root"] / "check/probes.jsonl")) == 26
+
+
+def test_the_messages_api_judge_grades_inside_the_flow(world: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``judge_model`` other than the fake: the anthropic judge, here on the Messages API stand-in."""
+    from runtimes.judge_anthropic import SYSTEM
+    from tests.fakes.messages_api import MessagesAPI, query_text, text_reply
+
+    with_rubrics(world)
+    prompts: list[str] = []
+
+    def judge_replies(body: dict[str, Any]) -> Any:
+        assert body.get("system") == SYSTEM
+        prompt = query_text(body)
+        prompts.append(prompt)
+        answered = "rollback plan ready" in prompt or "names the rollback plan" in prompt  # not the rubric
+        return text_reply('{"grade": 0.75, "reason": "names the plan"}' if answered
+                          else '{"grade": 0.25, "reason": "no plan"}')
+
+    with MessagesAPI(judge_replies) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-secret")
+        config = cfg(world, "judged", compliance=True, judge_model="claude-haiku-4-5")
+        result = run(study, config)
+    assert len(prompts) == 6
+    assert all(RUBRIC in p for p in prompts)
+    grades = {(p.query_id, p.attempt): p.rubric_grade for p in read_probes(result.out / "graded.jsonl")}
+    assert grades == {(q, a): (0.25 if q == "alpha-1" else 0.75) for q in ANSWERS for a in (1, 2)}
+    version = rubric_version(RUBRIC, "claude-haiku-4-5")
+    assert {p.rubric_version for p in read_probes(result.out / "graded.jsonl")} == {version}
+    quality = {o.query_id: o.quality for o in result.artifact.outcomes if o.quality is not None}
+    assert quality == {"alpha-0": 0.75, "alpha-1": 0.25, "alpha-2": 0.75}

@@ -281,3 +281,48 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
     result = asyncio.run(study_module.study(cfg(world, "out", attempts=1)))
     assert len(opened) == 2  # failed once, retried once
     assert result.artifact.counts.probes == 13
+
+
+def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grading and cost-estimate tasks run as task runs of a real flow run (parameters and results
+    go through Prefect), and their output is the in-process one's."""
+    from flows.study import study
+    from skillreach.probing import read_probes
+    from tests.test_flows_grading import ANSWERS, with_rubrics
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    monkeypatch.delenv("SKILLREACH_JUDGE_MODEL", raising=False)
+    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    with_rubrics(world)
+    result = asyncio.run(study(cfg(world, "tracked", compliance=True, gate=False)))
+    graded = {(p.query_id, p.attempt): p.rubric_grade for p in read_probes(result.out / "graded.jsonl")}
+    assert graded == {(q, a): pytest.approx(g) for q, (_, g) in ANSWERS.items() for a in (1, 2)}
+    quality = {(o.query_id, o.attempt): o.quality for o in result.artifact.outcomes if o.quality is not None}
+    assert quality == graded
+
+    from skillreach.store import Store
+
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
+        row = s.get_study(result.study_id)
+        assert row is not None
+        flow_run_id = row.flow_run_id
+    assert flow_run_id
+
+    async def task_names() -> set[str]:
+        from uuid import UUID
+
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        async with get_client() as client:
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(str(flow_run_id))]))
+            )
+        return {r.name.rsplit("-", 1)[0] for r in runs}
+
+    names = asyncio.run(task_names())
+    assert {"estimate_spend", "grade_rubrics", "score"} <= names, names

@@ -8,6 +8,7 @@ tasks; everything here is plain data and pure functions, usable without Prefect.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -289,11 +290,14 @@ def describe_estimate(
     if max_cost is not None:
         left = max(0.0, max_cost - spent)
         if usd > left:
-            share = min(probes, int(probes * left / usd)) if usd > 0 else probes
+            if left <= 0:
+                when = "before its first probe"
+            else:  # the probe that crosses the cap still runs
+                share = max(1, min(probes, math.ceil(probes * left / usd)))
+                when = f"after about {share} probe{'s' if share != 1 else ''}"
             line += (
-                f". That is more than the ${left:.2f} --max-cost leaves: the cap will stop the run after "
-                f"about {share} probes, keeping the results so far (re-run with a higher --max-cost "
-                "to resume)"
+                f". That is more than the ${left:.2f} --max-cost leaves: the cap will stop the run {when}, "
+                "keeping the results so far (re-run with a higher --max-cost to resume)"
             )
     return line
 

@@ -8,6 +8,7 @@ cache key built from the batch's provenance lets a re-run skip finished batches.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -319,13 +320,12 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
     line = describe_estimate(usd, pending, model, cached=cached, batch=batch, max_cost=config.max_cost,
                              spent=plan.spent_usd)
     over = config.max_cost is not None and usd > config.max_cost - plan.spent_usd
-    if over:
-        logger().warning("cost estimate: %s", line)
-    else:
-        logger().info("cost estimate: %s", line)
     callback = progress_for(str(plan.out))
-    if callback is not None and hasattr(callback, "estimate"):
-        callback.estimate(line, over)
+    shown = callback is not None and hasattr(callback, "estimate")
+    if shown:
+        callback.estimate(line, over)  # type: ignore[union-attr]
+    # a warning when over the cap, unless the CLI's display has just said it (once is enough)
+    logger().log(logging.WARNING if over and not shown else logging.INFO, "cost estimate: %s", line)
     return {"usd": round(usd, 6), "probes": pending, "model": model, "cached": cached, "batch": batch,
             "over_cap": over, "line": line}
 

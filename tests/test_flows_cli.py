@@ -115,3 +115,24 @@ def test_a_config_file_may_ask_for_batch_mode_too(world: dict[str, Path],
     err = one_error_line(capsys)
     assert "study.toml: runtime_options.batch: the keyword runtime has no batch mode" in err
     assert json.loads((world["root"] / "queries.json").read_text())  # untouched
+
+
+def test_the_cli_says_an_estimate_over_the_cap_once_then_stops_at_the_cap(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-secret")
+    monkeypatch.setenv("COLUMNS", "400")
+    with MessagesAPI(responder()) as api:
+        (world["root"] / "study.toml").write_text(
+            'skills = ["skills"]\nqueries = "queries.json"\nruntime = "anthropic"\n'
+            f'model = "claude-sonnet-4-6"\n[runtime_options]\nbase_url = "{api.base_url}"\n',
+            encoding="utf-8",
+        )
+        code = main(["run", "--config", "study.toml", "--max-cost", "0.001", "--concurrency", "1",
+                     "--out", "capped"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.count("cost estimate:") == 1, err
+    assert "--max-cost leaves: the cap will stop the run after about 1 probe," in err
+    assert "skillreach: error: the cost cap of $0.00 was reached" in err
+    assert len(read_probes(world["root"] / "capped/probes.jsonl")) == 1  # the probe paid for is kept

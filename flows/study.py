@@ -1,4 +1,4 @@
-"""The ``study`` flow: assemble the catalog → canary → plan → cost estimate → probe batches → grade
+"""The ``study`` flow: assemble the catalog → plan → cost estimate → canary → probe batches → grade
 rubrics → score → gate/alert → record.
 
 Thin and async: it composes tasks (``tasks/``) and branches; no SQL, HTTP or file I/O here. Called
@@ -25,12 +25,12 @@ __all__ = ["study"]
 async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
     """One study of one catalog and query set (``config``); see :class:`skillreach.study.StudyConfig`."""
     inputs = await call(assemble_catalog, config)
-    await call(canary, config, inputs)
     plan = await call(prepare_study, config, inputs, kind)
     spent = plan.spent_usd
     ran = 0
     try:
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
+        await call(canary, config, inputs)
         for i, pairs in enumerate(plan.batches):
             summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
             spent += summary["cost_usd"]

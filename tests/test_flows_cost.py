@@ -44,15 +44,19 @@ def live(world: dict[str, Path], api: MessagesAPI, out: str, **kw: Any) -> Study
 class Shown:
     """A progress display like the CLI's: receives the plan, every probe, and the estimate line."""
 
-    def __init__(self) -> None:
+    def __init__(self, api: MessagesAPI | None = None) -> None:
         self.lines: list[tuple[str, bool]] = []
         self.probes = 0
+        self.api = api
+        self.requests_before: list[int] = []
 
     def plan(self, total: int, done: int) -> None:
         return None
 
     def estimate(self, line: str, over_cap: bool) -> None:
         self.lines.append((line, over_cap))
+        if self.api is not None:
+            self.requests_before.append(len(self.api.requests))
 
     def __call__(self, record: Any) -> None:
         self.probes += 1
@@ -74,8 +78,8 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_live_run_says_its_cost_before_spending(world: dict[str, Path], key: None,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="skillreach")
-    shown = Shown()
     with MessagesAPI(responder()) as api:
+        shown = Shown(api)
         config = live(world, api, "live")
         set_progress(str(config.out), shown)
         try:
@@ -91,7 +95,7 @@ def test_a_live_run_says_its_cost_before_spending(world: dict[str, Path], key: N
     assert line == f"about ${expected:.2f} for 26 probes ({SNAPSHOT}, cached listing)"
     assert over is False
     assert f"cost estimate: {line}" in caplog.text  # logged too (at info: the display said it)
-    # the estimate came before the first probe: logged before the study's probes were counted
+    assert shown.requests_before == [0]  # said before the first Messages request (canaries included)
     assert result.probes_run == 26
     assert requests > 26  # each probe a Skill call, then the tool result answered
     # the estimate is of the right size: within a factor of 3 of what the stand-in billed

@@ -14,7 +14,7 @@ from flows._compose import call
 from skillreach.study import StudyConfig, StudyResult
 from tasks.alerts import deliver_alerts
 from tasks.baselines import GateOutcome, gate_study, record_baselines
-from tasks.grade import grade_study
+from tasks.grade import check_judge, grade_study
 from tasks.score import fail_study, publish_run, score_study
 from tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
 
@@ -25,6 +25,7 @@ __all__ = ["study"]
 async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
     """One study of one catalog and query set (``config``); see :class:`skillreach.study.StudyConfig`."""
     inputs = await call(assemble_catalog, config)
+    await call(check_judge, config, inputs)  # a judge that cannot be reached fails before any probe
     plan = await call(prepare_study, config, inputs, kind)
     spent = plan.spent_usd
     ran = 0

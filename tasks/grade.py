@@ -27,7 +27,7 @@ from tasks.study import StudyInputs, StudyPlan, _TeeSink
 if TYPE_CHECKING:
     from skillreach.judge import Judge
 
-__all__ = ["GRADED_FILE", "grade_study", "graded_records", "judge_for", "judge_model_of"]
+__all__ = ["GRADED_FILE", "check_judge", "grade_study", "graded_records", "judge_for", "judge_model_of"]
 
 GRADED_FILE = "graded.jsonl"
 
@@ -59,9 +59,38 @@ def graded_records(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) ->
     return apply_grades(records, grades)
 
 
+@task(name="check_judge", tags=["skillreach", "judge"], cache_policy=NO_CACHE)
+async def check_judge(config: StudyConfig, inputs: StudyInputs) -> str | None:
+    """Before any probe is paid for: the judge a compliance study with rubrics will need can be reached
+    (an API key for the Messages API judge). Returns the judge model, or ``None`` when none is needed."""
+    from skillreach.errors import ConfigError
+    from skillreach.judge import FAKE_JUDGE_MODEL
+
+    rubrics = any(q.checks is not None and q.checks.rubric for q in inputs.query_set.queries)
+    if not config.compliance or not rubrics:
+        return None
+    model = judge_model_of(config)
+    if model == FAKE_JUDGE_MODEL:
+        return model
+    import anthropic  # the judge's SDK (runtimes/judge_anthropic.py); only its credentials are read here
+
+    client = anthropic.AsyncAnthropic()
+    try:
+        has_key = bool(client.api_key or client.auth_token)
+    finally:
+        await client.close()
+    if not has_key:
+        raise ConfigError(
+            f"the rubric judge {model} needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); set it, or grade "
+            f"offline with SKILLREACH_JUDGE_MODEL={FAKE_JUDGE_MODEL}"
+        )
+    return model
+
+
 @task(name="grade_rubrics", tags=["skillreach", "judge"], cache_policy=NO_CACHE)
 async def grade_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> dict[str, Any]:
     """Grade the study's rubric probes not graded yet; return counts (graded, reused, failed, judge)."""
+    from skillreach.errors import ProbeFailed, SkillreachError
     from skillreach.judge import grade_probes
     from skillreach.probing import JsonlSink, latest_records, read_probes
     from skillreach.study import apply_grades, grade_key, needs_grading, valid_grades
@@ -93,6 +122,14 @@ async def grade_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
             _, failures = await grade_probes(
                 judge, queries, todo, concurrency=min(config.concurrency, 16), on_graded=keep
             )
+        except Exception as exc:
+            if isinstance(exc, SkillreachError):
+                raise
+            why = " ".join(str(exc).split())[:200]
+            raise ProbeFailed(
+                f"the rubric judge {model} failed ({type(exc).__name__}: {why}); {len(graded_now)} grades "
+                f"kept in {graded_path}; re-run the study to grade the rest"
+            ) from exc
         finally:
             sink.flush()
             sink.jsonl.close()

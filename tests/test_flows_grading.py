@@ -12,6 +12,7 @@ import pytest
 
 from flows.service import nightly_compliance
 from flows.study import study
+from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
 from skillreach.probing import read_probes
@@ -90,7 +91,8 @@ def test_resume_never_regrades_and_a_crash_keeps_the_grades_paid_for(
     with_rubrics(world)
     config = cfg(world, "run", compliance=True, concurrency=1)
     crashing = Counting(monkeypatch, crash_after=2)
-    with pytest.raises(RuntimeError, match="went away"):
+    with pytest.raises(ProbeFailed, match=r"the rubric judge fake-judge-1 failed \(RuntimeError: the judge's "
+                       r"host went away\); 2 grades kept in .*graded.jsonl; re-run the study"):
         run(study, config)
     assert len(crashing.calls) == 2
     kept = read_probes(config.out / "graded.jsonl")  # type: ignore[operator]
@@ -203,3 +205,25 @@ def test_the_messages_api_judge_grades_inside_the_flow(world: dict[str, Path],
     assert {p.rubric_version for p in read_probes(result.out / "graded.jsonl")} == {version}
     quality = {o.query_id: o.quality for o in result.artifact.outcomes if o.quality is not None}
     assert quality == {"alpha-0": 0.75, "alpha-1": 0.25, "alpha-2": 0.75}
+
+
+def test_a_judge_without_a_key_stops_the_study_before_any_probe(world: dict[str, Path],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtimes.fake import FakeRuntime
+
+    with_rubrics(world)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.setenv("SKILLREACH_JUDGE_MODEL", "claude-haiku-4-5")
+    probed: list[str] = []
+    original = FakeRuntime.select
+
+    async def select(self: FakeRuntime, query: Any, catalog: Any, tracker: Any) -> Any:
+        probed.append(query.id)
+        return await original(self, query, catalog, tracker)
+
+    monkeypatch.setattr(FakeRuntime, "select", select)
+    with pytest.raises(ConfigError, match="the rubric judge claude-haiku-4-5 needs ANTHROPIC_API_KEY"):
+        run(study, cfg(world, "nokey", compliance=True))
+    assert probed == []
+    assert not (world["root"] / "nokey").exists()

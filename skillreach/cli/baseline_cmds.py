@@ -437,7 +437,7 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
     the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
     (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from tasks.grade import GRADED_FILE, grade_study
+    from tasks.grade import GRADED_FILE, check_judge, grade_study
     from tasks.score import fail_study, score_study
     from tasks.study import assemble_catalog, prepare_study, probe_batch
 
@@ -446,6 +446,7 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     out = cfg.out or Path(".skillreach") / "check"
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
     inputs = await assemble_catalog.fn(cfg)
+    await check_judge.fn(cfg, inputs)
     for stale in ("probes.jsonl", GRADED_FILE):
         (out / stale).unlink(missing_ok=True)
     plan = await prepare_study.fn(cfg, inputs, "check")

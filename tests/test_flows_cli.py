@@ -33,6 +33,7 @@ def test_help_shows_batch_and_target(capsys: pytest.CaptureFixture[str],
     text = capsys.readouterr().out
     assert "--batch" in text
     assert "--target" in text
+    assert "--judge-model" in text
     assert "half price" in text
     assert "results so far are kept" in text  # --max-cost says what the cap does
 
@@ -136,3 +137,22 @@ def test_the_cli_says_an_estimate_over_the_cap_once_then_stops_at_the_cap(
     assert "--max-cost leaves: the cap will stop the run after about 1 probe," in err
     assert "skillreach: error: the cost cap of $0.00 was reached" in err
     assert len(read_probes(world["root"] / "capped/probes.jsonl")) == 1  # the probe paid for is kept
+
+
+def test_run_grades_rubrics_with_the_judge_it_is_given(world: dict[str, Path],
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
+    from tests.test_flows_grading import ANSWERS, RUBRIC, with_rubrics
+
+    monkeypatch.setenv("SKILLREACH_JUDGE_MODEL", "claude-haiku-4-5")  # the flag wins over it
+    with_rubrics(world)
+    (world["root"] / "study.toml").write_text(
+        f'runtime = "fake"\n[runtime_options]\nscript = "{world["good"]}"\n', encoding="utf-8"
+    )
+    argv = ["run", "--config", "study.toml", "--skills", "skills", "--queries", "queries.json",
+            "--compliance", "--judge-model", FAKE_JUDGE_MODEL, "--out", "judged"]
+    assert main(argv) == 0, capsys.readouterr().err
+    graded = read_probes(world["root"] / "judged/graded.jsonl")
+    assert {p.rubric_version for p in graded} == {rubric_version(RUBRIC, FAKE_JUDGE_MODEL)}
+    assert len(graded) == len(ANSWERS)  # one attempt each

@@ -153,6 +153,12 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         False, "--batch", help="Message Batches API at half price, slower (anthropic runtime; nightly runs)."
     ),
     compliance: bool = typer.Option(False, "--compliance", help="Judge compliance: go on after the target."),
+    judge_model: str | None = typer.Option(
+        None,
+        "--judge-model",
+        metavar="M",
+        help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
@@ -181,6 +187,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         out=out,
         max_cost=max_cost,
         compliance=True if compliance else None,
+        judge_model=judge_model,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():

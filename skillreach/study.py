@@ -105,7 +105,7 @@ class StudyConfig(BaseModel):
     def build(cls, config_file: Path | None = None, **flags: Any) -> StudyConfig:
         """Flags (``None`` = not given) > config file > environment (``SKILLREACH_*``) > defaults.
 
-        The config file may hold the study keys (skills, queries, out, target, compliance,
+        The config file may hold the study keys (skills, queries, out, target, compliance, judge_model,
         runtime_options) beside any :class:`~skillreach.settings.Settings` key; unknown keys are refused
         with the file named.
         """

@@ -292,6 +292,8 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
 
 CACHED_LISTING_RUNTIMES = frozenset({"anthropic", "claude-code"})
 """Runtimes whose stable prefix (system prompt + skill listing) is served from the prompt cache."""
+PAID_RUNTIMES = frozenset({"anthropic", "openai-compatible", "claude-code"})
+"""Runtimes that bill per token from the price table (``Settings.prices``)."""
 
 
 @task(name="estimate_spend", tags=["skillreach", "cost"], cache_policy=NO_CACHE)
@@ -309,6 +311,18 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
     pending = sum(len(b) for b in plan.batches)
     model = plan.resolved_model or config.model
     price = load_settings().price_for(model)
+    callback = progress_for(str(plan.out))
+    shown = callback is not None and hasattr(callback, "estimate")
+    if pending and price is None and config.runtime in PAID_RUNTIMES:
+        # a paid runtime whose price is unknown: say so rather than nothing (most of all under a cap)
+        line = (f"none: no price for model {model}; add [prices.\"{model}\"] input, output, cache_write "
+                "and cache_read (USD per million tokens) to --config" if model else
+                f"none: the {config.runtime} runtime's model is its own default; pass --model to get one")
+        if shown:
+            callback.estimate(line, config.max_cost is not None)  # type: ignore[union-attr]
+        logger().log(logging.WARNING if config.max_cost is not None and not shown else logging.INFO,
+                     "cost estimate: %s", line)
+        return {"usd": None, "probes": pending, "model": model, "line": line}
     if pending == 0 or price is None or model is None:
         return None
     cached = config.runtime in CACHED_LISTING_RUNTIMES
@@ -320,8 +334,6 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
     line = describe_estimate(usd, pending, model, cached=cached, batch=batch, max_cost=config.max_cost,
                              spent=plan.spent_usd)
     over = config.max_cost is not None and usd > config.max_cost - plan.spent_usd
-    callback = progress_for(str(plan.out))
-    shown = callback is not None and hasattr(callback, "estimate")
     if shown:
         callback.estimate(line, over)  # type: ignore[union-attr]
     # a warning when over the cap, unless the CLI's display has just said it (once is enough)

@@ -171,3 +171,30 @@ def test_batch_mode_halves_the_estimate_and_says_so() -> None:
     assert "before its first probe" in describe_estimate(1.0, 9, MODEL, cached=True, batch=False,
                                                          max_cost=1.0, spent=1.0)
     assert describe_estimate(1.0, 9, MODEL, cached=True, batch=False, max_cost=1.0).endswith("listing)")
+
+
+def test_a_paid_runtime_without_a_price_says_there_is_no_estimate(world: dict[str, Path],
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+
+    from tasks.study import StudyPlan, assemble_catalog, estimate_spend
+
+    base = test_flows.cfg(world, "unpriced")
+    inputs = asyncio.run(assemble_catalog.fn(base))
+    plan = StudyPlan(study_id="st-x", out=world["root"] / "unpriced", probes_path=world["root"] / "p.jsonl",
+                     fingerprint="fp", resolved_model=None, token="t", batches=((("alpha-0", 1),),), done=0,
+                     total=1)
+    caplog.set_level(logging.INFO, logger="skillreach")
+    local = base.model_copy(update={"runtime": "openai-compatible", "model": "local-llama", "max_cost": 1.0})
+    got = asyncio.run(estimate_spend.fn(local, inputs, plan))
+    assert got is not None
+    assert got["usd"] is None
+    assert got["line"].startswith('none: no price for model local-llama; add [prices."local-llama"]')
+    assert [r.levelno for r in caplog.records if "cost estimate" in r.getMessage()] == [logging.WARNING]
+    cc = base.model_copy(update={"runtime": "claude-code", "model": None})
+    assert "pass --model" in asyncio.run(estimate_spend.fn(cc, inputs, plan))["line"]
+    priced = base.model_copy(update={"runtime": "openai-compatible", "model": "claude-haiku-4-5"})
+    line = asyncio.run(estimate_spend.fn(priced, inputs, plan))["line"]
+    assert line.startswith("about $")
+    assert line.endswith("for 1 probe (claude-haiku-4-5)")
+    assert asyncio.run(estimate_spend.fn(base, inputs, plan)) is None  # fake: free, nothing to say

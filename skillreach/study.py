@@ -117,20 +117,11 @@ class StudyConfig(BaseModel):
         settings_values = {k: v for k, v in file_values.items() if k not in STUDY_ONLY_KEYS}
         settings_flags = {k: v for k, v in given.items() if k not in STUDY_ONLY_KEYS}
         max_cost = settings_flags.pop("max_cost", None)
-        from pydantic_settings import SettingsError
-
         try:
             settings = load_settings(None, **{**settings_values, **settings_flags})
         except ConfigError as exc:
-            where = f"{config_file}: " if config_file is not None else ""
-            raise ConfigError(f"{where}{exc.message}") from exc
-        except SettingsError as exc:  # a SKILLREACH_* variable that is not valid JSON for its field
-            found = re.search(r'field "([^"]+)"', str(exc))
-            name = f"SKILLREACH_{found[1].upper()}" if found else "a SKILLREACH_* variable"
-            raise ConfigError(
-                f"environment: {name} is not valid; list and mapping settings are JSON, "
-                f"e.g. {name}='[\"https://…\"]'"
-            ) from exc
+            from_file = config_file is not None and not exc.message.startswith("environment")
+            raise ConfigError(f"{config_file}: {exc.message}" if from_file else exc.message) from exc
         if isinstance(study_values.get("skills"), str | Path):
             study_values["skills"] = [study_values["skills"]]
         base = config_file.parent if config_file is not None else None

@@ -456,7 +456,10 @@ def test_annotation_escaping() -> None:
     assert _annotate("error", None, "t", "m") == "::error title=t::m"
 
 
-def test_in_process_study_grades_rubrics_with_the_fake_judge(tmp_path: Path) -> None:
+def test_in_process_study_grades_rubrics_with_the_fake_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the in-process study records to ./.skillreach; keep it out of the repo
     from skillreach.baselines import record_baseline
     from skillreach.cli.baseline_cmds import _study_in_process
     from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version

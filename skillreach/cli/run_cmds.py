@@ -216,6 +216,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     if not log.handlers:
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
         log.setLevel(logging.WARNING)
+        log.propagate = False  # Prefect's console handler on the root logger would print it again
     if cfg.is_example:
         console.print(
             f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"

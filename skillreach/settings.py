@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     max_cost_usd: float | None = None
 
     catalog: str = "full"
+    skill_precedence: Literal["first", "last"] = "first"
+    """Which root wins when two roots hold a skill of the same name (the others are reported)."""
     neighborhood_k: int = 10
     neighborhood_size: int = 20
     seed: int = 0

@@ -65,6 +65,7 @@ class StudyConfig(BaseModel):
     model: str | None = None
     catalog: CatalogStrategy = "full"
     target: str | None = None
+    skill_precedence: Literal["first", "last"] = "first"
     attempts: int = Field(default=1, ge=1)
     max_turns: int = Field(default=3, ge=1)
     early_exit: bool = True
@@ -146,6 +147,7 @@ class StudyConfig(BaseModel):
                 neighborhood_k=settings.neighborhood_k,
                 neighborhood_size=settings.neighborhood_size,
                 seed=settings.seed,
+                skill_precedence=settings.skill_precedence,
                 home=settings.home,
                 **study_values,
             )

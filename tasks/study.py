@@ -131,15 +131,17 @@ async def discover_skills(config: StudyConfig) -> SkillsFound:
     from skillreach.skills import discover
 
     roots, _ = _roots(config)
-    found = discover(roots)
+    found = discover(roots, precedence=config.skill_precedence)
     if not found.skills:
         raise ConfigError(f"no SKILL.md under {', '.join(map(str, roots))}; pass --skills DIR")
     for problem in found.problems:
         logger().warning("skipped a skill: %s", problem)
+    for shadowed in found.shadowed:
+        logger().warning("%s (skill_precedence = %s)", shadowed, config.skill_precedence)
     return SkillsFound(
         skills=tuple(found.skills),
         source=" ".join(sorted(str(Path(r).resolve()) for r in roots)),
-        problems=tuple(str(p) for p in found.problems),
+        problems=(*(str(p) for p in found.problems), *(str(s) for s in found.shadowed)),
     )
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
-from skillreach.errors import NotFoundError
+from skillreach._registry import build_named
 
 __all__ = ["REGISTRY", "Outcome", "ProbeOptions", "Runtime", "Tracker", "get_runtime", "known_runtimes"]
 
@@ -31,10 +30,5 @@ def known_runtimes() -> list[str]:
 
 def get_runtime(name: str, **options: Any) -> Runtime:
     """Build the runtime called ``name`` with its options; an unknown name lists the known ones."""
-    target = REGISTRY.get(name)
-    if target is None:
-        raise NotFoundError(f"unknown runtime {name!r}; known runtimes: {', '.join(known_runtimes())}")
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    runtime: Runtime = cls(**options)
+    runtime: Runtime = build_named(REGISTRY, name, "runtime", **options)
     return runtime

@@ -495,39 +495,22 @@ def _read_cases(ctx: _Ctx, skill: str | None) -> list[Query]:
                 continue
             acceptable.append(resolved)
         if expected is None:
-            queries.append(
-                _make(
-                    where,
-                    id=qid,
-                    text=row["input"],
-                    kind=QueryKind.out_of_scope,
-                    notes=_join(f"not {suite}", notes),
-                )
-            )
+            kind = QueryKind.out_of_scope
         elif negative or expected != suite:
-            queries.append(
-                _make(
-                    where,
-                    id=qid,
-                    text=row["input"],
-                    expected_skill=expected,
-                    acceptable_skills=tuple(acceptable),
-                    kind=QueryKind.neighbor_negative,
-                    notes=_join(f"not {suite}", notes),
-                )
-            )
+            kind = QueryKind.neighbor_negative
         else:
-            queries.append(
-                _make(
-                    where,
-                    id=qid,
-                    text=row["input"],
-                    expected_skill=expected,
-                    acceptable_skills=tuple(acceptable),
-                    kind=QueryKind.implicit,
-                    notes=notes,
-                )
+            kind = QueryKind.implicit
+        queries.append(
+            _make(
+                where,
+                id=qid,
+                text=row["input"],
+                expected_skill=expected,
+                acceptable_skills=tuple(acceptable) if expected is not None else (),
+                kind=kind,
+                notes=notes if kind is QueryKind.implicit else _join(f"not {suite}", notes),
             )
+        )
     return queries
 
 

@@ -25,7 +25,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import jinja2
 
-from skillreach.errors import NotFoundError, ProbeFailed
+from skillreach.errors import ProbeFailed
 from skillreach.models import ProbeRecord, Query, ToolCall, Usage, sha256_hex
 
 __all__ = [
@@ -226,14 +226,9 @@ class FakeJudge:
 
 def get_judge(name: str, **options: object) -> Judge:
     """The judge called ``name`` (``fake`` or ``anthropic``); an unknown name lists the known ones."""
-    import importlib
+    from skillreach._registry import build_named
 
-    target = JUDGES.get(name)
-    if target is None:
-        raise NotFoundError(f"unknown judge {name!r}; known judges: {', '.join(sorted(JUDGES))}")
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    judge: Judge = cls(**options)
+    judge: Judge = build_named(JUDGES, name, "judge", **options)
     return judge
 
 

@@ -24,6 +24,12 @@ from tests.test_flows import cfg, make_queries, make_skills, run, script
 pytestmark = pytest.mark.integration
 
 
+def make_world(tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    """Skills, queries, a good fake script and a store home under ``tmp_path`` (as tests.test_flows)."""
+    return {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
+            "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path, **extra}
+
+
 @pytest.fixture(scope="module")
 def prefect_server() -> Iterator[None]:
     """One temporary Prefect server for this module, the only one of the test session. Module scope,
@@ -54,9 +60,7 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     caplog.set_level(logging.DEBUG)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
-    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
-             "good": script(tmp_path / "good.json"), "bad": script(tmp_path / "bad.json", broken="alpha"),
-             "home": tmp_path / "home", "root": tmp_path}
+    world = make_world(tmp_path, bad=script(tmp_path / "bad.json", broken="alpha"))
     run(rebaseline_all, cfg(world, "base"))  # the baselines, in-process
 
     with WebhookSink() as sink:
@@ -179,8 +183,7 @@ def test_watch_sees_a_new_skill_and_its_event_fires_the_rebaseline(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
-    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
-             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    world = make_world(tmp_path)
     config = cfg(world, "w")
     first = asyncio.run(watch(config))
     assert first["first_snapshot"] is True
@@ -203,8 +206,7 @@ def test_a_finished_batch_is_cached_and_lost_probes_are_never_taken_from_the_cac
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
-    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
-             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    world = make_world(tmp_path)
     config = cfg(world, "out", batch_size=7)
 
     @flow
@@ -264,8 +266,7 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
-    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
-             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    world = make_world(tmp_path)
     real_sink = probing.JsonlSink
     opened: list[int] = []
 
@@ -295,8 +296,7 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
     monkeypatch.delenv("SKILLREACH_JUDGE_MODEL", raising=False)
-    world = {"skills": make_skills(tmp_path / "skills"), "queries": make_queries(tmp_path / "q.json"),
-             "good": script(tmp_path / "good.json"), "home": tmp_path / "home", "root": tmp_path}
+    world = make_world(tmp_path)
     with_rubrics(world)
     result = asyncio.run(study(cfg(world, "tracked", compliance=True, gate=False)))
     graded = {(p.query_id, p.attempt): p.rubric_grade for p in read_probes(result.out / "graded.jsonl")}

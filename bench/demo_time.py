@@ -34,7 +34,7 @@ SKILLREACH = str(BIN / "skillreach")
 EPHEMERAL = """
 import asyncio, sys
 from pathlib import Path
-from flows.study import study
+from skillreach.flows.study import study
 from skillreach.study import StudyConfig
 asyncio.run(study(StudyConfig(out=Path(sys.argv[1]), home=Path(sys.argv[2]))))
 """

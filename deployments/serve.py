@@ -123,7 +123,7 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
 def _upsert_in(env: dict[str, str]) -> str:
     """Upsert the automations against the service's API (a child process: its own Prefect settings)."""
     code = (
-        "import asyncio, json; from deployments.automations import upsert_automations; "
+        "import asyncio, json; from skillreach.deployments.automations import upsert_automations; "
         "print(json.dumps(asyncio.run(upsert_automations())))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,

@@ -18,7 +18,7 @@ from prefect import flow
 
 from skillreach.errors import ConfigError, SkillreachError
 from skillreach.generation import GenerationRequest, TargetResult
-from tasks.generate import (
+from skillreach.tasks.generate import (
     GenerateOptions,
     GenerationOutcome,
     GenerationPlan,

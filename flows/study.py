@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from prefect import flow
 
-from flows._compose import call
+from skillreach.flows._compose import call
 from skillreach.study import StudyConfig, StudyResult
-from tasks.alerts import deliver_alerts
-from tasks.baselines import GateOutcome, gate_study, record_baselines
-from tasks.grade import check_judge, grade_study
-from tasks.score import fail_study, publish_run, score_study
-from tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
+from skillreach.tasks.alerts import deliver_alerts
+from skillreach.tasks.baselines import GateOutcome, gate_study, record_baselines
+from skillreach.tasks.grade import check_judge, grade_study
+from skillreach.tasks.score import fail_study, publish_run, score_study
+from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
 
 __all__ = ["study"]
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach._registry import build_named
 
 __all__ = ["REGISTRY", "Outcome", "ProbeOptions", "Runtime", "Tracker", "get_runtime", "known_runtimes"]
 
 # name -> "module:Class"; a plain dict, no plugin magic.
 REGISTRY: dict[str, str] = {
-    "fake": "runtimes.fake:FakeRuntime",
-    "keyword": "runtimes.keyword:KeywordRuntime",
-    "retriever": "runtimes.retriever:RetrieverRuntime",
-    "anthropic": "runtimes.anthropic:AnthropicRuntime",
-    "claude-code": "runtimes.claude_code:ClaudeCodeRuntime",
-    "openai-compatible": "runtimes.openai_compat:OpenAICompatRuntime",
-    "pi": "runtimes.pi:PiRuntime",
-    "goose": "runtimes.goose:GooseRuntime",
-    "antigravity-cli": "runtimes.antigravity_cli:AntigravityCliRuntime",
-    "antigravity-sdk": "runtimes.antigravity_sdk:AntigravitySdkRuntime",
+    "fake": "skillreach.runtimes.fake:FakeRuntime",
+    "keyword": "skillreach.runtimes.keyword:KeywordRuntime",
+    "retriever": "skillreach.runtimes.retriever:RetrieverRuntime",
+    "anthropic": "skillreach.runtimes.anthropic:AnthropicRuntime",
+    "claude-code": "skillreach.runtimes.claude_code:ClaudeCodeRuntime",
+    "openai-compatible": "skillreach.runtimes.openai_compat:OpenAICompatRuntime",
+    "pi": "skillreach.runtimes.pi:PiRuntime",
+    "goose": "skillreach.runtimes.goose:GooseRuntime",
+    "antigravity-cli": "skillreach.runtimes.antigravity_cli:AntigravityCliRuntime",
+    "antigravity-sdk": "skillreach.runtimes.antigravity_sdk:AntigravitySdkRuntime",
 }
 
 

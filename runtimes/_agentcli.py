@@ -36,7 +36,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtimes.base import Tracker, compliance_answer
+from skillreach.study.contract import Tracker, compliance_answer
 from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Skill, ToolCall
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from runtimes._toolenv import TOOL_NAMES, canned_result
-from runtimes.base import Tracker, compliance_answer
+from skillreach.runtimes._toolenv import TOOL_NAMES, canned_result
+from skillreach.study.contract import Tracker, compliance_answer
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Skill, ToolCall
 

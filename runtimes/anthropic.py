@@ -3,7 +3,7 @@
 The model sees one tool, ``Skill`` (input ``{"skill": "<name>"}``), whose description lists every
 resident skill's name and description; no request carries a skill body before the model invoked that
 skill, and invoking it returns the body as the ``tool_result``. The probe ends at the expected skill
-(early exit), after ``max_turns`` invocations (the shared :class:`~runtimes.base.Tracker` decides), or
+(early exit), after ``max_turns`` invocations (the shared :class:`~skillreach.study.contract.Tracker` decides), or
 when the model stops calling ``Skill``.
 
 What it takes care of:
@@ -54,11 +54,11 @@ from typing import Any, ClassVar
 import anthropic
 import orjson
 
-from runtimes._ratelimit import TokenBucket
-from runtimes._retry import RetryPolicy, retrying
-from runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
-from runtimes._toolenv import TOOL_SCHEMAS
-from runtimes.base import Outcome, Tracker, cost_of
+from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._retry import RetryPolicy, retrying
+from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from skillreach.runtimes._toolenv import TOOL_SCHEMAS
+from skillreach.study.contract import Outcome, Tracker, cost_of
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings

@@ -33,8 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
-from runtimes.base import Outcome, Tracker, compliance_answer
+from skillreach.runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
+from skillreach.study.contract import Outcome, Tracker, compliance_answer
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings

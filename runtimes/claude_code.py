@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes._agentcli import run_json_lines, write_skill
-from runtimes.base import Outcome, Tracker, compliance_answer, cost_of
+from skillreach.runtimes._agentcli import run_json_lines, write_skill
+from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Tracker, compliance_answer
+from skillreach.study.contract import Outcome, Tracker, compliance_answer
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
 

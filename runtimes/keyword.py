@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from runtimes.base import Outcome, Tracker
+from skillreach.study.contract import Outcome, Tracker
 from skillreach.bm25 import rank
 from skillreach.models import Catalog, Query
 

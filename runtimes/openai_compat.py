@@ -6,7 +6,7 @@ description and system prompt as the ``anthropic`` runtime: every resident skill
 description, never a body before the model invoked that skill (progressive disclosure). Invoking a
 resident skill answers the call with a ``tool`` message carrying its body; an unknown name gets an
 error result listing the resident skills and is not recorded. Every invocation goes to the shared
-:class:`~runtimes.base.Tracker`; the probe ends at the target (early exit), at ``max_turns``
+:class:`~skillreach.study.contract.Tracker`; the probe ends at the target (early exit), at ``max_turns``
 invocations, or when the model answers without calling ``Skill``.
 
 - **Endpoint and key**: ``base_url`` option, else ``OPENAI_BASE_URL``, else the SDK default; ``api_key``
@@ -34,11 +34,11 @@ import os
 import re
 from typing import Any, ClassVar
 
-from runtimes._ratelimit import TokenBucket
-from runtimes._retry import RetryPolicy, retrying
-from runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
-from runtimes._toolenv import TOOL_SCHEMAS
-from runtimes.base import Outcome, Tracker, cost_of
+from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._retry import RetryPolicy, retrying
+from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from skillreach.runtimes._toolenv import TOOL_SCHEMAS
+from skillreach.study.contract import Outcome, Tracker, cost_of
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings

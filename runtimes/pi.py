@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runtimes._agentcli import (
+from skillreach.runtimes._agentcli import (
     AgentStream,
     ResidencyCache,
     base_env,
@@ -60,7 +60,7 @@ from runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
-from runtimes.base import Outcome, Tracker, cost_of
+from skillreach.study.contract import Outcome, Tracker, cost_of
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings

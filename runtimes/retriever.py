@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from runtimes.base import Outcome, Runtime, Tracker
+from skillreach.study.contract import Outcome, Runtime, Tracker
 from skillreach.bm25 import rank
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
@@ -41,7 +41,7 @@ class RetrieverRuntime:
         if isinstance(inner, str):
             if inner == self.name:
                 raise ConfigError("retriever: the inner runtime cannot be the retriever itself")
-            from runtimes import get_runtime
+            from skillreach.runtimes import get_runtime
 
             options = dict(inner_options or {})
             if model is not None:

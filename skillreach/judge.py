@@ -52,7 +52,7 @@ FAKE_JUDGE_MODEL = "fake-judge-1"
 
 JUDGES: dict[str, str] = {
     "fake": "skillreach.judge:FakeJudge",
-    "anthropic": "runtimes.judge_anthropic:AnthropicJudge",
+    "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
 }
 
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach.errors import (
     BudgetExceeded,
     ConfigError,

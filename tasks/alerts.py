@@ -14,8 +14,8 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.alerts import GATE_BREACHED, send_alert
 from skillreach.study import StudyConfig
-from tasks._context import api_url, in_prefect_run, logger
-from tasks.store import store_for
+from skillreach.tasks._context import api_url, in_prefect_run, logger
+from skillreach.tasks.store import store_for
 
 __all__ = ["ALERT_AUTOMATION", "automation_exists", "deliver_alerts"]
 

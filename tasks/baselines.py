@@ -11,9 +11,9 @@ from prefect.cache_policies import NO_CACHE
 from skillreach.alerts import breaches_from_comparison
 from skillreach.errors import RefusedError, SkillreachError
 from skillreach.study import StudyConfig
-from tasks._context import in_prefect_run, logger
-from tasks.store import store_for
-from tasks.study import StudyInputs, StudyPlan
+from skillreach.tasks._context import in_prefect_run, logger
+from skillreach.tasks.store import store_for
+from skillreach.tasks.study import StudyInputs, StudyPlan
 
 __all__ = ["GateOutcome", "gate_report_markdown", "gate_study", "record_baselines", "run_link"]
 

@@ -20,9 +20,9 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.models import ProbeRecord
 from skillreach.study import StudyConfig
-from tasks._context import logger
-from tasks.store import store_for
-from tasks.study import StudyInputs, StudyPlan, _TeeSink
+from skillreach.tasks._context import logger
+from skillreach.tasks.store import store_for
+from skillreach.tasks.study import StudyInputs, StudyPlan, _TeeSink
 
 if TYPE_CHECKING:
     from skillreach.judge import Judge

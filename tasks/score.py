@@ -11,9 +11,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.study import StudyConfig
-from tasks._context import in_prefect_run, logger
-from tasks.store import store_for
-from tasks.study import StudyInputs, StudyPlan
+from skillreach.tasks._context import in_prefect_run, logger
+from skillreach.tasks.store import store_for
+from skillreach.tasks.study import StudyInputs, StudyPlan
 
 __all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
 
@@ -56,7 +56,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
     from skillreach.artifacts import RuntimeInfo, write_artifact
     from skillreach.reports import render_html
     from skillreach.scoring import score
-    from tasks.grade import graded_records
+    from skillreach.tasks.grade import graded_records
 
     records = graded_records(config, inputs, plan)  # probes.jsonl, with the judge's grades put on
     artifact = score(

@@ -85,7 +85,7 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
 def test_alert_automation_validates() -> None:
     from uuid import uuid4
 
-    from deployments.automations import ALERT_BODY, alert_automation
+    from skillreach.deployments.automations import ALERT_BODY, alert_automation
 
     ids = [uuid4(), uuid4()]
     a = alert_automation(ids)
@@ -103,8 +103,8 @@ def test_alert_automation_validates() -> None:
 
 
 def test_serve_environment_points_prefect_at_the_local_server() -> None:
-    from deployments.serve import REPO as SERVE_REPO
-    from deployments.serve import prefect_env
+    from skillreach.deployments.serve import REPO as SERVE_REPO
+    from skillreach.deployments.serve import prefect_env
 
     env = prefect_env(4321)
     assert env["PREFECT_API_URL"] == "http://127.0.0.1:4321/api"
@@ -117,7 +117,7 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     import sys
     import time
 
-    from deployments.serve import _stop
+    from skillreach.deployments.serve import _stop
 
     code = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)")

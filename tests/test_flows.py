@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prefect.logging import disable_run_logger
 
-from flows.service import nightly_compliance, rebaseline_all, watch
-from flows.study import study
+from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
+from skillreach.flows.study import study
 from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.models import Query
 from skillreach.store import Store
 from skillreach.study import StudyConfig, batch_key, batch_pairs, redact, study_id_for
-from tasks._context import set_progress
+from skillreach.tasks._context import set_progress
 from tests.test_alerts import WebhookSink
 
 SKILLS = {
@@ -166,7 +166,7 @@ def test_batch_pairs_are_attempt_major_and_skip_done(world: dict[str, Path]) -> 
 
 
 def test_cost_cap_stops_and_keeps_what_was_paid(world: dict[str, Path]) -> None:
-    from runtimes.fake import FakeRuntime
+    from skillreach.runtimes.fake import FakeRuntime
 
     # a fake that charges 1 USD per probe
     original = FakeRuntime.select
@@ -311,7 +311,7 @@ def test_watch_reports_added_changed_removed_skills(world: dict[str, Path]) -> N
 
 
 def test_watch_sees_a_new_model_snapshot(world: dict[str, Path]) -> None:
-    from runtimes.fake import FakeRuntime
+    from skillreach.runtimes.fake import FakeRuntime
 
     snapshots = iter(["model-2025", "model-2025", "model-2026"])
 
@@ -412,7 +412,7 @@ def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> No
 
 
 def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) -> None:
-    from runtimes.fake import FakeRuntime
+    from skillreach.runtimes.fake import FakeRuntime
     from skillreach.errors import ProbeFailed
 
     async def unreachable(self: Any, model: str | None = None) -> str:
@@ -431,7 +431,7 @@ def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) 
 def test_a_batch_is_retried_for_infrastructure_failures_only() -> None:
     from prefect.states import Failed
 
-    from tasks.study import _retry_unless_our_error, probe_batch
+    from skillreach.tasks.study import _retry_unless_our_error, probe_batch
 
     assert probe_batch.retries == 2
     assert _retry_unless_our_error(None, None, Failed(data=OSError("disk full"))) is True

@@ -71,7 +71,7 @@ def test_batch_runs_through_the_batches_api_at_half_price(world: dict[str, Path]
     assert len(probes) == 13
     assert all(p.error is None and p.resolved_model == SNAPSHOT for p in probes)
     # the runtime billed half price: compare one probe's cost with its usage at the full price
-    from runtimes.base import cost_of
+    from skillreach.study.contract import cost_of
     from skillreach.settings import Settings
 
     price = Settings().price_for(SNAPSHOT)

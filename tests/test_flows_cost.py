@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from flows.study import study
+from skillreach.flows.study import study
 from skillreach.errors import BudgetExceeded
 from skillreach.probing import estimate_cost, read_probes
 from skillreach.settings import Settings
 from skillreach.study import StudyConfig, describe_estimate
-from tasks._context import set_progress
+from skillreach.tasks._context import set_progress
 from tests import test_flows
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder
 from tests.test_flows import SKILLS, run, store_of
@@ -177,7 +177,7 @@ def test_a_paid_runtime_without_a_price_says_there_is_no_estimate(world: dict[st
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     import asyncio
 
-    from tasks.study import StudyPlan, assemble_catalog, estimate_spend
+    from skillreach.tasks.study import StudyPlan, assemble_catalog, estimate_spend
 
     base = test_flows.cfg(world, "unpriced")
     inputs = asyncio.run(assemble_catalog.fn(base))

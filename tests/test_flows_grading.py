@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from flows.service import nightly_compliance
-from flows.study import study
+from skillreach.flows.service import nightly_compliance
+from skillreach.flows.study import study
 from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
@@ -178,7 +178,7 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
 def test_the_messages_api_judge_grades_inside_the_flow(world: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``judge_model`` other than the fake: the anthropic judge, here on the Messages API stand-in."""
-    from runtimes.judge_anthropic import SYSTEM
+    from skillreach.runtimes.judge_anthropic import SYSTEM
     from tests.fakes.messages_api import MessagesAPI, query_text, text_reply
 
     with_rubrics(world)
@@ -209,7 +209,7 @@ def test_the_messages_api_judge_grades_inside_the_flow(world: dict[str, Path],
 
 def test_a_judge_without_a_key_stops_the_study_before_any_probe(world: dict[str, Path],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from runtimes.fake import FakeRuntime
+    from skillreach.runtimes.fake import FakeRuntime
 
     with_rubrics(world)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -52,9 +52,9 @@ async def _wait(predicate: Any, timeout_s: float = 45.0) -> bool:
 def test_a_regressed_run_alerts_once_through_the_automation(
     prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from deployments.automations import ALERT_AUTOMATION, upsert_automations
-    from flows.service import rebaseline_all
-    from flows.study import study
+    from skillreach.deployments.automations import ALERT_AUTOMATION, upsert_automations
+    from skillreach.flows.service import rebaseline_all
+    from skillreach.flows.study import study
     from skillreach.store import Store
 
     caplog.set_level(logging.DEBUG)
@@ -126,7 +126,7 @@ def rebaseline_deployment(prefect_server: None) -> Any:
     import yaml
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    from flows.service import rebaseline_all
+    from skillreach.flows.service import rebaseline_all
     from tests.conftest import REPO
 
     spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
@@ -179,7 +179,7 @@ def test_skill_added_event_creates_a_rebaseline_run(rebaseline_deployment: Any) 
 def test_watch_sees_a_new_skill_and_its_event_fires_the_rebaseline(
     rebaseline_deployment: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.service import watch
+    from skillreach.flows.service import watch
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
@@ -201,8 +201,8 @@ def test_a_finished_batch_is_cached_and_lost_probes_are_never_taken_from_the_cac
 ) -> None:
     from prefect import flow
 
-    from flows.study import study
-    from tasks.study import assemble_catalog, prepare_study, probe_batch
+    from skillreach.flows.study import study
+    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
@@ -261,7 +261,7 @@ def test_cli_run_is_a_tracked_flow_run_when_a_server_answers(
 def test_prefect_retries_a_batch_after_an_infrastructure_failure(
     prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.study as study_module
+    import skillreach.flows.study as study_module
     import skillreach.probing as probing
 
     monkeypatch.chdir(tmp_path)
@@ -289,7 +289,7 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
 ) -> None:
     """The grading and cost-estimate tasks run as task runs of a real flow run (parameters and results
     go through Prefect), and their output is the in-process one's."""
-    from flows.study import study
+    from skillreach.flows.study import study
     from skillreach.probing import read_probes
     from tests.test_flows_grading import ANSWERS, with_rubrics
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from flows.generate_queries import drive
+from skillreach.flows.generate_queries import drive
 from skillreach import generation as gen
 from skillreach.cli import main
 from skillreach.errors import ConfigError, InputError, ProbeFailed, TransientProbeError
 from skillreach.generation import GenerationParams, GenerationRequest, TargetResult, checkpoint_path
 from skillreach.models import QueryKind
 from skillreach.queries import verify_query_set
-from tasks.generate import (
+from skillreach.tasks.generate import (
     GenerateOptions,
     GenerationOutcome,
     _is_transient,
@@ -414,7 +414,7 @@ def test_cli_runs_the_flow_and_prints_a_summary(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The command end to end, with the flow's composition run on the tasks' ``.fn`` (no server)."""
-    import flows.generate_queries as flow_module
+    import skillreach.flows.generate_queries as flow_module
 
     def no_server(options: GenerateOptions, on_plan: Any = None, on_target: Any = None) -> Any:
         return drive(

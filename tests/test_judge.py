@@ -144,7 +144,7 @@ def _responder(body: dict[str, Any]) -> Reply:
 async def test_anthropic_judge_against_messages_api(monkeypatch: pytest.MonkeyPatch) -> None:
     import anthropic
 
-    from runtimes.judge_anthropic import AnthropicJudge
+    from skillreach.runtimes.judge_anthropic import AnthropicJudge
 
     with MessagesAPI(_responder) as api:
         client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="test-key", max_retries=0)
@@ -168,7 +168,7 @@ async def test_anthropic_judge_against_messages_api(monkeypatch: pytest.MonkeyPa
 async def test_anthropic_judge_retries_transient_errors() -> None:
     import anthropic
 
-    from runtimes.judge_anthropic import AnthropicJudge
+    from skillreach.runtimes.judge_anthropic import AnthropicJudge
 
     with MessagesAPI(_responder) as api:
         client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="k", max_retries=2)
@@ -186,7 +186,7 @@ async def test_anthropic_judge_retries_transient_errors() -> None:
 async def test_anthropic_judge_unparseable_reply_is_probe_failed() -> None:
     import anthropic
 
-    from runtimes.judge_anthropic import AnthropicJudge
+    from skillreach.runtimes.judge_anthropic import AnthropicJudge
 
     with MessagesAPI(lambda body: "I cannot grade this") as api:
         client = anthropic.AsyncAnthropic(base_url=api.base_url, api_key="k", max_retries=0)

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from runtimes.fake import FakeRuntime
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker
+from skillreach.runtimes.fake import FakeRuntime
 from skillreach.errors import BudgetExceeded, ConfigError, HarnessBlind, InputError, NotFoundError
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill
 from skillreach.probing import (
@@ -293,9 +293,9 @@ async def test_concurrency_is_respected() -> None:
 DRIVER = textwrap.dedent(
     """
     import asyncio, json, sys
-    from runtimes.anthropic import AnthropicRuntime
-    from runtimes._retry import RetryPolicy
-    from runtimes.base import ProbeOptions
+    from skillreach.runtimes.anthropic import AnthropicRuntime
+    from skillreach.runtimes._retry import RetryPolicy
+    from skillreach.study.contract import ProbeOptions
     from skillreach.models import Catalog, Query
     from skillreach.probing import JsonlSink, run_probes
 
@@ -316,8 +316,8 @@ DRIVER = textwrap.dedent(
 
 
 async def test_resume_after_a_killed_run_sends_zero_duplicate_requests(tmp_path: Path) -> None:
-    from runtimes._retry import RetryPolicy
-    from runtimes.anthropic import AnthropicRuntime
+    from skillreach.runtimes._retry import RetryPolicy
+    from skillreach.runtimes.anthropic import AnthropicRuntime
 
     qs = [
         Query(id=f"q{i:02d}", text=f"request-{i:02d} please", expected_skill=CATALOG.names[i % 3])
@@ -390,7 +390,7 @@ def test_canary_queries_name_a_skill_outright() -> None:
 
 
 async def test_canary_passes_when_activations_are_seen() -> None:
-    from runtimes.keyword import KeywordRuntime
+    from skillreach.runtimes.keyword import KeywordRuntime
 
     records = await canary_check(KeywordRuntime(), CATALOG, ProbeOptions())
     assert all(r.invoked for r in records)

@@ -41,7 +41,7 @@ async def test_study_precedence_for_duplicate_names_is_configurable_and_reported
     from prefect.logging import disable_run_logger
 
     from skillreach.study import StudyConfig
-    from tasks.study import discover_skills
+    from skillreach.tasks.study import discover_skills
 
     _skill(tmp_path / "a", "deploy", "Deploy a release from the first root.")
     _skill(tmp_path / "b", "deploy", "Deploy a release from the second root.")

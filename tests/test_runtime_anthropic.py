@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from runtimes._retry import RetryPolicy
-from runtimes.anthropic import AnthropicRuntime
-from runtimes.base import ProbeOptions, Tracker
+from skillreach.runtimes._retry import RetryPolicy
+from skillreach.runtimes.anthropic import AnthropicRuntime
+from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Checks, Query, QueryKind, Skill
 from skillreach.settings import Settings

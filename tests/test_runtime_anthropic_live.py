@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from runtimes.anthropic import AnthropicRuntime
-from runtimes.base import ProbeOptions, Tracker
+from skillreach.runtimes.anthropic import AnthropicRuntime
+from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.models import Catalog, Query, Skill
 from skillreach.probing import canary_check
 

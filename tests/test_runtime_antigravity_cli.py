@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from runtimes import get_runtime
-from runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
-from runtimes.base import Tracker
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
+from skillreach.study.contract import Tracker
 from skillreach.errors import ConfigError
 from skillreach.models import Query
 from tests.fakes.kit import assert_ended_live, folder_catalog, stub_knobs

@@ -13,8 +13,8 @@ pytest.importorskip(
     "google.antigravity", reason="google-antigravity is not installed (pip install '.[test]')"
 )
 
-from runtimes import get_runtime
-from runtimes.antigravity_sdk import AntigravitySdkRuntime
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
 from tests.fakes.antigravity_gemini import GeminiAPI, skill_locations

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from runtimes.base import Outcome, ProbeOptions, Tracker
-from runtimes.claude_code import ClaudeCodeRuntime
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker
+from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
 from skillreach.settings import Settings

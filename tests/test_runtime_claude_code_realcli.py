@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runtimes.base import ProbeOptions, Tracker
-from runtimes.claude_code import ClaudeCodeRuntime
+from skillreach.study.contract import ProbeOptions, Tracker
+from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.models import Catalog, Query, Skill
 from skillreach.settings import Settings
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text

@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runtimes.anthropic import AnthropicRuntime
-from runtimes.antigravity_cli import AgyStream
-from runtimes.base import Outcome, ProbeOptions, Tracker, compliance_answer
-from runtimes.claude_code import ClaudeCodeRuntime
-from runtimes.fake import FakeRuntime
-from runtimes.goose import GooseStream
-from runtimes.openai_compat import OpenAICompatRuntime
-from runtimes.pi import PiStream
+from skillreach.runtimes.anthropic import AnthropicRuntime
+from skillreach.runtimes.antigravity_cli import AgyStream
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker, compliance_answer
+from skillreach.runtimes.claude_code import ClaudeCodeRuntime
+from skillreach.runtimes.fake import FakeRuntime
+from skillreach.runtimes.goose import GooseStream
+from skillreach.runtimes.openai_compat import OpenAICompatRuntime
+from skillreach.runtimes.pi import PiStream
 from skillreach.compliance import evaluate_probe
 from skillreach.models import Catalog, Checks, ProbeRecord, Query, Skill, ToolPattern
 from skillreach.settings import Settings

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from runtimes import get_runtime
-from runtimes.base import Tracker
-from runtimes.goose import GooseRuntime, GooseStream
+from skillreach.runtimes import get_runtime
+from skillreach.study.contract import Tracker
+from skillreach.runtimes.goose import GooseRuntime, GooseStream
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from runtimes import get_runtime, known_runtimes
-from runtimes.base import Outcome, ProbeOptions, Runtime, Tracker
-from runtimes.fake import FakeRuntime
-from runtimes.keyword import KeywordRuntime, mentioned_skill
-from runtimes.retriever import RetrieverRuntime, retrieval_missed
+from skillreach.runtimes import get_runtime, known_runtimes
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.runtimes.fake import FakeRuntime
+from skillreach.runtimes.keyword import KeywordRuntime, mentioned_skill
+from skillreach.runtimes.retriever import RetrieverRuntime, retrieval_missed
 from skillreach.errors import ConfigError, NotFoundError
 from skillreach.models import Catalog, Query, Skill
 

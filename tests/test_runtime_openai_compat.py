@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from runtimes import get_runtime
-from runtimes.base import ProbeOptions, Tracker
-from runtimes.openai_compat import OpenAICompatRuntime
+from skillreach.runtimes import get_runtime
+from skillreach.study.contract import ProbeOptions, Tracker
+from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
 from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from runtimes import get_runtime
-from runtimes._agentcli import skill_for_path
-from runtimes.base import ProbeOptions, Tracker
-from runtimes.pi import PiRuntime, parse_pi_events
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes._agentcli import skill_for_path
+from skillreach.study.contract import ProbeOptions, Tracker
+from skillreach.runtimes.pi import PiRuntime, parse_pi_events
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
@@ -276,8 +276,8 @@ def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
-    from runtimes._agentcli import lay_out_skills
-    from runtimes.pi import PiStream
+    from skillreach.runtimes._agentcli import lay_out_skills
+    from skillreach.runtimes.pi import PiStream
     from skillreach.errors import InputError
 
     state = PiStream({}, tmp_path, Tracker("x", max_turns=3))

@@ -1,4 +1,4 @@
-"""runtimes._retry and runtimes._ratelimit: bounded, observable, honouring retry-after."""
+"""skillreach.runtimes._retry and runtimes._ratelimit: bounded, observable, honouring retry-after."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runtimes._ratelimit import TokenBucket
-from runtimes._retry import RetryPolicy, retrying
+from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.errors import ProbeFailed, TransientProbeError
 
 

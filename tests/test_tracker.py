@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtimes.base import ProbeOptions, Tracker
+from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.models import Query
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "e"])

@@ -437,9 +437,9 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
     the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
     (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from tasks.grade import GRADED_FILE, check_judge, grade_study
-    from tasks.score import fail_study, score_study
-    from tasks.study import assemble_catalog, prepare_study, probe_batch
+    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
+    from skillreach.tasks.score import fail_study, score_study
+    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
 
     queries = cfg.queries
     assert queries is not None
@@ -466,8 +466,8 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
 def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
     import importlib.util
 
-    if not in_process and importlib.util.find_spec("flows.study") is not None:
-        from flows.study import study  # H5's flow
+    if not in_process and importlib.util.find_spec("skillreach.flows.study") is not None:
+        from skillreach.flows.study import study  # H5's flow
 
         result = asyncio.run(study(cfg.model_copy(update={"judge_model": judge_model or cfg.judge_model})))
         art = getattr(result, "artifact", None)

@@ -207,7 +207,7 @@ def _prefect_api_url() -> str | None:
 
 def collect(config: Path | None = None) -> Report:
     """Everything doctor shows, as data (no secret values ever enter it)."""
-    from runtimes import REGISTRY
+    from skillreach.runtimes import REGISTRY
     from skillreach.settings import load_settings
 
     settings = load_settings(config)

@@ -103,7 +103,7 @@ def generate_cmd(
     """Generate labelled queries with an LLM from the skills' masked bodies (sealed, with provenance)."""
     from skillreach.generation import DEFAULT_GENERATOR_MODEL, GenerationParams
     from skillreach.settings import load_settings
-    from tasks.generate import GenerateOptions, plan_generation
+    from skillreach.tasks.generate import GenerateOptions, plan_generation
 
     settings = load_settings(config)
     params = GenerationParams(
@@ -138,10 +138,10 @@ def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from flows.generate_queries import generate_queries
-    from runtimes.anthropic import cost_of
+    from skillreach.flows.generate_queries import generate_queries
+    from skillreach.runtimes.anthropic import cost_of
     from skillreach.generation import TargetResult
-    from tasks.generate import GenerateOptions
+    from skillreach.tasks.generate import GenerateOptions
 
     assert isinstance(options, GenerateOptions)
     err = Console(stderr=True)

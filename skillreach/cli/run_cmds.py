@@ -84,7 +84,7 @@ def has_batch_mode(runtime: str) -> bool:
     import importlib
     import inspect
 
-    from runtimes import REGISTRY
+    from skillreach.runtimes import REGISTRY
 
     target = REGISTRY.get(runtime)
     if target is None:
@@ -96,8 +96,8 @@ def has_batch_mode(runtime: str) -> bool:
 
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
     """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
-    from flows.study import study
-    from tasks._context import set_progress
+    from skillreach.flows.study import study
+    from skillreach.tasks._context import set_progress
 
     if use_prefect is None:
         use_prefect = prefect_server_up() is not None
@@ -192,7 +192,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-    from runtimes import REGISTRY, get_runtime
+    from skillreach.runtimes import REGISTRY, get_runtime
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
@@ -259,7 +259,7 @@ def serve_cmd(
 ) -> None:
     """Start the Prefect deployments of prefect.yaml locally: server, work pool, deployments,
     automations, and a worker in the foreground (schedules and event triggers live). Ctrl-C stops all."""
-    from deployments.serve import serve
+    from skillreach.deployments.serve import serve
 
     raise typer.Exit(serve(port=port, pool=pool, log=lambda m: print(m, file=sys.stderr)))
 

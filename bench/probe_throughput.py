@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from skillreach.runtimes._retry import RetryPolicy  # noqa: E402
-from skillreach.runtimes.anthropic import AnthropicRuntime  # noqa: E402
 from skillreach.models import Catalog, Query, Skill  # noqa: E402
 from skillreach.probing import JsonlSink, ProbeOptions, read_probes, run_probes  # noqa: E402
+from skillreach.runtimes._retry import RetryPolicy  # noqa: E402
+from skillreach.runtimes.anthropic import AnthropicRuntime  # noqa: E402
 from skillreach.settings import Settings  # noqa: E402
 
 WORDS = [

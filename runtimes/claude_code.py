@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._agentcli import run_json_lines, write_skill
-from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.runtimes._agentcli import run_json_lines, write_skill
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 
 __all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
 

@@ -21,25 +21,22 @@ import asyncio
 import json
 import logging
 import math
-import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach.errors import (
     BudgetExceeded,
     ConfigError,
     HarnessBlind,
     InputError,
-    NotFoundError,
     ProbeFailed,
 )
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha256_hex
 from skillreach.settings import Price
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
 
 __all__ = [
     "JsonlSink",
@@ -139,125 +136,9 @@ class ListSink:
         self.records.append(record)
 
 
-class JsonlSink:
-    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` returns.
-
-    Thread-safe, with group commit: when several threads write at once, one ``fsync`` covers every
-    line written before it started, so a record is durable when its ``write`` returns without one
-    ``fsync`` per record serialising the run (``run_probes`` calls it from worker threads because
-    ``thread_safe`` is true). A line torn by a crash is isolated (a newline is added before the next
-    record) and :func:`read_probes` skips it. Usable as a context manager.
-    """
-
-    thread_safe = True
-
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.path = Path(path)
-        self.fsync = fsync
-        self._fh: Any = None
-        self._lock = threading.Lock()
-        self._sync_lock = threading.Lock()
-        self._written = 0
-        self._synced = 0
-        self.fsyncs = 0
-
-    @property
-    def count(self) -> int:
-        return self._written
-
-    def _open(self) -> Any:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        needs_newline = False
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open("rb") as tail:
-                tail.seek(-1, os.SEEK_END)
-                needs_newline = tail.read(1) != b"\n"
-        fh = self.path.open("a", encoding="utf-8")
-        if needs_newline:
-            fh.write("\n")
-        return fh
-
-    def write(self, record: ProbeRecord) -> None:
-        line = record.to_json_line() + "\n"
-        with self._lock:
-            if self._fh is None:
-                self._fh = self._open()
-            self._fh.write(line)
-            self._fh.flush()
-            self._written += 1
-            mine = self._written
-            fd = self._fh.fileno()
-        if not self.fsync:
-            return
-        with self._sync_lock:
-            if self._synced >= mine:
-                return  # an fsync that started after our flush already covered this line
-            covered = self._written
-            os.fsync(fd)
-            self.fsyncs += 1
-            self._synced = max(self._synced, covered)
-
-    def close(self) -> None:
-        with self._lock, self._sync_lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
-
-    def __enter__(self) -> JsonlSink:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def read_probes(path: str | os.PathLike[str], *, missing_ok: bool = False) -> list[ProbeRecord]:
-    """The records of a probe log. A torn last line (a crash mid-write) is skipped with a warning;
-    a bad line elsewhere is an :class:`InputError` naming the file and line."""
-    p = Path(path)
-    if not p.exists():
-        if missing_ok:
-            return []
-        raise NotFoundError(f"{p}: no such probe log; run a study first or check --probes")
-    records: list[ProbeRecord] = []
-    for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            # a line cut short by a crash (JsonlSink isolates it with a newline): the probe is re-run
-            log.warning("%s:%d: skipped an incomplete probe record (an interrupted write)", p, i)
-            continue
-        try:
-            records.append(ProbeRecord.model_validate(data))
-        except ValueError as exc:
-            first = str(exc).splitlines()[0]
-            raise InputError(f"{p}:{i}: not a probe record ({first}); fix or remove the line") from exc
-    return records
-
-
-def completed_pairs(records: Iterable[ProbeRecord], fingerprint: str) -> set[tuple[str, int]]:
-    """(query id, attempt) pairs recorded without error under exactly this fingerprint."""
-    return {(r.query_id, r.attempt) for r in records if r.error is None and r.fingerprint == fingerprint}
-
-
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
     """The pairs still to run, in their order."""
     return [(q, a) for q, a in pairs if (q.id, a) not in done]
-
-
-def latest_records(records: Iterable[ProbeRecord], fingerprint: str) -> list[ProbeRecord]:
-    """One record per (query, attempt) under this fingerprint: the last error-free one, else the last
-    errored one. What a study scores after a resume; other fingerprints are left out."""
-    best: dict[tuple[str, int], ProbeRecord] = {}
-    for r in records:
-        if r.fingerprint != fingerprint:
-            continue
-        key = (r.query_id, r.attempt)
-        old = best.get(key)
-        if old is None or r.error is None or old.error is not None:
-            best[key] = r
-    return list(best.values())
 
 
 # --------------------------------------------------------------------------------------- the loop

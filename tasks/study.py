@@ -18,11 +18,11 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.runtimes import get_runtime
-from skillreach.study.contract import ProbeOptions, Runtime
 from skillreach.errors import ConfigError, InputError, SkillreachError
 from skillreach.models import Catalog, ProbeRecord, QuerySet, Skill
+from skillreach.runtimes import get_runtime
 from skillreach.study import StudyConfig, batch_key, default_out_dir, study_id_for
+from skillreach.study.contract import ProbeOptions, Runtime
 from skillreach.tasks._context import logger, progress_for
 from skillreach.tasks.store import store_for
 

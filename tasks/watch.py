@@ -7,10 +7,10 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
 from skillreach.study import StudyConfig
-from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 from skillreach.tasks._context import api_url, in_prefect_run, logger
 from skillreach.tasks.store import store_for
 from skillreach.tasks.study import SkillsFound, probe_options, runtime_for
+from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 
 __all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model"]
 

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prefect.logging import disable_run_logger
 
+from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
 from skillreach.flows.study import study
-from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.models import Query
 from skillreach.store import Store
 from skillreach.study import StudyConfig, batch_key, batch_pairs, redact, study_id_for
@@ -412,8 +412,8 @@ def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> No
 
 
 def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) -> None:
-    from skillreach.runtimes.fake import FakeRuntime
     from skillreach.errors import ProbeFailed
+    from skillreach.runtimes.fake import FakeRuntime
 
     async def unreachable(self: Any, model: str | None = None) -> str:
         raise ProbeFailed("models endpoint unreachable")

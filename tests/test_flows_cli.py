@@ -71,8 +71,8 @@ def test_batch_runs_through_the_batches_api_at_half_price(world: dict[str, Path]
     assert len(probes) == 13
     assert all(p.error is None and p.resolved_model == SNAPSHOT for p in probes)
     # the runtime billed half price: compare one probe's cost with its usage at the full price
-    from skillreach.study.contract import cost_of
     from skillreach.settings import Settings
+    from skillreach.study.contract import cost_of
 
     price = Settings().price_for(SNAPSHOT)
     p = probes[0]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from skillreach.flows.study import study
 from skillreach.errors import BudgetExceeded
+from skillreach.flows.study import study
 from skillreach.probing import estimate_cost, read_probes
 from skillreach.settings import Settings
 from skillreach.study import StudyConfig, describe_estimate

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.flows.service import nightly_compliance
 from skillreach.flows.study import study
-from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
 from skillreach.probing import read_probes

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import math
 import os
 import tempfile
@@ -355,6 +356,70 @@ class Outcomes(Sequence[ProbeOutcome]):
     def __iter__(self) -> Iterator[ProbeOutcome]:
         return (ProbeOutcome._make(v) for v in self._values(tuple))
 
+    def canonical_rows(self, chunk: int = 20_000) -> Iterator[list[str]]:
+        """Every row as canonical JSON text — exactly ``orjson.dumps(row, OPT_SORT_KEYS)`` of its
+        :meth:`to_rows` object — in lists of up to ``chunk`` rows.
+
+        Built from text fragments encoded once per query and per name, so a million rows cost one
+        string format each instead of a dict, a sort and an encoder call; chunks keep memory flat.
+        """
+
+        def enc(value: Any) -> str:
+            return orjson.dumps(value).decode()
+
+        names = [enc(s) for s in self._names]
+        # keys in sorted order: acceptable attempt compliance error invoked kind predicted quality
+        # query_id scored_inv truth; the per-query values are fixed text around the per-probe ones
+        queries = [
+            (
+                '{"acceptable":' + enc(list(acc)) + ',"attempt":',
+                '],"kind":' + enc(kind) + ',"predicted":',
+                ',"query_id":' + enc(qid) + ',"scored_inv":[',
+                '],"truth":' + enc(truth) + "}",
+            )
+            for qid, kind, truth, acc in self._queries
+        ]
+        names_null = [*names, "null"]  # predicted -1 → names_null[-1]
+        comp_text = ("null", "false", "true")  # compliance -1, 0, 1 → index + 1
+        inv_off = self._inv_off.tolist()
+        sc_off = self._scored_off.tolist()
+        inv_flat = self._inv_flat
+        sc_flat = self._scored_flat
+        errors = self._errors
+        n = len(self)
+        for start in range(0, n, chunk):
+            end = min(n, start + chunk)
+            inv = [names[x] for x in inv_flat[inv_off[start] : inv_off[end]].tolist()]
+            sc = [names[x] for x in sc_flat[sc_off[start] : sc_off[end]].tolist()]
+            ia, sa = inv_off[start], sc_off[start]
+            comp = (self._compliance[start:end] + 1).tolist()
+            qual = self._quality[start:end]
+            qual_text = ["null"] * (end - start)
+            for i in np.flatnonzero(~np.isnan(qual)).tolist():
+                qual_text[i] = enc(float(qual[i]))
+            out: list[str] = []
+            append = out.append
+            for k, (qi, att, p, c, ql) in enumerate(
+                zip(
+                    self._q[start:end].tolist(),
+                    self._attempt[start:end].tolist(),
+                    self._predicted[start:end].tolist(),
+                    comp,
+                    qual_text,
+                    strict=True,
+                )
+            ):
+                i = start + k
+                qa, qk, qt, qz = queries[qi]
+                err = errors.get(i)
+                append(
+                    f'{qa}{att},"compliance":{comp_text[c]},"error":{"null" if err is None else enc(err)}'
+                    f',"invoked":[{",".join(inv[inv_off[i] - ia : inv_off[i + 1] - ia])}{qk}'
+                    f'{names_null[p]},"quality":{ql}{qt}'
+                    f"{','.join(sc[sc_off[i] - sa : sc_off[i + 1] - sa])}{qz}"
+                )
+            yield out
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Outcomes):
             return NotImplemented
@@ -594,45 +659,59 @@ def _canonical(data: Any) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
 
 
-def _content(artifact: Artifact) -> dict[str, Any]:
-    head = artifact.model_dump(mode="json", exclude={"digest", "outcomes"})
-    head["outcomes"] = artifact.outcomes.to_rows()
-    return head
+_OUTCOMES_SLOT = "\u0000outcomes\u0000"
+
+
+def _head(artifact: Artifact) -> dict[str, Any]:
+    return artifact.model_dump(mode="json", exclude={"digest", "outcomes"})
+
+
+def _stream(artifact: Artifact, write: Callable[[bytes], Any] | None) -> str:
+    """The digest of ``artifact`` (canonical JSON of every field but ``digest``), computed in one pass
+    over the outcome rows; with ``write``, the file's text (indented, one compact line per outcome
+    row, the digest last) is handed to it on the way."""
+    head = _head(artifact)
+    slot = b'"outcomes":' + orjson.dumps(_OUTCOMES_SLOT)
+    before, after = _canonical({**head, "outcomes": _OUTCOMES_SLOT}).split(slot)
+    hasher = hashlib.sha256(before + b'"outcomes":[')
+    if write is not None:
+        write(orjson.dumps(head, option=orjson.OPT_INDENT_2)[:-2] + b',\n  "outcomes": [')
+    first = True
+    for rows in artifact.outcomes.canonical_rows():
+        hasher.update((b"" if first else b",") + ",".join(rows).encode())
+        if write is not None:
+            write((b"\n    " if first else b",\n    ") + ",\n    ".join(rows).encode())
+        first = False
+    hasher.update(b"]" + after)
+    digest = "sha256:" + hasher.hexdigest()
+    if write is not None:
+        write((b"]" if first else b"\n  ]") + b',\n  "digest": ' + orjson.dumps(digest) + b"\n}\n")
+    return digest
 
 
 def artifact_digest(artifact: Artifact) -> str:
     """``sha256:<hex>`` of the canonical JSON of every field but ``digest``."""
-    return "sha256:" + sha256_hex(_canonical(_content(artifact)))
-
-
-def _dumps(data: dict[str, Any]) -> bytes:
-    """Indented JSON, but one compact line per outcome row (a million rows stay a readable file)."""
-    rows = data.pop("outcomes")
-    digest = data.pop("digest")
-    head = orjson.dumps(data, option=orjson.OPT_INDENT_2)
-    body = b",\n    ".join([orjson.dumps(r) for r in rows])
-    outcomes = b"[\n    " + body + b"\n  ]" if rows else b"[]"
-    return head[:-2] + b',\n  "outcomes": ' + outcomes + b',\n  "digest": ' + orjson.dumps(digest) + b"\n}\n"
+    with cyclic_gc_paused():
+        return _stream(artifact, None)
 
 
 def write_artifact(artifact: Artifact, path: str | os.PathLike[str]) -> Artifact:
     """Write ``artifact`` with its digest (atomically: a reader never sees half a file); return it."""
     path = Path(path)
-    with cyclic_gc_paused():
-        content = _content(artifact)
-        digest = "sha256:" + sha256_hex(_canonical(content))
-        sealed = artifact.model_copy(update={"digest": digest})
-        text = _dumps({**content, "digest": digest})
-        del content
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "wb", buffering=1 << 20) as fh, cyclic_gc_paused():
+                digest = _stream(artifact, fh.write)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError as exc:
         raise InputError(f"{path}: cannot write the artifact ({exc.strerror}); check --out") from exc
-    return sealed
+    return artifact.model_copy(update={"digest": digest})
 
 
 def read_artifact(path: str | os.PathLike[str]) -> Artifact:

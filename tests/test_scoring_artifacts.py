@@ -156,3 +156,54 @@ def test_json_schema_describes_outcome_rows() -> None:
         schema = Artifact.model_json_schema(mode=mode)  # type: ignore[arg-type]
         assert schema["properties"]["outcomes"]["items"] == {"$ref": "#/$defs/OutcomeRow"}
         assert set(schema["$defs"]["OutcomeRow"]["properties"]) == set(ProbeOutcome._fields)
+
+
+def test_canonical_rows_equal_orjson_sorted_dumps_of_every_row() -> None:
+    """The writer's hand-assembled row text is byte for byte what the verifier recomputes."""
+    import orjson
+
+    rows = [
+        {
+            "query_id": 'q "1"\n',
+            "attempt": 1,
+            "kind": "implicit",
+            "truth": "pdf",
+            "acceptable": ["x-ünï", "y\\z"],
+            "invoked": ["x-ünï", "pdf"],
+            "scored_inv": ["pdf"],
+            "predicted": "x-ünï",
+            "error": None,
+            "compliance": True,
+            "quality": 1e-7,
+        },
+        {
+            "query_id": 'q "1"\n',
+            "attempt": 2,
+            "kind": "implicit",
+            "truth": "pdf",
+            "acceptable": ["x-ünï", "y\\z"],
+            "invoked": [],
+            "scored_inv": [],
+            "predicted": None,
+            "error": 'rate "limited"\u2028\t',
+            "compliance": False,
+            "quality": 0.1,
+        },
+        {
+            "query_id": "q2",
+            "attempt": 12,
+            "kind": "out_of_scope",
+            "truth": NO_SKILL,
+            "acceptable": [],
+            "invoked": ["a", "b", "c"],
+            "scored_inv": ["a"],
+            "predicted": "a",
+            "error": None,
+            "compliance": None,
+            "quality": None,
+        },
+    ]
+    outcomes = Outcomes.from_rows(rows)
+    for chunk in (1, 2, 100):
+        text = [r for part in outcomes.canonical_rows(chunk) for r in part]
+        assert text == [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]

@@ -10,6 +10,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
@@ -32,6 +33,16 @@ __all__ = [
 
 NO_SKILL = "(no skill)"
 SCHEMA_VERSION = 1
+
+
+def canonical_json(data: Any) -> bytes:
+    """``json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` as UTF-8, the form
+    digests are defined on — by orjson, which writes the same bytes for strings, ints, lists and
+    objects about 10× faster; anything it refuses (an int beyond 64 bits) goes through json."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def sha256_hex(data: str | bytes) -> str:
@@ -240,16 +251,11 @@ class QuerySet(_Frozen):
 
     def compute_digest(self) -> str:
         """``sha256:<hex>`` exactly as spec/interfaces.md defines it."""
-        payload = json.dumps(
-            {
-                "catalog_id": self.catalog_id,
-                "queries": [q.canonical() for q in sorted(self.queries, key=lambda q: q.id)],
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-        return "sha256:" + sha256_hex(payload)
+        doc = {
+            "catalog_id": self.catalog_id,
+            "queries": [q.canonical() for q in sorted(self.queries, key=lambda q: q.id)],
+        }
+        return "sha256:" + sha256_hex(canonical_json(doc))
 
     def by_id(self) -> dict[str, Query]:
         return {q.id: q for q in self.queries}

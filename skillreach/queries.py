@@ -63,11 +63,13 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # rare: find the key given twice
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return out
 
 
@@ -175,10 +177,10 @@ def _build(path: Path, catalog_id: Any, rows: list[_Row], provenance: Any) -> Qu
         query = _make_query(row)
         if query.id in first_seen:
             raise InputError(
-                f"{row.where}: duplicate id {query.id!r} (first at {first_seen[query.id]}); "
-                "give every query its own id"
+                f"{row.where}: duplicate id {query.id!r} (first at "
+                f"{_short_where(first_seen[query.id], path)}); give every query its own id"
             )
-        first_seen[query.id] = _short_where(row.where, path)
+        first_seen[query.id] = row.where
         queries.append(query)
     prov = Provenance()
     if provenance is not None:

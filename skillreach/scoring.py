@@ -25,12 +25,15 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Annotated, Any, BinaryIO, NamedTuple, cast
 
+import msgspec
 import numpy as np
+import orjson
 
 from skillreach import __version__
 from skillreach.artifacts import (
@@ -49,12 +52,15 @@ from skillreach.study.probe_log import parse_lines
 __all__ = ["ProbeTable", "score"]
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
 _RICH_KEYS = ("tool_calls", "final_text", "rubric_grade")
 """Fields that only compliance and quality judging read; lines carrying them are kept whole."""
 
 _MAX_DENSE_CONFUSION = 1 << 22
 _KINDS = tuple(k.value for k in QueryKind)
 _KIND_CODE = {k: i for i, k in enumerate(_KINDS)}
+_KIND_CODE_NAME = {k: k for k in _KINDS}
+"""A query's kind (a ``QueryKind``, a ``str``) → its value as a plain string."""
 _SAMPLES = 3
 
 
@@ -139,14 +145,82 @@ class ProbeTable:
         return b.build()
 
     @classmethod
-    def from_lines(cls, lines: Iterable[bytes | str], *, source: str = "probes.jsonl") -> ProbeTable:
+    def from_lines(
+        cls, lines: Iterable[bytes | str] | BinaryIO, *, source: str = "probes.jsonl"
+    ) -> ProbeTable:
         """Read probes.jsonl lines under the probe log's one rule for a damaged log
         (:func:`skillreach.study.probe_log.parse_lines`); a bad field raises :class:`InputError` naming
-        ``source:line`` and the field."""
+        ``source:line`` and the field.
+
+        Given a file opened in binary mode, it is read in blocks that msgspec decodes straight into
+        typed rows (:class:`_Line`, as strict as the per-line checks or stricter); a block it refuses,
+        or one holding blank lines, is read again line by line, so every message and the torn-line
+        rule are those of the line-by-line reader.
+        """
         b = _Builder(source)
-        for lineno, obj in parse_lines(lines, source=source, warnings=b.warnings):
-            b.add_raw(lineno, obj)
+        with cyclic_gc_paused():
+            if hasattr(lines, "read"):
+                line0 = 1
+                for block in _blocks(cast(BinaryIO, lines)):
+                    line0 += b.add_block(block, line0)
+            else:
+                for lineno, obj in parse_lines(cast(Iterable[bytes | str], lines), source=source,
+                                               warnings=b.warnings):  # fmt: skip
+                    b.add_raw(lineno, obj)
         return b.build()
+
+
+_BLOCK = 1 << 23
+
+
+def _blocks(fh: BinaryIO) -> Iterator[bytes]:
+    """The file in blocks of whole lines (about ``_BLOCK`` bytes each); the last may lack its newline."""
+    rest = b""
+    while chunk := fh.read(_BLOCK):
+        buf = rest + chunk if rest else chunk
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            rest = buf
+            continue
+        yield buf[:cut]
+        rest = buf[cut:]
+    if rest:
+        yield rest
+
+
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: _Count = 0
+    output_tokens: _Count = 0
+    cache_creation_input_tokens: _Count = 0
+    cache_read_input_tokens: _Count = 0
+
+
+class _Line(msgspec.Struct, gc=False):
+    """The fields of a probes.jsonl line that scoring reads (others are skipped undecoded). Every value
+    it accepts, the line-by-line checks of :meth:`_Builder.add_raw` accept and read the same way."""
+
+    query_id: str
+    attempt: Annotated[int, msgspec.Meta(ge=1)] = 1
+    invoked: list[Annotated[str, msgspec.Meta(min_length=1)]] = msgspec.field(default_factory=list)
+    error: str | None = None
+    usage: _Usage | None = None
+    cost_usd: int | float | None = None
+    duration_ms: int | float | None = None
+    runtime: str | None = None
+    model: str | None = None
+    resolved_model: str | None = None
+    fingerprint: str | None = None
+    tool_calls: Any = None
+    final_text: Any = None
+    rubric_grade: Any = None
+
+
+_DECODER = msgspec.json.Decoder(_Line)
+_get = {name: attrgetter(name) for name in _Line.__struct_fields__}
+_is_not = operator.is_not
 
 
 class _Builder:
@@ -259,7 +333,7 @@ class _Builder:
         if cost is not None and (type(cost) not in (int, float) or not math.isfinite(cost)):
             raise self._bad(line, "cost_usd", "must be null or a number")
         duration = get("duration_ms") or 0
-        if type(duration) not in (int, float):
+        if type(duration) not in (int, float) or not math.isfinite(duration):
             raise self._bad(line, "duration_ms", "must be a number of milliseconds")
         runtime = get("runtime") or ""
         model = get("model")
@@ -282,6 +356,72 @@ class _Builder:
             )  # fmt: skip
         except TypeError as exc:  # an unhashable entry in ``invoked``
             raise self._bad(line, "invoked", "must be a list of skill names") from exc
+
+    def add_block(self, block: bytes, line0: int) -> int:
+        """Add the lines of ``block`` (the first being line ``line0``); return how many lines it held."""
+        n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
+        rows = self._decode_block(block, n_lines)
+        if rows is None or not self._add_rows(rows, block, line0):
+            parts = block.split(b"\n")
+            lines = [x + b"\n" for x in parts[:-1]]
+            if parts[-1]:
+                lines.append(parts[-1])
+            for lineno, obj in parse_lines(lines, source=self.source, warnings=self.warnings, start=line0):
+                self.add_raw(lineno, obj)
+        return n_lines
+
+    @staticmethod
+    def _decode_block(block: bytes, n_lines: int) -> list[_Line] | None:
+        try:
+            rows = _DECODER.decode_lines(block)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        return rows if len(rows) == n_lines else None  # a blank line: read line by line
+
+    def _add_rows(self, rows: list[_Line], block: bytes, line0: int) -> bool:
+        """Add decoded rows as columns; False (nothing added) when a value needs the per-line checks."""
+        n = len(rows)
+        qids = list(map(_get["query_id"], rows))
+        invoked = list(map(_get["invoked"], rows))
+        flat = list(itertools.chain.from_iterable(invoked))
+        new_q = set(qids) - self.qvocab.keys()  # codes in hash order: nothing depends on code order
+        new_s = [x for x in dict.fromkeys(flat) if x not in self.svocab]
+        if any(not x.strip() for x in new_q) or NO_SKILL in new_s:
+            return False
+        # msgspec refuses what JSON cannot hold (NaN, ±inf, 1e400), so every number here is finite
+        costs = [c for c in map(_get["cost_usd"], rows) if c is not None]
+        durations = [d for d in map(_get["duration_ms"], rows) if d]
+        for x in new_q:
+            self.qvocab[x] = len(self.qvocab)
+        for x in new_s:
+            self.svocab[x] = len(self.svocab)
+        row0 = len(self.q)
+        self.q.extend(map(self.qvocab.__getitem__, qids))
+        self.attempt.extend(map(_get["attempt"], rows))
+        self.inv_flat.extend(map(self.svocab.__getitem__, flat))
+        self.inv_len.extend(map(len, invoked))
+        self.lines.extend(range(line0, line0 + n))
+        errors = list(map(_get["error"], rows))
+        for i in itertools.compress(range(n), map(_is_not, errors, itertools.repeat(None))):
+            self.errors[row0 + i] = errors[i]
+        usages = [u for u in map(_get["usage"], rows) if u is not None]
+        for k, name in enumerate(_USAGE_KEYS):
+            self.usage[k] += sum(map(_get_usage[name], usages))
+        self.costs.extend(costs)
+        self.duration += sum(map(int, durations))
+        self.runtimes.update(r or "" for r in set(map(_get["runtime"], rows)))
+        for target, name in ((self.models, "model"), (self.resolved, "resolved_model"),
+                             (self.fingerprints, "fingerprint")):  # fmt: skip
+            target.update(x for x in set(map(_get[name], rows)) if x)
+        tool_calls = list(map(_get["tool_calls"], rows))
+        finals = list(map(_get["final_text"], rows))
+        grades = list(map(_get["rubric_grade"], rows))
+        if any(tool_calls) or finals.count(None) < n or grades.count(None) < n:
+            lines = block.split(b"\n")
+            for i in range(n):
+                if tool_calls[i] or finals[i] is not None or grades[i] is not None:
+                    self.rich[row0 + i] = orjson.loads(lines[i])
+        return True
 
     def build(self) -> ProbeTable:
         inv_len = np.asarray(self.inv_len, dtype=np.int64)
@@ -452,20 +592,25 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
     width = max(map(len, acceptable), default=0)
     acc = np.full((n, width), -1, dtype=np.int64)
     if width:
-        for i, names in enumerate(acceptable):
-            for j, a in enumerate(names):
+        for i in itertools.compress(range(n), acceptable):  # the queries that have any
+            for j, a in enumerate(acceptable[i]):
                 acc[i, j] = ext.setdefault(a, len(ext))
-    truth = np.fromiter((no if e is None else ext[e] for e in expected), dtype=np.int64, count=n)
+    # C-level passes (map over dict lookups) rather than a Python loop per query
+    code: dict[str | None, int] = {None: no}
+    code.update(ext)
+    truth = np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n)
     kind = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n)
-    kind_names = [_KINDS[k] for k in kind.tolist()]
-    truths = [NO_SKILL if e is None else e for e in expected]
+    kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
+    no_skill: dict[str | None, str] = {None: NO_SKILL}
+    truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
+    checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
     return _Queries(
         items=items,
         index=index,
         truth=truth,
         in_scope=truth != no,
         acceptable=acc,
-        checked=np.fromiter((c is not None for c in checks), dtype=bool, count=n),
+        checked=checked,
         info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
         kind=kind,
     )
@@ -522,10 +667,14 @@ class _Probes:
 
 
 def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
-    vq = np.array([qs.index.get(v, -1) for v in table.query_vocab], dtype=np.int64)
+    vq = np.fromiter(
+        map(qs.index.get, table.query_vocab, itertools.repeat(-1)),
+        dtype=np.int64,
+        count=len(table.query_vocab),
+    )
     if (vq < 0).any():
-        bad = int(np.flatnonzero(vq < 0)[0])
-        row = int(np.flatnonzero(table.q == bad)[0])
+        row = int(np.flatnonzero(vq[table.q] < 0)[0])  # the first such line of the log
+        bad = int(table.q[row])
         raise InputError(
             f"{table.where(row)}: probe of query {table.query_vocab[bad]!r}, which is not in the query "
             "set; score with the query set the probes were run with"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from skillreach.models import NO_SKILL, Catalog, Checks, OutputCheck, Query, QueryKind, Skill
@@ -46,3 +48,23 @@ def test_checks_canonical_drops_defaults() -> None:
     assert not checks.has_compliance
     with pytest.raises(ValidationError, match="exactly one"):
         OutputCheck(contains="a", regex="b")
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values)
+def test_canonical_json_is_the_stdlib_form_digests_are_defined_on(value: object) -> None:
+    """Control characters, non-ASCII keys (sorted by code point), astral characters and ints beyond
+    64 bits all give the bytes of ``json.dumps(sort_keys, compact, ensure_ascii=False)``."""
+    import json
+
+    from skillreach.models import canonical_json
+
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected.encode()

@@ -365,6 +365,77 @@ def test_rich_lines_keep_what_compliance_needs(tmp_path: Path) -> None:
     assert plain.record(0) == p("q1", 1, "pdf")
 
 
+def _file(tmp_path: Path, lines: list[bytes]) -> Path:
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _tables_equal(a: ProbeTable, b: ProbeTable) -> None:
+    for name in ("query_vocab", "skill_vocab", "errors", "usage", "cost_usd", "priced", "duration_ms",
+                 "runtimes", "models", "resolved_models", "fingerprints", "warnings"):  # fmt: skip
+        assert getattr(a, name) == getattr(b, name), name
+    for name in ("q", "attempt", "inv_flat", "inv_off", "lines"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert sorted(a.rich) == sorted(b.rich)
+    assert all(a.record(i) == b.record(i) for i in range(len(a)))
+
+
+@pytest.mark.parametrize("block", [64, 1 << 23])
+def test_a_file_is_read_in_blocks_equal_to_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """The block reader (msgspec) gives the table the line-by-line reader gives: blank lines, usage
+    with nulls, rich lines, a torn last line, blocks cut anywhere."""
+    import skillreach.scoring as scoring
+
+    monkeypatch.setattr(scoring, "_BLOCK", block)
+    rich = p("q1", 3, "pdf", tool_calls=(ToolCall(tool="Bash", input={"c": "x"}),), final_text="done")
+    lines = [
+        *(
+            _line(r.model_copy(update={"cost_usd": 0.25, "duration_ms": 7, "runtime": "fake"}))
+            for r in WORKED_PROBES
+        ),
+        b"\n",
+        b'  {"query_id": "q2", "attempt": 4, "usage": {"input_tokens": null, "output_tokens": 3}}\n',
+        _line(rich),
+        b'{"query_id": "q3", "attempt": 5, "duration_ms": 2.5, "cost_usd": 1, "model": "m"}\n',
+        b'{"query_id": "q1", "att',
+    ]
+    path = _file(tmp_path, lines)
+    with path.open("rb") as fh:
+        fast = ProbeTable.from_lines(fh, source="p.jsonl")
+    slow = ProbeTable.from_lines(lines, source="p.jsonl")
+    _tables_equal(fast, slow)
+    assert fast.warnings == ["p.jsonl:11: last line cut short (not valid JSON); skipped"]
+    tokens = sum(r.usage.input_tokens for r in WORKED_PROBES) + rich.usage.input_tokens
+    assert fast.usage["input_tokens"] == tokens
+    assert fast.record(len(fast) - 2) == rich
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"attempt": 1}', r"p\.jsonl:2: field 'query_id' must be a non-empty string"),
+        (b'{"query_id": "  "}', r"p\.jsonl:2: field 'query_id' must be a non-empty string"),
+        (b'{"query_id": "q1", "attempt": 0}', r"p\.jsonl:2: field 'attempt' must be an integer"),
+        (b'{"query_id": "q1", "attempt": true}', r"p\.jsonl:2: field 'attempt' must be an integer"),
+        (b'{"query_id": "q1", "invoked": [""]}', r"p\.jsonl:2: field 'invoked' must be a list"),
+        (b'{"query_id": "q1", "invoked": ["(no skill)"]}', r"p\.jsonl:2: field 'invoked' names"),
+        (b'{"query_id": "q1", "usage": {"input_tokens": -1}}', r"p\.jsonl:2: field 'usage.input_tokens'"),
+        (b'{"query_id": "q1", "cost_usd": "1"}', r"p\.jsonl:2: field 'cost_usd'"),
+        (b'{"query_id": "q1", "duration_ms": 1e400}', r"p\.jsonl:2: not valid JSON"),
+        (b"[1, 2]", r"p\.jsonl:2: a probe line must be a JSON object"),
+        (b'{"query_id": ', r"p\.jsonl:2: not valid JSON"),
+    ],
+)
+def test_bad_lines_in_a_file_name_file_line_and_field(tmp_path: Path, line: bytes, message: str) -> None:
+    good = _line(p("q1", 1, "pdf"))
+    path = _file(tmp_path, [good, line + b"\n", good])
+    with path.open("rb") as fh, pytest.raises(InputError, match=message):
+        ProbeTable.from_lines(fh, source="p.jsonl")
+
+
 # --------------------------------------------------------------------------------- against sklearn
 
 

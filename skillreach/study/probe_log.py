@@ -42,14 +42,15 @@ PROBES_FILE = "probes.jsonl"
 
 
 def parse_lines(
-    lines: Iterable[bytes | str], *, source: str, warnings: list[str] | None = None
+    lines: Iterable[bytes | str], *, source: str, warnings: list[str] | None = None, start: int = 1
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line, under the one torn-line rule (module doc).
 
-    A dropped torn last line is appended to ``warnings`` (when given) and logged.
+    A dropped torn last line is appended to ``warnings`` (when given) and logged. ``start``: the
+    number of the first line (a reader that hands over a file block by block).
     """
     pending: tuple[int, str] | None = None
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, start):
         if pending is not None:
             raise InputError(f"{source}:{pending[0]}: {pending[1]}")
         text = line.strip()

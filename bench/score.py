@@ -203,11 +203,11 @@ def main() -> None:
             print(f"skillreach score peak memory (max RSS):        {gib:7.3f} GiB")
             results.append(("skillreach score / stdlib json decode", t_cmd / t_ref, 1.0))
             results.append(("skillreach score peak memory, GiB", gib, 1.5))
-
-    t0 = time.perf_counter()
-    table = ProbeTable.from_lines(lines, source="bench")
-    t_parse = time.perf_counter() - t0
-    print(f"in process: parse (lines → ProbeTable):        {t_parse:7.3f} s")
+        t0 = time.perf_counter()
+        with probes.open("rb") as fh:
+            table = ProbeTable.from_lines(fh, source=str(probes))
+        t_parse = time.perf_counter() - t0
+        print(f"in process: parse (probes.jsonl → ProbeTable): {t_parse:7.3f} s")
     if args.pydantic:
         t0 = time.perf_counter()
         records = [ProbeRecord.model_validate_json(line) for line in lines]

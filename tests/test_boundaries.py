@@ -25,3 +25,17 @@ def test_domain_modules_import_no_orchestrator_or_network_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"domain modules pulled in: {out.stdout.strip()}"
+
+
+HEAVY = ("prefect", "pydantic", "pydantic_settings", "scipy", "numpy", "asyncio", "jinja2", "yaml", "rich")
+
+
+def test_the_cli_starts_without_heavy_modules() -> None:
+    """``skillreach --help`` and every command's start pay only for typer: each command imports what
+    it needs when it runs (``python -X importtime -c 'import skillreach.cli'`` shows the rest)."""
+    code = (
+        "import sys, skillreach.cli\n"
+        f"print(' '.join(sorted({{n.split('.')[0] for n in sys.modules}} & set({HEAVY!r}))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the CLI pulled in: {out.stdout.strip()}"

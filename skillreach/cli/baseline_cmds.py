@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -464,6 +463,7 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
 
 
 def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+    import asyncio  # here, not at the top: the CLI starts without it
     import importlib.util
 
     if not in_process and importlib.util.find_spec("skillreach.flows.study") is not None:

@@ -12,13 +12,16 @@ import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from skillreach.cli.queries_cmds import queries_app
 from skillreach.errors import InputError
-from skillreach.models import QueryKind
-from skillreach.settings import Settings
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without pydantic models or settings
+    from skillreach.models import QueryKind
+    from skillreach.settings import Settings
 
 __all__ = ["generate_cmd", "register"]
 
@@ -33,6 +36,8 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def _kinds(values: list[str] | None) -> tuple[QueryKind, ...]:
+    from skillreach.models import QueryKind
+
     names = _split(values)
     if not names:
         return tuple(QueryKind)

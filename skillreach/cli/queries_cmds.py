@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from skillreach.errors import InputError
-from skillreach.models import QuerySet
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without pydantic models
+    from skillreach.models import QuerySet
 
 __all__ = ["queries_app", "register"]
 

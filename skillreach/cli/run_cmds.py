@@ -8,7 +8,6 @@ posted directly to the webhooks.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
@@ -96,6 +95,8 @@ def has_batch_mode(runtime: str) -> bool:
 
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
     """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
+    import asyncio  # here, not at the top: the CLI starts without it
+
     from skillreach.flows.study import study
     from skillreach.tasks._context import set_progress
 

@@ -11,7 +11,7 @@ import pytest
 
 from skillreach.artifacts import read_artifact
 from skillreach.cli import main
-from skillreach.probing import read_probes
+from skillreach.study.probe_log import read_probes
 from tests import test_flows
 from tests.fakes.messages_api import MessagesAPI
 from tests.test_flows_cost import SNAPSHOT, responder

@@ -11,9 +11,10 @@ import pytest
 
 from skillreach.errors import BudgetExceeded
 from skillreach.flows.study import study
-from skillreach.probing import estimate_cost, read_probes
 from skillreach.settings import Settings
-from skillreach.study import StudyConfig, describe_estimate
+from skillreach.study import StudyConfig
+from skillreach.study.cost import describe_estimate, estimate_cost
+from skillreach.study.probe_log import read_probes
 from skillreach.tasks._context import set_progress
 from tests import test_flows
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder

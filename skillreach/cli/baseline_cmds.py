@@ -194,7 +194,7 @@ def _require_git(path: Path) -> Path:
 def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
     import subprocess
 
-    from skillreach.baselines import _git, metrics_line
+    from skillreach.baselines import git_output, metrics_line
     from skillreach.errors import InputError
 
     top = _require_git(path)
@@ -211,7 +211,7 @@ def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
             if "nothing to commit" in (proc.stdout + proc.stderr) or "no changes added" in proc.stdout:
                 raise InputError(f"{path}: the baseline is unchanged; nothing to commit")
             raise InputError(f"{path}: git {args[0]} failed: {detail}")
-    return _git(["rev-parse", "HEAD"], top) or ""
+    return git_output(["rev-parse", "HEAD"], top) or ""
 
 
 # ------------------------------------------------------------------------------------------- compare
@@ -490,8 +490,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     from rich.console import Console
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
-    from skillreach.errors import InputError, RefusedError
-    from skillreach.gates import GateFailed, compare
+    from skillreach.errors import GateFailed, InputError, RefusedError
+    from skillreach.gates import compare
     from skillreach.study import StudyConfig
 
     if not changed:

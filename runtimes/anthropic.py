@@ -202,6 +202,9 @@ class _Batcher:
 
 class AnthropicRuntime:
     name: ClassVar[str] = "anthropic"
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
+    batch_mode: ClassVar[bool] = True
 
     def __init__(
         self,

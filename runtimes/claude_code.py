@@ -133,6 +133,8 @@ def _usage(raw: dict[str, Any]) -> Usage:
 
 class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
 
     def __init__(
         self,

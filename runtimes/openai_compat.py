@@ -91,6 +91,7 @@ class OpenAICompatRuntime:
     """One Chat Completions client shared by every probe of a study."""
 
     name: ClassVar[str] = "openai-compatible"
+    paid: ClassVar[bool] = True
 
     def __init__(
         self,

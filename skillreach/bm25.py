@@ -280,12 +280,10 @@ class BM25Index:
         if dense_df <= 0:
             return np.asarray((q @ self._weights_t).toarray())
         high, dense_w, sparse_wt = self._split(dense_df)
-        scores = (
-            np.asarray(q[:, high].toarray() @ dense_w.T) if high.size else np.zeros((n_queries, self.n_docs))
-        )
-        tail = (q @ sparse_wt).tocoo()
-        scores[tail.row, tail.col] += tail.data
-        return scores
+        tail = np.asarray((q @ sparse_wt).toarray())  # dense at once: cheaper than a scatter-add
+        if high.size:
+            tail += q[:, high].toarray() @ dense_w.T
+        return tail
 
     def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
         """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""

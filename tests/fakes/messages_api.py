@@ -822,9 +822,10 @@ class _Handler(BaseHTTPRequestHandler):
 def main(argv: list[str] | None = None) -> int:
     """Run the stand-in in its own process: prints ``base_url`` on the first line, serves until stdin closes.
 
-    ``python -m tests.fakes.messages_api [--latency S] [--script FILE.json] [--min-cache-tokens N]``
-    (the script is a :class:`ScriptResponder` mapping). Benchmarks use it to keep the server off the
-    client's interpreter lock.
+    ``python -m tests.fakes.messages_api [--latency S] [--script FILE.json] [--min-cache-tokens N]
+    [--record FILE.jsonl]`` (the script is a :class:`ScriptResponder` mapping; ``--record`` writes every
+    Messages request body received, one JSON line each, when it stops — what a benchmark replays with
+    a bare HTTP client). Benchmarks use it to keep the server off the client's interpreter lock.
     """
     import argparse
     import sys
@@ -833,6 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--script", default=None)
     parser.add_argument("--min-cache-tokens", type=int, default=1024)
+    parser.add_argument("--record", default=None)
     args = parser.parse_args(argv)
     script = {}
     if args.script:
@@ -843,6 +845,9 @@ def main(argv: list[str] | None = None) -> int:
     ) as api:
         print(api.base_url, flush=True)
         sys.stdin.read()
+        if args.record:
+            with open(args.record, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(body) + "\n" for body in api.requests)
     return 0
 
 

@@ -30,7 +30,7 @@ up: $(STAMP)
 	$(BIN)/skillreach serve
 
 bench: $(STAMP)
-	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	for f in bench/[!_]*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) .skillreach .prefect .pytest_cache .mypy_cache .ruff_cache

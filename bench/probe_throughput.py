@@ -9,7 +9,9 @@ Prints the wall time, the ideal (probes × latency / concurrency; each probe is 
 model invokes the expected skill at once, early exit), their ratio (goal ≤ 1.3), and the share of input
 tokens served from cache (goal ≥ 80 %). Then the stand-in records every request body it received and a
 fresh one answers the same bodies sent by a bare ``httpx`` async client at the same concurrency, in the
-same script: probing wall / bare-client wall (goal ≤ 1.1) is what the runtime's request path costs.
+same script, and again by a bare ``aiohttp`` session (the SDK's transport here; against this stand-in
+httpx is the slower client by far): probing wall / the faster bare client's wall (goal ≤ 1.1) is what
+the runtime's request path costs.
 
     .venv/bin/python bench/probe_throughput.py [--probes 2000] [--concurrency 32] [--latency 0.05]
                                                [--http auto|aiohttp|httpx]
@@ -149,7 +151,9 @@ async def run(probes: int, concurrency: int, latency: float, http: str = "auto")
         server = _server(latency, script, None)
         try:
             assert server.stdout is not None
-            bare, bare_cpu = await _replay(server.stdout.readline().strip(), bodies, concurrency)
+            url = server.stdout.readline().strip()
+            bare, bare_cpu = await _replay(url, bodies, concurrency)
+            bare_aio, bare_aio_cpu = await _replay_aiohttp(url, bodies, concurrency)
         finally:
             assert server.stdin is not None
             server.stdin.close()
@@ -179,8 +183,14 @@ async def run(probes: int, concurrency: int, latency: float, http: str = "auto")
         f"flight (client CPU {bare_cpu:.2f} s, {1000 * bare_cpu / max(len(bodies), 1):.2f} ms a request)"
     )
     print(
-        f"GOAL probing wall / bare-client wall: {wall / bare:.2f} (goal ≤ 1.1): "
-        f"{'met' if wall / bare <= 1.1 else 'NOT met'}"
+        f"bare aiohttp replay    {bare_aio:.2f} s, the same bodies (client CPU {bare_aio_cpu:.2f} s, "
+        f"{1000 * bare_aio_cpu / max(len(bodies), 1):.2f} ms a request); "
+        f"probing wall / bare aiohttp wall {wall / bare_aio:.2f}"
+    )
+    best = min(bare, bare_aio)  # the faster bare client is the stricter reference
+    print(
+        f"GOAL probing wall / bare-client wall (the faster of the two): {wall / best:.2f} (goal ≤ 1.1): "
+        f"{'met' if wall / best <= 1.1 else 'NOT met'}"
     )
     print(f"throughput             {len(records) / wall:.0f} probes/s")
     p50, p90 = durations[len(durations) // 2], durations[9 * len(durations) // 10]
@@ -222,6 +232,29 @@ async def _replay(base_url: str, bodies: list[dict[str, object]], concurrency: i
                 resp = await client.post("/v1/messages", json=body)
                 resp.raise_for_status()
                 resp.json()
+
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(send(b) for b in bodies))
+        return time.perf_counter() - t0, time.process_time() - cpu0
+
+
+async def _replay_aiohttp(
+    base_url: str, bodies: list[dict[str, object]], concurrency: int
+) -> tuple[float, float]:
+    """The same with a plain aiohttp session (the SDK's transport here): the lighter client."""
+    import aiohttp
+
+    headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+    gate = asyncio.Semaphore(concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(
+        base_url=base_url + "/", headers=headers, connector=connector
+    ) as session:
+
+        async def send(body: dict[str, object]) -> None:
+            async with gate, session.post("v1/messages", json=body) as resp:
+                resp.raise_for_status()
+                await resp.json()
 
         t0, cpu0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(send(b) for b in bodies))

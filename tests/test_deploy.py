@@ -89,7 +89,8 @@ def test_alert_automation_validates() -> None:
 
     ids = [uuid4(), uuid4()]
     a = alert_automation(ids)
-    assert a.trigger.expect == {"skillreach.gate.breached"}
+    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.model.drift",
+                                "skillreach.baseline.expired", "skillreach.skill.no_queries"}
     assert [act.block_document_id for act in a.actions] == ids
     # the body template renders the payload's fields (rendered with jinja like Prefect does)
     import jinja2
@@ -98,8 +99,21 @@ def test_alert_automation_validates() -> None:
 
     payload = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
                              baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
-    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload})
+    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload,
+                                                                      "event": payload["event"]})
     assert text == slack_message(payload)["text"]
+    from skillreach.alerts import BASELINE_EXPIRED, MODEL_DRIFT, notice_payload
+
+    drift = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
+                           baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05,
+                           event=MODEL_DRIFT)
+    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": drift, "event": MODEL_DRIFT})
+    assert text == slack_message(drift)["text"]
+    assert text.startswith("skillreach drift: pdf activation")
+    notice = notice_payload(BASELINE_EXPIRED, skill="pdf", message="baseline expired", run_link="http://ui/r")
+    env = jinja2.Environment()
+    text = env.from_string(ALERT_BODY).render(event={"payload": notice, "event": BASELINE_EXPIRED})
+    assert text == slack_message(notice)["text"]
 
 
 def test_serve_environment_points_prefect_at_the_local_server() -> None:

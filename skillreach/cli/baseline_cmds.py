@@ -413,6 +413,10 @@ def status_cmd(
         table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
                       "; ".join(r["reasons"]) or "")
     console.print(table)
+    for r in rows:  # the reasons whole, one line each: a table cell may fold them
+        if r["expired"]:
+            console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
+                          highlight=False, soft_wrap=True)
     if candidates:
         console.print(f"candidates waiting on {branch} (a gate breached; accept with "
                       f"skillreach baseline accept NAME): {', '.join(candidates)}")

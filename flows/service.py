@@ -15,7 +15,7 @@ from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.study import discover_skills
-from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model
+from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
 from skillreach.watch import MODEL_SNAPSHOT_CHANGED, events_for
 
 __all__ = ["nightly_compliance", "rebaseline_all", "watch"]
@@ -70,13 +70,16 @@ async def nightly_compliance(
 
 @flow(name="watch")
 async def watch(config: StudyConfig | None = None, config_file: str | None = None) -> dict[str, Any]:
-    """Compare the catalog with its last snapshot and the model alias with its last snapshot; emit
-    ``skillreach.skill.added|changed|removed`` and ``skillreach.model.snapshot.changed``."""
+    """Compare the catalog, the model alias, the query set, the rubrics and the runtime's version with
+    their last snapshots; emit ``skillreach.skill.added|changed|removed``,
+    ``skillreach.model.snapshot.changed``, ``skillreach.corpus.changed``, ``skillreach.rubric.changed`` and
+    ``skillreach.runtime.version.changed``."""
     cfg = await call(resolve_config, config, config_file)
     found = await call(discover_skills, cfg)
     catalog_diff = await call(snapshot_catalog, cfg, found)
     model_change = await call(snapshot_model, cfg)
-    events = events_for(found.source, catalog_diff, [model_change] if model_change else [])
+    pin_changes = await call(snapshot_pins, cfg, found)
+    events = [*events_for(found.source, catalog_diff, [model_change] if model_change else []), *pin_changes]
     emitted = await call(emit_watch_events, events)
     return {
         "first_snapshot": catalog_diff.first,

@@ -29,7 +29,7 @@ within the arm, so each query weighs the same whatever the number of attempts.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -37,6 +37,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from skillreach._querystats import ArmQueries, bootstrap_weights, clip, f1_macro, precision, quantiles
 from skillreach.artifacts import Artifact, ProbeOutcome, read_artifact
 from skillreach.errors import InputError, RefusedError
 from skillreach.models import NO_SKILL
@@ -304,10 +305,6 @@ def mcnemar_exact(lost: int, won: int) -> float:
     return float(binomtest(won, n, 0.5).pvalue)
 
 
-def _clip(lo: float, hi: float) -> Interval:
-    return (max(-1.0, lo), min(1.0, hi))
-
-
 def _t_delta(metric: str, a: Sequence[float], b: Sequence[float]) -> Delta:
     k = len(a)
     if k == 0:
@@ -318,71 +315,14 @@ def _t_delta(metric: str, a: Sequence[float], b: Sequence[float]) -> Delta:
         a=float(np.mean(a)),
         b=float(np.mean(b)),
         delta=mean,
-        ci95=_clip(lo, hi),
+        ci95=clip(lo, hi),
         pairs=k,
         method="paired t",
     )
 
 
-class _ArmQueries:
-    """Per paired query: attempt-averaged top-1, reachability, and fractional tp/fp/fn by label."""
-
-    def __init__(self, rows: Mapping[str, list[ProbeOutcome]], qids: Sequence[str], labels: Sequence[str]):
-        index = {label: i for i, label in enumerate(labels)}
-        k, n = len(qids), len(labels)
-        self.top1 = np.zeros(k)
-        self.reach = np.full(k, np.nan)
-        self.tp = np.zeros((k, n))
-        self.fp = np.zeros((k, n))
-        self.fn = np.zeros((k, n))
-        self.pred_share = np.zeros((k, n))
-        self.mode: list[str] = []
-        self.attempts: list[int] = []
-        for i, qid in enumerate(qids):
-            scored = rows[qid]
-            m = len(scored)
-            self.attempts.append(m)
-            truth = scored[0].truth
-            t = index[truth]
-            counts = Counter(str(o.predicted) for o in scored)
-            self.mode.append(min(counts, key=lambda p: (-counts[p], p)))
-            for label, c in counts.items():
-                self.pred_share[i, index[label]] = c / m
-            hit = counts.get(truth, 0) / m
-            self.top1[i] = hit
-            self.tp[i, t] = hit
-            self.fn[i, t] = 1.0 - hit
-            self.fp[i] = self.pred_share[i]
-            self.fp[i, t] = 0.0
-            if truth != NO_SKILL:
-                self.reach[i] = sum(1 for o in scored if truth in o.scored_inv) / m
-
-
-def _f1_macro(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    """Macro F1 over classes with support, on the last axis (leading axes: resamples)."""
-    support = tp + fn
-    denom = 2 * tp + fp + fn
-    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=denom > 0)
-    has = support > 0
-    count = has.sum(axis=-1)
-    total = np.where(has, f1, 0.0).sum(axis=-1)
-    return np.divide(total, count, out=np.full_like(total, np.nan), where=count > 0)
-
-
-def _precision(tp: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    return np.divide(tp, pred, out=np.zeros_like(tp), where=pred > 0)
-
-
-def _quantiles(values: np.ndarray) -> Interval | None:
-    good = values[~np.isnan(values)]
-    if good.size == 0:
-        return None
-    lo, hi = np.quantile(good, [0.025, 0.975])
-    return _clip(float(lo), float(hi))
-
-
 def _flip(
-    qid: str, i: int, qa: _ArmQueries, qb: _ArmQueries, *, meta: tuple[str, str], texts: Mapping[str, str]
+    qid: str, i: int, qa: ArmQueries, qb: ArmQueries, *, meta: tuple[str, str], texts: Mapping[str, str]
 ) -> Flip:
     return Flip(
         query_id=qid,
@@ -451,23 +391,22 @@ def diff_arms(
     labels = sorted(
         {m[1] for m in meta.values()} | {str(o.predicted) for q in qids for o in (*rows_a[q], *rows_b[q])}
     )
-    qa, qb = _ArmQueries(rows_a, qids, labels), _ArmQueries(rows_b, qids, labels)
+    qa, qb = ArmQueries(rows_a, qids, labels), ArmQueries(rows_b, qids, labels)
     k = len(qids)
     headline = [_t_delta("top1_accuracy", list(qa.top1), list(qb.top1))]
     in_scope = ~np.isnan(qa.reach)
     headline.append(_t_delta("trajectory_reachability", list(qa.reach[in_scope]), list(qb.reach[in_scope])))
-    rng = np.random.default_rng(seed)
     # paired bootstrap: resample queries (the same ones in both arms) with multinomial weights
-    weights = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(float) if k else np.zeros((0, 0))
+    weights = bootstrap_weights(k, resamples, seed)
     f1a, f1b = (
-        _f1_macro(qa.tp.sum(0), qa.fp.sum(0), qa.fn.sum(0)),
-        _f1_macro(qb.tp.sum(0), qb.fp.sum(0), qb.fn.sum(0)),
+        f1_macro(qa.tp.sum(0), qa.fp.sum(0), qa.fn.sum(0)),
+        f1_macro(qb.tp.sum(0), qb.fp.sum(0), qb.fn.sum(0)),
     )
     if k:
-        boot = _f1_macro(weights @ qb.tp, weights @ qb.fp, weights @ qb.fn) - _f1_macro(
+        boot = f1_macro(weights @ qb.tp, weights @ qb.fp, weights @ qb.fn) - f1_macro(
             weights @ qa.tp, weights @ qa.fp, weights @ qa.fn
         )
-        ci_f1 = _quantiles(boot)
+        ci_f1 = quantiles(boot)
     else:
         ci_f1 = None
     headline.append(
@@ -529,8 +468,8 @@ def _skill_deltas(
     labels: Sequence[str],
     *,
     meta: Mapping[str, tuple[str, str]],
-    qa: _ArmQueries,
-    qb: _ArmQueries,
+    qa: ArmQueries,
+    qb: ArmQueries,
     weights: np.ndarray,
 ) -> list[SkillDelta]:
     out: list[SkillDelta] = []
@@ -543,17 +482,17 @@ def _skill_deltas(
         if not ever:
             continue
         recall = _t_delta("recall", [qa.top1[i] for i in own], [qb.top1[i] for i in own])
-        pa = float(_precision(qa.tp[:, j].sum(), qa.pred_share[:, j].sum()))
-        pb = float(_precision(qb.tp[:, j].sum(), qb.pred_share[:, j].sum()))
-        boot = _precision(weights @ qb.tp[:, j], weights @ qb.pred_share[:, j]) - _precision(
+        pa = float(precision(qa.tp[:, j].sum(), qa.pred_share[:, j].sum()))
+        pb = float(precision(qb.tp[:, j].sum(), qb.pred_share[:, j].sum()))
+        boot = precision(weights @ qb.tp[:, j], weights @ qb.pred_share[:, j]) - precision(
             weights @ qa.tp[:, j], weights @ qa.pred_share[:, j]
         )
-        precision = Delta(
+        prec = Delta(
             metric="precision",
             a=pa,
             b=pb,
             delta=pb - pa,
-            ci95=_quantiles(boot),
+            ci95=quantiles(boot),
             pairs=k,
             method="paired bootstrap",
         )
@@ -563,7 +502,7 @@ def _skill_deltas(
                 skill=label,
                 support=len(own),
                 recall=recall,
-                precision=precision,
+                precision=prec,
                 won=[qids[i] for i in own if qb.top1[i] > qa.top1[i]],
                 lost=[qids[i] for i in own if qb.top1[i] < qa.top1[i]],
                 stolen=[qids[i] for i in others if qb.pred_share[i, j] > qa.pred_share[i, j]],

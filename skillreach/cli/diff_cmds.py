@@ -88,6 +88,8 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
     from skillreach.reports.diff import print_diff
 
     console = Console()
+    if not console.is_terminal:  # piped: 80 columns by default, too narrow for the intervals
+        console = Console(width=max(console.width, 120))
     print_diff(result, console)
     for label, path in (("html", html), ("markdown", markdown)):
         if path is not None:

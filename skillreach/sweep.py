@@ -17,8 +17,9 @@ set** is the same at every size: the queries that expect an anchor, plus the out
 sizes are comparable (and paired, query by query).
 
 **Analysis** over the sizes run (log-size axis): Kneedle (``kneed.KneeLocator``, concave, decreasing)
-on macro-F1 against ln(size); the knee is accepted only when the F1 range over the sizes exceeds the
-noise floor (the median half-width of the sizes' F1 intervals: the uncertainty of one size's figure).
+on macro-F1 against ln(size); the knee is accepted only strictly inside the sizes run and when the F1
+range over the sizes exceeds the noise floor (the median half-width of the sizes' F1 intervals: the
+uncertainty of one size's figure).
 The SLA sizes are the largest catalog that keeps F1 ≥ 0.90 and ≥ 0.85, interpolated linearly in
 ln(size) between the last size above and the first below (``None`` when even the smallest size is
 below; the largest size run when none falls below, with ``beyond`` set). The sweep stops early once a
@@ -344,6 +345,9 @@ def _knee(points: Sequence[SizePoint], floor: float | None, f1_range: float | No
     if found is None:
         return Knee(size=None, accepted=False, reason="Kneedle found no knee (the curve has no bend)")
     size = pts[x.index(found)].size
+    if size in (pts[0].size, pts[-1].size):
+        reason = f"Kneedle's knee is the end point {size}: no bend inside"
+        return Knee(size=size, accepted=False, reason=reason)
     assert f1_range is not None
     if floor is not None and f1_range <= floor:
         return Knee(

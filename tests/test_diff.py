@@ -309,3 +309,18 @@ def test_cli_bad_input_exit_2(arms: dict[str, Path], tmp_path: Path) -> None:
     assert main(["diff", str(arms["A"]), str(arms["B"]), "--vary", "colour"]) == 2
     other = _reseal(EXAMPLE_QUERIES, tmp_path / "other.json", retext="logs-01")
     assert main(["diff", str(arms["A"]), str(arms["B"]), "--queries", str(other)]) == 2
+
+
+def test_moved_axes_reads_scope_rival_model_from_the_pins(arms: dict[str, Path]) -> None:
+    art = load_arm(arms["A"], "A").artifact
+    rt = art.runtime
+    other_model = art.model_copy(update={"runtime": rt.model_copy(update={"resolved_model": "m-2025"})})
+    assert moved_axes(art, other_model) == {"model": "model None → m-2025"}
+    turns = art.model_copy(update={"runtime": rt.model_copy(update={"max_turns": 1})})
+    assert moved_axes(art, turns) == {"runtime": "max_turns 3 → 1"}
+    cat = art.catalog
+    fewer = cat.model_copy(update={"skills": cat.skills[1:], "id": "neighborhood:x:k1:n12:s0"})
+    moved = moved_axes(art, art.model_copy(update={"catalog": fewer}))
+    assert set(moved) == {"rival", "scope"}
+    assert moved["rival"] == f"removed {cat.skills[0]}"
+    assert moved_axes(art, art) == {}

@@ -149,6 +149,12 @@ def test_knee_is_found_and_only_accepted_above_the_noise_floor() -> None:
     b = analyse([_point(s, f, half=0.1) for s, f in zip(sizes, tiny, strict=True)])
     assert not b.knee.accepted
     assert "noise floor" in b.knee.reason or "no knee" in b.knee.reason
+    # a curve that flattens and wobbles at the end: Kneedle's pick is the last size, which is no knee
+    wobbly = [0.702, 0.679, 0.652, 0.546, 0.565, 0.557, 0.575]
+    c = analyse([_point(s, f, half=0.01) for s, f in zip(sizes, wobbly, strict=True)])
+    assert not c.knee.accepted
+    assert c.knee.size == 320
+    assert "end point" in c.knee.reason
     assert should_stop(_point(50, 0.70, half=0.05))
     assert not should_stop(_point(50, 0.78, half=0.05))
 

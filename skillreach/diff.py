@@ -56,6 +56,7 @@ __all__ = [
     "check_walls",
     "corroborate",
     "diff_arms",
+    "infer_vary",
     "load_arm",
     "mcnemar_exact",
     "moved_axes",
@@ -269,21 +270,39 @@ def moved_axes(a: Artifact, b: Artifact, skill: str | None = None) -> dict[str, 
     return moved
 
 
+def infer_vary(moved: Mapping[str, str], vary: str | None) -> str | None:
+    """``vary`` as given, else the one axis that moved (``None`` when none or several did)."""
+    if vary is not None:
+        return vary
+    return next(iter(moved)) if len(moved) == 1 else None
+
+
 def corroborate(moved: Mapping[str, str], vary: str | None, *, force: bool) -> list[str]:
-    """Refuse (exit 3) when something other than ``vary`` moved; with ``force``, warnings instead."""
+    """Refuse (exit 3) when something other than ``vary`` moved; with ``force``, warnings instead.
+
+    Without ``vary``, arms that differ in exactly one axis are taken as varying it (said in a warning);
+    arms that differ in several must say which was meant.
+    """
     if vary is not None and vary not in AXES:
         raise InputError(f"--vary {vary}: use one of {', '.join(AXES)}")
-    stray = {k: v for k, v in moved.items() if k != vary}
     warnings: list[str] = []
+    if vary is None and len(moved) == 1:
+        axis, what = next(iter(moved.items()))
+        return [f"no --vary: the arms differ in {axis} alone ({what}); that is what this diff measures"]
+    stray = {k: v for k, v in moved.items() if k != vary}
     if vary is not None and vary not in moved:
         warnings.append(f"--vary {vary}, but nothing of that kind changed between the arms")
     if not stray:
         return warnings
     what = "; ".join(f"{k}: {v}" for k, v in stray.items())
-    meant = f"--vary {vary}" if vary else "no --vary"
     if not force:
+        if vary is None:
+            raise RefusedError(
+                f"the arms differ in several ways ({what}); say which was meant with --vary, "
+                "compare arms that differ in one thing, or pass --force to report it anyway"
+            )
         raise RefusedError(
-            f"the arms differ in more than {meant} says ({what}); "
+            f"the arms differ in more than --vary {vary} says ({what}); "
             "compare arms that differ in one thing, or pass --force to report it anyway"
         )
     return [
@@ -380,6 +399,7 @@ def diff_arms(
         raise InputError(f"--skill {skill}: not resident in either arm's catalog")
     moved = moved_axes(a.artifact, b.artifact, skill)
     warnings = corroborate(moved, vary, force=force)
+    vary = infer_vary(moved, vary)
     texts = texts or {}
     rows_a, rows_b = _scored_rows(a.artifact), _scored_rows(b.artifact)
     all_ids = sorted(_query_ids(a.artifact))

@@ -226,6 +226,12 @@ def test_corroboration_refuses_a_confounded_edit_unless_forced(arms: dict[str, P
     }
     with pytest.raises(RefusedError, match="rival"):
         diff_arms(a, plain, vary="description", skill="config-push")
+    # without --vary, one axis that moved is what the diff measures; several must be named
+    inferred = diff_arms(a, plain)
+    assert inferred.vary == "description"
+    assert any("no --vary" in w for w in inferred.warnings)
+    with pytest.raises(RefusedError, match=r"several ways.*--vary"):
+        diff_arms(a, b)
     with pytest.raises(InputError, match="--vary colour"):
         diff_arms(a, plain, vary="colour")
 

@@ -1,5 +1,5 @@
 """The ``sweep`` flow: plan the sizes → for each size, stage it and run it as a ``study`` (a subflow) →
-measure → stop early once F1 cannot reach the floor → knee, SLA sizes, report.
+measure → stop early once the metric cannot reach the floor → knee, SLA sizes, report.
 
 Thin and async: it composes tasks (``tasks/sweep.py``) and the study flow, and branches on the early
 stop; ``sweep.fn(config)`` runs the same steps in-process.
@@ -28,7 +28,7 @@ async def sweep(config: SweepConfig) -> SweepResult:
         ran = await call(study, study_config, "sweep")
         point = await call(measure_size, config, size, ran.artifact_path)
         points.append(point)
-        if config.stop_below is not None and should_stop(point, config.stop_below):
+        if config.stop_below is not None and should_stop(point, config.stop_below, config.metric):
             stopped_at = size
             break
     result: SweepResult = await call(finish_sweep, config, stage, points, stopped_at)

@@ -382,6 +382,38 @@ def _info(arm: Arm) -> ArmInfo:
     )
 
 
+def _headline(qa: ArmQueries, qb: ArmQueries, weights: np.ndarray) -> list[Delta]:
+    """Δ top-1 and Δ reachability (paired t), Δ macro-F1 (paired bootstrap with ``weights``)."""
+    k = len(qa.top1)
+    headline = [_t_delta("top1_accuracy", list(qa.top1), list(qb.top1))]
+    in_scope = ~np.isnan(qa.reach)
+    headline.append(_t_delta("trajectory_reachability", list(qa.reach[in_scope]), list(qb.reach[in_scope])))
+    if k == 0:
+        headline.append(
+            Delta(
+                metric="macro_f1", a=None, b=None, delta=None, ci95=None, pairs=0, method="paired bootstrap"
+            )
+        )
+        return headline
+    f1a = float(f1_macro(qa.tp.sum(0), qa.fp.sum(0), qa.fn.sum(0)))
+    f1b = float(f1_macro(qb.tp.sum(0), qb.fp.sum(0), qb.fn.sum(0)))
+    boot = f1_macro(weights @ qb.tp, weights @ qb.fp, weights @ qb.fn) - f1_macro(
+        weights @ qa.tp, weights @ qa.fp, weights @ qa.fn
+    )
+    headline.append(
+        Delta(
+            metric="macro_f1",
+            a=f1a,
+            b=f1b,
+            delta=f1b - f1a,
+            ci95=quantiles(boot),
+            pairs=k,
+            method="paired bootstrap",
+        )
+    )
+    return headline
+
+
 def diff_arms(
     a: Arm,
     b: Arm,
@@ -413,33 +445,8 @@ def diff_arms(
     )
     qa, qb = ArmQueries(rows_a, qids, labels), ArmQueries(rows_b, qids, labels)
     k = len(qids)
-    headline = [_t_delta("top1_accuracy", list(qa.top1), list(qb.top1))]
-    in_scope = ~np.isnan(qa.reach)
-    headline.append(_t_delta("trajectory_reachability", list(qa.reach[in_scope]), list(qb.reach[in_scope])))
-    # paired bootstrap: resample queries (the same ones in both arms) with multinomial weights
     weights = bootstrap_weights(k, resamples, seed)
-    f1a, f1b = (
-        f1_macro(qa.tp.sum(0), qa.fp.sum(0), qa.fn.sum(0)),
-        f1_macro(qb.tp.sum(0), qb.fp.sum(0), qb.fn.sum(0)),
-    )
-    if k:
-        boot = f1_macro(weights @ qb.tp, weights @ qb.fp, weights @ qb.fn) - f1_macro(
-            weights @ qa.tp, weights @ qa.fp, weights @ qa.fn
-        )
-        ci_f1 = quantiles(boot)
-    else:
-        ci_f1 = None
-    headline.append(
-        Delta(
-            metric="macro_f1",
-            a=None if k == 0 else float(f1a),
-            b=None if k == 0 else float(f1b),
-            delta=None if k == 0 else float(f1b - f1a),
-            ci95=ci_f1,
-            pairs=k,
-            method="paired bootstrap",
-        )
-    )
+    headline = _headline(qa, qb, weights)
     one_attempt = k > 0 and all(m == 1 for m in (*qa.attempts, *qb.attempts))
     won_idx = [i for i in range(k) if qb.top1[i] > qa.top1[i]]
     lost_idx = [i for i in range(k) if qb.top1[i] < qa.top1[i]]

@@ -16,14 +16,14 @@ The **core** (always resident) is the anchors plus every acceptable skill of the
 set** is the same at every size: the queries that expect an anchor, plus the out-of-scope ones — so the
 sizes are comparable (and paired, query by query).
 
-**Analysis** over the sizes run (log-size axis): Kneedle (``kneed.KneeLocator``, concave, decreasing)
-on macro-F1 against ln(size); the knee is accepted only strictly inside the sizes run and when the F1
-range over the sizes exceeds the noise floor (the median half-width of the sizes' F1 intervals: the
-uncertainty of one size's figure).
-The SLA sizes are the largest catalog that keeps F1 ≥ 0.90 and ≥ 0.85, interpolated linearly in
-ln(size) between the last size above and the first below (``None`` when even the smallest size is
-below; the largest size run when none falls below, with ``beyond`` set). The sweep stops early once a
-size's F1 upper bound falls below ``stop_below`` (0.80).
+**Analysis** over the sizes run (log-size axis) of one metric — macro-F1 by default, or the pass rate
+(top-1 accuracy; ``metric``): Kneedle (``kneed.KneeLocator``, concave, decreasing) on the metric against
+ln(size); the knee is accepted only strictly inside the sizes run and when the metric's spread over the
+sizes exceeds the noise floor (the median half-width of the sizes' intervals: the uncertainty of one
+size's figure). The SLA sizes are the largest catalog that keeps the metric ≥ 0.90 and ≥ 0.85,
+interpolated linearly in ln(size) between the last size above and the first below (``None`` when even
+the smallest size is below; the largest size run when none falls below, with ``beyond`` set). The
+sweep stops early once a size's upper bound falls below ``stop_below`` (0.80).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from skillreach.study import StudyConfig
 
 __all__ = [
     "DESIGNS",
+    "METRICS",
     "SLA_LEVELS",
     "Knee",
     "SizePoint",
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 Design = Literal["corpus", "target"]
+Metric = Literal["f1", "pass_rate"]
+METRICS: tuple[str, ...] = ("f1", "pass_rate")
+METRIC_NAMES = {"f1": "F1", "pass_rate": "pass rate"}
 DESIGNS: tuple[str, ...] = ("corpus", "target")
 SLA_LEVELS: tuple[float, ...] = (0.90, 0.85)
 STOP_BELOW = 0.80
@@ -207,6 +211,12 @@ class SizePoint(_Frozen):
     prompt_tokens_measured: bool
     """False: estimated from the listing (names + descriptions, 4 characters a token, + system prompt)."""
 
+    def figure(self, metric: Metric) -> tuple[float | None, Interval | None]:
+        """The value and interval of ``metric`` (``f1`` or ``pass_rate``)."""
+        if metric == "pass_rate":
+            return self.pass_rate, self.pass_rate_ci
+        return self.f1, self.f1_ci
+
 
 def _listing_tokens(artifact: Artifact) -> float:
     listing = sum(len(n) + len(artifact.catalog.descriptions.get(n, "")) + 4 for n in artifact.catalog.skills)
@@ -286,9 +296,10 @@ def _f(x: np.ndarray) -> float | None:
     return None if math.isnan(v) else v
 
 
-def should_stop(point: SizePoint, stop_below: float = STOP_BELOW) -> bool:
-    """Early stop: the F1 upper bound fell below ``stop_below`` (bigger catalogs will not do better)."""
-    return point.f1_ci is not None and point.f1_ci[1] < stop_below
+def should_stop(point: SizePoint, stop_below: float = STOP_BELOW, metric: Metric = "f1") -> bool:
+    """Early stop: the metric's upper bound fell below ``stop_below`` (bigger catalogs will not do better)."""
+    _, ci = point.figure(metric)
+    return ci is not None and ci[1] < stop_below
 
 
 # -------------------------------------------------------------------------------------- analysis
@@ -303,79 +314,92 @@ class Knee(_Frozen):
 class SlaSize(_Frozen):
     level: float
     size: float | None
-    """The interpolated largest size keeping F1 ≥ level (``None``: even the smallest size is below)."""
+    """The interpolated largest size keeping the metric ≥ level (``None``: even the smallest is below)."""
     beyond: bool = False
     """True: no size run fell below the level; ``size`` is then the largest size run."""
 
 
 class SweepAnalysis(_Frozen):
+    metric: Metric = "f1"
     knee: Knee
     noise_floor: float | None
-    f1_range: float | None
+    spread: float | None
+    """max − min of the metric over the sizes run."""
     sla: list[SlaSize]
     stopped_at: int | None
 
 
-def _sla(points: Sequence[SizePoint], level: float) -> SlaSize:
-    pts = [p for p in points if p.f1 is not None]
-    if not pts or (pts[0].f1 or 0.0) < level:
+def _curve(points: Sequence[SizePoint], metric: Metric) -> list[tuple[int, float, Interval | None]]:
+    out = []
+    for p in points:
+        value, ci = p.figure(metric)
+        if value is not None:
+            out.append((p.size, value, ci))
+    return out
+
+
+def _sla(curve: Sequence[tuple[int, float, Interval | None]], level: float) -> SlaSize:
+    if not curve or curve[0][1] < level:
         return SlaSize(level=level, size=None)
-    for before, after in itertools.pairwise(pts):
-        fa, fb = before.f1 or 0.0, after.f1 or 0.0
+    for (na, fa, _), (nb, fb, _) in itertools.pairwise(curve):
         if fb < level <= fa:
             share = (fa - level) / (fa - fb)
-            la, lb = math.log(before.size), math.log(after.size)
+            la, lb = math.log(na), math.log(nb)
             return SlaSize(level=level, size=round(math.exp(la + share * (lb - la)), 1))
-    return SlaSize(level=level, size=float(pts[-1].size), beyond=True)
+    return SlaSize(level=level, size=float(curve[-1][0]), beyond=True)
 
 
-def _knee(points: Sequence[SizePoint], floor: float | None, f1_range: float | None) -> Knee:
-    pts = [p for p in points if p.f1 is not None]
-    if len(pts) < 3:
+def _knee(
+    curve: Sequence[tuple[int, float, Interval | None]], floor: float | None, spread: float | None, name: str
+) -> Knee:
+    if len(curve) < 3:
         return Knee(
-            size=None, accepted=False, reason=f"{len(pts)} sizes with a figure; a knee needs 3 or more"
+            size=None, accepted=False, reason=f"{len(curve)} sizes with a figure; a knee needs 3 or more"
         )
-    if f1_range is not None and f1_range == 0:
-        return Knee(size=None, accepted=False, reason="F1 is the same at every size (no bend)")
+    if spread is not None and spread == 0:
+        return Knee(size=None, accepted=False, reason=f"{name} is the same at every size (no bend)")
     from kneed import KneeLocator
 
-    x = [math.log(p.size) for p in pts]
-    y = [p.f1 or 0.0 for p in pts]
+    x = [math.log(n) for n, _, _ in curve]
+    y = [v for _, v, _ in curve]
     found = KneeLocator(x, y, curve="concave", direction="decreasing", S=1.0).knee
     if found is None:
         return Knee(size=None, accepted=False, reason="Kneedle found no knee (the curve has no bend)")
-    size = pts[x.index(found)].size
-    if size in (pts[0].size, pts[-1].size):
+    size = curve[x.index(found)][0]
+    if size in (curve[0][0], curve[-1][0]):
         reason = f"Kneedle's knee is the end point {size}: no bend inside"
         return Knee(size=size, accepted=False, reason=reason)
-    assert f1_range is not None
-    if floor is not None and f1_range <= floor:
+    assert spread is not None
+    if floor is not None and spread <= floor:
         return Knee(
             size=size,
             accepted=False,
-            reason=f"F1 moves {f1_range:.3f} over the sizes, within the noise floor {floor:.3f}: not a knee",
+            reason=f"{name} moves {spread:.3f} over the sizes, within the noise floor {floor:.3f}: no knee",
         )
     return Knee(
-        size=size, accepted=True, reason=f"F1 range {f1_range:.3f} above the noise floor {floor or 0:.3f}"
+        size=size, accepted=True, reason=f"{name} moves {spread:.3f}, above the noise floor {floor or 0:.3f}"
     )
 
 
 def analyse(
     points: Sequence[SizePoint],
     *,
+    metric: Metric = "f1",
     levels: Sequence[float] = SLA_LEVELS,
     stopped_at: int | None = None,
 ) -> SweepAnalysis:
-    pts = sorted(points, key=lambda p: p.size)
-    f1s = [p.f1 for p in pts if p.f1 is not None]
-    widths = [(p.f1_ci[1] - p.f1_ci[0]) / 2 for p in pts if p.f1_ci is not None]
+    """Knee, noise floor and SLA sizes of ``metric`` over the sizes (see the module docstring)."""
+    curve = _curve(sorted(points, key=lambda p: p.size), metric)
+    widths = [(ci[1] - ci[0]) / 2 for _, _, ci in curve if ci is not None]
     floor = float(np.median(widths)) if widths else None
-    f1_range = (max(f1s) - min(f1s)) if f1s else None
+    values = [v for _, v, _ in curve]
+    spread = (max(values) - min(values)) if values else None
     return SweepAnalysis(
-        knee=_knee(pts, floor, f1_range),
+        metric=metric,
+        knee=_knee(curve, floor, spread, METRIC_NAMES[metric]),
         noise_floor=None if floor is None else round(floor, 6),
-        f1_range=None if f1_range is None else round(f1_range, 6),
-        sla=[_sla(pts, lv) for lv in levels],
+        spread=None if spread is None else round(spread, 6),
+        sla=[_sla(curve, lv) for lv in levels],
         stopped_at=stopped_at,
     )
 
@@ -398,8 +422,10 @@ class SweepConfig(BaseModel):
     n_anchors: int = Field(default=5, ge=1)
     k: int = Field(default=4, ge=0)
     seed: int = 0
+    metric: Metric = "f1"
+    """The figure the knee, the SLA sizes and the early stop read: macro ``f1`` or ``pass_rate`` (top-1)."""
     stop_below: float | None = STOP_BELOW
-    """Stop once a size's F1 upper bound is below this (``None``: run every size)."""
+    """Stop once a size's upper bound of ``metric`` is below this (``None``: run every size)."""
     resamples: int = Field(default=1000, ge=100)
 
 

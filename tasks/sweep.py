@@ -171,7 +171,7 @@ async def measure_size(config: SweepConfig, size: int, artifact_path: Path) -> S
 async def finish_sweep(
     config: SweepConfig, stage: SweepStage, points: list[SizePoint], stopped_at: int | None
 ) -> SweepResult:
-    """Knee and SLA sizes; ``OUT/sweep.json`` and ``OUT/report.html`` (the capacity curve)."""
+    """Knee and SLA sizes of the sweep's metric; ``OUT/sweep.json`` and ``OUT/report.html`` (the curve)."""
     from skillreach.reports.sweep import render_sweep_html
     from skillreach.sweep import analyse
 
@@ -190,7 +190,7 @@ async def finish_sweep(
         sizes=plan.sizes,
         clipped=plan.clipped,
         points=sorted(points, key=lambda p: p.size),
-        analysis=analyse(points, stopped_at=stopped_at),
+        analysis=analyse(points, metric=config.metric, stopped_at=stopped_at),
     )
     _write_atomic(config.out / "sweep.json", result.model_dump_json(indent=2) + "\n")
     _write_atomic(config.out / "report.html", render_sweep_html(result))

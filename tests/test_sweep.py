@@ -156,7 +156,27 @@ def test_knee_is_found_and_only_accepted_above_the_noise_floor() -> None:
     assert c.knee.size == 320
     assert "end point" in c.knee.reason
     assert should_stop(_point(50, 0.70, half=0.05))
+    assert not should_stop(
+        _point(50, 0.70, half=0.05).model_copy(update={"pass_rate_ci": (0.7, 0.9)}), metric="pass_rate"
+    )
     assert not should_stop(_point(50, 0.78, half=0.05))
+
+
+def test_the_metric_can_be_the_pass_rate() -> None:
+    sizes = [5, 10, 20, 40, 80, 160]
+    rates = [0.97, 0.95, 0.92, 0.86, 0.70, 0.50]
+    points = [
+        _point(s, 0.95).model_copy(update={"pass_rate": r, "pass_rate_ci": (r - 0.03, r + 0.03)})
+        for s, r in zip(sizes, rates, strict=True)
+    ]
+    by_f1 = analyse(points)
+    by_rate = analyse(points, metric="pass_rate")
+    assert by_f1.metric == "f1"
+    assert all(s.beyond for s in by_f1.sla)
+    assert by_rate.metric == "pass_rate"
+    expected = math.exp(np.interp(0.90, rates[::-1], [math.log(s) for s in sizes][::-1]))
+    assert by_rate.sla[0].size == pytest.approx(expected, abs=0.06)
+    assert by_rate.spread == pytest.approx(0.47)
 
 
 # ------------------------------------------------------------------------------------ end to end

@@ -73,8 +73,15 @@ def sweep_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--concurrency", min=1, metavar="N", help="Probes in flight."
     ),
     seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of anchors, filler and bootstrap."),
+    metric: str = typer.Option(
+        "f1",
+        "--metric",
+        metavar="NAME",
+        help="What the knee, SLA sizes and early stop read: f1 (macro F1 of the study) or pass_rate "
+        "(top-1 accuracy).",
+    ),
     no_early_stop: bool = typer.Option(
-        False, "--no-early-stop", help="Run every size (default: stop once F1's upper bound < 0.80)."
+        False, "--no-early-stop", help="Run every size (default: stop once the metric's upper bound < 0.80)."
     ),
     out: Path | None = typer.Option(
         None, "--out", metavar="DIR", help="Sweep folder (default runs/<time>-sweep)."
@@ -88,8 +95,10 @@ def sweep_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     from skillreach.errors import InputError
     from skillreach.study import StudyConfig, default_out_dir
-    from skillreach.sweep import DESIGNS, SweepConfig, log_sizes
+    from skillreach.sweep import DESIGNS, METRICS, SweepConfig, log_sizes
 
+    if metric not in METRICS:
+        raise InputError(f"--metric {metric}: use f1 or pass_rate")
     if design not in DESIGNS:
         raise InputError(f"--design {design}: use corpus or target")
     if design == "target" and target is None:
@@ -117,6 +126,7 @@ def sweep_cmd(  # noqa: PLR0917 - typer passes options positionally
         out=folder,
         sizes=chosen,
         design=design,
+        metric=metric,
         target=target,
         anchors=tuple(anchor),
         n_anchors=anchors,
@@ -144,6 +154,7 @@ def _print(result: Any, console: Any) -> None:
     from rich.table import Table
 
     from skillreach.reports._format import fmt_num, fmt_rate
+    from skillreach.sweep import METRIC_NAMES
 
     table = Table(
         title=f"capacity sweep · {result.design} · {result.runtime}",
@@ -170,7 +181,8 @@ def _print(result: Any, console: Any) -> None:
         if a.knee.size is None
         else f"{a.knee.size} ({'accepted' if a.knee.accepted else 'not accepted'})"
     )
-    console.print(f"knee: {knee} — {a.knee.reason}")
+    name = METRIC_NAMES[a.metric]
+    console.print(f"knee of {name}: {knee} — {a.knee.reason}")
     for s in a.sla:
         if s.size is None:
             said = "none (below at the smallest size)"
@@ -178,9 +190,9 @@ def _print(result: Any, console: Any) -> None:
             said = f"≥ {s.size:.0f} (never fell below)"
         else:
             said = f"≈ {s.size:.1f}"
-        console.print(f"largest catalog with F1 ≥ {s.level:.2f}: {said}")
+        console.print(f"largest catalog with {name} ≥ {s.level:.2f}: {said}")
     if a.stopped_at:
-        console.print(f"stopped early at {a.stopped_at} skills (F1 upper bound < 0.80)")
+        console.print(f"stopped early at {a.stopped_at} skills ({name} upper bound < 0.80)")
     console.print(f"  report    {result.out}/report.html\n  sweep     {result.out}/sweep.json")
 
 

@@ -1,5 +1,6 @@
-"""The sweep report: the capacity curve (macro-F1 against catalog size on a log axis, its 95 % band,
-the knee and the SLA levels) as inline SVG with no script, and the per-size table.
+"""The sweep report: the capacity curve (the sweep's metric — macro-F1 or pass rate — against catalog
+size on a log axis, its 95 % band, the knee and the SLA levels) as inline SVG with no script, and the
+per-size table.
 
 Geometry is computed here as numbers; the template writes the markup with autoescaping on.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import jinja2
 
 from skillreach.reports._format import fmt_ci, fmt_num, fmt_rate
-from skillreach.sweep import SweepResult
+from skillreach.sweep import METRIC_NAMES, SweepResult
 
 __all__ = ["CurveGeometry", "curve_geometry", "render_sweep_html"]
 
@@ -30,7 +31,7 @@ class Tick:
 @dataclass(frozen=True)
 class CurveGeometry:
     line: str
-    """``x,y`` points of the F1 polyline."""
+    """``x,y`` points of the metric's polyline."""
     band: str
     """``x,y`` points of the interval band polygon (upper left→right, then lower right→left)."""
     dots: list[tuple[float, float, int, str]]
@@ -51,21 +52,23 @@ def _sy(value: float) -> float:
 
 
 def curve_geometry(result: SweepResult) -> CurveGeometry:
-    pts = [p for p in result.points if p.f1 is not None]
+    metric = result.analysis.metric
+    pts = [(p.size, *p.figure(metric)) for p in result.points if p.figure(metric)[0] is not None]
     sizes = [p.size for p in result.points] or [1, 2]
     lo, hi = min(sizes), max(*sizes, min(sizes) + 1)
-    line = " ".join(f"{_sx(p.size, lo, hi)},{_sy(p.f1 or 0.0)}" for p in pts)
-    upper = [f"{_sx(p.size, lo, hi)},{_sy(p.f1_ci[1])}" for p in pts if p.f1_ci is not None]
-    lower = [f"{_sx(p.size, lo, hi)},{_sy(p.f1_ci[0])}" for p in reversed(pts) if p.f1_ci is not None]
+    line = " ".join(f"{_sx(n, lo, hi)},{_sy(v or 0.0)}" for n, v, _ in pts)
+    upper = [f"{_sx(n, lo, hi)},{_sy(ci[1])}" for n, _, ci in pts if ci is not None]
+    lower = [f"{_sx(n, lo, hi)},{_sy(ci[0])}" for n, _, ci in reversed(pts) if ci is not None]
     knee = result.analysis.knee
+    name = METRIC_NAMES[metric]
     sla = [
-        (_sy(s.level), None if s.size is None else _sx(s.size, lo, hi), f"F1 ≥ {s.level:.2f}")
+        (_sy(s.level), None if s.size is None else _sx(s.size, lo, hi), f"{name} ≥ {s.level:.2f}")
         for s in result.analysis.sla
     ]
     return CurveGeometry(
         line=line,
         band=" ".join(upper + lower),
-        dots=[(_sx(p.size, lo, hi), _sy(p.f1 or 0.0), p.size, fmt_rate(p.f1, p.f1_ci)) for p in pts],
+        dots=[(_sx(n, lo, hi), _sy(v or 0.0), n, fmt_rate(v, ci)) for n, v, ci in pts],
         x_ticks=[Tick(_sx(s, lo, hi), str(s)) for s in sizes],
         y_ticks=[Tick(_sy(v / 10), f"{v / 10:.1f}") for v in range(0, 11, 2)],
         knee_x=None if knee.size is None else _sx(knee.size, lo, hi),
@@ -92,5 +95,15 @@ def render_sweep_html(result: SweepResult) -> str:
     return (
         _env()
         .get_template("sweep.html.j2")
-        .render(r=result, g=curve_geometry(result), W=W, H=H, LEFT=LEFT, RIGHT=RIGHT, TOP=TOP, BOTTOM=BOTTOM)
+        .render(
+            r=result,
+            name=METRIC_NAMES[result.analysis.metric],
+            g=curve_geometry(result),
+            W=W,
+            H=H,
+            LEFT=LEFT,
+            RIGHT=RIGHT,
+            TOP=TOP,
+            BOTTOM=BOTTOM,
+        )
     )

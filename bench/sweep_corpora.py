@@ -13,6 +13,7 @@ project). The sweep runs each size as an ordinary study, with
 
     .venv/bin/python bench/sweep_corpora.py [--runtime keyword|messages-api] [--out DIR]
         [--anchor NAME ...] [--max 240] [--points 7] [--design corpus|target] [--target NAME]
+        [--metric f1|pass_rate]
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def main() -> int:
     parser.add_argument("--points", type=int, default=7)
     parser.add_argument("--design", choices=("corpus", "target"), default="corpus")
     parser.add_argument("--target", default=None)
+    parser.add_argument("--metric", choices=("f1", "pass_rate"), default="f1")
     args = parser.parse_args()
     if not CORPORA.is_dir():
         print(f"no corpora at {CORPORA}; nothing to measure", file=sys.stderr)
@@ -130,6 +132,7 @@ def main() -> int:
         out=args.out / f"sweep-{args.runtime}-{args.design}",
         sizes=tuple(log_sizes(args.max, args.points)),
         design=args.design,
+        metric=args.metric,
         target=args.target,
         anchors=anchors,
         stop_below=None,

@@ -42,6 +42,7 @@ from skillreach.artifacts import Artifact, ProbeOutcome, read_artifact
 from skillreach.errors import InputError, RefusedError
 from skillreach.models import NO_SKILL
 from skillreach.stats import paired_t_interval
+from skillreach.study.folder import STUDY_FILE, StudyFile, read_study_file
 
 __all__ = [
     "AXES",
@@ -68,7 +69,8 @@ DIFF_SCHEMA_VERSION = 1
 Axis = Literal["description", "rival", "scope", "runtime", "model"]
 AXES: tuple[str, ...] = ("description", "rival", "scope", "runtime", "model")
 """What an A/B diff may vary: the skill's description, a rival (another resident skill added, removed
-or edited), the catalog's scope (strategy, target, size), the runtime (or its turn budget), the model."""
+or edited), the catalog's scope (strategy, target, size), the runtime (its name, turn budget or version
+from ``study.json``), the model."""
 
 Interval = tuple[float, float]
 
@@ -78,13 +80,19 @@ class _Frozen(BaseModel):
 
 
 class Arm(BaseModel):
-    """One arm: the study folder and its (digest-verified) artifact."""
+    """One arm: the study folder, its (digest-verified) artifact and, when the folder has one, its
+    ``study.json`` (runtime version, the sealed query set it ran)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     name: str
     folder: Path
     artifact: Artifact
+    study: StudyFile | None = None
+
+    @property
+    def runtime_version(self) -> str | None:
+        return None if self.study is None else self.study.runtime.get("version")
 
 
 class ArmInfo(_Frozen):
@@ -190,7 +198,8 @@ def load_arm(folder: Path, name: str) -> Arm:
         raise InputError(
             f"{path}: the artifact holds no per-probe outcomes; score it again with skillreach score"
         )
-    return Arm(name=name, folder=path.parent, artifact=art)
+    study = read_study_file(path.parent) if (path.parent / STUDY_FILE).is_file() else None
+    return Arm(name=name, folder=path.parent, artifact=art, study=study)
 
 
 def _query_ids(art: Artifact) -> set[str]:
@@ -223,7 +232,9 @@ def check_walls(a: Arm, b: Arm) -> None:
         )
 
 
-def moved_axes(a: Artifact, b: Artifact, skill: str | None = None) -> dict[str, str]:
+def moved_axes(
+    a: Artifact, b: Artifact, skill: str | None = None, versions: tuple[str | None, str | None] = (None, None)
+) -> dict[str, str]:
     """Which axes moved between the arms, each with a short account of what changed.
 
     A resident skill's description edit is ``description`` (with ``skill``: only that skill's edit;
@@ -259,6 +270,7 @@ def moved_axes(a: Artifact, b: Artifact, skill: str | None = None) -> dict[str, 
             ("runtime", ra.name, rb.name),
             ("max_turns", ra.max_turns, rb.max_turns),
             ("early_exit", ra.early_exit, rb.early_exit),
+            ("version", *versions),
         )
         if va != vb
     ]
@@ -429,7 +441,7 @@ def diff_arms(
     check_walls(a, b)
     if skill is not None and skill not in set(a.artifact.catalog.skills) | set(b.artifact.catalog.skills):
         raise InputError(f"--skill {skill}: not resident in either arm's catalog")
-    moved = moved_axes(a.artifact, b.artifact, skill)
+    moved = moved_axes(a.artifact, b.artifact, skill, (a.runtime_version, b.runtime_version))
     warnings = corroborate(moved, vary, force=force)
     vary = infer_vary(moved, vary)
     texts = texts or {}
@@ -540,12 +552,19 @@ def _skill_deltas(
     return out
 
 
-def query_texts(path: Path | None, digest: str) -> dict[str, str]:
-    """Query texts from the sealed set the arms ran (``--queries``), checked against their digest."""
-    if path is None:
-        return {}
+def query_texts(path: Path | None, digest: str, arm: Arm | None = None) -> dict[str, str]:
+    """Query texts from the sealed set the arms ran: ``--queries``, checked against their digest, else
+    the copy in the study folder of ``arm`` (``query_set.json``) when it has one."""
     from skillreach.queries import read_query_file
 
+    if path is None:
+        if arm is None or arm.study is None:
+            return {}
+        copy = arm.study.query_set_path(arm.folder)
+        if not copy.is_file():
+            return {}
+        qs = read_query_file(copy)
+        return {q.id: q.text for q in qs.queries} if qs.compute_digest() == digest else {}
     qs = read_query_file(path)
     mine = qs.provenance.digest or qs.compute_digest()
     if mine != digest and qs.compute_digest() != digest:

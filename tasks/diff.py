@@ -32,7 +32,7 @@ async def load_arms(a: Path, b: Path, queries: Path | None = None) -> Arms:
     from skillreach.diff import load_arm, query_texts
 
     arm_a, arm_b = load_arm(Path(a), "A"), load_arm(Path(b), "B")
-    texts = query_texts(queries, arm_a.artifact.queries_digest) if queries is not None else {}
+    texts = query_texts(queries, arm_a.artifact.queries_digest, arm_a)
     return Arms(a=arm_a, b=arm_b, texts=texts)
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from skillreach.tasks._context import logger
 
 from skillreach.errors import ConfigError
 from skillreach.study import StudyConfig
 from skillreach.sweep import SizePoint, SweepConfig, SweepPlan, SweepResult
+from skillreach.tasks._context import logger
 
-__all__ = ["SweepStage", "finish_sweep", "measure_size", "plan_capacity", "stage_size"]
+__all__ = ["SweepStage", "finish_sweep", "link_farm", "measure_size", "plan_capacity", "stage_size"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def _link_tree(src: Path, dst: Path, exclude: frozenset[Path]) -> None:
             (dst / entry.name).symlink_to(entry)
 
 
-def _link_farm(folder: Path, names: list[str], folders: dict[str, str]) -> None:
+def link_farm(folder: Path, names: list[str], folders: dict[str, str]) -> None:
     """``folder`` holds exactly the skills ``names`` (an existing farm of the same skills is kept; else it
     is built under a temporary name and renamed into place)."""
     manifest = folder / ".skills"
@@ -135,7 +135,7 @@ async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> Study
     from skillreach.sweep import catalog_at, size_folder
 
     folder = size_folder(config.out, size)
-    _link_farm(folder / "skills", catalog_at(stage.plan, size), stage.folders)
+    link_farm(folder / "skills", catalog_at(stage.plan, size), stage.folders)
     return config.study.model_copy(
         update={
             "skills": (folder / "skills",),

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats as sps
-from skillreach.flows.study import study
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.weightstats import DescrStatsW
@@ -24,6 +23,7 @@ from skillreach.cli import main
 from skillreach.diff import diff_arms, load_arm, mcnemar_exact, moved_axes
 from skillreach.errors import InputError, RefusedError
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+from skillreach.flows.study import study
 from skillreach.queries import read_query_file, seal, write_query_set
 from skillreach.study import StudyConfig
 
@@ -279,6 +279,11 @@ def test_cli_json_html_markdown(
     summary = md.read_text(encoding="utf-8")
     assert "| metric | A | B |" in summary
     assert won[0] in summary
+    # without --queries the texts come from the copy of the sealed set in A's study folder
+    assert main(["diff", str(arms["A"]), str(arms["B"]), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [f["text"] for f in again["won"]] == [f["text"] for f in data["won"]]
+    assert again["vary"] == "description"
     assert main(["diff", str(arms["A"]), str(arms["B"]), "--vary", "description"]) == 0
     out = capsys.readouterr().out
     assert "Top-1 accuracy" in out

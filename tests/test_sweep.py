@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from skillreach.flows.sweep import sweep
 from sklearn.metrics import f1_score
 
 from skillreach.artifacts import read_artifact
@@ -22,6 +21,7 @@ from skillreach.bm25 import rivals
 from skillreach.cli import main
 from skillreach.errors import InputError
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+from skillreach.flows.sweep import sweep
 from skillreach.queries import load_query_set
 from skillreach.skills import load_skills
 from skillreach.study import StudyConfig
@@ -266,9 +266,8 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_a_size_holds_exactly_its_skills_when_one_skill_nests_another(tmp_path: Path) -> None:
-    from skillreach.tasks.sweep import _link_farm
-
     from skillreach.skills import discover
+    from skillreach.tasks.sweep import link_farm
 
     def skill(folder: Path, name: str) -> None:
         folder.mkdir(parents=True)
@@ -281,8 +280,8 @@ def test_a_size_holds_exactly_its_skills_when_one_skill_nests_another(tmp_path: 
     found = discover([tmp_path / "src"])
     folders = {s.name: str(Path(s.folder).resolve()) for s in found.skills}
     assert set(folders) == {"parent", "child", "other"}
-    _link_farm(tmp_path / "a", ["parent", "other"], folders)
+    link_farm(tmp_path / "a", ["parent", "other"], folders)
     assert sorted(s.name for s in discover([tmp_path / "a"]).skills) == ["other", "parent"]
     assert (tmp_path / "a" / "parent" / "notes.md").read_text() == "kept"
-    _link_farm(tmp_path / "b", ["child", "parent"], folders)
+    link_farm(tmp_path / "b", ["child", "parent"], folders)
     assert sorted(s.name for s in discover([tmp_path / "b"]).skills) == ["child", "parent"]

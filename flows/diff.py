@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
-from skillreach.flows._compose import call
-from skillreach.tasks.diff import compare_arms, load_arms, write_diff_reports
 
 from skillreach.diff import DiffResult
+from skillreach.flows._compose import call
+from skillreach.tasks.diff import compare_arms, load_arms, write_diff_reports
 
 __all__ = ["diff"]
 

@@ -8,11 +8,11 @@ stop; ``sweep.fn(config)`` runs the same steps in-process.
 from __future__ import annotations
 
 from prefect import flow
+
 from skillreach.flows._compose import call
 from skillreach.flows.study import study
-from skillreach.tasks.sweep import finish_sweep, measure_size, plan_capacity, stage_size
-
 from skillreach.sweep import SizePoint, SweepConfig, SweepResult, should_stop
+from skillreach.tasks.sweep import finish_sweep, measure_size, plan_capacity, stage_size
 
 __all__ = ["sweep"]
 

@@ -169,7 +169,7 @@ def main() -> int:
     )
     for s in a.sla:
         said = "none" if s.size is None else (f">= {s.size:.0f}" if s.beyond else f"{s.size:.1f}")
-        print(f"largest catalog with F1 >= {s.level:.2f}: {said}")
+        print(f"largest catalog with {a.metric} >= {s.level:.2f}: {said}")
     print(f"report: {result.out}/report.html")
     return 0
 

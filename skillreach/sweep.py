@@ -61,6 +61,7 @@ __all__ = [
     "log_sizes",
     "plan_sweep",
     "restrict_queries",
+    "scope_size",
     "should_stop",
     "size_folder",
     "size_point",
@@ -445,6 +446,22 @@ class SweepResult(_Frozen):
     clipped: list[int]
     points: list[SizePoint]
     analysis: SweepAnalysis
+
+
+def scope_size(result: SweepResult) -> tuple[int, str]:
+    """The largest community a catalog split should allow, from a sweep: the interpolated size that
+    keeps the metric ≥ 0.90, else the accepted knee; :class:`InputError` when the sweep has neither."""
+    name = METRIC_NAMES[result.analysis.metric]
+    for sla in result.analysis.sla:
+        if sla.level == max(SLA_LEVELS) and sla.size is not None and not sla.beyond:
+            return max(2, math.floor(sla.size)), f"the largest catalog keeping {name} ≥ {sla.level:.2f}"
+    knee = result.analysis.knee
+    if knee.accepted and knee.size is not None:
+        return max(2, knee.size), f"the knee of {name}"
+    raise InputError(
+        f"{result.out}: the sweep has neither a size keeping {name} ≥ {max(SLA_LEVELS):.2f} nor an accepted "
+        "knee; pass --target-size N"
+    )
 
 
 def size_folder(out: Path, size: int) -> Path:

@@ -115,3 +115,60 @@ def test_cli_text_json_csv(corpora: Path, tmp_path: Path, capsys: pytest.Capture
     }
     assert main(["cluster", str(corpora), "--format", "xml"]) == 2
     assert "--format xml" in capsys.readouterr().err
+
+
+def _sweep_json(path: Path, f1: list[float]) -> Path:
+    from skillreach.sweep import SizePoint, SweepResult, analyse
+
+    sizes = [5, 10, 20, 40, 80, 160, 320][: len(f1)]
+    points = [
+        SizePoint(
+            size=n,
+            study="",
+            queries=20,
+            probes=20,
+            scored=20,
+            errors=0,
+            pass_rate=v,
+            pass_rate_ci=(v - 0.02, v + 0.02),
+            recall=v,
+            recall_ci=None,
+            precision=v,
+            precision_ci=None,
+            f1=v,
+            f1_ci=(v - 0.02, v + 0.02),
+            abstention=0.0,
+            abstention_ci=None,
+            prompt_tokens=10.0,
+            prompt_tokens_measured=False,
+        )
+        for n, v in zip(sizes, f1, strict=True)
+    ]
+    result = SweepResult(
+        out=str(path.parent), design="corpus", runtime="keyword", model=None, seed=0, anchors=["a"], core=1,
+        corpus=320, queries=20, queries_digest="sha256:0", sizes=sizes, clipped=[], points=points,
+        analysis=analyse(points),
+    )  # fmt: skip
+    path.write_text(result.model_dump_json(), encoding="utf-8")
+    return path
+
+
+def test_cli_target_size_from_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import math
+
+    import numpy as np
+
+    f1 = [0.97, 0.95, 0.93, 0.88, 0.70, 0.50]
+    sweep = _sweep_json(tmp_path / "sweep.json", f1)
+    expected = math.floor(
+        math.exp(np.interp(0.90, f1[::-1], [math.log(s) for s in (5, 10, 20, 40, 80, 160)][::-1]))
+    )
+    assert main(["cluster", str(EXAMPLE_SKILLS), "--sweep", str(sweep), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["target_size"] == expected
+    assert f"target size {expected}" in captured.err
+    never = _sweep_json(tmp_path / "low.json", [0.5, 0.5, 0.5])
+    assert main(["cluster", str(EXAMPLE_SKILLS), "--sweep", str(never)]) == 2
+    assert "--target-size" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
+    assert main(["cluster", str(EXAMPLE_SKILLS), "--sweep", str(tmp_path / "bad.json")]) == 2

@@ -28,6 +28,13 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
     min_ratio: float = typer.Option(
         0.05, "--min-ratio", metavar="R", help="Weakest edge kept (BM25 ratio to the self-score)."
     ),
+    sweep: Path | None = typer.Option(
+        None,
+        "--sweep",
+        metavar="FILE",
+        help="A sweep.json of skillreach sweep: the target size is its largest size keeping the metric "
+        "≥ 0.90, else its knee (instead of --target-size).",
+    ),
     fmt: str = typer.Option("text", "--format", metavar="FMT", help="text, json or csv."),
     out: Path | None = typer.Option(None, "--out", metavar="FILE", help="Write there instead of stdout."),
 ) -> None:
@@ -44,6 +51,8 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
     for d in dirs:
         if not d.exists():
             raise InputError(f"{d}: no such folder of skills")
+    if sweep is not None:
+        target_size = _from_sweep(sweep)
     skills = load_skills(dirs, on_problem=lambda line: print(line, file=sys.stderr))
     result = cluster_skills(
         skills, target_size=target_size, seed=seed, resolution=resolution, top=top, min_ratio=min_ratio
@@ -66,6 +75,27 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
         print(f"{len(result.communities)} communities of {result.skills} skills → {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def _from_sweep(path: Path) -> int:
+    from pydantic import ValidationError
+
+    from skillreach.errors import InputError
+    from skillreach.sweep import SweepResult, scope_size
+
+    try:
+        result = SweepResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"--sweep {path}: no such file; pass the sweep.json of skillreach sweep") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "sweep"
+        raise InputError(
+            f"--sweep {path}: {where}: {err['msg']}; pass the sweep.json of skillreach sweep"
+        ) from exc
+    size, why = scope_size(result)
+    print(f"target size {size}: {why} in {path}", file=sys.stderr)
+    return size
 
 
 def _text(result: object) -> str:

@@ -7,7 +7,6 @@ differ in more than ``--vary`` says, without ``--force``).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ __all__ = ["register", "run_diff"]
 
 def run_diff(use_prefect: bool | None = None, **params: Any) -> Any:
     """Run the diff flow: tracked by Prefect when a server answers, in-process otherwise."""
+    import asyncio  # here, not at the top: the CLI starts without it
+
     from skillreach.cli.run_cmds import prefect_server_up
     from skillreach.flows.diff import diff
 

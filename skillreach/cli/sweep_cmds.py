@@ -7,7 +7,6 @@ Runs the ``sweep`` flow (``flows/sweep.py``): one study per catalog size, each i
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 
 def run_sweep(config: Any, use_prefect: bool | None = None) -> Any:
+    import asyncio  # here, not at the top: the CLI starts without it
+
     from skillreach.cli.run_cmds import prefect_server_up
     from skillreach.flows.sweep import sweep
 

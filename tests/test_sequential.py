@@ -207,3 +207,76 @@ def test_cli_compare_staged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["baseline", "compare", str(b), str(s2), "--staged", "--looks", "3"]) == 0
     assert "staged verdict: ok → exit 0" in capsys.readouterr().out
     assert main(["baseline", "compare", str(b), str(n), "--staged", "--looks", "0"]) == 2
+
+
+# ------------------------------------------------------------------------------- check --changed --staged
+
+
+def test_check_changed_staged_stops_early_on_a_clear_drop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """40 web cases always reach ``deploy``; a rewritten description loses two in three of them. The
+    staged check stops before the plan is exhausted, says breach, and reports the probes it saved."""
+    import yaml
+
+    from tests.test_check import ENV, git, record_and_commit, run_study, write_skill
+
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    from skillreach.models import Query, QuerySet
+    from skillreach.queries import seal, write_query_set
+
+    web = [f"web{i:02d}" for i in range(40)]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write_skill(repo / "skills", "deploy", "Deploy the web service to production.", "# deploy\n")
+    write_skill(repo / "skills", "pdf", "Merge, split and fill PDF files.", "# pdf\n")
+    qs = [Query(id=c, text=f"ship the web app {c}", expected_skill="deploy") for c in web]
+    qs += [Query(id=f"pdf{i}", text=f"merge the pdfs {i}", expected_skill="pdf") for i in range(4)]
+    write_query_set(seal(QuerySet(catalog_id="s", queries=tuple(qs)), source="t"), repo / "q.json")
+    (repo / "evals").mkdir()
+    (repo / "q.json").rename(repo / "evals" / "queries.json")
+    (repo / "ci").mkdir()
+    for name, lost in (("narrow", False), ("broad", True)):
+        script = {c: ([] if lost and i % 3 else ["deploy"]) for i, c in enumerate(web)}
+        script.update({f"pdf{i}": ["pdf"] for i in range(4)})
+        (repo / "ci" / f"{name}.json").write_text(json.dumps(script), encoding="utf-8")
+        (repo / "ci" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "runtime": "fake",
+                    "attempts": 2,
+                    "runtime_options": {"script": str(repo / "ci" / f"{name}.json")},
+                }
+            ),
+            encoding="utf-8",
+        )
+    (repo / ".gitignore").write_text(".skillreach/\nout/\n", encoding="utf-8")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "skills and corpus")
+    monkeypatch.chdir(repo)
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    write_skill(repo / "skills", "deploy", "Deploy things.", "# deploy\n")
+    git(repo, "commit", "-q", "-am", "deploy: shorter description")
+    capsys.readouterr()
+    args = ["check", "--changed", "--since", "HEAD~1", "--skills", "skills", "--in-process"]
+    args += ["--config", str(repo / "ci" / "broad.yaml"), "--out", str(repo / "out" / "check")]
+    code = main([*args, "--staged", "--json", "--annotations"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    lines = captured.out.splitlines()
+    payload = json.loads("\n".join(line for line in lines if not line.startswith("::")))
+    (entry,) = payload["results"]
+    assert entry["status"] == "breach"
+    st = entry["staged"]
+    assert st["looks_taken"] < st["looks_planned"]
+    assert st["probes_saved"] > 0
+    assert st["probes_planned"] == 88  # 44 cases × 2 runs
+    assert any("activation (staged) breach at look" in line for line in lines if line.startswith("::error"))
+    assert "staged: probed" in captured.err
+    probes = (repo / "out" / "check" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(probes) == st["probes_used"] < 88  # the later stages were never probed

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -12,7 +14,13 @@ if TYPE_CHECKING:
     from skillreach.sequential import StagedComparison
     from skillreach.settings import GateConfig
 
-__all__ = ["staged_failure", "staged_outcome", "staged_payload"]
+__all__ = [
+    "staged_annotations",
+    "staged_check_group",
+    "staged_failure",
+    "staged_outcome",
+    "staged_payload",
+]
 
 
 def staged_payload(st: StagedComparison) -> dict[str, Any]:
@@ -91,3 +99,139 @@ def staged_outcome(
         Console(soft_wrap=True).print(f"staged verdict: {verdict} → exit {code}")
     if failure is not None:
         raise failure
+
+
+# ------------------------------------------------------------------------------------ check --staged
+
+
+async def _staged_study(
+    cfg: Any,
+    judge_model: str | None,
+    members: Sequence[tuple[str, BaselineRecord]],
+    queries: Path,
+    *,
+    gates: GateConfig,
+    looks: int,
+    folder_of: Callable[[str], Path | None],
+) -> tuple[dict[str, tuple[BaselineRecord, StagedComparison]], int, int]:
+    """Probe one check group stage by stage (in process, by the study flow's tasks) and stop when every
+    member's staged gate is finished. Returns per member (new record, staged result), and the probes run
+    and planned for the whole group."""
+    from skillreach.baselines import record_baseline
+    from skillreach.sequential import plan_stages, stage_order, staged_from_records
+    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
+    from skillreach.tasks.score import fail_study, score_study
+    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
+
+    out = cfg.out or Path(".skillreach") / "check"
+    cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
+    inputs = await assemble_catalog.fn(cfg)
+    await check_judge.fn(cfg, inputs)
+    for stale in ("probes.jsonl", GRADED_FILE):
+        (out / stale).unlink(missing_ok=True)
+    plan = await prepare_study.fn(cfg, inputs, "check")
+    # the order staged_from_records replays: every member's baseline has the same cases (one corpus)
+    order = stage_order(sorted({c for _, rec in members for c in rec.per_case}))
+    stages = plan_stages(len(order), looks)
+    stage_of = {c: next(k for k, s in enumerate(stages, 1) if i < s) for i, c in enumerate(order)}
+    pairs = [p for batch in plan.batches for p in batch]
+    gate_map = gates.model_dump()
+    results: dict[str, tuple[BaselineRecord, StagedComparison]] = {}
+    spent, batch_no, probed = plan.spent_usd, 0, 0
+    try:
+        for k in range(1, len(stages) + 1):
+            # cases outside every baseline (none can be paired) are probed with the last stage
+            todo = [p for p in pairs if stage_of.get(p[0], len(stages)) == k]
+            for i in range(0, len(todo), cfg.batch_size):
+                chunk = tuple(todo[i : i + cfg.batch_size])
+                summary = await probe_batch.fn(cfg, inputs, plan, chunk, batch=batch_no, spent_before=spent)
+                spent += summary["cost_usd"]
+                batch_no += 1
+            probed += len(todo)
+            await grade_study.fn(cfg, inputs, plan)
+            scored = await score_study.fn(cfg, inputs, plan)
+            for name, rec in members:
+                if name in results and results[name][1].finished:
+                    continue
+                new = record_baseline(
+                    scored.artifact, queries, name, skill_folder=folder_of(name), judge_model=rec.judge_model
+                )
+                results[name] = (new, staged_from_records(rec, new, gate_map, looks=looks, probed_looks=k))
+            if all(st.finished for _, st in results.values()):
+                break
+    except BaseException as exc:  # what was probed stays recorded
+        await fail_study.fn(cfg, plan, exc)
+        raise
+    return results, probed, len(pairs)
+
+
+def staged_check_group(
+    cfg: Any,
+    members: Sequence[tuple[str, BaselineRecord]],
+    queries: Path,
+    gates: GateConfig,
+    *,
+    looks: int,
+    strict: bool,
+    folder_of: Callable[[str], Path | None],
+    console: Any,
+    quiet: bool,
+) -> list[tuple[str, dict[str, Any], StagedComparison]]:
+    """``check --changed --staged`` for one group of skills sharing a study: per skill its result entry
+    (status = the staged verdict, the fixed comparison of what was probed for reference, the staged
+    looks and the probes saved) and its staged result."""
+    import asyncio
+
+    from skillreach.errors import RefusedError
+    from skillreach.gates import compare
+
+    outcome, probed, planned = asyncio.run(
+        _staged_study(
+            cfg, members[0][1].judge_model, members, queries, gates=gates, looks=looks, folder_of=folder_of
+        )
+    )
+    console.print(
+        f"staged: probed {probed} of {planned} planned probes ({planned - probed} saved) "
+        f"for {', '.join(n for n, _ in members)}"
+    )
+    entries: list[tuple[str, dict[str, Any], StagedComparison]] = []
+    for name, rec in members:
+        new, st = outcome[name]
+        try:
+            cmp = compare(rec, new, gates, strict)
+        except RefusedError as exc:
+            entries.append((name, {"skill": name, "status": "refused", "message": exc.message}, st))
+            continue
+        if not quiet:
+            print_staged(st, console)
+        status = st.verdict.value if st.verdict is not None else "inconclusive"
+        entries.append(
+            (
+                name,
+                {
+                    "skill": name,
+                    "status": status,
+                    "comparison": cmp.model_dump(mode="json"),
+                    "staged": staged_payload(st),
+                },
+                st,
+            )
+        )
+    return entries
+
+
+def staged_annotations(name: str, st: StagedComparison, *, strict: bool) -> list[tuple[str, str, str]]:
+    """(level, title, message) of every staged metric that breached, or was inconclusive."""
+    out = []
+    for m in st.metrics:
+        if m.verdict is None or m.verdict.value not in ("breach", "inconclusive") or not m.looks:
+            continue
+        last = m.looks[-1]
+        level = "error" if m.verdict.value == "breach" or strict else "warning"
+        msg = (
+            f"{name}: {m.metric} (staged) {m.verdict.value} at look {last.look} of {st.looks_planned}: "
+            f"Δ {last.mean_diff:+.3f}, repeated 95% CI [{last.ci[0]:+.3f}, {last.ci[1]:+.3f}], gate "
+            f"{m.gate:+.2f}, {last.cases} cases; {st.probes_saved} probes saved"
+        )
+        out.append((level, f"skillreach gate: {m.verdict.value}", msg))
+    return out

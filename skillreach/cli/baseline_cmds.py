@@ -538,6 +538,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
     ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Probe in stages and stop when the verdict is known (group-sequential gate; in process).",
+    ),
+    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach)."""
     from rich.console import Console
@@ -621,6 +627,24 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
             f"{runs} runs per case"
         )
+        if staged:
+            from skillreach.cli._staged import staged_annotations, staged_check_group
+
+            for name, entry, st in staged_check_group(
+                cfg,
+                members,
+                Path(qpath_s),
+                gates,
+                looks=looks,
+                strict=strict,
+                folder_of=lambda n: _find_skill_folder(n, dirs),
+                console=console,
+                quiet=as_json,
+            ):
+                results.append(entry)
+                for level, title, msg in staged_annotations(name, st, strict=strict):
+                    lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
+            continue
         art = _run_study(cfg, members[0][1].judge_model, in_process)
         for name, rec in members:
             folder = _find_skill_folder(name, dirs)

@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "run_cmds",  # run, serve
     "doctor_cmds",  # doctor
     "baseline_cmds",  # baseline record|compare, check
+    "optimize_cmds",  # optimize, uplift
 )
 
 for _mod in _COMMAND_MODULES:

@@ -5,6 +5,9 @@
   neighbours not worse, or nothing changes (:mod:`skillreach.optimize`). ``--apply`` rewrites the
   frontmatter description atomically; ``--format diff`` prints a unified diff. Exit 0 when a winner
   passed the hold-out test, 1 when nothing is better (nothing changed), 2 on bad input.
+- ``uplift``: task quality of the skill's cases with and without the skill in the catalog, paired per
+  case; each routing miss classified *didn't need it*, *wrongly skipped* or *unclear*
+  (:mod:`skillreach.uplift`).
 """
 
 from __future__ import annotations
@@ -165,5 +168,72 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         raise typer.Exit(1)
 
 
+def uplift_cmd(  # noqa: PLR0917 - a typer command
+    skill: str = typer.Argument(..., metavar="SKILL", help="The skill whose uplift to measure."),
+    skills: list[Path] = typer.Option([], "--skills", help="Folder(s) of skills (default: ./skills)."),
+    queries: Path = typer.Option(..., "--queries", help="The sealed query set (cases with quality checks)."),
+    config: Path | None = typer.Option(None, "--config", help="Study/settings file (runtime, options)."),
+    runtime: str | None = typer.Option(None, "--runtime", help="The runtime that probes."),
+    model: str | None = typer.Option(None, "--model", help="The model the runtime probes."),
+    attempts: int | None = typer.Option(None, "--attempts", min=1, help="Runs per case and arm."),
+    margin: float = typer.Option(0.1, "--margin", help="Quality drop that counts as 'wrongly skipped'."),
+    as_json: bool = typer.Option(False, "--json", help="The report as JSON on stdout alone."),
+) -> None:
+    """Task quality with and without the skill, paired per case; classify the routing misses."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from skillreach.errors import InputError
+    from skillreach.flows.uplift import uplift
+    from skillreach.study import StudyConfig
+
+    dirs = list(skills) or [Path("skills")]
+    for d in dirs:
+        if not d.is_dir():
+            raise InputError(f"{d}: no such folder of skills; pass --skills DIR")
+    if not 0 <= margin < 1:
+        raise InputError(f"--margin {margin}: must lie in [0, 1)")
+    study = StudyConfig.build(
+        config,
+        skills=tuple(dirs),
+        queries=queries,
+        runtime=runtime,
+        model=model,
+        attempts=attempts,
+        gate=False,
+    )
+    report = asyncio.run(uplift.fn(study, skill, margin))
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    console = Console(soft_wrap=True)
+    table = Table(title=f"uplift of {skill}: quality with vs without it in the catalog")
+    for col in ("case", "activated", "quality with", "quality without", "uplift", "miss"):
+        table.add_column(col)
+
+    def f(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    for c in report.cases:
+        table.add_row(
+            c.case,
+            f"{c.activated}/{c.probes_with}",
+            f(c.quality_with),
+            f(c.quality_without),
+            "–" if c.uplift is None else f"{c.uplift:+.3f}",
+            c.miss or "",
+        )
+    console.print(table)
+    u = report.uplift
+    if u is None:
+        console.print("uplift: – (no case has quality both with the skill activated and without it)")
+    else:
+        console.print(
+            f"uplift: {u.value:+.3f}, 95% CI [{u.ci95[0]:+.3f}, {u.ci95[1]:+.3f}] over {u.cases} cases"
+        )
+    console.print("routing misses: " + ", ".join(f"{k} {v}" for k, v in report.misses.items()))
+
+
 def register(app: typer.Typer) -> None:
     app.command("optimize")(optimize_cmd)
+    app.command("uplift")(uplift_cmd)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import (
     AgentStream,
     base_env,
@@ -40,10 +42,8 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
-from skillreach.study.contract import Outcome, Tracker
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker
 
 __all__ = ["AgyStream", "AntigravityCliRuntime"]
 

@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._agentcli import run_json_lines, write_skill
-from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.runtimes._agentcli import run_json_lines, write_skill
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 
 __all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
 
@@ -133,6 +133,8 @@ def _usage(raw: dict[str, Any]) -> Usage:
 
 class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query
 from skillreach.runtimes._agentcli import (
     AgentStream,
     ResidencyCache,
@@ -54,10 +56,8 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
-from skillreach.study.contract import Outcome, Tracker
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker
 
 __all__ = ["GooseRuntime", "GooseStream"]
 

@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import (
     AgentStream,
     ResidencyCache,
@@ -60,10 +62,8 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
-from skillreach.study.contract import Outcome, Tracker, cost_of
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, cost_of
 
 __all__ = ["PiRuntime", "PiStream", "parse_pi_events"]
 

@@ -32,10 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field, ValidationError
 
 from skillreach.errors import InputError, NotFoundError
-from skillreach.models import NO_SKILL, QuerySet
+from skillreach.models import NO_SKILL, Frozen, QuerySet
 from skillreach.stats import clustered_wilson
 
 __all__ = [
@@ -62,11 +62,7 @@ METRICS = ("activation", "false_activation", "compliance", "task_quality")
 MetricName = Literal["activation", "false_activation", "compliance", "task_quality"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MetricValue(_Frozen):
+class MetricValue(Frozen):
     """``{value, ci95, n, cases}``: the pooled value over ``n`` probes of ``cases`` cases."""
 
     value: float
@@ -75,7 +71,7 @@ class MetricValue(_Frozen):
     cases: int
 
 
-class CaseOutcomes(_Frozen):
+class CaseOutcomes(Frozen):
     """One case's probes as the metrics see them (scored probes only, by attempt).
 
     ``activated``: 1 when S ∈ scored_inv, per scored probe (activation for a positive case, false
@@ -92,12 +88,12 @@ class CaseOutcomes(_Frozen):
     quality: tuple[float, ...] = ()
 
 
-class CaseCounts(_Frozen):
+class CaseCounts(Frozen):
     positive: int
     negative: int
 
 
-class BaselineRecord(_Frozen):
+class BaselineRecord(Frozen):
     schema_version: int = BASELINE_SCHEMA_VERSION
     baseline_id: str
     skill: str
@@ -550,7 +546,7 @@ def metrics_line(record: BaselineRecord) -> str:
 # ----------------------------------------------------------------------------------- changed skills
 
 
-class ChangeSet(_Frozen):
+class ChangeSet(Frozen):
     """The skills a pull request touched, from ``git diff`` against ``since``."""
 
     since: str
@@ -558,7 +554,7 @@ class ChangeSet(_Frozen):
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     every_skill: tuple[str, ...] = ()
-    skill_files: dict[str, str] = {}
+    skill_files: dict[str, str] = Field(default_factory=dict)
     """Skill name → its SKILL.md path relative to the git top (for annotations)."""
     problems: tuple[tuple[str, int, str], ...] = ()
     """Changed SKILL.md files that do not parse: (path relative to the git top, line, what is wrong)."""

@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
 from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, _groups, cohort_split
 from skillreach.errors import ConfigError, RefusedError, SkillreachError
+from skillreach.models import Frozen
 from skillreach.settings import GateConfig
 from skillreach.stats import paired_t_interval
 
@@ -73,11 +73,7 @@ class Verdict(StrEnum):
     na = "n/a"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PowerAdvice(_Frozen):
+class PowerAdvice(Frozen):
     """What would resolve an inconclusive gate: a change of ``effect`` detected with power 0.8."""
 
     effect: float
@@ -105,7 +101,7 @@ class PowerAdvice(_Frozen):
         return f"{size}: " + "; ".join(parts)
 
 
-class GateResult(_Frozen):
+class GateResult(Frozen):
     metric: str
     cohort: Literal["paired", "new cases"] = "paired"
     gate: float
@@ -120,7 +116,7 @@ class GateResult(_Frozen):
     power: PowerAdvice | None = None
 
 
-class Comparison(_Frozen):
+class Comparison(Frozen):
     """The outcome of :func:`compare`; ``exit_code`` is 0 pass, 1 fail."""
 
     skill: str

@@ -30,7 +30,6 @@ from skillreach.models import ProbeRecord, Query, ToolCall, Usage, sha256_hex
 
 __all__ = [
     "FAKE_JUDGE_MODEL",
-    "JUDGES",
     "TEMPLATE_NAME",
     "FakeJudge",
     "Judge",
@@ -38,7 +37,6 @@ __all__ = [
     "JudgeRequest",
     "JudgeResult",
     "default_judge_model",
-    "get_judge",
     "grade_probes",
     "parse_grade",
     "render_judge_prompt",
@@ -49,12 +47,6 @@ __all__ = [
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE_NAME = "judge.j2"
 FAKE_JUDGE_MODEL = "fake-judge-1"
-
-JUDGES: dict[str, str] = {
-    "fake": "skillreach.judge:FakeJudge",
-    "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
-}
-
 
 def default_judge_model() -> str:
     """The judge model when none is given: ``$SKILLREACH_JUDGE_MODEL``, else the offline fake judge.
@@ -222,14 +214,6 @@ class FakeJudge:
 
     async def aclose(self) -> None:
         return None
-
-
-def get_judge(name: str, **options: object) -> Judge:
-    """The judge called ``name`` (``fake`` or ``anthropic``); an unknown name lists the known ones."""
-    from skillreach._registry import build_named
-
-    judge: Judge = build_named(JUDGES, name, "judge", **options)
-    return judge
 
 
 def _needs_grade(query: Query | None, probe: ProbeRecord) -> bool:

@@ -10,10 +10,9 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.study import StudyConfig
-from skillreach.tasks._context import in_prefect_run, logger
-from skillreach.tasks.store import store_for
-from skillreach.tasks.study import StudyInputs, StudyPlan
+from skillreach.study.config import StudyConfig
+from skillreach.study.plan import StudyInputs, StudyPlan
+from skillreach.tasks._context import in_prefect_run, logger, store_for
 
 __all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
 
@@ -56,9 +55,11 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
     from skillreach.artifacts import RuntimeInfo, write_artifact
     from skillreach.reports import render_html
     from skillreach.scoring import score
-    from skillreach.tasks.grade import graded_records
+    from skillreach.study.grading import graded_records, judge_model_of
 
-    records = graded_records(config, inputs, plan)  # probes.jsonl, with the judge's grades put on
+    # probes.jsonl, with the judge's grades put on
+    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries,
+                             judge_model_of(config, live=False))
     artifact = score(
         inputs.query_set,
         records,
@@ -87,7 +88,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
 def describe(error: BaseException | str) -> str:
     """One line for the study row: our errors' messages as they are, others as type: text, redacted."""
     from skillreach.errors import SkillreachError
-    from skillreach.study import redact
+    from skillreach.study.config import redact
 
     if isinstance(error, str):
         text = error

@@ -14,12 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prefect.logging import disable_run_logger
 
+from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
 from skillreach.flows.study import study
-from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.models import Query
 from skillreach.store import Store
-from skillreach.study import StudyConfig, batch_key, batch_pairs, redact, study_id_for
+from skillreach.study import StudyConfig, redact
+from skillreach.study.plan import batch_key, batch_pairs, study_id_for
 from skillreach.tasks._context import set_progress
 from tests.test_alerts import WebhookSink
 
@@ -77,10 +78,11 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def cfg(world: dict[str, Path], out: str, runtime_script: str = "good", **kw: Any) -> StudyConfig:
+    """Resolved as the CLI resolves it (flags > environment > defaults)."""
     kw.setdefault("attempts", 2)
-    return StudyConfig(skills=(world["skills"],), queries=world["queries"], runtime="fake",
-                       runtime_options={"script": str(world[runtime_script])}, out=world["root"] / out,
-                       home=world["home"], **kw)
+    return StudyConfig.build(None, skills=(world["skills"],), queries=world["queries"], runtime="fake",
+                             runtime_options={"script": str(world[runtime_script])}, out=world["root"] / out,
+                             home=world["home"], **kw)
 
 
 def run(flow: Any, *args: Any, **kwargs: Any) -> Any:
@@ -399,7 +401,7 @@ def test_cli_config_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> None:
     from datetime import UTC, datetime
 
-    from skillreach.study import default_out_dir
+    from skillreach.study.plan import default_out_dir
 
     config = cfg(world, "x").model_copy(update={"out": None})
     a = run(study, config)
@@ -412,8 +414,8 @@ def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> No
 
 
 def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) -> None:
-    from skillreach.runtimes.fake import FakeRuntime
     from skillreach.errors import ProbeFailed
+    from skillreach.runtimes.fake import FakeRuntime
 
     async def unreachable(self: Any, model: str | None = None) -> str:
         raise ProbeFailed("models endpoint unreachable")

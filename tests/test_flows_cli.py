@@ -11,7 +11,7 @@ import pytest
 
 from skillreach.artifacts import read_artifact
 from skillreach.cli import main
-from skillreach.probing import read_probes
+from skillreach.study.probe_log import read_probes
 from tests import test_flows
 from tests.fakes.messages_api import MessagesAPI
 from tests.test_flows_cost import SNAPSHOT, responder
@@ -71,8 +71,8 @@ def test_batch_runs_through_the_batches_api_at_half_price(world: dict[str, Path]
     assert len(probes) == 13
     assert all(p.error is None and p.resolved_model == SNAPSHOT for p in probes)
     # the runtime billed half price: compare one probe's cost with its usage at the full price
-    from skillreach.study.contract import cost_of
     from skillreach.settings import Settings
+    from skillreach.study.contract import cost_of
 
     price = Settings().price_for(SNAPSHOT)
     p = probes[0]

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from skillreach.flows.study import study
 from skillreach.errors import BudgetExceeded
-from skillreach.probing import estimate_cost, read_probes
+from skillreach.flows.study import study
 from skillreach.settings import Settings
-from skillreach.study import StudyConfig, describe_estimate
+from skillreach.study import StudyConfig
+from skillreach.study.cost import describe_estimate, estimate_cost
+from skillreach.study.probe_log import read_probes
 from skillreach.tasks._context import set_progress
 from tests import test_flows
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder

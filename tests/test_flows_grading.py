@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.flows.service import nightly_compliance
 from skillreach.flows.study import study
-from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
-from skillreach.probing import read_probes
-from skillreach.study import apply_grades, grade_key, needs_grading, valid_grades
+from skillreach.study.grading import apply_grades, grade_key, needs_grading, valid_grades
+from skillreach.study.probe_log import read_probes
 from tests import test_flows
 from tests.test_flows import cfg, run, store_of
 
@@ -150,16 +150,14 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``check --in-process`` is the flow's own tasks: same fingerprint, grades in graded.jsonl, the
     study in the store; and a re-check probes afresh."""
-    import asyncio
 
-    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.cli.baseline_cmds import _run_study
 
     monkeypatch.delenv("SKILLREACH_JUDGE_MODEL", raising=False)
     with_rubrics(world)
     judge = Counting(monkeypatch)
     config = cfg(world, "check", compliance=True, gate=False)
-    art, qpath = asyncio.run(_study_in_process(config, None))
-    assert qpath == world["queries"]
+    art = _run_study(config, None, in_process=True)
     assert len(judge.calls) == 6
     flow_result = run(study, config.model_copy(update={"out": world["root"] / "flow"}))
     probes = read_probes(world["root"] / "check/probes.jsonl")
@@ -170,7 +168,7 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
         kinds = sorted(row.kind for row in s.studies())
     assert kinds == ["check", "study"]
     judge.calls.clear()
-    asyncio.run(_study_in_process(config, None))
+    _run_study(config, None, in_process=True)
     assert len(judge.calls) == 6  # a check re-probes and re-grades: it measures the skills as they are now
     assert len(read_probes(world["root"] / "check/probes.jsonl")) == 26
 

@@ -13,7 +13,6 @@ from skillreach.judge import (
     FakeJudge,
     JudgeReplyError,
     JudgeRequest,
-    get_judge,
     grade_probes,
     parse_grade,
     render_judge_prompt,
@@ -126,6 +125,8 @@ async def test_grade_probes_failure_is_data() -> None:
 
 
 def test_get_judge() -> None:
+    from skillreach.runtimes import get_judge
+
     assert isinstance(get_judge("fake"), FakeJudge)
     with pytest.raises(NotFoundError, match="known judges: anthropic, fake"):
         get_judge("nope")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.study.contract import ProbeOptions, Tracker
-from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.models import Catalog, Query, Skill
+from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.settings import Settings
+from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text
 
 pytestmark = pytest.mark.realcli

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -274,17 +273,10 @@ def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
 
     The config file may be a study file: its study-only keys (runtime options, …) are left to the study.
     """
-    from skillreach.errors import ConfigError
     from skillreach.gates import parse_gate_overrides
-    from skillreach.settings import _read_config_file, load_settings
-    from skillreach.study import STUDY_ONLY_KEYS
+    from skillreach.study import StudyConfig
 
-    values = _read_config_file(config) if config is not None else {}
-    try:
-        settings = load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS})
-    except ConfigError as exc:
-        raise ConfigError(f"{config}: {exc.message}") from exc
-    return parse_gate_overrides(settings.gates, overrides)
+    return parse_gate_overrides(StudyConfig.build(config).gates, overrides)
 
 
 def compare_cmd(  # noqa: PLR0917 - a typer command
@@ -447,49 +439,18 @@ def _current_expiry(
 # --------------------------------------------------------------------------------------------- check
 
 
-async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[Any, Path]:
-    """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
-    the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
-    (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
-    from skillreach.tasks.score import fail_study, score_study
-    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
+def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+    """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
+    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped."""
+    from skillreach.cli.run_cmds import run_study
+    from skillreach.study.grading import GRADED_FILE
 
-    queries = cfg.queries
-    assert queries is not None
     out = cfg.out or Path(".skillreach") / "check"
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    inputs = await assemble_catalog.fn(cfg)
-    await check_judge.fn(cfg, inputs)
     for stale in ("probes.jsonl", GRADED_FILE):
         (out / stale).unlink(missing_ok=True)
-    plan = await prepare_study.fn(cfg, inputs, "check")
-    spent = plan.spent_usd
-    try:
-        for i, pairs in enumerate(plan.batches):
-            summary = await probe_batch.fn(cfg, inputs, plan, pairs, batch=i, spent_before=spent)
-            spent += summary["cost_usd"]
-        await grade_study.fn(cfg, inputs, plan)
-        scored = await score_study.fn(cfg, inputs, plan)
-    except BaseException as exc:  # what was probed and graded stays recorded
-        await fail_study.fn(cfg, plan, exc)
-        raise
-    return scored.artifact, queries
-
-
-def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
-    import importlib.util
-
-    if not in_process and importlib.util.find_spec("skillreach.flows.study") is not None:
-        from skillreach.flows.study import study  # H5's flow
-
-        result = asyncio.run(study(cfg.model_copy(update={"judge_model": judge_model or cfg.judge_model})))
-        art = getattr(result, "artifact", None)
-        if art is None:
-            art = _read_artifact_any(Path(result.artifact_path))
-        return art
-    art, _ = asyncio.run(_study_in_process(cfg, judge_model))
-    return art
+    result = run_study(cfg, use_prefect=False if in_process else None, kind="check")
+    return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
 
 
 def _annotate(level: str, file: str | None, title: str, message: str) -> str:

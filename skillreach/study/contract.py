@@ -152,7 +152,13 @@ class Outcome:
 
 @runtime_checkable
 class Runtime(Protocol):
-    """One agent runtime. ``name`` is its registry name."""
+    """One agent runtime. ``name`` is its registry name.
+
+    Capabilities are class attributes (absent means ``False``): ``paid`` (bills per token from the price
+    table), ``cached_listing`` (the stable prefix is served from the prompt cache), ``batch_mode`` (takes
+    ``batch=True``: a batch API at half price); an instance may set ``wants_all_probes`` (every probe of
+    a batch in flight at once).
+    """
 
     name: ClassVar[str]
 

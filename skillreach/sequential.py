@@ -49,12 +49,14 @@ __all__ = [
     "DEFAULT_LOOKS",
     "Look",
     "MetricSequence",
+    "StagedCheck",
     "StagedComparison",
     "obf_boundaries",
     "obf_spent",
     "plan_stages",
     "sequential_metric",
     "stage_order",
+    "stage_pairs",
     "staged_compare",
     "staged_from_records",
 ]
@@ -417,3 +419,27 @@ def staged_from_records(
     return staged_compare(
         case_diffs, gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks
     )
+
+
+def stage_pairs(
+    pairs: Sequence[tuple[str, int]], order: Sequence[str], looks: int = DEFAULT_LOOKS
+) -> list[list[tuple[str, int]]]:
+    """A study plan's (query id, attempt) pairs by stage: the cases of ``order`` split as
+    :func:`plan_stages` does; cases outside ``order`` (no baseline can pair them) go with the last."""
+    stages = plan_stages(len(order), looks)
+    if not stages:
+        return [list(pairs)] if pairs else []
+    stage_of = {c: next(k for k, s in enumerate(stages) if i < s) for i, c in enumerate(order)}
+    out: list[list[tuple[str, int]]] = [[] for _ in stages]
+    for qid, attempt in pairs:
+        out[stage_of.get(qid, len(stages) - 1)].append((qid, attempt))
+    return out
+
+
+class StagedCheck(_Frozen):
+    """One check group probed in stages: per skill its new record (of the stages probed) and its staged
+    result; the probes run and planned for the group."""
+
+    outcomes: dict[str, tuple[BaselineRecord, StagedComparison]]
+    probes_run: int
+    probes_planned: int

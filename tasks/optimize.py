@@ -100,10 +100,8 @@ def _find_target(skills: tuple[Skill, ...], name: str) -> Skill:
 async def prepare_optimize(opts: OptimizeOptions) -> OptimizePrep:
     """Skills, catalog, query set, the split, the rival context and the cost estimate (refused when over
     ``--max-cost``)."""
+    from skillreach.study.cost import estimate_cost
     from skillreach.tasks.study import assemble_catalog
-
-    from skillreach.probing import estimate_cost
-    from skillreach.settings import load_settings
 
     inputs = await assemble_catalog.fn(opts.study)
     target = _find_target(tuple(inputs.catalog.skills), opts.skill)
@@ -116,11 +114,10 @@ async def prepare_optimize(opts: OptimizeOptions) -> OptimizePrep:
     per_round = opts.llm_candidates + 4  # LLM candidates + at most four heuristic ones
     attempts = opts.study.attempts
     planned = (1 + per_round * opts.rounds) * len(split.train) * attempts + 2 * len(split.holdout) * attempts
-    settings = load_settings()
     offline = opts.study.runtime in ("fake", "keyword", "retriever")
-    price = None if offline else settings.price_for(opts.study.model)
+    price = None if offline else opts.study.price_for(opts.study.model)
     usd = estimate_cost(planned, inputs.catalog, price)
-    llm_price = settings.price_for(opts.llm_model)
+    llm_price = opts.study.price_for(opts.llm_model)
     if opts.llm_model and llm_price is not None:
         llm_usd = opts.rounds * (3000 * llm_price.input + 1000 * llm_price.output) / 1_000_000
         usd = (usd or 0.0) + llm_usd
@@ -236,9 +233,9 @@ async def probe_descriptions(
     opts: OptimizeOptions, prep: OptimizePrep, descriptions: list[str], ids: list[str], spent: float = 0.0
 ) -> tuple[list[Evaluation], float]:
     """Probe each description on the queries ``ids`` (every attempt); (evaluations, USD spent)."""
-    from skillreach.tasks.study import probe_options, runtime_for
-
-    from skillreach.probing import ListSink, run_probes
+    from skillreach.study.plan import probe_options
+    from skillreach.study.runner import ListSink, run_probes
+    from skillreach.tasks._context import runtime_for
 
     by_id = prep.query_set.by_id()
     pairs = [(by_id[i], a) for i in ids for a in range(1, opts.study.attempts + 1)]

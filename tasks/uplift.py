@@ -21,10 +21,11 @@ async def probe_arm(config: StudyConfig, skill: str, with_skill: bool) -> list[P
     """Every attempt of the skill's cases against the catalog with (or without) the skill."""
     from dataclasses import replace
 
-    from skillreach.tasks.study import assemble_catalog, probe_options, runtime_for
-
     from skillreach.errors import InputError
-    from skillreach.probing import ListSink, run_probes
+    from skillreach.study.plan import probe_options
+    from skillreach.study.runner import ListSink, run_probes
+    from skillreach.tasks._context import runtime_for
+    from skillreach.tasks.study import assemble_catalog
 
     inputs = await assemble_catalog.fn(config)
     if skill not in inputs.catalog:

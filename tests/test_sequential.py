@@ -244,6 +244,7 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     for name, lost in (("narrow", False), ("broad", True)):
         script = {c: ([] if lost and i % 3 else ["deploy"]) for i, c in enumerate(web)}
         script.update({f"pdf{i}": ["pdf"] for i in range(4)})
+        script.update({f"canary-{i}": ["pdf"] for i in (1, 2, 3)})  # the study flow's canary
         (repo / "ci" / f"{name}.json").write_text(json.dumps(script), encoding="utf-8")
         (repo / "ci" / f"{name}.yaml").write_text(
             yaml.safe_dump(

@@ -104,67 +104,6 @@ def staged_outcome(
 # ------------------------------------------------------------------------------------ check --staged
 
 
-async def _staged_study(
-    cfg: Any,
-    judge_model: str | None,
-    members: Sequence[tuple[str, BaselineRecord]],
-    queries: Path,
-    *,
-    gates: GateConfig,
-    looks: int,
-    folder_of: Callable[[str], Path | None],
-) -> tuple[dict[str, tuple[BaselineRecord, StagedComparison]], int, int]:
-    """Probe one check group stage by stage (in process, by the study flow's tasks) and stop when every
-    member's staged gate is finished. Returns per member (new record, staged result), and the probes run
-    and planned for the whole group."""
-    from skillreach.baselines import record_baseline
-    from skillreach.sequential import plan_stages, stage_order, staged_from_records
-    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
-    from skillreach.tasks.score import fail_study, score_study
-    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
-
-    out = cfg.out or Path(".skillreach") / "check"
-    cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    inputs = await assemble_catalog.fn(cfg)
-    await check_judge.fn(cfg, inputs)
-    for stale in ("probes.jsonl", GRADED_FILE):
-        (out / stale).unlink(missing_ok=True)
-    plan = await prepare_study.fn(cfg, inputs, "check")
-    # the order staged_from_records replays: every member's baseline has the same cases (one corpus)
-    order = stage_order(sorted({c for _, rec in members for c in rec.per_case}))
-    stages = plan_stages(len(order), looks)
-    stage_of = {c: next(k for k, s in enumerate(stages, 1) if i < s) for i, c in enumerate(order)}
-    pairs = [p for batch in plan.batches for p in batch]
-    gate_map = gates.model_dump()
-    results: dict[str, tuple[BaselineRecord, StagedComparison]] = {}
-    spent, batch_no, probed = plan.spent_usd, 0, 0
-    try:
-        for k in range(1, len(stages) + 1):
-            # cases outside every baseline (none can be paired) are probed with the last stage
-            todo = [p for p in pairs if stage_of.get(p[0], len(stages)) == k]
-            for i in range(0, len(todo), cfg.batch_size):
-                chunk = tuple(todo[i : i + cfg.batch_size])
-                summary = await probe_batch.fn(cfg, inputs, plan, chunk, batch=batch_no, spent_before=spent)
-                spent += summary["cost_usd"]
-                batch_no += 1
-            probed += len(todo)
-            await grade_study.fn(cfg, inputs, plan)
-            scored = await score_study.fn(cfg, inputs, plan)
-            for name, rec in members:
-                if name in results and results[name][1].finished:
-                    continue
-                new = record_baseline(
-                    scored.artifact, queries, name, skill_folder=folder_of(name), judge_model=rec.judge_model
-                )
-                results[name] = (new, staged_from_records(rec, new, gate_map, looks=looks, probed_looks=k))
-            if all(st.finished for _, st in results.values()):
-                break
-    except BaseException as exc:  # what was probed stays recorded
-        await fail_study.fn(cfg, plan, exc)
-        raise
-    return results, probed, len(pairs)
-
-
 def staged_check_group(
     cfg: Any,
     members: Sequence[tuple[str, BaselineRecord]],
@@ -183,13 +122,19 @@ def staged_check_group(
     import asyncio
 
     from skillreach.errors import RefusedError
+    from skillreach.flows.staged import staged_check
     from skillreach.gates import compare
+    from skillreach.study.grading import GRADED_FILE
 
-    outcome, probed, planned = asyncio.run(
-        _staged_study(
-            cfg, members[0][1].judge_model, members, queries, gates=gates, looks=looks, folder_of=folder_of
-        )
+    out = cfg.out or Path(".skillreach") / "check"
+    cfg = cfg.model_copy(update={"out": out, "judge_model": members[0][1].judge_model or cfg.judge_model})
+    for stale in ("probes.jsonl", GRADED_FILE):  # a check probes afresh
+        (out / stale).unlink(missing_ok=True)
+    folders = {name: (str(f) if (f := folder_of(name)) is not None else None) for name, _ in members}
+    result = asyncio.run(  # in process: flow and tasks as plain code (no Prefect server needed)
+        staged_check.fn(cfg, list(members), queries, folders=folders, gates=gates.model_dump(), looks=looks)
     )
+    outcome, probed, planned = result.outcomes, result.probes_run, result.probes_planned
     console.print(
         f"staged: probed {probed} of {planned} planned probes ({planned - probed} saved) "
         f"for {', '.join(n for n, _ in members)}"

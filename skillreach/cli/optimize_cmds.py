@@ -103,7 +103,6 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
 
     from skillreach.errors import InputError
     from skillreach.optimize import rewrite_description, unified_diff
-    from skillreach.settings import load_settings
     from skillreach.study import StudyConfig
 
     if output not in ("text", "json", "diff"):
@@ -126,7 +125,7 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         attempts=attempts,
         gate=False,
     )
-    gates = load_settings().gates
+    gates = study.gates  # config file > environment > defaults, resolved once
     opts = OptimizeOptions(
         skill=skill,
         study=study,

@@ -6,7 +6,9 @@ Thin: it composes :mod:`skillreach.tasks.optimize` and branches on their results
 from __future__ import annotations
 
 from prefect import flow
+
 from skillreach.flows._compose import call
+from skillreach.optimize import OptimizeResult, RoundLog, TrainScore
 from skillreach.tasks.optimize import (
     OptimizeOptions,
     decide_holdout,
@@ -15,8 +17,6 @@ from skillreach.tasks.optimize import (
     propose_candidates,
     select_best,
 )
-
-from skillreach.optimize import OptimizeResult, RoundLog, TrainScore
 
 __all__ = ["optimize_description"]
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from prefect import flow
-from skillreach.flows._compose import call
-from skillreach.tasks.uplift import probe_arm, report_uplift
 
+from skillreach.flows._compose import call
 from skillreach.study import StudyConfig
+from skillreach.tasks.uplift import probe_arm, report_uplift
 from skillreach.uplift import UpliftReport
 
 __all__ = ["uplift"]

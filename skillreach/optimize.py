@@ -11,7 +11,8 @@ network; the flow (``flows/optimize.py``) probes and asks the LLM through tasks.
    unclaimed terms; a contrastive "Not for … — use <rival>." clause; a "Use when the user …" framing;
    in round 1 the contrastive disclaimer alone is one of them.
 4. **Static filter** (:func:`static_problems`) before any probe: the lint rules on descriptions, a
-   length budget (``--max-chars``, default the current length + 20 %), no unknown skill names, no
+   length budget (``--max-chars``, default the current length + 20 %), the catalog listing's budget
+   (``listing_budget_chars``, the tokens every description shares), no unknown skill names, no
    placeholders.
 5. **Train**: every candidate probed on the train split and on the rivals' own queries; scored by the
    paired Δ recall minus Δ false activation against the current description, a candidate whose rivals
@@ -41,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 from skillreach.bm25 import BM25Index, rivals, skill_text, tokenize
 from skillreach.errors import InputError
 from skillreach.gates import Verdict, gate_verdict
-from skillreach.lint import Finding, _check_description, _placeholders
+from skillreach.lint import Finding, _check_description, _placeholders, listing_text
 from skillreach.models import Query, Skill
 from skillreach.skills import read_frontmatter
 from skillreach.stats import paired_t_interval
@@ -203,15 +204,24 @@ def static_problems(
     target: str,
     known: Iterable[str],
     max_chars: int,
+    listing_others: int = 0,
+    listing_budget: int | None = None,
 ) -> list[str]:
     """Why a candidate may not be probed (empty: it may): lint rules, length budget, unknown skill
-    names (a referral ``use <name>.`` to no skill of the catalog), placeholders."""
+    names (a referral ``use <name>.`` to no skill of the catalog), placeholders, and the token budget of
+    the whole catalog listing (``listing_others``: the characters of the other skills' listing lines)."""
     problems: list[str] = []
     findings: list[Finding] = []
     _check_description("candidate", text, 1, findings)
     problems += [f"lint {f.code}: {f.message}" for f in findings]
     if len(text) > max_chars:
         problems.append(f"{len(text)} characters, over the budget of {max_chars} (--max-chars)")
+    listing = listing_others + len(listing_text([(target, text)]))
+    if listing_budget is not None and listing > listing_budget:
+        problems.append(
+            f"the catalog listing would be {listing} characters, over its budget of {listing_budget} "
+            "(listing_budget_chars): every description shares it"
+        )
     names = set(known) | {target}
     referred = {m.group(1).lower() for m in _SKILL_REF.finditer(text)} - _NOT_NAMES
     unknown = sorted(n for n in referred if n not in names)

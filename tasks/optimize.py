@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from skillreach.errors import BudgetExceeded, ConfigError, InputError, ProbeFailed
+from skillreach.lint import listing_text
 from skillreach.models import Catalog, Query, QuerySet, Skill, Usage
 from skillreach.optimize import (
     PROPOSE_TOOL,
@@ -205,6 +206,11 @@ async def propose_candidates(
     llm, usage = await _ask_llm(opts, prompt)
     pool = llm[: opts.llm_candidates] + heuristic_candidates(best, prep.context, round_no)
     known = [s.name for s in prep.skills]
+    others = listing_text(
+        (s.name, s.description)
+        for s in prep.skills
+        if s.name != opts.skill and not s.disable_model_invocation
+    )
     kept: list[Candidate] = []
     refused: list[tuple[Candidate, list[str]]] = []
     seen = {best.strip(), prep.target.description.strip()}
@@ -212,7 +218,14 @@ async def propose_candidates(
         if cand.description.strip() in seen:
             continue
         seen.add(cand.description.strip())
-        problems = static_problems(cand.description, target=opts.skill, known=known, max_chars=prep.max_chars)
+        problems = static_problems(
+            cand.description,
+            target=opts.skill,
+            known=known,
+            max_chars=prep.max_chars,
+            listing_others=len(others),
+            listing_budget=opts.study.listing_budget_chars,
+        )
         if problems:
             refused.append((cand, problems))
         else:

@@ -317,6 +317,20 @@ def test_static_filter() -> None:
     )
 
 
+def test_static_filter_keeps_the_catalog_listing_within_its_budget() -> None:
+    text = "Deploy the web service to production."
+    line = len(f"- deploy: {text}\n")
+    fits = static_problems(
+        text, target="deploy", known=[], max_chars=100, listing_others=60, listing_budget=60 + line
+    )
+    assert fits == []
+    over = static_problems(
+        text, target="deploy", known=[], max_chars=100, listing_others=61, listing_budget=60 + line
+    )
+    assert len(over) == 1
+    assert "listing would be" in over[0]
+
+
 def test_holdout_decision_requires_a_paired_win_and_neighbours_not_worse() -> None:
     from skillreach.optimize import PairedDelta
 

@@ -385,3 +385,51 @@ def test_candidate_from_llm_reply() -> None:
     )
     assert got == [Candidate(description="Deploy the service.", origin="llm")]
     assert parse_llm_candidates("not a dict") == []
+
+
+def test_optimize_generates_its_queries_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No query set yet: ``--generate`` runs the generation flow for the skill (provenance kept), then
+    optimises on it; a second run reuses the file. The stand-in writes cited drafts (as in
+    tests/test_generation_flow.py) and routes nothing, so nothing beats the current description."""
+    from skillreach.queries import verify_query_set
+    from tests.test_generation import write_skills
+    from tests.test_generation_flow import Writer
+
+    skills = write_skills(tmp_path / "skills")
+    writer = Writer()
+
+    def respond(body: dict[str, Any]) -> Any:
+        tools = {t["name"] for t in body.get("tools") or []}
+        if "propose_descriptions" in tools:
+            return Reply([tool_call("propose_descriptions", {"candidates": []})])
+        content = body["messages"][0]["content"]
+        if isinstance(content, str) and "<skill_body id=" in content:
+            return writer(body)
+        return text_reply()
+
+    out = tmp_path / "generated.json"
+    args = ["optimize", "pdf-forms", "--skills", str(skills), "--queries", str(out), "--generate"]
+    args += ["--runtime", "anthropic", "--model", "claude-sonnet-4-5", "--llm-model", "claude-sonnet-5-5"]
+    args += ["--rounds", "1", "--format", "json"]
+    with MessagesAPI(respond, latency=0.0) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        code = main(args)
+        captured = capsys.readouterr()
+        assert code == 1, captured.err  # nothing routes better: nothing changed
+        asked = sum(writer.asked.values())
+        assert asked == 1  # one generation request: the target alone
+        qs = verify_query_set(out)
+        assert qs.provenance.origin == "generated"
+        assert qs.provenance.generator_model is not None
+        result = json.loads(captured.out)
+        assert set(result["split"]["train"]) | set(result["split"]["holdout"]) == {q.id for q in qs.queries}
+        assert result["accepted"] is False
+        assert "generated" in captured.err
+        assert main(args) == 1  # the file exists: reused, not generated again
+        capsys.readouterr()
+        assert sum(writer.asked.values()) == asked
+    assert main(["optimize", "pdf-forms", "--skills", str(skills)]) == 2
+    assert "--queries FILE, or --generate" in capsys.readouterr().err

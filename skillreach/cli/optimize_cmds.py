@@ -74,10 +74,45 @@ def _print_result(result: OptimizeResult, console: Any) -> None:
         console.print("nothing changed")
 
 
+def _generate_queries(skill: str, dirs: list[Path], out: Path, model: str) -> None:
+    """The generation flow (as ``skillreach queries generate --targets SKILL``), in process."""
+    from skillreach.flows.generate_queries import drive
+    from skillreach.generation import GenerationParams
+    from skillreach.tasks.generate import (
+        GenerateOptions,
+        finish_generation,
+        generate_target,
+        plan_generation,
+        prepare_generation,
+    )
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    options = GenerateOptions(
+        skills=tuple(dirs), out=out, params=GenerationParams(model=model), targets=(skill,)
+    )
+    plan_generation(options, on_problem=lambda line: print(f"skillreach: warning: {line}", file=sys.stderr))
+    outcome = asyncio.run(
+        drive(
+            options, prepare=prepare_generation.fn, generate=generate_target.fn, finish=finish_generation.fn
+        )
+    )
+    print(
+        f"generated {outcome.queries} queries for {skill} → {outcome.out} ({outcome.digest})", file=sys.stderr
+    )
+
+
 def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     skill: str = typer.Argument(..., metavar="SKILL", help="The skill whose description to improve."),
     skills: list[Path] = typer.Option([], "--skills", help="Folder(s) of skills (default: ./skills)."),
-    queries: Path = typer.Option(..., "--queries", help="The sealed query set to optimise on."),
+    queries: Path | None = typer.Option(
+        None, "--queries", help="The sealed query set to optimise on (with --generate: where to write it)."
+    ),
+    generate: bool = typer.Option(
+        False,
+        "--generate",
+        help="Generate the queries for SKILL with --llm-model (the generation flow, provenance kept) "
+        "when the --queries file does not exist yet (default file: .skillreach/optimize/SKILL.queries.json).",
+    ),
     config: Path | None = typer.Option(None, "--config", help="Study/settings file (runtime, options)."),
     runtime: str | None = typer.Option(None, "--runtime", help="The runtime that probes."),
     model: str | None = typer.Option(None, "--model", help="The model the runtime probes."),
@@ -113,6 +148,14 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     for d in dirs:
         if not d.is_dir():
             raise InputError(f"{d}: no such folder of skills; pass --skills DIR")
+    if queries is None:
+        if not generate:
+            raise InputError("optimize needs queries: pass --queries FILE, or --generate --llm-model M")
+        queries = Path(".skillreach") / "optimize" / f"{skill}.queries.json"
+    if generate and not queries.exists():
+        if llm_model is None:
+            raise InputError("--generate needs --llm-model (the model that writes the queries)")
+        _generate_queries(skill, dirs, queries, llm_model)
     from skillreach.flows.optimize import optimize_description
     from skillreach.tasks.optimize import OptimizeOptions, prepare_optimize
 

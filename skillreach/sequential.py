@@ -404,20 +404,32 @@ def staged_from_records(
     """The staged gate between two records (the comparison's pins are checked by the caller).
 
     The plan is every case of the baseline; each metric is planned to pair the cases the baseline
-    rated for it. ``new`` may hold only the stages probed so far (``probed_looks``); given a complete
-    record, this replays the staged design over it: where it would have stopped and what it saved.
+    rated for it. Compliance and task quality also get a *new cases* cohort, as in the fixed gate: the
+    skill's positive cases the baseline did not rate for the metric, each compared with the baseline's
+    pooled value (``"compliance (new cases)"``, with the metric's gate). ``new`` may hold only the
+    stages probed so far (``probed_looks``); given a complete record, this replays the staged design
+    over it: where it would have stopped and what it saved.
     """
     order = stage_order(list(base.per_case), seed)
     case_diffs: dict[str, dict[str, float]] = {}
     planned: dict[str, list[str]] = {}
+    all_gates = dict(gates)
     for m in gates:
         b, n = case_rates(base.per_case, m), case_rates(new.per_case, m)
         planned[m] = sorted(b)
         case_diffs[m] = {c: n[c] - b[c] for c in b if c in n}
+        pooled = base.metrics.get(m)
+        if m in ("compliance", "task_quality") and pooled is not None:
+            cohort = f"{m} (new cases)"
+            fresh = sorted(c for c, o in base.per_case.items() if o.role == "positive" and c not in b)
+            if fresh:
+                all_gates[cohort] = gates[m]
+                planned[cohort] = fresh
+                case_diffs[cohort] = {c: n[c] - pooled.value for c in fresh if c in n}
     runs = max(1, new.runs_per_case or base.runs_per_case)
     probes = {c: (new.per_case[c].probes if c in new.per_case else runs) for c in order}
     return staged_compare(
-        case_diffs, gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks
+        case_diffs, all_gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks
     )
 
 

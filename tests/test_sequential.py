@@ -281,3 +281,22 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     assert "staged: probed" in captured.err
     probes = (repo / "out" / "check" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(probes) == st["probes_used"] < 88  # the later stages were never probed
+
+
+def test_staged_gate_carries_the_new_cases_cohort() -> None:
+    """A broadened description reaches cases the baseline never did, and breaks the rules there: the
+    staged gate breaches on ``compliance (new cases)`` as the fixed gate does."""
+    old = {f"web{i:02d}": [1, 1] for i in range(20)}
+    infra = {f"inf{i:02d}": [0, 0] for i in range(20)}
+    base = make_record({**old, **infra}, compliance={c: [True, True] for c in old}, bid="deploy@base")
+    new = make_record(
+        {**old, **{c: [1, 1] for c in infra}},
+        compliance={**{c: [True, True] for c in old}, **{c: [False, False] for c in infra}},
+        skill_version="git:2",
+        bid="deploy@new",
+    )
+    st = staged_from_records(base, new, {"activation": -0.05, "compliance": -0.05})  # type: ignore[arg-type]
+    by = {m.metric: m for m in st.metrics}
+    assert by["compliance (new cases)"].planned_cases == 20
+    assert by["compliance (new cases)"].verdict is Verdict.breach
+    assert st.verdict is Verdict.breach

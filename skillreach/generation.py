@@ -56,7 +56,7 @@ import jinja2
 from pydantic import Field, ValidationError, field_validator
 
 from skillreach import __version__
-from skillreach.errors import InputError
+from skillreach.errors import InputError, MalformedReply
 from skillreach.models import Catalog, Frozen, Query, QueryKind, Skill, Usage, sha256_hex
 
 __all__ = [
@@ -127,10 +127,6 @@ _TOKEN = re.compile(r"[^\W_]+")
 _PLACEHOLDER = re.compile(r"\[(?:SKILL|RIVAL-\d+)\]|\[…\]|\[\.\.\.\]")
 _QUOTED = re.compile(r"[\"“”]([^\"“”\n]{3,160})[\"“”]")
 _TAG = re.compile(r"<(/?)\s*skill_body", re.IGNORECASE)
-
-
-class MalformedReply(ValueError):
-    """The model's reply held no JSON list of drafts."""
 
 
 # ------------------------------------------------------------------------------------------ params

@@ -25,7 +25,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import jinja2
 
-from skillreach.errors import ProbeFailed
+from skillreach.errors import JudgeReplyError, ProbeFailed
 from skillreach.models import ProbeRecord, Query, ToolCall, Usage, sha256_hex
 
 __all__ = [
@@ -57,10 +57,6 @@ def default_judge_model() -> str:
     import os
 
     return os.environ.get("SKILLREACH_JUDGE_MODEL") or FAKE_JUDGE_MODEL
-
-
-class JudgeReplyError(ProbeFailed):
-    """The judge's reply held no grade in [0, 1]."""
 
 
 @lru_cache(maxsize=1)

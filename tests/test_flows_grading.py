@@ -4,7 +4,6 @@ study of ``skillreach check`` running the same tasks."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,30 +16,8 @@ from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeRes
 from skillreach.models import Checks, ProbeRecord, Query
 from skillreach.study.grading import apply_grades, grade_key, needs_grading, valid_grades
 from skillreach.study.probe_log import read_probes
-from tests import test_flows
-from tests.test_flows import cfg, run, store_of
-
-world = test_flows.world  # the fixture: skills, queries and fake scripts in tmp_path
-
-RUBRIC = "Names the rollback plan."
-# FakeJudge keywords of RUBRIC: names, rollback, plan
-ANSWERS = {
-    "alpha-0": ("chart done; rollback plan ready", 2 / 3),
-    "alpha-1": ("chart done", 0.0),
-    "alpha-2": ("names the rollback plan", 1.0),
-}
-
-
-def with_rubrics(world: dict[str, Path]) -> None:
-    data = json.loads(world["queries"].read_text())
-    for q in data["queries"]:
-        if q["id"] in ANSWERS:
-            q["checks"] = {"rubric": RUBRIC}
-    world["queries"].write_text(json.dumps(data))
-    entries = json.loads(world["good"].read_text())
-    for qid, (text, _) in ANSWERS.items():
-        entries[qid] = {"invoked": ["alpha"], "final_text": text}
-    world["good"].write_text(json.dumps(entries))
+from tests.helpers.rubrics import ANSWERS, RUBRIC, with_rubrics
+from tests.helpers.world import cfg, run, store_of
 
 
 class Counting:

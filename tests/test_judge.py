@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from skillreach import judge as judge_mod
-from skillreach.errors import NotFoundError, ProbeFailed
+from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed
 from skillreach.judge import (
     FakeJudge,
-    JudgeReplyError,
     JudgeRequest,
     grade_probes,
     parse_grade,

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 from skillreach.bm25 import BM25Index, rivals, skill_text, tokenize
 from skillreach.errors import InputError
 from skillreach.gates import Verdict, gate_verdict
-from skillreach.lint import Finding, _check_description, _placeholders, listing_text
+from skillreach.lint import description_findings, listing_text
 from skillreach.models import Query, Skill
 from skillreach.skills import read_frontmatter
 from skillreach.stats import paired_t_interval
@@ -211,9 +211,7 @@ def static_problems(
     names (a referral ``use <name>.`` to no skill of the catalog), placeholders, and the token budget of
     the whole catalog listing (``listing_others``: the characters of the other skills' listing lines)."""
     problems: list[str] = []
-    findings: list[Finding] = []
-    _check_description("candidate", text, 1, findings)
-    problems += [f"lint {f.code}: {f.message}" for f in findings]
+    problems += [f"lint {f.code}: {f.message}" for f in description_findings(text, "candidate")]
     if len(text) > max_chars:
         problems.append(f"{len(text)} characters, over the budget of {max_chars} (--max-chars)")
     listing = listing_others + len(listing_text([(target, text)]))
@@ -227,9 +225,6 @@ def static_problems(
     unknown = sorted(n for n in referred if n not in names)
     if unknown:
         problems.append(f"names skills that do not exist: {', '.join(unknown)}")
-    holes = _placeholders(text)
-    if holes:
-        problems.append(f"placeholders: {', '.join(holes)}")
     return problems
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from skillreach.cli import main
 from skillreach.errors import InputError
@@ -39,6 +38,7 @@ from tests.fakes.messages_api import (
     tool_call,
     turn_of,
 )
+from tests.helpers.staged import CitedWriter, write_skill
 
 CURRENT = "Deploy the web service."
 GOOD = "Deploy the web service and roll out releases to the cluster. Use when the user asks to roll out."
@@ -48,17 +48,6 @@ DEPLOY_BODY = (
     "# deploy\n\nRoll out with a canary first, then the rest of the cluster. Roll back with "
     "`kubectl rollout undo`. Helm charts live in charts/.\n"
 )
-
-
-def _write_skill(
-    root: Path, name: str, description: str, body: str, extra: dict[str, Any] | None = None
-) -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    front = yaml.safe_dump({"name": name, "description": description, **(extra or {})}, sort_keys=False)
-    path = folder / "SKILL.md"
-    path.write_text(f"---\n{front}---\n{body}", encoding="utf-8")
-    return path
 
 
 def _queries() -> QuerySet:
@@ -87,11 +76,11 @@ def _queries() -> QuerySet:
 @pytest.fixture
 def project(tmp_path: Path) -> dict[str, Path]:
     skills = tmp_path / "skills"
-    deploy = _write_skill(
+    deploy = write_skill(
         skills, "deploy", CURRENT, DEPLOY_BODY, {"license": "MIT", "metadata": {"owner": "ops"}}
     )
-    _write_skill(skills, "pdf", "Merge, split and fill PDF files.", "# pdf\n\nUse pypdf.\n")
-    _write_skill(skills, "notes", "Take meeting notes and summarise them.", "# notes\n")
+    write_skill(skills, "pdf", "Merge, split and fill PDF files.", "# pdf\n\nUse pypdf.\n")
+    write_skill(skills, "notes", "Take meeting notes and summarise them.", "# notes\n")
     qpath = tmp_path / "queries.json"
     write_query_set(_queries(), qpath)
     return {"skills": skills, "deploy": deploy, "queries": qpath}
@@ -392,13 +381,12 @@ def test_optimize_generates_its_queries_when_asked(
 ) -> None:
     """No query set yet: ``--generate`` runs the generation flow for the skill (provenance kept), then
     optimises on it; a second run reuses the file. The stand-in writes cited drafts (as in
-    tests/test_generation_flow.py) and routes nothing, so nothing beats the current description."""
+    tests/helpers/staged.py) and routes nothing, so nothing beats the current description."""
     from skillreach.queries import verify_query_set
-    from tests.test_generation import write_skills
-    from tests.test_generation_flow import Writer
+    from tests.helpers.generation import write_skills
 
     skills = write_skills(tmp_path / "skills")
-    writer = Writer()
+    writer = CitedWriter()
 
     def respond(body: dict[str, Any]) -> Any:
         tools = {t["name"] for t in body.get("tools") or []}
@@ -419,7 +407,7 @@ def test_optimize_generates_its_queries_when_asked(
         code = main(args)
         captured = capsys.readouterr()
         assert code == 1, captured.err  # nothing routes better: nothing changed
-        asked = sum(writer.asked.values())
+        asked = writer.asked
         assert asked == 1  # one generation request: the target alone
         qs = verify_query_set(out)
         assert qs.provenance.origin == "generated"
@@ -430,6 +418,6 @@ def test_optimize_generates_its_queries_when_asked(
         assert "generated" in captured.err
         assert main(args) == 1  # the file exists: reused, not generated again
         capsys.readouterr()
-        assert sum(writer.asked.values()) == asked
+        assert writer.asked == asked
     assert main(["optimize", "pdf-forms", "--skills", str(skills)]) == 2
     assert "--queries FILE, or --generate" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from skillreach.sequential import (
     staged_from_records,
 )
 from skillreach.stats import paired_t_interval
-from tests.test_gates import make_record
+from tests.helpers.staged import GIT_ENV, commit_baseline, git, make_record, run_study, write_skill
 
 # ------------------------------------------------------------------------------------- boundaries
 
@@ -219,9 +219,7 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     staged check stops before the plan is exhausted, says breach, and reports the probes it saved."""
     import yaml
 
-    from tests.test_check import ENV, git, record_and_commit, run_study, write_skill
-
-    for k, v in ENV.items():
+    for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
@@ -260,7 +258,7 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "skills and corpus")
     monkeypatch.chdir(repo)
-    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    commit_baseline(repo, run_study(repo, repo / "ci" / "narrow.yaml", repo / "out" / "narrow"), "deploy")
     write_skill(repo / "skills", "deploy", "Deploy things.", "# deploy\n")
     git(repo, "commit", "-q", "-am", "deploy: shorter description")
     capsys.readouterr()

@@ -23,7 +23,7 @@ from skillreach.models import Checks, OutputCheck, ProbeRecord, Query, QuerySet
 from skillreach.queries import seal, write_query_set
 from skillreach.uplift import uplift_report
 from tests.fakes.messages_api import MessagesAPI, Reply, query_text, skill_call, text_reply, turn_of
-from tests.test_optimize import _write_skill
+from tests.helpers.staged import write_skill
 
 CHECKS = Checks(output=(OutputCheck(contains="canary"),))
 CASES = ["u0", "u1", "u2", "u3", "w0", "w1", "w2", "w3", "n0", "n1", "z0"]
@@ -60,8 +60,8 @@ def test_uplift_classifies_scripted_misses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     skills = tmp_path / "skills"
-    _write_skill(skills, "deploy", "Deploy the web service to production.", "# deploy\n\nCanary first.\n")
-    _write_skill(skills, "pdf", "Merge, split and fill PDF files.", "# pdf\n")
+    write_skill(skills, "deploy", "Deploy the web service to production.", "# deploy\n\nCanary first.\n")
+    write_skill(skills, "pdf", "Merge, split and fill PDF files.", "# pdf\n")
     qpath = tmp_path / "queries.json"
     write_query_set(_query_set(), qpath)
     with MessagesAPI(Worker(), latency=0.0) as api:

@@ -29,7 +29,8 @@ def staged_payload(st: StagedComparison) -> dict[str, Any]:
 
 def staged_failure(skill: str, st: StagedComparison, *, strict: bool) -> Any:
     """The GateFailed to raise for a staged verdict (``None`` when it passes)."""
-    from skillreach.gates import GateFailed, Verdict
+    from skillreach.errors import GateFailed
+    from skillreach.gates import Verdict
 
     if st.verdict is Verdict.breach or (strict and st.verdict is Verdict.inconclusive):
         bad = [m for m in st.metrics if m.verdict is st.verdict]

@@ -14,9 +14,10 @@ network; the flow (``flows/optimize.py``) probes and asks the LLM through tasks.
    length budget (``--max-chars``, default the current length + 20 %), the catalog listing's budget
    (``listing_budget_chars``, the tokens every description shares), no unknown skill names, no
    placeholders.
-5. **Train**: every candidate probed on the train split and on the rivals' own queries; scored by the
-   paired Δ recall minus Δ false activation against the current description, a candidate whose rivals
-   lose recall (it steals their traffic) is penalised (:func:`train_score`). Hill-climb over rounds.
+5. **Train**: every candidate probed on the train split, which holds the other skills' own queries
+   too; scored by the paired Δ recall minus Δ false activation against the current description, and a
+   candidate whose neighbours lose recall on their own queries (it steals their traffic) is penalised
+   (:func:`train_score`). Hill-climb over rounds.
 6. **Hold-out** (:func:`holdout_decision`): the winner must beat the current description on the hold-out
    split — the paired 95 % t interval of Δ recall above 0 — with false activation and the rivals'
    recall not breaching their gates. Otherwise nothing changes.
@@ -233,7 +234,7 @@ def static_problems(
 
 class Evaluation(_Frozen):
     """Per query id: the share of scored probes in which ``skill`` was invoked (after the query's
-    acceptable skills are removed), for the target and for each rival on its own queries."""
+    acceptable skills are removed), for the target, and for each other skill on its own queries."""
 
     target: dict[str, float]
     rival: dict[str, float]
@@ -242,10 +243,14 @@ class Evaluation(_Frozen):
 
 
 def evaluate(
-    records: Iterable[Any], queries: Mapping[str, Query], target: str, rival_names: Iterable[str]
+    records: Iterable[Any],
+    queries: Mapping[str, Query],
+    target: str,
+    rival_names: Iterable[str] | None = None,
 ) -> Evaluation:
-    """Evaluation of one description from its probe records (``query_id``, ``invoked``, ``error``)."""
-    rivals_set = set(rival_names)
+    """Evaluation of one description from its probe records (``query_id``, ``invoked``, ``error``).
+    ``rival`` covers the queries of ``rival_names`` (default: of every other skill in the set)."""
+    rivals_set = set(rival_names) if rival_names is not None else None
     hits: dict[str, list[int]] = {}
     rhits: dict[str, list[int]] = {}
     probes = errors = 0
@@ -257,7 +262,8 @@ def evaluate(
         q = queries[r.query_id]
         scored = [s for s in r.invoked if s not in q.acceptable_skills]
         hits.setdefault(q.id, []).append(int(target in scored))
-        if q.expected_skill in rivals_set:
+        neighbour = q.expected_skill is not None and q.expected_skill != target
+        if neighbour and (rivals_set is None or q.expected_skill in rivals_set):
             rhits.setdefault(q.id, []).append(int(q.expected_skill in scored))
     return Evaluation(
         target={k: sum(v) / len(v) for k, v in hits.items()},

@@ -269,7 +269,7 @@ async def probe_descriptions(
                 spent_before=spent,
             )
             spent += sum(r.cost_usd or 0.0 for r in records)
-            out.append(evaluate(records, by_id, opts.skill, prep.context.rivals))
+            out.append(evaluate(records, by_id, opts.skill))  # neighbours: every other skill's own queries
     finally:
         await runtime.aclose()
     return out, spent

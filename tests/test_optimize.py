@@ -43,6 +43,7 @@ from tests.helpers.staged import CitedWriter, write_skill
 CURRENT = "Deploy the web service."
 GOOD = "Deploy the web service and roll out releases to the cluster. Use when the user asks to roll out."
 TRAIN_ONLY = "Deploy the web service; roll out the releases seen in training."
+STEALER = "Deploy the web service, roll out releases, and handle any files, PDFs included."
 
 DEPLOY_BODY = (
     "# deploy\n\nRoll out with a canary first, then the rest of the cluster. Roll back with "
@@ -111,7 +112,9 @@ class Agent:
         assert qid is not None
         q = qid.group(1)
         if q.startswith("p"):
-            return Reply([skill_call("pdf")])
+            return Reply([skill_call("deploy" if shown == STEALER else "pdf")])
+        if shown == STEALER and q[0] in "dc":
+            return Reply([skill_call("deploy")])
         if q[0] in "dc":
             if shown == GOOD or (shown == TRAIN_ONLY and q not in self.holdout):
                 return Reply([skill_call("deploy")])
@@ -200,6 +203,25 @@ def test_optimize_refuses_a_candidate_better_on_the_train_split_only(
     assert "refused:" in out.out
     assert "not better than the current description" in out.out
     assert "nothing changed" in out.out
+    assert project["deploy"].read_text(encoding="utf-8") == before
+
+
+def test_optimize_refuses_a_candidate_that_steals_a_neighbours_traffic(
+    project: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Better recall everywhere, but the pdf skill's own queries now land on deploy: it loses on the
+    train split already, and nothing changes."""
+    before = project["deploy"].read_text(encoding="utf-8")
+    code, _ = _run(project, Agent(STEALER, _holdout()), monkeypatch, "--apply", "--format", "json")
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert result["winner"] is None
+    scored = {c["description"]: c for r in result["rounds"] for c in r["candidates"]}
+    stealer = scored[STEALER]
+    assert stealer["deltas"]["recall"]["mean"] > 0.8  # it does reach deploy's queries
+    assert stealer["deltas"]["rival_recall"]["mean"] == pytest.approx(-1.0)  # every train pdf query lost
+    assert stealer["deltas"]["false_activation"]["mean"] > 0
+    assert stealer["score"] < 0
     assert project["deploy"].read_text(encoding="utf-8") == before
 
 

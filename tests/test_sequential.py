@@ -279,6 +279,11 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     assert "staged: probed" in captured.err
     probes = (repo / "out" / "check" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(probes) == st["probes_used"] < 88  # the later stages were never probed
+    assert main([*args, "--staged"]) == 1  # the same, for a person: tables, the saving, one error line
+    captured = capsys.readouterr()
+    assert "staged gate" in captured.out
+    assert f"{st['probes_saved']} probes saved" in captured.out
+    assert "check: gate failed for deploy" in captured.err
 
 
 def test_staged_gate_carries_the_new_cases_cohort() -> None:
@@ -298,3 +303,23 @@ def test_staged_gate_carries_the_new_cases_cohort() -> None:
     assert by["compliance (new cases)"].planned_cases == 20
     assert by["compliance (new cases)"].verdict is Verdict.breach
     assert st.verdict is Verdict.breach
+
+
+def test_real_entry_point_staged_compare(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "skillreach"
+    base, new = _records(drop_cases=30)
+    b, n = _write(base, tmp_path / "base.json"), _write(new, tmp_path / "new.json")
+    proc = subprocess.run(
+        [str(exe), "baseline", "compare", str(b), str(n), "--staged", "--looks", "4"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "staged verdict: breach → exit 1" in proc.stdout
+    assert proc.stderr.startswith("skillreach: error: deploy: staged gate failed: activation breach at look")
+    assert "Traceback" not in proc.stderr

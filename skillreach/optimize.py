@@ -390,7 +390,9 @@ def holdout_decision(
     if rv is not None:
         v = gate_verdict("activation", gate_activation, rv.mean, *rv.ci95)
         if v is not Verdict.ok:
-            reasons.append(f"the rivals' recall on the hold-out split falls by {rv.mean:+.3f} ({v.value})")
+            reasons.append(
+                f"the other skills' recall on the hold-out split falls by {rv.mean:+.3f} ({v.value})"
+            )
     return Decision(accepted=not reasons, reasons=reasons, deltas=dict(d))
 
 

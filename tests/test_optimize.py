@@ -361,7 +361,7 @@ def test_holdout_decision_requires_a_paired_win_and_neighbours_not_worse() -> No
         gate_activation=-0.05,
     )
     assert not steals.accepted
-    assert "rivals' recall" in steals.reasons[0]
+    assert "other skills' recall" in steals.reasons[0]
     noisy = holdout_decision(
         {"recall": pd(0.2, -0.1, 0.5)}, gate_false_activation=0.03, gate_activation=-0.05
     )

@@ -41,7 +41,14 @@ def _print_result(result: OptimizeResult, console: Any) -> None:
     )
     for r in result.rounds:
         table = Table(title=f"round {r.round}", show_lines=False)
-        for col in ("origin", "score", "Δ recall", "Δ false activation", "Δ rivals' recall", "description"):
+        for col in (
+            "origin",
+            "score",
+            "Δ recall",
+            "Δ false activation",
+            "Δ neighbours' recall",
+            "description",
+        ):
             table.add_column(col)
         for c in r.candidates:
             table.add_row(
@@ -64,7 +71,7 @@ def _print_result(result: OptimizeResult, console: Any) -> None:
     d = decision.deltas
     console.print(
         f"hold-out: Δ recall {_fmt_delta(d.get('recall'))}; Δ false activation "
-        f"{_fmt_delta(d.get('false_activation'))}; Δ rivals' recall {_fmt_delta(d.get('rival_recall'))}"
+        f"{_fmt_delta(d.get('false_activation'))}; Δ neighbours' recall {_fmt_delta(d.get('rival_recall'))}"
     )
     if decision.accepted:
         console.print("[green]the winner beats the current description on the hold-out split[/]")

@@ -116,6 +116,7 @@ def staged_check_group(
     folder_of: Callable[[str], Path | None],
     console: Any,
     quiet: bool,
+    in_process: bool = True,
 ) -> list[tuple[str, dict[str, Any], StagedComparison]]:
     """``check --changed --staged`` for one group of skills sharing a study: per skill its result entry
     (status = the staged verdict, the fixed comparison of what was probed for reference, the staged
@@ -132,8 +133,12 @@ def staged_check_group(
     for stale in ("probes.jsonl", GRADED_FILE):  # a check probes afresh
         (out / stale).unlink(missing_ok=True)
     folders = {name: (str(f) if (f := folder_of(name)) is not None else None) for name, _ in members}
-    result = asyncio.run(  # in process: flow and tasks as plain code (no Prefect server needed)
-        staged_check.fn(cfg, list(members), queries, folders=folders, gates=gates.model_dump(), looks=looks)
+    from skillreach.cli.run_cmds import prefect_server_up
+
+    # a tracked flow run when a Prefect server answers (and --in-process is off); else the flow's body
+    run = staged_check if not in_process and prefect_server_up() is not None else staged_check.fn
+    result = asyncio.run(
+        run(cfg, list(members), queries, folders=folders, gates=gates.model_dump(), looks=looks)
     )
     outcome, probed, planned = result.outcomes, result.probes_run, result.probes_planned
     console.print(

@@ -561,7 +561,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     staged: bool = typer.Option(
         False,
         "--staged",
-        help="Probe in stages and stop when the verdict is known (group-sequential gate; in process).",
+        help="Probe in stages and stop when the verdict is known (group-sequential gate).",
     ),
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
@@ -660,6 +660,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
                 folder_of=lambda n: _find_skill_folder(n, dirs),
                 console=console,
                 quiet=as_json,
+                in_process=in_process,
             ):
                 results.append(entry)
                 for level, title, msg in staged_annotations(name, st, strict=strict):

@@ -193,7 +193,7 @@ async def gate_study(
                 BASELINE_EXPIRED, skill=r.skill, run_link=link, study_id=plan.study_id,
                 baseline_id=r.base.baseline_id if r.base else None,
                 message=f"baseline expired, not compared ({r.reason}); re-baselining is due"))
-        elif r.status == "no queries":
+        elif r.status == "no queries" and config.record_baselines:  # said when it arrives; nightly lists it
             alerts.append(notice_payload(
                 NO_QUERIES, skill=r.skill, run_link=link, study_id=plan.study_id,
                 message="no query expects this skill, so it has no baseline and no gate; add queries "

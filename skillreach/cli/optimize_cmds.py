@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -24,6 +23,12 @@ if TYPE_CHECKING:
     from skillreach.optimize import OptimizeResult
 
 __all__ = ["register"]
+
+
+def _run(coro: Any) -> Any:
+    import asyncio  # here, not at the top: the CLI starts without it
+
+    return asyncio.run(coro)
 
 
 def _fmt_delta(d: Any) -> str:
@@ -98,7 +103,7 @@ def _generate_queries(skill: str, dirs: list[Path], out: Path, model: str) -> No
         skills=tuple(dirs), out=out, params=GenerationParams(model=model), targets=(skill,)
     )
     plan_generation(options, on_problem=lambda line: print(f"skillreach: warning: {line}", file=sys.stderr))
-    outcome = asyncio.run(
+    outcome = _run(
         drive(
             options, prepare=prepare_generation.fn, generate=generate_target.fn, finish=finish_generation.fn
         )
@@ -190,10 +195,10 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         gate_false_activation=gates.false_activation,
     )
     console = Console(stderr=output != "text", soft_wrap=True)
-    prep = asyncio.run(prepare_optimize.fn(opts))  # the estimate before any probe (refused over --max-cost)
+    prep = _run(prepare_optimize.fn(opts))  # the estimate before any probe (refused over --max-cost)
     est = f"about ${prep.estimate_usd:.2f}" if prep.estimate_usd is not None else "no paid probes"
     console.print(f"optimize {skill}: up to {prep.probes_planned} probes, {est}")
-    result = asyncio.run(optimize_description.fn(opts))
+    result = _run(optimize_description.fn(opts))
     winner = result.winner.description if result.winner is not None else None
     changed = ""
     if result.accepted and winner is not None:
@@ -251,7 +256,7 @@ def uplift_cmd(  # noqa: PLR0917 - a typer command
         attempts=attempts,
         gate=False,
     )
-    report = asyncio.run(uplift.fn(study, skill, margin))
+    report = _run(uplift.fn(study, skill, margin))
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return

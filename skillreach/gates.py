@@ -29,8 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from scipy import stats as sps
-
 from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, case_values, cohort_split
 from skillreach.errors import ConfigError, GateFailed, RefusedError
 from skillreach.models import Frozen
@@ -188,6 +186,8 @@ def t_test_power(effect: float, sd: float, k: int, alpha: float = ALPHA) -> floa
         return 0.0
     if sd <= 0:
         return 1.0 if effect != 0 else alpha
+    from scipy import stats as sps  # here, not at the top: scipy.stats costs seconds to import
+
     df = k - 1
     crit = float(sps.t.ppf(1 - alpha / 2, df))
     nc = abs(effect) * math.sqrt(k) / sd

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach._registry import build_named
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = ["REGISTRY", "Outcome", "ProbeOptions", "Runtime", "Tracker", "get_runtime", "known_runtimes"]
 

@@ -36,9 +36,9 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillreach.study.contract import Tracker, compliance_answer
 from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Skill, ToolCall
+from skillreach.study.contract import Tracker, compliance_answer
 
 __all__ = [
     "KEY_VARIABLES",

@@ -22,9 +22,10 @@ from types import ModuleType
 from typing import Any
 
 from skillreach.runtimes._toolenv import TOOL_NAMES, canned_result
-from skillreach.study.contract import Tracker, compliance_answer
+
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Skill, ToolCall
+from skillreach.study.contract import Tracker, compliance_answer
 
 __all__ = [
     "SKILL_TOOL",

@@ -40,10 +40,11 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
-from skillreach.study.contract import Outcome, Tracker
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker
 
 __all__ = ["AgyStream", "AntigravityCliRuntime"]
 

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
-from skillreach.study.contract import Outcome, Tracker, compliance_answer
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, compliance_answer
 
 __all__ = ["AntigravitySdkRuntime"]
 

@@ -38,15 +38,17 @@ import shlex
 import shutil
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.runtimes._agentcli import run_json_lines, write_skill
-from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
 
 __all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
 
@@ -183,27 +185,45 @@ class ClaudeCodeRuntime:
         self.pids: list[int] = []
         """Process ids of every ``claude`` started (tests check they are gone)."""
         self._templates: dict[str, Path] = {}
+        self._templates_lock = threading.Lock()
+        self.template_builds = 0
+        """Per-catalog template folders built (one per catalog, however many probes run at once)."""
         self._root = Path(tempfile.mkdtemp(prefix="skillreach-claude-code-"))
 
     # -------------------------------------------------------------------------------- folders
 
     def _template(self, catalog: Catalog) -> Path:
+        """The catalog's skills laid out once per runtime (``catalog-<digest>/skills``).
+
+        Probes run in worker threads at once: the first one to ask builds the folder under a lock, in a
+        temporary folder renamed into place, so no probe ever sees a half-built template and no two
+        probes build it (issue 13: concurrent builds failed with ``FileExistsError``).
+        """
         key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
-        tpl = self._templates.get(key)
-        if tpl is None:
-            bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
-            if bad:
-                raise ConfigError(
-                    f"catalog {catalog.id!r}: skill names that cannot be folder names under .claude/skills: "
-                    f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
-                )
-            tpl = self._root / f"catalog-{key}"
-            skills = tpl / "skills"
-            skills.mkdir(parents=True)
-            for skill in catalog.skills:
-                write_skill(skill, skills / skill.name, symlinks=False)
-            self._templates[key] = tpl
+        with self._templates_lock:
+            tpl = self._templates.get(key)
+            if tpl is None:
+                tpl = self._build_template(catalog, self._root / f"catalog-{key}")
+                self._templates[key] = tpl
+                self.template_builds += 1
         return tpl
+
+    def _build_template(self, catalog: Catalog, dest: Path) -> Path:
+        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
+        if bad:
+            raise ConfigError(
+                f"catalog {catalog.id!r}: skill names that cannot be folder names under .claude/skills: "
+                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
+            )
+        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
+        try:
+            for skill in catalog.skills:
+                write_skill(skill, building / "skills" / skill.name, symlinks=False)
+            os.rename(building, dest)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        return dest
 
     def _workdir(self, catalog: Catalog, *, writable: bool) -> Path:
         """A fresh folder; skills hard-linked from the catalog's template, or copied when the agent

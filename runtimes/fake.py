@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.study.contract import Outcome, Tracker, compliance_answer
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
+from skillreach.study.contract import Outcome, Tracker, compliance_answer
 
 __all__ = ["FakeRuntime"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from skillreach.study.contract import Outcome, Tracker
 from skillreach.bm25 import rank
 from skillreach.models import Catalog, Query
+from skillreach.study.contract import Outcome, Tracker
 
 __all__ = ["KeywordRuntime", "mentioned_skill"]
 

@@ -38,10 +38,11 @@ from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
-from skillreach.study.contract import Outcome, Tracker, cost_of
+
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, cost_of
 
 __all__ = ["OpenAICompatRuntime", "as_function", "classify_error"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillreach.study.contract import Outcome, Runtime, Tracker
 from skillreach.bm25 import rank
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
+from skillreach.study.contract import Outcome, Runtime, Tracker
 
 __all__ = ["RetrieverRuntime", "retrieval_missed"]
 

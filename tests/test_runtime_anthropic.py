@@ -8,13 +8,13 @@ import re
 import time
 
 import pytest
-
 from skillreach.runtimes._retry import RetryPolicy
 from skillreach.runtimes.anthropic import AnthropicRuntime
-from skillreach.study.contract import ProbeOptions, Tracker
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Checks, Query, QueryKind, Skill
 from skillreach.settings import Settings
+from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, skill_call, text_reply
 
 FAST = RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from skillreach.runtimes.anthropic import AnthropicRuntime
-from skillreach.study.contract import ProbeOptions, Tracker
+
 from skillreach.models import Catalog, Query, Skill
 from skillreach.probing import canary_check
+from skillreach.study.contract import ProbeOptions, Tracker
 
 pytestmark = pytest.mark.live
 

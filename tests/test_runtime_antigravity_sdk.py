@@ -15,6 +15,7 @@ pytest.importorskip(
 
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
 from tests.fakes.antigravity_gemini import GeminiAPI, skill_locations

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 from skillreach.runtimes.claude_code import ClaudeCodeRuntime
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 
 STUB = Path(__file__).parent / "fakes" / "claude_stub" / "claude"
 

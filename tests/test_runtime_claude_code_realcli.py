@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.runtimes.claude_code import ClaudeCodeRuntime
+
 from skillreach.models import Catalog, Query, Skill
 from skillreach.settings import Settings
+from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text
 
 pytestmark = pytest.mark.realcli

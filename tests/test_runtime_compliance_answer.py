@@ -10,15 +10,16 @@ from typing import Any
 
 from skillreach.runtimes.anthropic import AnthropicRuntime
 from skillreach.runtimes.antigravity_cli import AgyStream
-from skillreach.study.contract import Outcome, ProbeOptions, Tracker, compliance_answer
 from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.runtimes.fake import FakeRuntime
 from skillreach.runtimes.goose import GooseStream
 from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 from skillreach.runtimes.pi import PiStream
+
 from skillreach.compliance import evaluate_probe
 from skillreach.models import Catalog, Checks, ProbeRecord, Query, Skill, ToolPattern
 from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker, compliance_answer
 from tests.fakes.kit import folder_catalog, probe, query
 from tests.fakes.messages_api import MessagesAPI, Reply, skill_call, turn_of
 from tests.fakes.openai_chat import OpenAIChat, completion, tool_call

@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 import pytest
-
 from skillreach.runtimes import get_runtime
-from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.runtimes.openai_compat import OpenAICompatRuntime
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call
 
 SKILLS = (

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes._agentcli import skill_for_path
-from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.runtimes.pi import PiRuntime, parse_pi_events
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
+from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
 
@@ -278,6 +278,7 @@ def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
     from skillreach.runtimes._agentcli import lay_out_skills
     from skillreach.runtimes.pi import PiStream
+
     from skillreach.errors import InputError
 
     state = PiStream({}, tmp_path, Tracker("x", max_turns=3))

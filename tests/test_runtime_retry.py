@@ -6,9 +6,9 @@ import random
 import time
 
 import pytest
-
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
+
 from skillreach.errors import ProbeFailed, TransientProbeError
 
 

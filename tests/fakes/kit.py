@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = ["THREE_SKILLS", "assert_ended_live", "folder_catalog", "probe", "query", "stub_knobs"]
 

@@ -439,11 +439,14 @@ class ResidencyCache:
         self.enabled = enabled
         self._results: dict[str, str | None] = {}
         self._lock = asyncio.Lock()
+        self.checks = 0
+        """Checks run (one per catalog, however many probes ask at once)."""
 
     async def problem(self, catalog: Catalog) -> str | None:
         if not self.enabled:
             return None
         async with self._lock:
             if catalog.digest not in self._results:
+                self.checks += 1
                 self._results[catalog.digest] = await self._check(catalog)
             return self._results[catalog.digest]

@@ -93,3 +93,92 @@ async def test_claude_code_under_load(tmp_path: Path, catalog: Catalog) -> None:
 
 def _expected(record: ProbeRecord) -> str:
     return SKILLS[int(record.query_id[1:]) % len(SKILLS)][0]
+
+
+# ------------------------------------------------------------------------- the other agent CLIs
+
+
+def stub_env(tmp_path: Path, prefix: str) -> dict[str, str]:
+    import json
+
+    plan = tmp_path / f"{prefix.lower()}-plan.json"
+    plan.write_text(json.dumps(plan_all()))
+    return {f"{prefix}_STUB_PLAN": str(plan)}
+
+
+async def test_pi_under_load(tmp_path: Path, catalog: Catalog) -> None:
+    from skillreach.runtimes.pi import PiRuntime
+
+    rt = PiRuntime(pi_path=str(FAKES / "pi_stub" / "pi"), model="claude-sonnet-4-5", env=stub_env(tmp_path, "PI"))
+    records = await stress(rt, catalog)
+    assert all(r.invoked == (_expected(r),) for r in records)
+    assert rt._residency.checks == 1  # the residency check (pi --mode rpc) ran once for 32 probes
+
+
+async def test_goose_under_load(tmp_path: Path, catalog: Catalog) -> None:
+    from skillreach.runtimes.goose import GooseRuntime
+
+    rt = GooseRuntime(
+        goose_path=str(FAKES / "goose_stub" / "goose"), model="claude-sonnet-4-5", env=stub_env(tmp_path, "GOOSE")
+    )
+    records = await stress(rt, catalog)
+    assert all(r.invoked == (_expected(r),) for r in records)
+    assert rt._residency.checks == 1  # `goose skills list` ran once for 32 probes
+
+
+async def test_antigravity_cli_under_load(tmp_path: Path, catalog: Catalog) -> None:
+    from skillreach.runtimes.antigravity_cli import AntigravityCliRuntime
+
+    rt = AntigravityCliRuntime(
+        agy_path=str(FAKES / "antigravity_cli_stub" / "agy"), model="gemini-3-flash", env=stub_env(tmp_path, "AGY")
+    )
+    records = await stress(rt, catalog)
+    assert all(r.invoked == (_expected(r),) for r in records)
+
+
+# ------------------------------------------------------------------------------------- API runtimes
+
+
+async def test_anthropic_under_load(catalog: Catalog) -> None:
+    from skillreach.runtimes.anthropic import AnthropicRuntime
+    from tests.fakes.messages_api import MessagesAPI, ScriptResponder
+
+    with MessagesAPI(ScriptResponder({f"use {name}": [name] for name, _ in SKILLS})) as api:
+        rt = AnthropicRuntime(
+            "claude-sonnet-4-6", base_url=api.base_url, api_key="sk-test", settings=Settings(), concurrency=8
+        )
+        records = await stress(rt, catalog)
+        assert len(api.message_requests) == PROBES  # one request per probe (early exit at the target)
+    assert all(r.invoked == (_expected(r),) for r in records)
+    assert len(rt._tools) == 1  # the listing and its JSON prefix were built once for the catalog
+
+
+async def test_openai_compatible_under_load(catalog: Catalog) -> None:
+    from skillreach.runtimes.openai_compat import OpenAICompatRuntime
+    from tests.fakes.openai_chat import OpenAIChat
+
+    with OpenAIChat(plan={f"use {name}": [name] for name, _ in SKILLS}) as api:
+        rt = OpenAICompatRuntime(model="local", base_url=api.base_url, api_key="k", concurrency=8)
+        records = await stress(rt, catalog)
+        assert len(api.requests) == PROBES
+    assert all(r.invoked == (_expected(r),) for r in records)
+
+
+async def test_antigravity_sdk_under_load(tmp_path: Path) -> None:
+    pytest.importorskip("google.antigravity", reason="google-antigravity is not installed")
+    from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
+    from tests.fakes.antigravity_gemini import GeminiAPI
+
+    small = folder_catalog(tmp_path)  # the harness is one process per probe: keep the catalog small
+    with GeminiAPI(plan={"use": ["rollback"]}) as api:
+        rt = AntigravitySdkRuntime(model="gemini-2.5-flash", base_url=api.base_url, api_key="k")
+        records = await stress(rt, small)
+    assert all(r.invoked == ("rollback",) for r in records)
+
+
+@pytest.mark.parametrize("name", ["keyword", "fake", "retriever"])
+async def test_offline_runtimes_under_load(name: str, catalog: Catalog) -> None:
+    from skillreach.runtimes import get_runtime
+
+    records = await stress(get_runtime(name), catalog)
+    assert len({r.query_id for r in records}) == PROBES

@@ -109,7 +109,9 @@ def stub_env(tmp_path: Path, prefix: str) -> dict[str, str]:
 async def test_pi_under_load(tmp_path: Path, catalog: Catalog) -> None:
     from skillreach.runtimes.pi import PiRuntime
 
-    rt = PiRuntime(pi_path=str(FAKES / "pi_stub" / "pi"), model="claude-sonnet-4-5", env=stub_env(tmp_path, "PI"))
+    rt = PiRuntime(
+        pi_path=str(FAKES / "pi_stub" / "pi"), model="claude-sonnet-4-5", env=stub_env(tmp_path, "PI")
+    )
     records = await stress(rt, catalog)
     assert all(r.invoked == (_expected(r),) for r in records)
     assert rt._residency.checks == 1  # the residency check (pi --mode rpc) ran once for 32 probes
@@ -119,7 +121,9 @@ async def test_goose_under_load(tmp_path: Path, catalog: Catalog) -> None:
     from skillreach.runtimes.goose import GooseRuntime
 
     rt = GooseRuntime(
-        goose_path=str(FAKES / "goose_stub" / "goose"), model="claude-sonnet-4-5", env=stub_env(tmp_path, "GOOSE")
+        goose_path=str(FAKES / "goose_stub" / "goose"),
+        model="claude-sonnet-4-5",
+        env=stub_env(tmp_path, "GOOSE"),
     )
     records = await stress(rt, catalog)
     assert all(r.invoked == (_expected(r),) for r in records)
@@ -130,7 +134,9 @@ async def test_antigravity_cli_under_load(tmp_path: Path, catalog: Catalog) -> N
     from skillreach.runtimes.antigravity_cli import AntigravityCliRuntime
 
     rt = AntigravityCliRuntime(
-        agy_path=str(FAKES / "antigravity_cli_stub" / "agy"), model="gemini-3-flash", env=stub_env(tmp_path, "AGY")
+        agy_path=str(FAKES / "antigravity_cli_stub" / "agy"),
+        model="gemini-3-flash",
+        env=stub_env(tmp_path, "AGY"),
     )
     records = await stress(rt, catalog)
     assert all(r.invoked == (_expected(r),) for r in records)
@@ -141,6 +147,7 @@ async def test_antigravity_cli_under_load(tmp_path: Path, catalog: Catalog) -> N
 
 async def test_anthropic_under_load(catalog: Catalog) -> None:
     from skillreach.runtimes.anthropic import AnthropicRuntime
+
     from tests.fakes.messages_api import MessagesAPI, ScriptResponder
 
     with MessagesAPI(ScriptResponder({f"use {name}": [name] for name, _ in SKILLS})) as api:
@@ -155,6 +162,7 @@ async def test_anthropic_under_load(catalog: Catalog) -> None:
 
 async def test_openai_compatible_under_load(catalog: Catalog) -> None:
     from skillreach.runtimes.openai_compat import OpenAICompatRuntime
+
     from tests.fakes.openai_chat import OpenAIChat
 
     with OpenAIChat(plan={f"use {name}": [name] for name, _ in SKILLS}) as api:
@@ -167,6 +175,7 @@ async def test_openai_compatible_under_load(catalog: Catalog) -> None:
 async def test_antigravity_sdk_under_load(tmp_path: Path) -> None:
     pytest.importorskip("google.antigravity", reason="google-antigravity is not installed")
     from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
+
     from tests.fakes.antigravity_gemini import GeminiAPI
 
     small = folder_catalog(tmp_path)  # the harness is one process per probe: keep the catalog small

@@ -7,7 +7,8 @@ An entry is one of
 - an object ``{"invoked": [...], "tool_calls": [{"tool": "Bash", "input": {...}}], "final_text": "...",
   "error": "...", "turns": N}`` — ``tool_calls`` and ``final_text`` are reported in compliance mode,
   once the expected skill was loaded (no ``final_text`` then is ``""``: the agent ended with no text);
-  ``error`` makes the probe fail (kept as data);
+  ``error`` makes the probe fail (kept as data); ``raise`` makes ``select`` raise a ``RuntimeError``
+  with that message (a runtime's bug: the probe's error, never the end of the study);
 - an object ``{"attempts": {"1": entry, "2": entry}, "*": entry}`` or a list of entries under
   ``"attempts"`` (attempt *n* takes item *n − 1*, cycling), for per-attempt behaviour.
 
@@ -94,6 +95,8 @@ class FakeRuntime:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         entry = self._entry(query, tracker.attempt)
+        if entry.get("raise"):
+            raise RuntimeError(str(entry["raise"]))
         if entry.get("error"):
             return Outcome.from_tracker(tracker, error=str(entry["error"]), resolved_model=self.model)
         turns = 0

@@ -236,9 +236,16 @@ def read_probes(path: str | os.PathLike[str], *, missing_ok: bool = False) -> li
     return records
 
 
-def completed_pairs(records: Iterable[ProbeRecord], fingerprint: str) -> set[tuple[str, int]]:
-    """(query id, attempt) pairs recorded without error under exactly this fingerprint."""
-    return {(r.query_id, r.attempt) for r in records if r.error is None and r.fingerprint == fingerprint}
+def completed_pairs(
+    records: Iterable[ProbeRecord], fingerprint: str, *, keep_errors: bool = False
+) -> set[tuple[str, int]]:
+    """(query id, attempt) pairs recorded without error under exactly this fingerprint (errored ones
+    too with ``keep_errors``: a resume then leaves them as they are instead of probing them again)."""
+    return {
+        (r.query_id, r.attempt)
+        for r in records
+        if (keep_errors or r.error is None) and r.fingerprint == fingerprint
+    }
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
@@ -302,7 +309,9 @@ async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker:
     except ProbeFailed as exc:
         return Outcome.from_tracker(tracker, error=exc.message)
     except Exception as exc:  # a runtime's bug is this probe's error, not the end of the study
-        log.exception("runtime %s failed on query %s", runtime.name, query.id)
+        # data, not an alarm: the record carries the error, the run says how many at the end, and the
+        # traceback goes to the log file (``--debug`` prints it)
+        log.info("runtime %s failed on query %s", runtime.name, query.id, exc_info=True)
         return Outcome.from_tracker(tracker, error=f"{type(exc).__name__}: {exc}")
 
 

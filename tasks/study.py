@@ -247,7 +247,7 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
     out = config.out or _claim(default_out_dir(config, kind=kind))
     probes_path = out / "probes.jsonl"
     existing = read_probes(probes_path, missing_ok=True)
-    done = completed_pairs(existing, fp)
+    done = completed_pairs(existing, fp, keep_errors=config.keep_errors)
     spent = sum(r.cost_usd or 0.0 for r in latest_records(existing, fp))
     batches = batch_pairs(inputs.query_set.queries, config.attempts, config.batch_size, done=done)
     study_id = study_id_for(fp, out)
@@ -418,7 +418,9 @@ async def probe_batch(
     from skillreach.probing import JsonlSink, completed_pairs, read_probes, run_probes
 
     by_id = inputs.query_set.by_id()
-    done = completed_pairs(read_probes(plan.probes_path, missing_ok=True), plan.fingerprint)
+    done = completed_pairs(
+        read_probes(plan.probes_path, missing_ok=True), plan.fingerprint, keep_errors=config.keep_errors
+    )
     todo = [(by_id[qid], a) for qid, a in pairs if (qid, a) not in done]
     runtime = runtime_for(config)
     callback = progress_for(str(plan.out))
@@ -443,7 +445,7 @@ async def probe_batch(
             await runtime.aclose()
     errors = [r.error for r in records if r.error]
     if errors:
-        logger().warning("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
+        logger().info("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
                          errors[0][:200])
     return {
         "batch": batch,

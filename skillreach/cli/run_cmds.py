@@ -19,7 +19,7 @@ import typer
 
 from skillreach.errors import InputError
 
-__all__ = ["has_batch_mode", "prefect_server_up", "register", "run_study"]
+__all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
 
 
 class _Progress:
@@ -159,6 +159,14 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="M",
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
+    keep_errors: bool = typer.Option(
+        False,
+        "--keep-errors",
+        help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
@@ -188,6 +196,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         max_cost=max_cost,
         compliance=True if compliance else None,
         judge_model=judge_model,
+        keep_errors=True if keep_errors else None,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
@@ -213,10 +222,15 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     console = Console(stderr=True)
     log = logging.getLogger("skillreach")
-    if not log.handlers:
+    if not any(isinstance(h, RichHandler) for h in log.handlers):
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
-        log.setLevel(logging.WARNING)
         log.propagate = False  # Prefect's console handler on the root logger would print it again
+    for handler in log.handlers:
+        if isinstance(handler, RichHandler):
+            handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    log.setLevel(logging.DEBUG)
+    log_file = _log_file(cfg.out or default_out_dir(cfg))
+    log.addHandler(log_file)
     if cfg.is_example:
         console.print(
             f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
@@ -231,6 +245,8 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
+        log.removeHandler(log_file)
+        log_file.close()
     out_console = Console()
     try:
         from skillreach.reports import print_scorecard
@@ -251,6 +267,24 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         out_console.print(f"  {label:9} {path}")
     if result.breaches:
         out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
+    errors = result.artifact.outcomes.errors if result.artifact is not None else {}
+    if errors:
+        console.print(errored_line(len(errors), errors[min(errors)]), markup=False, highlight=False)
+
+
+def errored_line(count: int, first: str) -> str:
+    """The one line a run prints about its errored probes (the records hold each error)."""
+    first_line = first.strip().splitlines()[0] if first.strip() else "no message"
+    return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
+
+
+def _log_file(out: Path) -> logging.Handler:
+    """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs)."""
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    return handler
 
 
 def serve_cmd(

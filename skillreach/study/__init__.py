@@ -45,7 +45,7 @@ _WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 # The keys of a config file (or CLI flags) that belong to the study, not to Settings.
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
-     "judge_model"}
+     "judge_model", "keep_errors"}
 )
 
 
@@ -83,6 +83,8 @@ class StudyConfig(BaseModel):
     """Record every queried skill's baseline from this study (``rebaseline_all``)."""
     gate: bool = True
     """Compare with the stored baselines and alert on a breach."""
+    keep_errors: bool = False
+    """On a resume, keep errored probes as they are (default: probe those pairs again)."""
     judge_model: str | None = None
     """The rubric judge (``None``: :func:`skillreach.judge.default_judge_model`, i.e.
     ``$SKILLREACH_JUDGE_MODEL`` or the offline fake judge)."""

@@ -113,6 +113,7 @@ def tool_version(
     try:
         proc = subprocess.run(
             [executable, *args],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout_s,

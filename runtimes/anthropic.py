@@ -58,15 +58,17 @@ from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
+from skillreach.runtimes._version import package_version
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
 __all__ = [
     "DEFAULT_MODEL",
     "SYSTEM_PROMPT",
+    "AnthropicOptions",
     "AnthropicRuntime",
     "classify_error",
     "cost_of",
@@ -200,8 +202,33 @@ class _Batcher:
                 fut.set_result(result)
 
 
+class AnthropicOptions(RuntimeOptions):
+    """``runtime_options`` of the anthropic runtime (limits, retries and the timeout default to the
+    settings of the same names)."""
+
+    batch: bool = False
+    concurrency: int | None = None
+    requests_per_minute: int | None = None
+    input_tokens_per_minute: int | None = None
+    max_retries: int | None = None
+    timeout_s: float | None = None
+    max_tokens: int = 1024
+    compliance_max_tokens: int = 8192
+    system_prompt: str = SYSTEM_PROMPT
+    base_url: str | None = None
+    poll_initial_s: float = 2.0
+    poll_max_s: float = 60.0
+    batch_window_s: float = 0.05
+    http: str = "auto"
+
+
 class AnthropicRuntime:
     name: ClassVar[str] = "anthropic"
+    Options: ClassVar[type[RuntimeOptions]] = AnthropicOptions
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
+    batch_mode: ClassVar[bool] = True
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -226,7 +253,7 @@ class AnthropicRuntime:
         http: str = "auto",
         client: Any = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         s = self.settings
         self.model = model or s.model or DEFAULT_MODEL
         self.batch = batch
@@ -468,6 +495,9 @@ class AnthropicRuntime:
             tool_calls=dialogue.tool_calls,
             final_text=dialogue.final_text,
         )
+
+    async def version(self) -> str | None:
+        return package_version("anthropic")
 
     async def aclose(self) -> None:
         for client in self._clients:

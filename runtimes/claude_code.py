@@ -43,14 +43,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._agentcli import run_json_lines, write_skill
+from skillreach.runtimes._agentcli import find_executable, run_json_lines, write_skill
+from skillreach.runtimes._version import program_version
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
+from skillreach.study.contract import (
+    Outcome,
+    RuntimeOptions,
+    Tracker,
+    compliance_answer,
+    cost_of,
+    default_settings,
+)
 
-__all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
+__all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeOptions", "ClaudeCodeRuntime", "StreamState"]
 
 log = logging.getLogger("skillreach.runtimes.claude_code")
 
@@ -133,8 +141,29 @@ def _usage(raw: dict[str, Any]) -> Usage:
     )
 
 
+class ClaudeCodeOptions(RuntimeOptions):
+    """``runtime_options`` of the claude-code runtime."""
+
+    claude_path: str | None = None
+    """The ``claude`` program (default: the ``claude_path`` setting, ``claude`` on PATH)."""
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    base_url: str | None = None
+    extra_env: dict[str, str] | None = None
+    extra_args: list[str] | None = None
+    known_non_catalog: frozenset[str] = KNOWN_NON_CATALOG
+    keep_workdirs: bool = False
+    kill_grace_s: float = 0.25
+
+
 class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
+    Options: ClassVar[type[RuntimeOptions]] = ClaudeCodeOptions
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -152,17 +181,15 @@ class ClaudeCodeRuntime:
         keep_workdirs: bool = False,
         kill_grace_s: float = 0.25,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        path = claude_path or self.settings.claude_path
-        found = shutil.which(path)
-        if found is None:
-            raise ConfigError(
-                f"the claude program was not found at {path!r}; install Claude Code "
-                "(npm install -g @anthropic-ai/claude-code) or set SKILLREACH_CLAUDE_PATH"
-            )
-        self.claude_path = found
-        self.timeout_s = timeout_s
+        self.claude_path = find_executable(
+            claude_path or self.settings.claude_path,
+            "claude",
+            "SKILLREACH_CLAUDE_PATH",
+            "install Claude Code (npm install -g @anthropic-ai/claude-code) or set SKILLREACH_CLAUDE_PATH",
+        )
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self._sem = asyncio.Semaphore(concurrency or self.settings.concurrency)
         self.env_overrides: dict[str, str] = dict(extra_env or {})
         if base_url:
@@ -391,7 +418,7 @@ class ClaudeCodeRuntime:
                     await asyncio.to_thread(shutil.rmtree, work, True)
 
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
-        timeout = self.timeout_s or tracker.options.timeout_s
+        timeout = self.timeout_s
         state = StreamState()
 
         def on_event(event: dict[str, Any]) -> bool:
@@ -443,6 +470,9 @@ class ClaudeCodeRuntime:
 
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
+
+    async def version(self) -> str | None:
+        return await program_version(self.claude_path)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(shutil.rmtree, self._root, True)

@@ -24,9 +24,11 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.runtimes._version import own_version
+
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
-from skillreach.study.contract import Outcome, Tracker, compliance_answer
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, compliance_answer
 
 __all__ = ["FakeRuntime"]
 
@@ -49,8 +51,21 @@ def _load_script(script: dict[str, Any] | str | Path | None) -> dict[str, Any]:
     return data
 
 
+class FakeOptions(RuntimeOptions):
+    """``runtime_options`` of the fake runtime."""
+
+    script: dict[str, Any] | str | None = None
+    """The script: a JSON file, or the mapping itself."""
+    latency_s: float = 0.0
+
+
 class FakeRuntime:
     name: ClassVar[str] = "fake"
+    Options: ClassVar[type[RuntimeOptions]] = FakeOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -125,3 +140,7 @@ class FakeRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        """This runtime is skillreach's own code: skillreach's version."""
+        return own_version()

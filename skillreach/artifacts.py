@@ -427,6 +427,8 @@ class CatalogInfo(_Frozen):
 
 class RuntimeInfo(_Frozen):
     name: str = ""
+    version: str | None = None
+    """The runtime's version its probes recorded (``ProbeRecord.runtime_version``)."""
     model: str | None = None
     resolved_model: str | None = None
     max_turns: int | None = None

@@ -279,6 +279,7 @@ def _record(
     options: ProbeOptions,
     fp: str,
     started: float,
+    runtime_version: str | None = None,
 ) -> ProbeRecord:
     return ProbeRecord(
         query_id=query.id,
@@ -288,6 +289,7 @@ def _record(
         turns=outcome.turns,
         early_exit=outcome.early_exit,
         runtime=runtime.name,
+        runtime_version=runtime_version,
         model=options.model or getattr(runtime, "model", None),
         resolved_model=outcome.resolved_model,
         usage=outcome.usage,
@@ -299,6 +301,19 @@ def _record(
         final_text=outcome.final_text,
         finished_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
     )
+
+
+async def runtime_version(runtime: Runtime) -> str | None:
+    """The runtime's version (its ``version()``; None for a runtime without one or when it fails)."""
+    ask = getattr(runtime, "version", None)
+    if ask is None:
+        return None
+    try:
+        version: str | None = await ask()
+    except Exception:  # a version is provenance, never a reason to stop a study
+        log.info("runtime %s could not tell its version", runtime.name, exc_info=True)
+        return None
+    return version
 
 
 async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
@@ -339,6 +354,7 @@ async def run_probes(
     if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
         concurrency = max(concurrency, len(pairs))
     sem = asyncio.Semaphore(concurrency)
+    version = await runtime_version(runtime)
     offload = bool(getattr(sink, "thread_safe", False))
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
@@ -362,6 +378,7 @@ async def run_probes(
                 options=options,
                 fp=fingerprint,
                 started=started,
+                runtime_version=version,
             )
             if offload:
                 await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail

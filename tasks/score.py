@@ -10,6 +10,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from skillreach.models import ProbeRecord
 from skillreach.study import StudyConfig
 from skillreach.tasks._context import in_prefect_run, logger
 from skillreach.tasks.store import store_for
@@ -49,6 +50,12 @@ def headline(artifact: Any) -> dict[str, Any]:
     return out
 
 
+def runtime_version_of(records: list[ProbeRecord]) -> str | None:
+    """The runtime version the probes recorded (several, comma-separated, when it changed mid-study)."""
+    versions = sorted({r.runtime_version for r in records if r.runtime_version})
+    return ", ".join(versions) or None
+
+
 @task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
 async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> Scored:
     """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``
@@ -65,6 +72,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
         inputs.catalog,
         runtime_info=RuntimeInfo(
             name=config.runtime,
+            version=runtime_version_of(records),
             model=config.model,
             resolved_model=plan.resolved_model,
             max_turns=config.max_turns,

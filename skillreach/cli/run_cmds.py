@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from skillreach.errors import InputError
+from skillreach.errors import ConfigError, InputError
 
 __all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
 
@@ -80,18 +80,10 @@ def prefect_server_up(timeout_s: float = 1.5) -> str | None:
 
 
 def has_batch_mode(runtime: str) -> bool:
-    """Whether the runtime called ``runtime`` takes ``batch=True`` (a batch API at half price)."""
-    import importlib
-    import inspect
+    """Whether the runtime called ``runtime`` has a batch API at half price (its ``batch_mode``)."""
+    from skillreach.runtimes import REGISTRY, runtime_class
 
-    from skillreach.runtimes import REGISTRY
-
-    target = REGISTRY.get(runtime)
-    if target is None:
-        return False
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return "batch" in inspect.signature(cls).parameters
+    return runtime in REGISTRY and bool(getattr(runtime_class(runtime), "batch_mode", False))
 
 
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
@@ -201,7 +193,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-    from skillreach.runtimes import REGISTRY, get_runtime
+    from skillreach.runtimes import REGISTRY, check_runtime_options, get_runtime
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
@@ -218,6 +210,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
                 "(Message Batches API, half price) or drop it"
             )
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
+    try:  # a misspelt runtime option stops the run before anything starts, the file named
+        check_runtime_options(cfg.runtime, cfg.runtime_options)
+    except ConfigError as exc:
+        raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     console = Console(stderr=True)

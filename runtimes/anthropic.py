@@ -54,9 +54,10 @@ from typing import Any, ClassVar
 
 import anthropic
 import orjson
+from skillreach.runtimes._anthropic_common import translate_error, usage_of
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
-from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
 
@@ -93,8 +94,9 @@ def estimate_request_tokens(params: dict[str, Any]) -> int:
 
 
 def classify_error(exc: BaseException) -> ProbeFailed | None:
-    """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's."""
-    return classify_sdk_error(exc, anthropic, lambda status, kind, text: f"HTTP {status} {kind}: {text}")
+    """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's
+    (:func:`runtimes._anthropic_common.translate_error`, shared with the judge and the generator)."""
+    return translate_error(exc)
 
 
 def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -109,16 +111,6 @@ def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
             "input": dict(block.get("input") or {}),
         }
     return None  # thinking and server-tool blocks are not sent back (we enable neither)
-
-
-def _usage_of(message: dict[str, Any]) -> Usage:
-    u = message.get("usage") or {}
-    return Usage(
-        input_tokens=int(u.get("input_tokens") or 0),
-        output_tokens=int(u.get("output_tokens") or 0),
-        cache_creation_input_tokens=int(u.get("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(u.get("cache_read_input_tokens") or 0),
-    )
 
 
 @dataclass
@@ -460,7 +452,7 @@ class AnthropicRuntime:
         try:
             while True:
                 resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance))
-                usage = usage + _usage_of(resp)
+                usage = usage + usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [
                     b for b in (_block_to_param(x) for x in resp.get("content") or []) if b is not None

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.runtimes._agentcli import find_executable, run_json_lines, write_skill
+from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
 
 from skillreach.errors import ConfigError
@@ -125,20 +126,11 @@ class StreamState:
     @property
     def usage(self) -> Usage:
         if self.result is not None and isinstance(self.result.get("usage"), dict):
-            return _usage(self.result["usage"])
+            return usage_of(self.result["usage"])
         total = Usage()
         for u in self.usage_by_message.values():
             total = total + u
         return total
-
-
-def _usage(raw: dict[str, Any]) -> Usage:
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        cache_creation_input_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
-    )
 
 
 class ClaudeCodeOptions(RuntimeOptions):
@@ -370,7 +362,7 @@ class ClaudeCodeRuntime:
             if message.get("model"):
                 state.resolved_model = str(message["model"])
             if isinstance(message.get("usage"), dict):
-                state.usage_by_message[mid] = _usage(message["usage"])
+                state.usage_by_message[mid] = usage_of(message["usage"])
             for block in message.get("content") or []:
                 self._block(block, state, catalog, tracker)
                 if state.stop:

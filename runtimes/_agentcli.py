@@ -126,8 +126,11 @@ def tool_version(
     return text.splitlines()[0] if text else None
 
 
-def base_env(*, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment for an agent process: PATH, locale, a private HOME and the provider keys."""
+def base_env(
+    *, home: Path, extra: dict[str, str] | None = None, passed: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """A minimal environment for an agent process: PATH, locale, a private HOME and the provider keys
+    (plus the caller's ``passed`` variables, when set: a CLI's own endpoint, proxy or certificate)."""
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -142,7 +145,7 @@ def base_env(*, home: Path, extra: dict[str, str] | None = None) -> dict[str, st
         "NO_COLOR": "1",
         "CI": "1",
     }
-    for key in KEY_VARIABLES:
+    for key in (*KEY_VARIABLES, *passed):
         if os.environ.get(key):
             env[key] = os.environ[key]
     env.update(extra or {})

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._agentcli import find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import base_env, find_executable, run_json_lines, write_skill
 from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
 
@@ -259,9 +259,9 @@ class ClaudeCodeRuntime:
         return work
 
     def _env(self, work: Path) -> dict[str, str]:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
-        env["HOME"] = str(work / "home")
+        """The shared isolated environment (:func:`~runtimes._agentcli.base_env`: a private HOME and
+        XDG folders, PATH, locale, provider keys) with Claude Code's own variables and config folder."""
+        env = base_env(home=work / "home", passed=PASSED_ENV)
         env["CLAUDE_CONFIG_DIR"] = str(work / "home" / ".claude")
         env["TMPDIR"] = str(work)
         env.update(ISOLATION_ENV)

@@ -147,3 +147,6 @@ def test_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> Non
     assert len(records) == 41
     assert [r.error for r in records if r.error] == []
     assert all(r.invoked == (names[int(r.query_id[1:]) % 26],) for r in records)
+    # the runtime's version is on every record and in the artifact
+    assert {r.runtime_version for r in records} == {"2.1.328-stub (Claude Code)"}
+    assert read_artifact(tmp_path / "out" / "artifact.json").runtime.version == "2.1.328-stub (Claude Code)"

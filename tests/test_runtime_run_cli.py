@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from skillreach.artifacts import read_artifact
 from skillreach.cli import main
+from skillreach.models import ProbeRecord
 from skillreach.probing import read_probes
 from tests import test_flows
 
@@ -109,36 +111,58 @@ def test_keep_errors_leaves_errored_probes_as_they_are(
 # --------------------------------------------------------------- claude-code at --concurrency 4
 
 
-def test_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> None:
-    """The issue's scenario: 26 skills, 41 queries, ``--concurrency 4``, the ``claude`` stand-in on PATH."""
-    names = [f"skill-{i:02d}" for i in range(26)]
-    for name in names:
+NAMES = [f"skill-{i:02d}" for i in range(26)]
+
+
+def claude_scenario(
+    tmp_path: Path, runtime_options: str, path_first: Path | None = None
+) -> list[ProbeRecord]:
+    """The issue's scenario through ``skillreach run``: 26 skills, 41 queries, claude-code at
+    ``--concurrency 4``; every query names its skill. Returns the records (0 errors asserted)."""
+    for name in NAMES:
         folder = tmp_path / "skills" / name
         folder.mkdir(parents=True)
         (folder / "SKILL.md").write_text(
             f"---\nname: {name}\ndescription: Handle chores of kind {name[-2:]} for the team.\n---\nSteps.\n"
         )
     queries = [
-        {"id": f"q{i:02d}", "text": f"request {i:02d}: use {names[i % 26]}", "expected_skill": names[i % 26],
-         "kind": "implicit"}
+        {
+            "id": f"q{i:02d}",
+            "text": f"request {i:02d}: use {NAMES[i % 26]}",
+            "expected_skill": NAMES[i % 26],
+            "kind": "implicit",
+        }
         for i in range(41)
     ]
     (tmp_path / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
-    script = tmp_path / "claude-script.json"
-    script.write_text(json.dumps({name: {"steps": [name]} for name in names}))
-    (tmp_path / "study.toml").write_text(
-        f'[runtime_options]\nextra_env = {{ CLAUDE_STUB_SCRIPT = "{script}" }}\n', encoding="utf-8"
-    )
+    (tmp_path / "study.toml").write_text(f"[runtime_options]\n{runtime_options}\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "SKILLREACH_"))}
-    env.update(
-        PATH=f"{FAKES / 'claude_stub'}{os.pathsep}{env.get('PATH', '')}",
-        ANTHROPIC_API_KEY="sk-test-not-a-secret",
-        COLUMNS="200",
-    )
+    env.update(ANTHROPIC_API_KEY="sk-test-not-a-secret", COLUMNS="200")
+    if path_first is not None:
+        env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
     proc = subprocess.run(
-        [str(SKILLREACH), "run", "--config", "study.toml", "--skills", "skills", "--queries", "queries.json",
-         "--runtime", "claude-code", "--concurrency", "4", "--out", "out"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        [
+            str(SKILLREACH),
+            "run",
+            "--config",
+            "study.toml",
+            "--skills",
+            "skills",
+            "--queries",
+            "queries.json",
+            "--runtime",
+            "claude-code",
+            "--concurrency",
+            "4",
+            "--out",
+            "out",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
@@ -146,7 +170,39 @@ def test_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> Non
     records = read_probes(tmp_path / "out" / "probes.jsonl")
     assert len(records) == 41
     assert [r.error for r in records if r.error] == []
-    assert all(r.invoked == (names[int(r.query_id[1:]) % 26],) for r in records)
+    assert all(r.invoked == (NAMES[int(r.query_id[1:]) % 26],) for r in records)
+    return records
+
+
+def test_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> None:
+    """With the ``claude`` stand-in on PATH."""
+    script = tmp_path / "claude-script.json"
+    script.write_text(json.dumps({name: {"steps": [name]} for name in NAMES}))
+    records = claude_scenario(
+        tmp_path, f'extra_env = {{ CLAUDE_STUB_SCRIPT = "{script}" }}', path_first=FAKES / "claude_stub"
+    )
     # the runtime's version is on every record and in the artifact
     assert {r.runtime_version for r in records} == {"2.1.328-stub (Claude Code)"}
     assert read_artifact(tmp_path / "out" / "artifact.json").runtime.version == "2.1.328-stub (Claude Code)"
+
+
+@pytest.mark.realcli
+def test_real_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> None:
+    """With the REAL Claude Code CLI against the local Messages API stand-in."""
+    from tests.fakes.messages_api import MessagesAPI, Reply, query_text, skill_call, text_reply, turn_of
+    from tests.test_runtime_claude_code_realcli import real_claude
+
+    claude = real_claude()
+    if claude is None:
+        pytest.skip("the real Claude Code CLI is not installed (set SKILLREACH_REAL_CLAUDE or run .ci/run)")
+
+    def responder(body: dict[str, Any]) -> Any:
+        named = re.search(r"\b[Uu]se (?:the )?(skill-\d\d)", query_text(body))  # queries and canaries
+        offered = {t.get("name") for t in body.get("tools") or []}
+        if named and "Skill" in offered and turn_of(body) == 0:
+            return Reply([skill_call(named.group(1))])
+        return text_reply("Done.")
+
+    with MessagesAPI(responder) as api:
+        records = claude_scenario(tmp_path, f'claude_path = "{claude}"\nbase_url = "{api.base_url}"')
+    assert {r.runtime_version for r in records} == {"2.1.328 (Claude Code)"}

@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from skillreach.models import Catalog, Query, QueryKind, Skill  # noqa: E402
-from skillreach.probing import ListSink, run_probes  # noqa: E402
 from skillreach.settings import Settings  # noqa: E402
 from skillreach.study.contract import ProbeOptions, Runtime  # noqa: E402
+from skillreach.study.runner import ListSink, run_probes  # noqa: E402
 
 CACHE = Path.home() / ".cache" / "skillreach"
 SKILLS = 26

@@ -13,10 +13,10 @@ from prefect import flow
 from skillreach.flows._compose import call
 from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
-from skillreach.watch import events_for
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model
+from skillreach.watch import events_for
 
 __all__ = ["nightly_compliance", "rebaseline_all", "watch"]
 

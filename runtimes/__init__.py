@@ -9,9 +9,9 @@ valid ones.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skillreach._registry import class_named
+from skillreach._registry import build_named, class_named
 from skillreach.settings import Settings
 from skillreach.study.contract import (
     Outcome,
@@ -22,14 +22,20 @@ from skillreach.study.contract import (
     check_options,
 )
 
+if TYPE_CHECKING:
+    from skillreach.judge import Judge
+
 __all__ = [
+    "JUDGES",
     "REGISTRY",
     "Outcome",
     "ProbeOptions",
     "Runtime",
     "RuntimeOptions",
     "Tracker",
+    "capability",
     "check_runtime_options",
+    "get_judge",
     "get_runtime",
     "known_runtimes",
     "runtime_class",
@@ -74,3 +80,21 @@ def get_runtime(
     checked = check_runtime_options(name, options)
     runtime: Runtime = runtime_class(name)(model=model, settings=settings, **checked)  # type: ignore[call-arg]
     return runtime
+
+
+def capability(name: str, what: str) -> bool:
+    """A runtime's capability (``paid``, ``cached_listing``, ``batch_mode``), read off its class."""
+    return bool(getattr(class_named(REGISTRY, name, "runtime"), what, False))
+
+
+JUDGES: dict[str, str] = {
+    "fake": "skillreach.judge:FakeJudge",
+    "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
+}
+"""Rubric judges by name, like the runtimes."""
+
+
+def get_judge(name: str, **options: Any) -> Judge:
+    """Build the judge called ``name`` (``fake``, ``anthropic``) with its options."""
+    judge: Judge = build_named(JUDGES, name, "judge", **options)
+    return judge

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillreach.runtimes._skilltool import classify_sdk_error, error_detail
-
 from skillreach.errors import ProbeFailed
 from skillreach.models import Usage
+from skillreach.runtimes._skilltool import classify_sdk_error, error_detail
 
 __all__ = ["api_message", "describe", "translate_error", "usage_of"]
 

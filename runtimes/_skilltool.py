@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from skillreach.runtimes._toolenv import TOOL_NAMES, canned_result
-
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Skill, ToolCall
+from skillreach.runtimes._toolenv import TOOL_NAMES, canned_result
 from skillreach.study.contract import Tracker, compliance_answer
 
 __all__ = [

@@ -3,8 +3,8 @@
 The model sees one tool, ``Skill`` (input ``{"skill": "<name>"}``), whose description lists every
 resident skill's name and description; no request carries a skill body before the model invoked that
 skill, and invoking it returns the body as the ``tool_result``. The probe ends at the expected skill
-(early exit), after ``max_turns`` invocations (the shared
-:class:`~skillreach.study.contract.Tracker` decides), or
+(early exit), after ``max_turns`` invocations (the shared :class:`~skillreach.study.contract.Tracker`
+decides), or
 when the model stops calling ``Skill``.
 
 What it takes care of:
@@ -54,15 +54,15 @@ from typing import Any, ClassVar
 
 import anthropic
 import orjson
+
+from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._anthropic_common import translate_error, usage_of
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
-
-from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import (
     AgentStream,
     base_env,
@@ -41,9 +43,6 @@ from skillreach.runtimes._agentcli import (
     run_json_lines,
 )
 from skillreach.runtimes._version import program_version
-
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, default_settings
 

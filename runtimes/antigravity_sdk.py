@@ -33,11 +33,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
-from skillreach.runtimes._version import package_version
-
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
+from skillreach.runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
+from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, compliance_answer, default_settings
 

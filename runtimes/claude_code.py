@@ -43,12 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.runtimes._agentcli import base_env, find_executable, run_json_lines, write_skill
 from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
-
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.settings import Settings
 from skillreach.study.contract import (
     Outcome,

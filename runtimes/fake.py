@@ -24,10 +24,9 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from skillreach.runtimes._version import own_version
-
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
+from skillreach.runtimes._version import own_version
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, compliance_answer
 
 __all__ = ["FakeRuntime"]

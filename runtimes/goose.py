@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query
 from skillreach.runtimes._agentcli import (
     AgentStream,
     ResidencyCache,
@@ -55,9 +57,6 @@ from skillreach.runtimes._agentcli import (
     run_json_lines,
 )
 from skillreach.runtimes._version import program_version
-
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, default_settings
 

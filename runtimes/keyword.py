@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from skillreach.runtimes._version import own_version
-
 from skillreach.bm25 import rank
 from skillreach.models import Catalog, Query
+from skillreach.runtimes._version import own_version
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker
 
 __all__ = ["KeywordRuntime", "mentioned_skill"]

@@ -34,14 +34,13 @@ import os
 import re
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
-
-from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 

@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import (
     AgentStream,
     ResidencyCache,
@@ -61,9 +63,6 @@ from skillreach.runtimes._agentcli import (
     run_json_lines,
 )
 from skillreach.runtimes._version import program_version
-
-from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, Usage
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 

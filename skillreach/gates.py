@@ -29,11 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
 from scipy import stats as sps
 
-from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, _groups, cohort_split
-from skillreach.errors import ConfigError, RefusedError, SkillreachError
+from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, case_values, cohort_split
+from skillreach.errors import ConfigError, GateFailed, RefusedError
+from skillreach.models import Frozen
 from skillreach.settings import GateConfig
 from skillreach.stats import paired_t_interval
 
@@ -60,12 +60,6 @@ MAX_CASES = 100_000
 MAX_RUNS = 10_000
 
 
-class GateFailed(SkillreachError):
-    """A gate failed: a breach, or an inconclusive result under ``--strict`` (exit 1)."""
-
-    exit_code = 1
-
-
 class Verdict(StrEnum):
     ok = "ok"
     inconclusive = "inconclusive"
@@ -73,11 +67,7 @@ class Verdict(StrEnum):
     na = "n/a"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PowerAdvice(_Frozen):
+class PowerAdvice(Frozen):
     """What would resolve an inconclusive gate: a change of ``effect`` detected with power 0.8."""
 
     effect: float
@@ -105,7 +95,7 @@ class PowerAdvice(_Frozen):
         return f"{size}: " + "; ".join(parts)
 
 
-class GateResult(_Frozen):
+class GateResult(Frozen):
     metric: str
     cohort: Literal["paired", "new cases"] = "paired"
     gate: float
@@ -120,7 +110,7 @@ class GateResult(_Frozen):
     power: PowerAdvice | None = None
 
 
-class Comparison(_Frozen):
+class Comparison(Frozen):
     """The outcome of :func:`compare`; ``exit_code`` is 0 pass, 1 fail."""
 
     skill: str
@@ -288,12 +278,18 @@ def check_pins(base: BaselineRecord, new: BaselineRecord) -> None:
                 f"{field} differs: baseline {a} vs new {b}; the baseline is expired — record a new one "
                 "(skillreach baseline record --commit) instead of comparing"
             )
+    a_rt, b_rt = base.runtime, new.runtime
+    if a_rt.name == b_rt.name and a_rt.version and b_rt.version and a_rt.version != b_rt.version:
+        raise RefusedError(
+            f"runtime version differs: baseline {a_rt} vs new {b_rt}; the baseline is expired — record a new "
+            "one (skillreach baseline record --commit) instead of comparing"
+        )
 
 
 def _within_var(
     base_pc: Mapping[str, CaseOutcomes], new_pc: Mapping[str, CaseOutcomes], metric: str, ids: Sequence[str]
 ) -> float:
-    bg, ng = _groups(base_pc, metric), _groups(new_pc, metric)
+    bg, ng = case_values(base_pc, metric), case_values(new_pc, metric)
     parts = []
     for i in ids:
         b, n = bg[i], ng[i]
@@ -363,7 +359,7 @@ def compare(
     runs = new.runs_per_case
     for metric in METRICS:
         gate = float(gate_map[metric])
-        bg, ng = _groups(base.per_case, metric), _groups(new.per_case, metric)
+        bg, ng = case_values(base.per_case, metric), case_values(new.per_case, metric)
         brates = {k: sum(v) / len(v) for k, v in bg.items()}
         nrates = {k: sum(v) / len(v) for k, v in ng.items()}
         paired = sorted(set(brates) & set(nrates))

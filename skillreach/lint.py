@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from skillreach.errors import NotFoundError, SkillParseError, SkillreachError
-from skillreach.skills import NoFrontmatterError, find_skill_files, read_frontmatter
+from skillreach.errors import LintFailed, NoFrontmatterError, NotFoundError, SkillParseError
+from skillreach.skills import find_skill_files, read_frontmatter
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -93,12 +93,6 @@ _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\{\{\s*[\w.-]+\s*\}\}"), "{0}"),
     (re.compile(r"\blorem ipsum\b", re.IGNORECASE), "lorem ipsum"),
 )
-
-
-class LintFailed(SkillreachError):
-    """Lint found errors (exit 1). Raised by the CLI after the report was printed."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)

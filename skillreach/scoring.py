@@ -31,7 +31,6 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
-import orjson
 
 from skillreach import __version__
 from skillreach.artifacts import (
@@ -45,6 +44,7 @@ from skillreach.artifacts import (
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
+from skillreach.study.probe_log import parse_lines
 
 __all__ = ["ProbeTable", "score"]
 
@@ -140,33 +140,12 @@ class ProbeTable:
 
     @classmethod
     def from_lines(cls, lines: Iterable[bytes | str], *, source: str = "probes.jsonl") -> ProbeTable:
-        """Read probes.jsonl lines. Bad lines raise :class:`InputError` naming ``source:line`` and field.
-
-        A last line cut short (no newline, not valid JSON: the writer was killed mid-line) is skipped
-        with a warning; every other bad line is refused.
-        """
+        """Read probes.jsonl lines under the probe log's one rule for a damaged log
+        (:func:`skillreach.study.probe_log.parse_lines`); a bad field raises :class:`InputError` naming
+        ``source:line`` and the field."""
         b = _Builder(source)
-        pending: tuple[int, str] | None = None
-        for lineno, line in enumerate(lines, 1):
-            if pending is not None:
-                raise InputError(f"{source}:{pending[0]}: {pending[1]}")
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                obj = orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                msg = f"not valid JSON ({exc}); fix or remove the line"
-                ends = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
-                if not ends and lineno > 1:
-                    pending = (lineno, msg)  # refused unless it turns out to be the last line
-                    continue
-                raise InputError(f"{source}:{lineno}: {msg}") from exc
-            if type(obj) is not dict:
-                raise InputError(f"{source}:{lineno}: a probe line must be a JSON object")
+        for lineno, obj in parse_lines(lines, source=source, warnings=b.warnings):
             b.add_raw(lineno, obj)
-        if pending is not None:
-            b.warnings.append(f"{source}:{pending[0]}: last line cut short (not valid JSON); skipped")
         return b.build()
 
 

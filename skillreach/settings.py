@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
 
-__all__ = ["GateConfig", "Price", "Settings", "load_settings"]
+__all__ = ["GateConfig", "Price", "Settings", "load_settings", "read_config_file"]
 
 
 class Price(BaseModel):
@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
 
     claude_path: str = "claude"
+    judge_model: str | None = None
+    """The rubric judge of compliance studies (a Messages API model); offline runtimes default to the
+    offline fake judge, a live study with rubrics and no judge stops before spending."""
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'skillreach.db').as_posix()}"
@@ -101,7 +104,7 @@ class Settings(BaseSettings):
         return self.prices[best] if best else None
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -119,7 +122,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings: ``overrides`` (CLI flags, ``None`` = not given) > file > environment > default."""
-    file_values = _read_config_file(config) if config is not None else {}
+    file_values = read_config_file(config) if config is not None else {}
     flags = {k: v for k, v in overrides.items() if v is not None}
     try:
         # init kwargs beat the environment in pydantic-settings; merge file first, then flags.

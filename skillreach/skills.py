@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import yaml
 
-from skillreach.errors import InputError, NotFoundError, SkillParseError
+from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
 from skillreach.models import Skill
 
 __all__ = [
@@ -106,10 +106,6 @@ _UniqueKeyLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _construct_unique_mapping,
 )
-
-
-class NoFrontmatterError(SkillParseError):
-    """A ``SKILL.md`` with no frontmatter at all (e.g. a nested phase document): not a skill."""
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from prefect.cache_policies import NO_CACHE
 from skillreach.alerts import breaches_from_comparison
 from skillreach.errors import RefusedError, SkillreachError
 from skillreach.study import StudyConfig
-from skillreach.tasks._context import in_prefect_run, logger
-from skillreach.tasks.store import store_for
-from skillreach.tasks.study import StudyInputs, StudyPlan
+from skillreach.study.grading import judge_model_of
+from skillreach.study.plan import StudyInputs, StudyPlan
+from skillreach.tasks._context import in_prefect_run, logger, store_for
 
 __all__ = ["GateOutcome", "gate_report_markdown", "gate_study", "record_baselines", "run_link"]
 
@@ -91,9 +91,8 @@ async def gate_study(
         return GateOutcome(report=gate_report_markdown([], [], plan.study_id))
     from skillreach.baselines import BaselineRecord, record_baseline
     from skillreach.gates import compare
-    from skillreach.settings import load_settings
 
-    gates = load_settings().gates
+    gates = config.gates
     link = run_link(plan)
     rows: list[dict[str, Any]] = []
     breaches: list[dict[str, Any]] = []
@@ -101,7 +100,7 @@ async def gate_study(
     for skill, record in bases:
         base = BaselineRecord.model_validate(record)
         new = record_baseline(artifact, inputs.queries_path, skill, skill_folder=_folder(inputs, skill),
-                              query_set=inputs.query_set, judge_model=config.judge_model)
+                              query_set=inputs.query_set, judge_model=judge_model_of(config, live=False))
         try:
             comparison = compare(base, new, gates)
         except RefusedError as exc:
@@ -135,7 +134,7 @@ async def record_baselines(
             try:
                 rec = record_baseline(artifact, inputs.queries_path, skill,
                                       skill_folder=_folder(inputs, skill), query_set=inputs.query_set,
-                                      judge_model=config.judge_model)
+                                      judge_model=judge_model_of(config, live=False))
             except SkillreachError as exc:
                 logger().warning("no baseline for %s: %s", skill, exc.message)
                 continue

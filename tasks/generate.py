@@ -24,7 +24,6 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
-from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
 
 from skillreach.errors import ConfigError, InputError, SkillreachError, TransientProbeError
 from skillreach.generation import (
@@ -46,6 +45,7 @@ from skillreach.generation import (
     write_report,
 )
 from skillreach.models import Catalog, QuerySet, Usage
+from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
 
 __all__ = [
     "GenerateOptions",

@@ -7,10 +7,9 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
 from skillreach.study import StudyConfig
+from skillreach.study.plan import SkillsFound, probe_options
+from skillreach.tasks._context import api_url, in_prefect_run, logger, runtime_for, store_for
 from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
-from skillreach.tasks._context import api_url, in_prefect_run, logger
-from skillreach.tasks.store import store_for
-from skillreach.tasks.study import SkillsFound, probe_options, runtime_for
 
 __all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model"]
 
@@ -34,7 +33,7 @@ async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDi
 @task(name="snapshot_model", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
 async def snapshot_model(config: StudyConfig) -> ModelChange | None:
     """Resolve the configured model alias to its snapshot now; a change from the last one is returned."""
-    from skillreach.probing import resolve_model
+    from skillreach.study.runner import resolve_model
 
     try:
         runtime = runtime_for(config)

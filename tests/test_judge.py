@@ -8,12 +8,10 @@ from typing import Any
 import pytest
 
 from skillreach import judge as judge_mod
-from skillreach.errors import NotFoundError, ProbeFailed, TransientProbeError
+from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed, TransientProbeError
 from skillreach.judge import (
     FakeJudge,
-    JudgeReplyError,
     JudgeRequest,
-    get_judge,
     grade_probes,
     parse_grade,
     render_judge_prompt,
@@ -126,6 +124,8 @@ async def test_grade_probes_failure_is_data() -> None:
 
 
 def test_get_judge() -> None:
+    from skillreach.runtimes import get_judge
+
     assert isinstance(get_judge("fake"), FakeJudge)
     with pytest.raises(NotFoundError, match="known judges: anthropic, fake"):
         get_judge("nope")

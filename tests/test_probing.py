@@ -16,24 +16,21 @@ from typing import Any, ClassVar
 
 import pytest
 
-from skillreach.study.contract import Outcome, ProbeOptions, Tracker
-from skillreach.runtimes.fake import FakeRuntime
 from skillreach.errors import BudgetExceeded, ConfigError, HarnessBlind, InputError, NotFoundError
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill
-from skillreach.probing import (
-    JsonlSink,
+from skillreach.runtimes.fake import FakeRuntime
+from skillreach.settings import Price
+from skillreach.study.contract import Outcome, ProbeOptions, Tracker
+from skillreach.study.cost import estimate_cost
+from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
+from skillreach.study.runner import (
     ListSink,
     canary_check,
     canary_queries,
-    completed_pairs,
-    estimate_cost,
     fingerprint,
-    latest_records,
     pending_pairs,
-    read_probes,
     run_probes,
 )
-from skillreach.settings import Price
 from tests.conftest import REPO
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, query_text
 
@@ -107,13 +104,35 @@ def test_jsonl_sink_appends_and_reads_back(tmp_path: Path) -> None:
     assert path.read_text().count("\n") == 3
 
 
-def test_a_torn_last_line_is_isolated_and_skipped(tmp_path: Path) -> None:
+def test_a_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
     path = tmp_path / "probes.jsonl"
     path.write_text(record("a").to_json_line() + "\n" + record("b").to_json_line()[:25])
     assert [r.query_id for r in read_probes(path)] == ["a"]
     with JsonlSink(path) as sink:  # resuming appends on a fresh line
         sink.write(record("b"))
     assert [r.query_id for r in read_probes(path)] == ["a", "b"]
+    assert path.read_text().count("\n") == 2  # the torn tail was cut, not kept beside the new line
+
+
+def test_one_torn_line_rule_for_both_readers(tmp_path: Path) -> None:
+    """Garbage in the middle is an error naming the line, for the records reader and the scorer alike;
+    a torn last line is dropped and reported by both."""
+    from skillreach.scoring import ProbeTable
+
+    middle = tmp_path / "middle.jsonl"
+    middle.write_text(record("a").to_json_line() + "\n{garbage\n" + record("b").to_json_line() + "\n")
+    with pytest.raises(InputError, match=r"middle\.jsonl:2: not valid JSON"):
+        read_probes(middle)
+    with pytest.raises(InputError, match=r"middle\.jsonl:2: not valid JSON"):
+        ProbeTable.from_lines(middle.open("rb"), source=str(middle))
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(record("a").to_json_line() + "\n" + record("b").to_json_line()[:30])
+    warnings: list[str] = []
+    assert [r.query_id for r in read_probes(torn, warnings=warnings)] == ["a"]
+    assert warnings == [f"{torn}:2: last line cut short (not valid JSON); skipped"]
+    table = ProbeTable.from_lines(torn.open("rb"), source=str(torn))
+    assert len(table) == 1
+    assert table.warnings == warnings
 
 
 def test_a_bad_record_names_file_and_line(tmp_path: Path) -> None:
@@ -297,7 +316,8 @@ DRIVER = textwrap.dedent(
     from skillreach.runtimes._retry import RetryPolicy
     from skillreach.study.contract import ProbeOptions
     from skillreach.models import Catalog, Query
-    from skillreach.probing import JsonlSink, run_probes
+    from skillreach.study.probe_log import JsonlSink
+    from skillreach.study.runner import run_probes
 
     base_url, catalog_json, queries_json, out, fp = sys.argv[1:6]
     catalog = Catalog.model_validate_json(open(catalog_json).read())

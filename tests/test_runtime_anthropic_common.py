@@ -6,10 +6,10 @@ from __future__ import annotations
 import anthropic
 import httpx
 import pytest
-from skillreach.runtimes._anthropic_common import translate_error, usage_of
 
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.models import Usage
+from skillreach.runtimes._anthropic_common import translate_error, usage_of
 
 REQUEST = httpx.Request("POST", "https://api.example/v1/messages")
 TRANSIENT = {408, 409, 429, 500, 502, 503, 504, 529}

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from skillreach.runtimes import get_runtime
-from skillreach.runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
 
 from skillreach.errors import ConfigError
 from skillreach.models import Query
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
 from skillreach.study.contract import Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, stub_knobs
 from tests.fakes.kit import probe as run_probe

@@ -13,11 +13,10 @@ pytest.importorskip(
     "google.antigravity", reason="google-antigravity is not installed (pip install '.[test]')"
 )
 
-from skillreach.runtimes import get_runtime
-from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
-
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
 from tests.fakes.antigravity_gemini import GeminiAPI, skill_locations
 from tests.fakes.kit import folder_catalog
 from tests.fakes.kit import probe as run_probe

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 

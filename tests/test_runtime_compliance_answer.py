@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from skillreach.compliance import evaluate_probe
+from skillreach.models import Catalog, Checks, ProbeRecord, Query, Skill, ToolPattern
 from skillreach.runtimes.anthropic import AnthropicRuntime
 from skillreach.runtimes.antigravity_cli import AgyStream
 from skillreach.runtimes.claude_code import ClaudeCodeRuntime
@@ -15,9 +17,6 @@ from skillreach.runtimes.fake import FakeRuntime
 from skillreach.runtimes.goose import GooseStream
 from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 from skillreach.runtimes.pi import PiStream
-
-from skillreach.compliance import evaluate_probe
-from skillreach.models import Catalog, Checks, ProbeRecord, Query, Skill, ToolPattern
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, ProbeOptions, Tracker, compliance_answer
 from tests.fakes.kit import folder_catalog, probe, query

@@ -10,19 +10,17 @@ import json
 from pathlib import Path
 
 import pytest
-from skillreach.runtimes import REGISTRY, get_runtime, runtime_class
 
 from skillreach.cli import main
 from skillreach.errors import ConfigError
 from skillreach.models import Query, QueryKind
-from skillreach.probing import ListSink, run_probes
+from skillreach.runtimes import REGISTRY, get_runtime, runtime_class
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, RuntimeOptions
-from tests import test_flows
+from skillreach.study.runner import ListSink, run_probes
 from tests.fakes.kit import folder_catalog
 
 FAKES = Path(__file__).parent / "fakes"
-world = test_flows.world
 
 
 def _sdk_missing(name: str) -> bool:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from skillreach.runtimes import get_runtime
-from skillreach.runtimes.goose import GooseRuntime, GooseStream
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.goose import GooseRuntime, GooseStream
 from skillreach.study.contract import Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+
+from skillreach.errors import ConfigError, NotFoundError
+from skillreach.models import Catalog, Query, Skill
 from skillreach.runtimes import get_runtime, known_runtimes
 from skillreach.runtimes.fake import FakeRuntime
 from skillreach.runtimes.keyword import KeywordRuntime, mentioned_skill
 from skillreach.runtimes.retriever import RetrieverRuntime, retrieval_missed
-
-from skillreach.errors import ConfigError, NotFoundError
-from skillreach.models import Catalog, Query, Skill
 from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 CATALOG = Catalog(

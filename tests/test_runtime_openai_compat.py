@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from skillreach.runtimes import get_runtime
-from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call
 
@@ -237,7 +237,8 @@ async def test_compliance_mode_offers_the_tool_environment() -> None:
 
 
 async def test_through_the_probe_runner(tmp_path: Any) -> None:
-    from skillreach.probing import JsonlSink, canary_check, read_probes, run_probes
+    from skillreach.study.probe_log import JsonlSink, read_probes
+    from skillreach.study.runner import canary_check, run_probes
 
     queries = [
         q("please undo the deploy", "rollback"),

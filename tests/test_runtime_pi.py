@@ -4,27 +4,24 @@ stream, and the REAL pi CLI against the local Messages API stand-in (``realcli``
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from skillreach.runtimes import get_runtime
-from skillreach.runtimes._agentcli import skill_for_path
-from skillreach.runtimes.pi import PiRuntime, parse_pi_events
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
+from skillreach.runtimes import get_runtime
+from skillreach.runtimes._agentcli import skill_for_path
+from skillreach.runtimes.pi import PiRuntime, parse_pi_events
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
+from tests.helpers.clis import PI_CACHE, real_pi
 
 FAKES = Path(__file__).parent / "fakes"
 STUB = FAKES / "pi_stub" / "pi"
-# Where .ci/run installs the real CLI from npm (the realcli test skips when it is not there).
-PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "skillreach" / "pi"))
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
@@ -191,20 +188,7 @@ def test_recorded_real_stream_is_understood() -> None:
 # ----------------------------------------------------------------------------- the real pi CLI
 
 
-def _real_pi() -> str | None:
-    for candidate in (
-        os.environ.get("SKILLREACH_TEST_PI"),
-        shutil.which("pi"),
-        str(PI_CACHE / "node_modules" / ".bin" / "pi"),
-    ):
-        if (
-            candidate
-            and Path(candidate).is_file()
-            and os.access(candidate, os.X_OK)
-            and Path(candidate).resolve() != STUB.resolve()
-        ):
-            return candidate
-    return None
+_real_pi = real_pi
 
 
 @pytest.mark.realcli
@@ -276,10 +260,9 @@ def test_built_with_study_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
+    from skillreach.errors import InputError
     from skillreach.runtimes._agentcli import lay_out_skills
     from skillreach.runtimes.pi import PiStream
-
-    from skillreach.errors import InputError
 
     state = PiStream({}, tmp_path, Tracker("x", max_turns=3))
     state.feed(

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 from skillreach.models import Catalog, ProbeRecord, Query, QueryKind
-from skillreach.probing import ListSink, run_probes
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Runtime
+from skillreach.study.runner import ListSink, run_probes
 from tests.fakes.kit import folder_catalog
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text, text_reply, tool_call
-from tests.test_runtime_claude_code_realcli import real_claude
-from tests.test_runtime_pi import _real_pi
+from tests.helpers.clis import real_claude, real_pi
 
 pytestmark = pytest.mark.realcli
 
@@ -86,7 +85,7 @@ async def test_real_claude_code_at_concurrency_4(tmp_path: Path) -> None:
 async def test_real_pi_at_concurrency_4(tmp_path: Path) -> None:
     from skillreach.runtimes.pi import PiRuntime
 
-    pi = _real_pi()
+    pi = real_pi()
     if pi is None:
         pytest.skip("the real pi CLI is not installed (run .ci/run, or set SKILLREACH_TEST_PI)")
     catalog = folder_catalog(tmp_path, SKILLS, with_path=True)

@@ -6,10 +6,10 @@ import random
 import time
 
 import pytest
-from skillreach.runtimes._ratelimit import TokenBucket
-from skillreach.runtimes._retry import RetryPolicy, retrying
 
 from skillreach.errors import ProbeFailed, TransientProbeError
+from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._retry import RetryPolicy, retrying
 
 
 def test_delay_is_exponential_jittered_capped_and_honours_retry_after() -> None:

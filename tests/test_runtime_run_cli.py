@@ -17,10 +17,9 @@ import pytest
 from skillreach.artifacts import read_artifact
 from skillreach.cli import main
 from skillreach.models import ProbeRecord
-from skillreach.probing import read_probes
-from tests import test_flows
+from skillreach.study.probe_log import read_probes
+from tests.helpers import world as world_helpers
 
-world = test_flows.world  # three skills, 13 queries, fake scripts, chdir to tmp_path
 FAKES = Path(__file__).parent / "fakes"
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 
@@ -28,8 +27,8 @@ SKILLREACH = Path(sys.executable).parent / "skillreach"
 def fake_study(root: Path, entries: dict[str, Any]) -> Path:
     """study.toml for the fake runtime with a script that activates each query's skill, but ``entries``."""
     script = root / "script.json"
-    base: dict[str, Any] = {"*": [], **{f"canary-{i}": list(test_flows.SKILLS) for i in (1, 2, 3)}}
-    for name in test_flows.SKILLS:
+    base: dict[str, Any] = {"*": [], **{f"canary-{i}": list(world_helpers.SKILLS) for i in (1, 2, 3)}}
+    for name in world_helpers.SKILLS:
         for i in range(4):
             base[f"{name}-{i}"] = [name]
     script.write_text(json.dumps({**base, **entries}), encoding="utf-8")
@@ -190,7 +189,7 @@ def test_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> Non
 def test_real_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -> None:
     """With the REAL Claude Code CLI against the local Messages API stand-in."""
     from tests.fakes.messages_api import MessagesAPI, Reply, query_text, skill_call, text_reply, turn_of
-    from tests.test_runtime_claude_code_realcli import real_claude
+    from tests.helpers.clis import real_claude
 
     claude = real_claude()
     if claude is None:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from skillreach.models import Catalog, ProbeRecord, Query, QueryKind
-from skillreach.probing import ListSink, run_probes
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Runtime
+from skillreach.study.runner import ListSink, run_probes
 from tests.fakes.kit import folder_catalog
 
 FAKES = Path(__file__).parent / "fakes"
@@ -147,7 +147,6 @@ async def test_antigravity_cli_under_load(tmp_path: Path, catalog: Catalog) -> N
 
 async def test_anthropic_under_load(catalog: Catalog) -> None:
     from skillreach.runtimes.anthropic import AnthropicRuntime
-
     from tests.fakes.messages_api import MessagesAPI, ScriptResponder
 
     with MessagesAPI(ScriptResponder({f"use {name}": [name] for name, _ in SKILLS})) as api:
@@ -162,7 +161,6 @@ async def test_anthropic_under_load(catalog: Catalog) -> None:
 
 async def test_openai_compatible_under_load(catalog: Catalog) -> None:
     from skillreach.runtimes.openai_compat import OpenAICompatRuntime
-
     from tests.fakes.openai_chat import OpenAIChat
 
     with OpenAIChat(plan={f"use {name}": [name] for name, _ in SKILLS}) as api:
@@ -175,7 +173,6 @@ async def test_openai_compatible_under_load(catalog: Catalog) -> None:
 async def test_antigravity_sdk_under_load(tmp_path: Path) -> None:
     pytest.importorskip("google.antigravity", reason="google-antigravity is not installed")
     from skillreach.runtimes.antigravity_sdk import AntigravitySdkRuntime
-
     from tests.fakes.antigravity_gemini import GeminiAPI
 
     small = folder_catalog(tmp_path)  # the harness is one process per probe: keep the catalog small

@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.models import Query
+from skillreach.study.contract import ProbeOptions, Tracker
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
 

@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Each module defines ``register(app)``; a module that is not there yet is skipped.
+# Each module defines ``register(app)``.
 _COMMAND_MODULES = (
     "skills_cmds",  # lint, overlap
     "queries_cmds",  # queries seal|verify|import (defines ``queries_app``)
@@ -35,13 +35,7 @@ _COMMAND_MODULES = (
 )
 
 for _mod in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"skillreach.cli.{_mod}")
-    except ModuleNotFoundError as exc:  # pragma: no cover - only while a group is being written
-        if exc.name != f"skillreach.cli.{_mod}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"skillreach.cli.{_mod}").register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

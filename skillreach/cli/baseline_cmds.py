@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -71,7 +70,14 @@ def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
 
 
 def _guess_queries(artifact_path: Path) -> Path | None:
-    """A study folder written by ``skillreach run`` may hold the query set it ran, or name it."""
+    """A study folder written by ``skillreach run`` holds the query set it ran (``study.json`` names it)."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        return read_study_file(artifact_path.parent).query_set_path(artifact_path.parent)
+    except SkillreachError:
+        pass  # an older folder: look for the copies it may hold
     for name in ("queries.json", "query_set.json"):
         cand = artifact_path.parent / name
         if cand.is_file():
@@ -85,6 +91,18 @@ def _guess_queries(artifact_path: Path) -> Path | None:
         if isinstance(q, str) and Path(q).is_file():
             return Path(q)
     return None
+
+
+def _study_judge(artifact_path: Path) -> str:
+    """The judge the study folder says graded its rubrics, else the default judge."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        judge = read_study_file(artifact_path.parent).judge_model
+    except SkillreachError:
+        judge = None
+    return _judge_model_default(judge)
 
 
 def _judge_model_default(given: str | None) -> str:
@@ -139,7 +157,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             "pass --skills DIR"
         )
     record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=_judge_model_default(judge_model)
+        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact)
     )
     console = _err_console()
     if folder is None:
@@ -195,7 +213,7 @@ def _require_git(path: Path) -> Path:
 def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
     import subprocess
 
-    from skillreach.baselines import _git, metrics_line
+    from skillreach.baselines import git_output, metrics_line
     from skillreach.errors import InputError
 
     top = _require_git(path)
@@ -212,7 +230,7 @@ def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
             if "nothing to commit" in (proc.stdout + proc.stderr) or "no changes added" in proc.stdout:
                 raise InputError(f"{path}: the baseline is unchanged; nothing to commit")
             raise InputError(f"{path}: git {args[0]} failed: {detail}")
-    return _git(["rev-parse", "HEAD"], top) or ""
+    return git_output(["rev-parse", "HEAD"], top) or ""
 
 
 # ------------------------------------------------------------------------------------------- compare
@@ -274,17 +292,10 @@ def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
 
     The config file may be a study file: its study-only keys (runtime options, …) are left to the study.
     """
-    from skillreach.errors import ConfigError
     from skillreach.gates import parse_gate_overrides
-    from skillreach.settings import _read_config_file, load_settings
-    from skillreach.study import STUDY_ONLY_KEYS
+    from skillreach.study import StudyConfig
 
-    values = _read_config_file(config) if config is not None else {}
-    try:
-        settings = load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS})
-    except ConfigError as exc:
-        raise ConfigError(f"{config}: {exc.message}") from exc
-    return parse_gate_overrides(settings.gates, overrides)
+    return parse_gate_overrides(StudyConfig.build(config).gates, overrides)
 
 
 def compare_cmd(  # noqa: PLR0917 - a typer command
@@ -401,10 +412,11 @@ def status_cmd(
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
-    """The query set a record's corpus_version names, resolved against the git top of ``anchor``."""
+    """The query set a record was measured on (``corpus_path``), resolved against the git top of
+    ``anchor``; records of the older form name it in ``corpus_version`` (``path@digest``)."""
     from skillreach.baselines import git_toplevel
 
-    shown = record.corpus_version.rsplit("@", 1)[0]
+    shown = record.corpus_path or record.corpus_version.rsplit("@", 1)[0]
     p = Path(shown)
     if p.is_absolute():
         return p
@@ -425,7 +437,7 @@ def _current_expiry(
         qs = load_query_set(qpath)
     except SkillreachError as exc:
         return rec, [f"corpus {qpath} unreadable: {exc.message}"]
-    corpus, _ = corpus_version(qpath, qs)
+    corpus = corpus_version(qs)
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
     return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
 
@@ -433,49 +445,18 @@ def _current_expiry(
 # --------------------------------------------------------------------------------------------- check
 
 
-async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[Any, Path]:
-    """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
-    the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
-    (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
-    from skillreach.tasks.score import fail_study, score_study
-    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
+def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+    """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
+    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped."""
+    from skillreach.cli.run_cmds import run_study
+    from skillreach.study.grading import GRADED_FILE
 
-    queries = cfg.queries
-    assert queries is not None
     out = cfg.out or Path(".skillreach") / "check"
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    inputs = await assemble_catalog.fn(cfg)
-    await check_judge.fn(cfg, inputs)
     for stale in ("probes.jsonl", GRADED_FILE):
         (out / stale).unlink(missing_ok=True)
-    plan = await prepare_study.fn(cfg, inputs, "check")
-    spent = plan.spent_usd
-    try:
-        for i, pairs in enumerate(plan.batches):
-            summary = await probe_batch.fn(cfg, inputs, plan, pairs, batch=i, spent_before=spent)
-            spent += summary["cost_usd"]
-        await grade_study.fn(cfg, inputs, plan)
-        scored = await score_study.fn(cfg, inputs, plan)
-    except BaseException as exc:  # what was probed and graded stays recorded
-        await fail_study.fn(cfg, plan, exc)
-        raise
-    return scored.artifact, queries
-
-
-def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
-    import importlib.util
-
-    if not in_process and importlib.util.find_spec("skillreach.flows.study") is not None:
-        from skillreach.flows.study import study  # H5's flow
-
-        result = asyncio.run(study(cfg.model_copy(update={"judge_model": judge_model or cfg.judge_model})))
-        art = getattr(result, "artifact", None)
-        if art is None:
-            art = _read_artifact_any(Path(result.artifact_path))
-        return art
-    art, _ = asyncio.run(_study_in_process(cfg, judge_model))
-    return art
+    result = run_study(cfg, use_prefect=False if in_process else None, kind="check")
+    return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
 
 
 def _annotate(level: str, file: str | None, title: str, message: str) -> str:
@@ -529,8 +510,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     from rich.console import Console
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
-    from skillreach.errors import InputError, RefusedError
-    from skillreach.gates import GateFailed, compare
+    from skillreach.errors import GateFailed, InputError, RefusedError
+    from skillreach.gates import compare
     from skillreach.study import StudyConfig
 
     if not changed:
@@ -584,7 +565,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
         qpath = _corpus_path(rec, bpath.parent)
-        key = (str(qpath), runtime or rec.runtime, model or rec.model, rec.runs_per_case)
+        key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))
     for (qpath_s, rt, mdl, runs), members in groups.items():
         needs_compliance = any(

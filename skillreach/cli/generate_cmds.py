@@ -139,8 +139,8 @@ def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from skillreach.flows.generate_queries import generate_queries
-    from skillreach.runtimes.anthropic import cost_of
     from skillreach.generation import TargetResult
+    from skillreach.runtimes.anthropic import cost_of
     from skillreach.tasks.generate import GenerateOptions
 
     assert isinstance(options, GenerateOptions)

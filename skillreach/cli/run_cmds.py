@@ -55,7 +55,9 @@ class _Progress:
     def estimate(self, line: str, over_cap: bool) -> None:
         """The cost estimate of a live run, before its first probe (``tasks.study.estimate_spend``)."""
         style = "yellow" if over_cap else "dim"
-        self.bar.console.print(f"[{style}]cost estimate: {line}", markup=True, highlight=False)
+        from rich.markup import escape
+
+        self.bar.console.print(f"[{style}]cost estimate: {escape(line)}", markup=True, highlight=False)
 
     def __call__(self, record: Any) -> None:
         if record.error:
@@ -80,14 +82,17 @@ def prefect_server_up(timeout_s: float = 1.5) -> str | None:
 
 
 def has_batch_mode(runtime: str) -> bool:
-    """Whether the runtime called ``runtime`` has a batch API at half price (its ``batch_mode``)."""
-    from skillreach.runtimes import REGISTRY, runtime_class
+    """Whether the runtime called ``runtime`` has a batch mode (``batch_mode``: a batch API at half price)."""
+    from skillreach.runtimes import REGISTRY, capability
 
-    return runtime in REGISTRY and bool(getattr(runtime_class(runtime), "batch_mode", False))
+    return runtime in REGISTRY and capability(runtime, "batch_mode")
 
 
-def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
-    """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
+def run_study(
+    config: Any, *, progress: Any = None, use_prefect: bool | None = None, kind: str = "study"
+) -> Any:
+    """Run the study flow: tracked by Prefect when a server answers, in-process otherwise (the same
+    flow's body, ``study.fn``)."""
     from skillreach.flows.study import study
     from skillreach.tasks._context import set_progress
 
@@ -97,8 +102,8 @@ def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = N
     set_progress(key, progress)
     try:
         if use_prefect:
-            return asyncio.run(study(config))
-        return asyncio.run(study.fn(config))
+            return asyncio.run(study(config, kind))
+        return asyncio.run(study.fn(config, kind))
     finally:
         set_progress(key, None)
 

@@ -34,7 +34,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ProbeOptions:
-    """What every probe of a study shares. ``compliance``: keep going after the target (issue 6)."""
+    """What every probe of a study shares. ``compliance``: keep going after the target."""
 
     max_turns: int = 3
     early_exit: bool = True

@@ -1,18 +1,19 @@
-"""Running probes: the asyncio loop inside one batch of work, the probe log, resume, canaries, cost.
+"""Running probes: the asyncio loop inside one batch of work, the fingerprint, the model snapshot, the
+canaries.
 
-Pure of Prefect and of network clients: a runtime (``runtimes/``) is passed in. The Prefect batch task
-(``tasks/``) calls :func:`run_probes` for its slice of (query, attempt) pairs.
+Pure of Prefect and of network clients: a runtime (``skillreach.runtimes``) is passed in. The Prefect
+batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for its slice of pairs.
 
 - :func:`run_probes` runs the pairs with at most ``concurrency`` in flight. Each finished probe is
   written to the sink (``probes.jsonl``: appended, flushed, fsynced) **before** anything else happens
   with it, so a probe already paid for survives a crash. A probe that fails after its retries is a
   record with ``error`` (never an empty selection). ``cost_cap`` stops starting new probes once the
   spend reaches it; the probes in flight finish and are written, then :class:`BudgetExceeded` is raised.
-- Resume: :func:`completed_pairs` gives the (query, attempt) pairs already recorded without error
-  under the same :func:`fingerprint`; a record under another fingerprint never counts.
+- Resume: :func:`skillreach.study.probe_log.completed_pairs` gives the (query, attempt) pairs already
+  recorded without error under the same :func:`fingerprint`; a record under another fingerprint never
+  counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
   when none activates anything, instead of reporting 0 % everywhere.
-- :func:`estimate_cost` gives the expected spend of a live run before it starts.
 """
 
 from __future__ import annotations
@@ -20,44 +21,34 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 from skillreach.errors import (
     BudgetExceeded,
     ConfigError,
     HarnessBlind,
     InputError,
-    NotFoundError,
     ProbeFailed,
 )
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha256_hex
-from skillreach.settings import Price
+from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = [
-    "JsonlSink",
     "ListSink",
     "ProbeSink",
+    "TeeSink",
     "canary_check",
     "canary_queries",
-    "completed_pairs",
-    "estimate_cost",
     "fingerprint",
-    "latest_records",
     "pending_pairs",
-    "read_probes",
     "resolve_model",
     "run_probes",
 ]
 
-log = logging.getLogger("skillreach.probing")
+log = logging.getLogger("skillreach.runner")
 
 FINGERPRINT_VERSION = 1
 
@@ -139,132 +130,31 @@ class ListSink:
         self.records.append(record)
 
 
-class JsonlSink:
-    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` returns.
+class TeeSink:
+    """The log first (``probes.jsonl``, fsynced: the probe is paid for), then the store in small groups.
 
-    Thread-safe, with group commit: when several threads write at once, one ``fsync`` covers every
-    line written before it started, so a record is durable when its ``write`` returns without one
-    ``fsync`` per record serialising the run (``run_probes`` calls it from worker threads because
-    ``thread_safe`` is true). A line torn by a crash is isolated (a newline is added before the next
-    record) and :func:`read_probes` skips it. Usable as a context manager.
+    ``store`` is anything with ``add_probes(study_id, records)``; ``flush`` writes what is pending.
     """
 
-    thread_safe = True
-
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.path = Path(path)
-        self.fsync = fsync
-        self._fh: Any = None
-        self._lock = threading.Lock()
-        self._sync_lock = threading.Lock()
-        self._written = 0
-        self._synced = 0
-        self.fsyncs = 0
-
-    @property
-    def count(self) -> int:
-        return self._written
-
-    def _open(self) -> Any:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        needs_newline = False
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open("rb") as tail:
-                tail.seek(-1, os.SEEK_END)
-                needs_newline = tail.read(1) != b"\n"
-        fh = self.path.open("a", encoding="utf-8")
-        if needs_newline:
-            fh.write("\n")
-        return fh
+    def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
+        self.log, self.store, self.study_id, self.every = log, store, study_id, every
+        self.pending: list[ProbeRecord] = []
 
     def write(self, record: ProbeRecord) -> None:
-        line = record.to_json_line() + "\n"
-        with self._lock:
-            if self._fh is None:
-                self._fh = self._open()
-            self._fh.write(line)
-            self._fh.flush()
-            self._written += 1
-            mine = self._written
-            fd = self._fh.fileno()
-        if not self.fsync:
-            return
-        with self._sync_lock:
-            if self._synced >= mine:
-                return  # an fsync that started after our flush already covered this line
-            covered = self._written
-            os.fsync(fd)
-            self.fsyncs += 1
-            self._synced = max(self._synced, covered)
+        self.log.write(record)
+        self.pending.append(record)
+        if len(self.pending) >= self.every:
+            self.flush()
 
-    def close(self) -> None:
-        with self._lock, self._sync_lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
-
-    def __enter__(self) -> JsonlSink:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def read_probes(path: str | os.PathLike[str], *, missing_ok: bool = False) -> list[ProbeRecord]:
-    """The records of a probe log. A torn last line (a crash mid-write) is skipped with a warning;
-    a bad line elsewhere is an :class:`InputError` naming the file and line."""
-    p = Path(path)
-    if not p.exists():
-        if missing_ok:
-            return []
-        raise NotFoundError(f"{p}: no such probe log; run a study first or check --probes")
-    records: list[ProbeRecord] = []
-    for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            # a line cut short by a crash (JsonlSink isolates it with a newline): the probe is re-run
-            log.warning("%s:%d: skipped an incomplete probe record (an interrupted write)", p, i)
-            continue
-        try:
-            records.append(ProbeRecord.model_validate(data))
-        except ValueError as exc:
-            first = str(exc).splitlines()[0]
-            raise InputError(f"{p}:{i}: not a probe record ({first}); fix or remove the line") from exc
-    return records
-
-
-def completed_pairs(
-    records: Iterable[ProbeRecord], fingerprint: str, *, keep_errors: bool = False
-) -> set[tuple[str, int]]:
-    """(query id, attempt) pairs recorded without error under exactly this fingerprint (errored ones
-    too with ``keep_errors``: a resume then leaves them as they are instead of probing them again)."""
-    return {
-        (r.query_id, r.attempt)
-        for r in records
-        if (keep_errors or r.error is None) and r.fingerprint == fingerprint
-    }
+    def flush(self) -> None:
+        if self.pending:
+            self.store.add_probes(self.study_id, self.pending)
+            self.pending = []
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
     """The pairs still to run, in their order."""
     return [(q, a) for q, a in pairs if (q.id, a) not in done]
-
-
-def latest_records(records: Iterable[ProbeRecord], fingerprint: str) -> list[ProbeRecord]:
-    """One record per (query, attempt) under this fingerprint: the last error-free one, else the last
-    errored one. What a study scores after a resume; other fingerprints are left out."""
-    best: dict[tuple[str, int], ProbeRecord] = {}
-    for r in records:
-        if r.fingerprint != fingerprint:
-            continue
-        key = (r.query_id, r.attempt)
-        old = best.get(key)
-        if old is None or r.error is None or old.error is not None:
-            best[key] = r
-    return list(best.values())
 
 
 # --------------------------------------------------------------------------------------- the loop
@@ -470,51 +360,3 @@ async def canary_check(
         f"outright activated one with runtime {runtime.name!r}{why}. Check the runtime's set-up "
         "(skills folder, tool name, model) before spending on a study"
     )
-
-
-# ------------------------------------------------------------------------------------------- cost
-
-
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / 4)
-
-
-def estimate_cost(
-    n_probes: int,
-    catalog: Catalog,
-    price: Price | None,
-    *,
-    turns_per_probe: float = 1.5,
-    query_tokens: int = 60,
-    output_tokens_per_turn: int = 80,
-    system_tokens: int = 150,
-    cached: bool = True,
-    batch: bool = False,
-) -> float | None:
-    """Expected USD of ``n_probes`` live probes: probes × expected tokens × price (``None``: no price).
-
-    Turn 1 shows the listing (names + descriptions), the system prompt and the query; every further
-    turn adds an average skill body and the previous answer. With caching, the stable prefix is
-    written once and read by every later request.
-    """
-    if price is None:
-        return None
-    if n_probes <= 0:
-        return 0.0
-    listing = sum(len(s.name) + len(s.description) + 4 for s in catalog.skills)
-    prefix = _tokens(listing) + system_tokens + 120
-    bodies = [len(s.body) for s in catalog.skills] or [0]
-    body = _tokens(sum(bodies) // len(bodies))
-    turns = max(1.0, turns_per_probe)
-    extra = turns - 1.0
-    # tail tokens (not the prefix) per probe: the query every turn, bodies and answers after turn 1
-    tail = query_tokens * turns + (body + output_tokens_per_turn) * extra * (turns / 2 + 0.5)
-    requests = n_probes * turns
-    out_tokens = n_probes * turns * output_tokens_per_turn
-    if cached:
-        usd = prefix * price.cache_write + (requests - 1) * prefix * price.cache_read
-    else:
-        usd = requests * prefix * price.input
-    usd += n_probes * tail * price.input + out_tokens * price.output
-    usd /= 1_000_000
-    return usd * (0.5 if batch else 1.0)

@@ -1,0 +1,213 @@
+"""The probe log, ``probes.jsonl``: the only writer (:class:`JsonlSink`) and the only reader.
+
+One record per line, appended, flushed and fsynced before the probe counts as done (it was paid for).
+One rule for a damaged log, whoever reads it:
+
+- a **torn last line** (no newline at the end and not valid JSON: the writer was killed mid-line) is
+  dropped and reported; its probe is simply run again on resume. The writer cuts such a tail off before
+  it appends (reported too), so a torn line never ends up in the middle of a log we wrote;
+- anything else that is not a JSON object — garbage in the middle — is an :class:`InputError` naming the
+  file and line.
+
+:func:`parse_lines` applies the rule to raw lines and yields ``(line number, object)``; the scorer's
+columnar reader (:meth:`skillreach.scoring.ProbeTable.from_lines`) and :func:`read_probes` both use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from skillreach.errors import InputError, NotFoundError
+from skillreach.models import ProbeRecord
+
+__all__ = [
+    "PROBES_FILE",
+    "JsonlSink",
+    "completed_pairs",
+    "latest_records",
+    "parse_lines",
+    "read_probes",
+]
+
+log = logging.getLogger("skillreach.probe_log")
+
+PROBES_FILE = "probes.jsonl"
+
+
+def parse_lines(
+    lines: Iterable[bytes | str], *, source: str, warnings: list[str] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line, under the one torn-line rule (module doc).
+
+    A dropped torn last line is appended to ``warnings`` (when given) and logged.
+    """
+    pending: tuple[int, str] | None = None
+    for lineno, line in enumerate(lines, 1):
+        if pending is not None:
+            raise InputError(f"{source}:{pending[0]}: {pending[1]}")
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            msg = f"not valid JSON ({exc}); fix or remove the line"
+            ends = line.endswith(b"\n") if isinstance(line, bytes) else line.endswith("\n")
+            if not ends:
+                pending = (lineno, msg)  # refused unless it turns out to be the last line
+                continue
+            raise InputError(f"{source}:{lineno}: {msg}") from exc
+        if type(obj) is not dict:
+            raise InputError(f"{source}:{lineno}: a probe line must be a JSON object; fix or remove the line")
+        yield lineno, obj
+    if pending is not None:
+        note = f"{source}:{pending[0]}: last line cut short (not valid JSON); skipped"
+        log.warning("%s", note)
+        if warnings is not None:
+            warnings.append(note)
+
+
+def read_probes(
+    path: str | os.PathLike[str], *, missing_ok: bool = False, warnings: list[str] | None = None
+) -> list[ProbeRecord]:
+    """The records of a probe log (see the module doc for a damaged one)."""
+    p = Path(path)
+    try:
+        fh = p.open("rb")
+    except FileNotFoundError:
+        if missing_ok:
+            return []
+        raise NotFoundError(f"{p}: no such probe log; run a study first or check --probes") from None
+    records: list[ProbeRecord] = []
+    with fh:
+        for lineno, obj in parse_lines(fh, source=str(p), warnings=warnings):
+            try:
+                records.append(ProbeRecord.model_validate(obj))
+            except ValueError as exc:
+                first = str(exc).splitlines()[0]
+                raise InputError(
+                    f"{p}:{lineno}: not a probe record ({first}); fix or remove the line"
+                ) from exc
+    return records
+
+
+def completed_pairs(records: Iterable[ProbeRecord], fingerprint: str) -> set[tuple[str, int]]:
+    """(query id, attempt) pairs recorded without error under exactly this fingerprint."""
+    return {(r.query_id, r.attempt) for r in records if r.error is None and r.fingerprint == fingerprint}
+
+
+def latest_records(records: Iterable[ProbeRecord], fingerprint: str) -> list[ProbeRecord]:
+    """One record per (query, attempt) under this fingerprint: the last error-free one, else the last
+    errored one. What a study scores after a resume; other fingerprints are left out."""
+    best: dict[tuple[str, int], ProbeRecord] = {}
+    for r in records:
+        if r.fingerprint != fingerprint:
+            continue
+        key = (r.query_id, r.attempt)
+        old = best.get(key)
+        if old is None or r.error is None or old.error is not None:
+            best[key] = r
+    return list(best.values())
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line without its newline (a write cut short) before appending after it."""
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        # find the start of the last line (read backwards in blocks)
+        pos, start = size, 0
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            fh.seek(pos)
+            block = fh.read(step)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                start = pos + cut + 1
+                break
+        fh.seek(start)
+        tail = fh.read()
+        try:
+            orjson.loads(tail)
+        except orjson.JSONDecodeError:
+            log.warning("%s: dropped a last line cut short (an interrupted write); its probe re-runs", path)
+            fh.truncate(start)
+        else:
+            fh.write(b"\n")  # a whole record that only lacks its newline: keep it
+
+
+class JsonlSink:
+    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` returns.
+
+    Thread-safe, with group commit: when several threads write at once, one ``fsync`` covers every
+    line written before it started, so a record is durable when its ``write`` returns without one
+    ``fsync`` per record serialising the run (the runner calls it from worker threads because
+    ``thread_safe`` is true). Usable as a context manager.
+    """
+
+    thread_safe = True
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fh: Any = None
+        self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._written = 0
+        self._synced = 0
+        self.fsyncs = 0
+
+    @property
+    def count(self) -> int:
+        return self._written
+
+    def _open(self) -> Any:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            _cut_torn_tail(self.path)
+        return self.path.open("a", encoding="utf-8")
+
+    def write(self, record: ProbeRecord) -> None:
+        line = record.to_json_line() + "\n"
+        with self._lock:
+            if self._fh is None:
+                self._fh = self._open()
+            self._fh.write(line)
+            self._fh.flush()
+            self._written += 1
+            mine = self._written
+            fd = self._fh.fileno()
+        if not self.fsync:
+            return
+        with self._sync_lock:
+            if self._synced >= mine:
+                return  # an fsync that started after our flush already covered this line
+            covered = self._written
+            os.fsync(fd)
+            self.fsyncs += 1
+            self._synced = max(self._synced, covered)
+
+    def close(self) -> None:
+        with self._lock, self._sync_lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -95,14 +95,14 @@ STDERR_KEPT = 256_000
 
 
 def find_executable(explicit: str | None, name: str, env_var: str, hint: str) -> str:
-    """The program to run: the explicit path, else ``$env_var``, else ``name`` on PATH."""
-    candidate = explicit or os.environ.get(env_var) or name
+    """The program to run: the explicit path (an option, else the setting ``env_var`` sets), else
+    ``name`` on PATH. The environment is the settings' to read, never a runtime's."""
+    candidate = explicit or name
     found = shutil.which(candidate)
     if found is None:
-        where = (
-            f"{candidate!r} (from {env_var})" if not explicit and os.environ.get(env_var) else repr(candidate)
+        raise ConfigError(
+            f"{name} program not found: {candidate!r} is not an executable on PATH; {hint} (or set {env_var})"
         )
-        raise ConfigError(f"{name} program not found: {where} is not an executable on PATH; {hint}")
     return found
 
 

@@ -87,7 +87,9 @@ class AntigravityCliRuntime:
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(agy_path, "agy", "SKILLREACH_AGY_PATH", AGY_INSTALL_HINT)
+        self.executable = find_executable(
+            agy_path or self.settings.agy_path, "agy", "SKILLREACH_AGY_PATH", AGY_INSTALL_HINT
+        )
         self.credentials_dir = Path(credentials_dir).expanduser() if credentials_dir else None
         if self.credentials_dir is not None and not self.credentials_dir.is_dir():
             raise ConfigError(

@@ -110,7 +110,9 @@ class GooseRuntime:
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(goose_path, "goose", "SKILLREACH_GOOSE_PATH", GOOSE_INSTALL_HINT)
+        self.executable = find_executable(
+            goose_path or self.settings.goose_path, "goose", "SKILLREACH_GOOSE_PATH", GOOSE_INSTALL_HINT
+        )
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
         self.base_url = base_url or (os.environ.get(env_var) if env_var else None) or None

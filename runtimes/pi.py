@@ -119,7 +119,9 @@ class PiRuntime:
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(pi_path, "pi", "SKILLREACH_PI_PATH", PI_INSTALL_HINT)
+        self.executable = find_executable(
+            pi_path or self.settings.pi_path, "pi", "SKILLREACH_PI_PATH", PI_INSTALL_HINT
+        )
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
         self.base_url = base_url or (os.environ.get(env_var) if env_var else None) or None

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
 
     claude_path: str = "claude"
+    pi_path: str = "pi"
+    goose_path: str = "goose"
+    agy_path: str = "agy"
+    """The agent CLIs' programs (``SKILLREACH_PI_PATH`` …): read here, once, never by a runtime."""
     judge_model: str | None = None
     """The rubric judge of compliance studies (a Messages API model); offline runtimes default to the
     offline fake judge, a live study with rubrics and no judge stops before spending."""

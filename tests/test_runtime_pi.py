@@ -15,6 +15,7 @@ from skillreach.models import Catalog, Skill
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes._agentcli import skill_for_path
 from skillreach.runtimes.pi import PiRuntime, parse_pi_events
+from skillreach.settings import load_settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
@@ -153,8 +154,11 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         PiRuntime(pi_path=str(tmp_path / "nope"))
     with pytest.raises(ConfigError, match="models_json"):
         runtime(models_json=tmp_path / "missing.json")
-    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))
-    assert isinstance(get_runtime("pi", model="m"), PiRuntime)
+    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))  # a setting: read by the settings, not the runtime
+    assert get_runtime("pi", model="m", settings=load_settings()).executable == str(STUB)  # type: ignore[attr-defined]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match="pi program not found"):
+        get_runtime("pi", model="m")
 
 
 def test_skill_for_path(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from skillreach.study.contract import ProbeOptions, Runtime
 from skillreach.study.runner import ListSink, run_probes
 from tests.fakes.kit import folder_catalog
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text, text_reply, tool_call
-from tests.helpers.clis import real_claude, real_pi
+from tests.helpers.clis import hold_hooks_left, real_claude, real_pi
 
 pytestmark = pytest.mark.realcli
 
@@ -80,6 +80,7 @@ async def test_real_claude_code_at_concurrency_4(tmp_path: Path) -> None:
         records = await under_load(rt, catalog)
     assert [r.invoked for r in records] == [expected(r) for r in records]
     assert rt.template_builds == 1
+    assert hold_hooks_left() == []  # the hooks that parked the targets' calls are gone too
 
 
 async def test_real_pi_at_concurrency_4(tmp_path: Path) -> None:

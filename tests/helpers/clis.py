@@ -43,3 +43,21 @@ def real_pi() -> str | None:
         ):
             return candidate
     return None
+
+
+def hold_hooks_left() -> list[str]:
+    """Command lines of claude-code's hold hooks (started by this interpreter) still alive."""
+    import sys
+
+    left = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if sys.executable in cmd and "hold-%d" in cmd and state not in ("Z", "X"):
+            left.append(cmd)
+    return left

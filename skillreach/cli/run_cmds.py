@@ -234,7 +234,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     log.addHandler(log_file)
     if cfg.is_example:
         console.print(
-            f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
+            f"[dim]no --skills/--queries: running the bundled example (runtime {cfg.runtime})"
         )
     server = prefect_server_up()
     if server is not None:

@@ -427,6 +427,8 @@ class RuntimeInfo(Frozen):
     resolved_model: str | None = None
     max_turns: int | None = None
     early_exit: bool | None = None
+    judge_model: str | None = None
+    """The judge that graded the study's rubrics (``None``: not recorded, an artifact of an older run)."""
 
 
 class Counts(Frozen):

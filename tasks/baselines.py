@@ -27,6 +27,8 @@ class GateOutcome:
     skipped: tuple[str, ...] = field(default_factory=tuple)
     """Skills with a baseline that could not be compared, and why (an expired pin)."""
     report: str = ""
+    comparisons: tuple[dict[str, Any], ...] = ()
+    """Each compared skill's :class:`skillreach.gates.Comparison` as JSON (power advice, cohorts)."""
 
 
 def run_link(plan: StudyPlan) -> str:
@@ -97,6 +99,7 @@ async def gate_study(
     rows: list[dict[str, Any]] = []
     breaches: list[dict[str, Any]] = []
     skipped: list[str] = []
+    comparisons: list[dict[str, Any]] = []
     for skill, record in bases:
         base = BaselineRecord.model_validate(record)
         new = record_baseline(artifact, inputs.queries_path, skill, skill_folder=_folder(inputs, skill),
@@ -106,6 +109,7 @@ async def gate_study(
         except RefusedError as exc:
             skipped.append(f"{skill}: {exc.message}")
             continue
+        comparisons.append(comparison.model_dump(mode="json"))
         for r in comparison.results:
             rows.append({"skill": skill, "metric": r.metric, "base": r.base, "new": r.new,
                          "delta": r.mean_diff, "ci95": list(r.ci95) if r.ci95 else None,
@@ -118,7 +122,7 @@ async def gate_study(
         logger().warning("%d gate breach(es): %s", len(breaches),
                          ", ".join(f"{b['skill']}/{b['metric']}" for b in breaches))
     return GateOutcome(tuple(rows), tuple(breaches), tuple(skipped),
-                       gate_report_markdown(rows, skipped, plan.study_id))
+                       gate_report_markdown(rows, skipped, plan.study_id), tuple(comparisons))
 
 
 @task(name="record_baselines", tags=["skillreach", "baselines"], cache_policy=NO_CACHE)

@@ -14,7 +14,16 @@ from skillreach.study.config import StudyConfig
 from skillreach.study.plan import StudyInputs, StudyPlan
 from skillreach.tasks._context import in_prefect_run, logger, store_for
 
-__all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
+__all__ = [
+    "HEADLINE_METRICS",
+    "Scored",
+    "describe",
+    "fail_study",
+    "headline",
+    "publish_report",
+    "publish_run",
+    "score_study",
+]
 
 HEADLINE_METRICS = (
     "top1_accuracy",
@@ -58,8 +67,8 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
     from skillreach.study.grading import graded_records, judge_model_of
 
     # probes.jsonl, with the judge's grades put on
-    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries,
-                             judge_model_of(config, live=False))
+    judge = judge_model_of(config, live=False)
+    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries, judge)
     artifact = score(
         inputs.query_set,
         records,
@@ -70,6 +79,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
             resolved_model=plan.resolved_model,
             max_turns=config.max_turns,
             early_exit=config.early_exit,
+            judge_model=judge,
         ),
         attempts=config.attempts,
     )
@@ -106,6 +116,20 @@ async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException 
     """Mark the study failed (the probes already written stay; a re-run resumes)."""
     with store_for(config) as store:
         store.finish_study(plan.study_id, status="failed", error=describe(error))
+
+
+@task(name="publish_report", tags=["skillreach", "report"], cache_policy=NO_CACHE)
+async def publish_report(scored: Scored, gates: Any) -> Path:
+    """Re-render ``report.html`` with the gate report (``gates``: a ``GateOutcome``) once the study is
+    gated, and keep the gate beside the artifact (``gate.json``) for ``skillreach report DIR``."""
+    from skillreach.reports import render_html
+    from skillreach.reports.gate_file import write_gate
+
+    artifact = scored.artifact
+    write_gate(scored.artifact_path.parent, artifact.digest, gates.comparisons, gates.skipped)
+    html = render_html(artifact, gate=gates.comparisons, not_compared=gates.skipped)
+    scored.report_path.write_text(html, encoding="utf-8")
+    return scored.report_path
 
 
 @task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)

@@ -368,6 +368,11 @@ class Outcomes(Sequence[ProbeOutcome]):
         """Row → error message of every errored probe."""
         return dict(self._errors)
 
+    def judged(self) -> list[ProbeOutcome]:
+        """The rows that carry a compliance or quality judgement (selected by column: cheap when none do)."""
+        picked = np.flatnonzero((self._compliance >= 0) | ~np.isnan(self._quality))
+        return [self._row(i) for i in picked.tolist()]
+
     def to_rows(self) -> list[dict[str, Any]]:
         """The JSON form: one object per probe."""
         return [

@@ -219,9 +219,12 @@ def test_run_and_report_show_compliance_quality_judge_and_gate(
     assert not re.search(r"beta\s+│ activation", card)  # an ok gate is counted, not listed
 
 
-def test_a_study_of_routing_only_says_so_and_names_the_judge(world: dict[str, Path]) -> None:
+def test_a_study_of_routing_only_says_so_and_names_the_judge(
+    world: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without --compliance nothing is judged: each report says so (never a table of n/a) and names the
-    judge; without a gate there is no gate section at all."""
+    judge; without a gate there is no gate section at all; an artifact that predates judge_model says
+    the judge was not recorded; a broken gate.json is one error line naming it."""
     code = main(
         [
             "run",
@@ -247,26 +250,17 @@ def test_a_study_of_routing_only_says_so_and_names_the_judge(world: dict[str, Pa
     assert f">{FAKE_JUDGE_MODEL}</code>" in html
     assert "no probe was judged on compliance or task quality" in render_markdown(artifact)
 
-
-def test_an_artifact_without_a_judge_says_it_was_not_recorded(world: dict[str, Path]) -> None:
-    code = main(
-        [
-            "run",
-            "--config",
-            _config(world, "r.toml", world["good"], record=False),
-            "--skills",
-            "skills",
-            "--queries",
-            "queries.json",
-            "--out",
-            "old",
-        ]
-    )
-    assert code == 0
-    artifact = read_artifact(world["root"] / "old/artifact.json")
     older = artifact.model_copy(update={"runtime": artifact.runtime.model_copy(update={"judge_model": None})})
-    assert "not recorded in the artifact" in render_html(older)
-    assert "not recorded in the artifact" in render_markdown(older)
+    assert ">not recorded in the artifact</code>" in render_html(older)
+    assert "judge `not recorded in the artifact`" not in render_markdown(older)
+    assert "Judge: `not recorded in the artifact`" in render_markdown(older)
+
+    capsys.readouterr()
+    (world["root"] / "routing" / GATE_FILE).write_text("{not json", encoding="utf-8")
+    assert main(["report", "routing", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("skillreach: error: routing/gate.json: not a gate report")
 
 
 def test_gate_rows_render_with_power_advice_and_not_compared(world: dict[str, Path]) -> None:

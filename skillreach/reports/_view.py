@@ -136,8 +136,8 @@ def quality_rows(artifact: Artifact, gate: GateView | None = None) -> list[Skill
     skill's positive probes), computed from the artifact's outcome rows.
     """
     judged: dict[str, list[Any]] = defaultdict(list)
-    for row in artifact.outcomes:
-        if row.truth != NO_SKILL and (row.compliance is not None or row.quality is not None):
+    for row in artifact.outcomes.judged():
+        if row.truth != NO_SKILL:
             judged[row.truth].append(row)
     cohorts = gate.cohorts if gate is not None else {}
     out = []

@@ -116,7 +116,10 @@ def _expected(artifact: Artifact, skill: str, metric: str) -> Any:
 
 
 @pytest.fixture
-def two_runs(world: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
+def two_runs(
+    world: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Path]:
+    monkeypatch.setenv("COLUMNS", "220")  # the scorecard's tables unabridged
     _with_checks(world)
     good = _script(world, "good-checks.json", skip_preflight=False)
     bad = _script(world, "bad-checks.json", skip_preflight=True)
@@ -126,12 +129,13 @@ def two_runs(world: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> dict
     code = main([*base, "--config", _config(world, "next.toml", bad, record=False), "--out", "day1"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "gate breach" in captured.out  # the run itself says so; the reports below show which
+    assert "gate breach" in captured.out  # the run itself says so, and which:
+    assert re.search(r"alpha\s+│ compliance\s+│ paired\s+│ -1\.000 \[-1\.000, -1\.000\]", captured.out)
     return {**world, "day0": world["root"] / "day0", "day1": world["root"] / "day1"}
 
 
 def test_run_and_report_show_compliance_quality_judge_and_gate(
-    two_runs: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    two_runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     day0, day1 = two_runs["day0"], two_runs["day1"]
     art0, art1 = read_artifact(day0 / "artifact.json"), read_artifact(day1 / "artifact.json")
@@ -185,7 +189,6 @@ def test_run_and_report_show_compliance_quality_judge_and_gate(
     assert {c["skill"] for c in gate[0]} == {"alpha", "beta", "gamma"}
     assert read_gate(day1, "sha256:other") is None  # another artifact's gate is not shown
 
-    monkeypatch.setenv("COLUMNS", "220")
     code = main(["report", str(day1), "--html", "again.html", "--markdown", "summary.md"])
     card = capsys.readouterr().out
     assert code == 0

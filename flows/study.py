@@ -37,7 +37,7 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
             spent += summary["cost_usd"]
             ran += summary["probes"]
         await call(grade_study, config, inputs, plan)
-        scored = await call(score_study, config, inputs, plan)
+        scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()
         if config.gate:
             gates = await call(gate_study, config, inputs, plan, scored.artifact)

@@ -428,6 +428,8 @@ class CatalogInfo(Frozen):
 
 class RuntimeInfo(Frozen):
     name: str = ""
+    version: str | None = None
+    """The runtime's version (CLI or SDK) the probes ran with, when known."""
     model: str | None = None
     resolved_model: str | None = None
     max_turns: int | None = None

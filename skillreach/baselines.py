@@ -9,10 +9,12 @@ legitimate or refused:
   folder is committed and clean; otherwise ``sha256:<hex>``, a content digest over the folder's files
   (path + SHA-256 of each, sorted), with ``skill_version_origin`` saying why: ``uncommitted`` (inside a
   git work tree, with changes or untracked) or ``content`` (outside git).
-- ``corpus_version``: ``<query set path>@<query set digest>``, the path relative to the git work tree's
-  top when the file is inside one (else absolute), so the same file pins the same way on every checkout
-  and from every working folder; ``corpus_commit``: the last commit that touched the
-  file when it is tracked and unmodified (informative; not compared).
+- ``corpus_version``: the query set's digest (``sha256:<hex>``): its content, never its path, so the same
+  sealed set pins the same way wherever it lies. ``corpus_path`` (the path relative to the git work
+  tree's top when inside one, else absolute) and ``corpus_commit`` (the last commit that touched the
+  file when it is tracked and unmodified) are information, never compared.
+- ``runtime``: ``{name, version}`` — the runtime and its version (CLI or SDK); a changed version expires
+  the record.
 - ``model``: the resolved snapshot the study ran; ``rubric_version``: :func:`skillreach.judge.
   rubric_version` over the rubrics of S's positive cases and the judge model (``None`` without rubrics).
 
@@ -32,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from skillreach.errors import InputError, NotFoundError
 from skillreach.models import NO_SKILL, Frozen, QuerySet
@@ -44,9 +46,11 @@ __all__ = [
     "BaselineRecord",
     "CaseOutcomes",
     "MetricValue",
+    "RuntimePin",
     "case_rates",
     "changes_between",
     "cohort_split",
+    "corpus_location",
     "corpus_version",
     "current_rubric_version",
     "expiry",
@@ -93,6 +97,16 @@ class CaseCounts(Frozen):
     negative: int
 
 
+class RuntimePin(Frozen):
+    """The runtime a record was measured with, and its version (``None``: not known)."""
+
+    name: str
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}" if self.version else self.name
+
+
 class BaselineRecord(Frozen):
     schema_version: int = BASELINE_SCHEMA_VERSION
     baseline_id: str
@@ -102,9 +116,10 @@ class BaselineRecord(Frozen):
     skill_version_origin: Literal["git", "uncommitted", "content"]
     skill_path: str | None = None
     corpus_version: str
+    corpus_path: str | None = None
     corpus_commit: str | None = None
     model: str
-    runtime: str
+    runtime: RuntimePin
     runs_per_case: int
     cases: CaseCounts
     rubric_version: str | None = None
@@ -114,6 +129,11 @@ class BaselineRecord(Frozen):
     artifact_digest: str | None = None
     catalog_digest: str | None = None
     tool_version: str = ""
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime_pin(cls, v: Any) -> Any:
+        return {"name": v, "version": None} if isinstance(v, str) else v
 
     def metric(self, name: str) -> MetricValue | None:
         return self.metrics.get(name)
@@ -201,16 +221,20 @@ def _display_path(path: Path) -> tuple[str, Path | None]:
     return path.resolve().as_posix(), None
 
 
-def corpus_version(path: str | os.PathLike[str], query_set: QuerySet) -> tuple[str, str | None]:
-    """(``<path>@<digest>``, last commit of the file when tracked and unmodified)."""
-    path = Path(path)
-    shown, top = _display_path(path)
+def corpus_version(query_set: QuerySet) -> str:
+    """The corpus pin: the query set's digest — its content, never its path."""
+    return query_set.provenance.digest or query_set.compute_digest()
+
+
+def corpus_location(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """(the query set's path as records show it, last commit of the file when tracked and unmodified)."""
+    shown, top = _display_path(Path(path))
     commit = None
     if top is not None:
         modified = git_output(["status", "--porcelain", "--", shown], top)
         if modified == "":
             commit = git_output(["log", "-1", "--format=%H", "--", shown], top) or None
-    return f"{shown}@{query_set.compute_digest()}", commit
+    return shown, commit
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -385,7 +409,7 @@ def record_baseline(
             "content",
             None,
         )
-    corpus, commit = corpus_version(qpath, qs)
+    corpus_shown, commit = corpus_location(qpath)
     runtime = getattr(artifact, "runtime", None)
     model = getattr(runtime, "resolved_model", None) or getattr(runtime, "model", None) or ""
     if not model:
@@ -405,10 +429,12 @@ def record_baseline(
         skill_version=version,
         skill_version_origin=origin,
         skill_path=shown_skill_path,
-        corpus_version=corpus,
+        corpus_version=digest,
+        corpus_path=corpus_shown,
         corpus_commit=commit,
         model=str(model),
-        runtime=str(getattr(runtime, "name", "") or ""),
+        runtime=RuntimePin(name=str(getattr(runtime, "name", "") or ""),
+                           version=getattr(runtime, "version", None)),
         runs_per_case=int(getattr(artifact, "attempts", 1) or 1),
         cases=CaseCounts(
             positive=sum(1 for c in per_case.values() if c.role == "positive"),
@@ -490,6 +516,7 @@ def expiry(
     corpus: str | None = None,
     model: str | None = None,
     rubric: str | Literal["unknown"] | None = "unknown",
+    runtime_version: str | None = None,
 ) -> list[str]:
     """Why ``record`` no longer matches the current configuration (empty: it is current).
 
@@ -503,6 +530,8 @@ def expiry(
         reasons.append(f"model changed: {record.model} → {model}")
     if rubric not in ("unknown", record.rubric_version):
         reasons.append(f"rubric changed: {record.rubric_version} → {rubric}")
+    if runtime_version is not None and record.runtime.version not in (None, runtime_version):
+        reasons.append(f"runtime version changed: {record.runtime} → {record.runtime.name} {runtime_version}")
     return reasons
 
 

@@ -292,6 +292,12 @@ def check_pins(base: BaselineRecord, new: BaselineRecord) -> None:
                 f"{field} differs: baseline {a} vs new {b}; the baseline is expired — record a new one "
                 "(skillreach baseline record --commit) instead of comparing"
             )
+    a_rt, b_rt = base.runtime, new.runtime
+    if a_rt.name == b_rt.name and a_rt.version and b_rt.version and a_rt.version != b_rt.version:
+        raise RefusedError(
+            f"runtime version differs: baseline {a_rt} vs new {b_rt}; the baseline is expired — record a new "
+            "one (skillreach baseline record --commit) instead of comparing"
+        )
 
 
 def _within_var(

@@ -412,7 +412,7 @@ def test_check_expired_baseline_is_not_compared(
     assert "not compared: deploy (expired)" in captured.err
     result = json.loads(captured.out)["results"][0]
     assert result["status"] == "expired"
-    assert "corpus changed: evals/queries.json@sha256:" in result["message"]
+    assert "corpus changed: sha256:" in result["message"]
 
 
 def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

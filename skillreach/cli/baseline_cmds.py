@@ -70,7 +70,14 @@ def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
 
 
 def _guess_queries(artifact_path: Path) -> Path | None:
-    """A study folder written by ``skillreach run`` may hold the query set it ran, or name it."""
+    """A study folder written by ``skillreach run`` holds the query set it ran (``study.json`` names it)."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        return read_study_file(artifact_path.parent).query_set_path(artifact_path.parent)
+    except SkillreachError:
+        pass  # an older folder: look for the copies it may hold
     for name in ("queries.json", "query_set.json"):
         cand = artifact_path.parent / name
         if cand.is_file():
@@ -84,6 +91,18 @@ def _guess_queries(artifact_path: Path) -> Path | None:
         if isinstance(q, str) and Path(q).is_file():
             return Path(q)
     return None
+
+
+def _study_judge(artifact_path: Path) -> str:
+    """The judge the study folder says graded its rubrics, else the default judge."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        judge = read_study_file(artifact_path.parent).judge_model
+    except SkillreachError:
+        judge = None
+    return _judge_model_default(judge)
 
 
 def _judge_model_default(given: str | None) -> str:
@@ -138,7 +157,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             "pass --skills DIR"
         )
     record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=_judge_model_default(judge_model)
+        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact)
     )
     console = _err_console()
     if folder is None:
@@ -393,10 +412,11 @@ def status_cmd(
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
-    """The query set a record's corpus_version names, resolved against the git top of ``anchor``."""
+    """The query set a record was measured on (``corpus_path``), resolved against the git top of
+    ``anchor``; records of the older form name it in ``corpus_version`` (``path@digest``)."""
     from skillreach.baselines import git_toplevel
 
-    shown = record.corpus_version.rsplit("@", 1)[0]
+    shown = record.corpus_path or record.corpus_version.rsplit("@", 1)[0]
     p = Path(shown)
     if p.is_absolute():
         return p
@@ -417,7 +437,7 @@ def _current_expiry(
         qs = load_query_set(qpath)
     except SkillreachError as exc:
         return rec, [f"corpus {qpath} unreadable: {exc.message}"]
-    corpus, _ = corpus_version(qpath, qs)
+    corpus = corpus_version(qs)
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
     return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
 
@@ -545,7 +565,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
         qpath = _corpus_path(rec, bpath.parent)
-        key = (str(qpath), runtime or rec.runtime, model or rec.model, rec.runs_per_case)
+        key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))
     for (qpath_s, rt, mdl, runs), members in groups.items():
         needs_compliance = any(

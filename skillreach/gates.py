@@ -281,11 +281,13 @@ def power_advice(
 # ---------------------------------------------------------------------------------------- comparing
 
 
-def check_pins(base: BaselineRecord, new: BaselineRecord) -> None:
-    """Refuse a comparison whose pins differ, naming the field (exit 3)."""
+def check_pins(base: BaselineRecord, new: BaselineRecord, *, drift: bool = False) -> None:
+    """Refuse a comparison whose pins differ, naming the field (exit 3). ``drift``: the model snapshot
+    may differ — the comparison is then a drift report, for information, never a gate."""
     if base.skill != new.skill:
         raise RefusedError(f"skill differs: baseline is of {base.skill!r}, new record of {new.skill!r}")
-    for field in ("corpus_version", "model", "rubric_version"):
+    pinned = ("corpus_version", "rubric_version") if drift else ("corpus_version", "model", "rubric_version")
+    for field in pinned:
         a, b = getattr(base, field), getattr(new, field)
         if a != b:
             raise RefusedError(
@@ -356,9 +358,12 @@ def compare(
     new: BaselineRecord,
     gates: GateConfig | Mapping[str, float] | None = None,
     strict: bool = False,
+    *,
+    drift: bool = False,
 ) -> Comparison:
-    """Gate ``new`` against ``base`` (module docstring). Raises RefusedError when the pins differ."""
-    check_pins(base, new)
+    """Gate ``new`` against ``base`` (module docstring). Raises RefusedError when the pins differ;
+    ``drift``: the same paired differences across a changed model snapshot (the service's drift report)."""
+    check_pins(base, new, drift=drift)
     if gates is None:
         gates = GateConfig()
     gate_map = gates.model_dump() if isinstance(gates, GateConfig) else {**GateConfig().model_dump(), **gates}

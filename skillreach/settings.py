@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
 
     claude_path: str = "claude"
+    baselines_dir: str = "baselines"
+    """Where baseline records live in the skills' git repository (relative to its top)."""
+    baselines_branch: str = "skillreach/baselines"
+    """The branch the service commits re-recorded baselines to (nobody's working tree is touched)."""
     judge_model: str | None = None
     """The rubric judge of compliance studies (a Messages API model); offline runtimes default to the
     offline fake judge, a live study with rubrics and no judge stops before spending."""

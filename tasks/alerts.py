@@ -36,7 +36,7 @@ def _emit(payload: dict[str, Any]) -> bool:
     from prefect.events import emit_event
 
     ev = emit_event(
-        GATE_BREACHED,
+        str(payload.get("event") or GATE_BREACHED),
         resource={
             "prefect.resource.id": f"skillreach.skill.{payload['skill']}",
             "prefect.resource.name": str(payload["skill"]),

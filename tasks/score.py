@@ -144,13 +144,21 @@ async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException 
 @task(name="publish_report", tags=["skillreach", "report"], cache_policy=NO_CACHE)
 async def publish_report(scored: Scored, gates: Any) -> Path:
     """Re-render ``report.html`` with the gate report (``gates``: a ``GateOutcome``) once the study is
-    gated, and keep the gate beside the artifact (``gate.json``) for ``skillreach report DIR``."""
+    gated, and keep the gate beside the artifact (``gate.json``) for ``skillreach report DIR``.
+
+    Every skill is in it: the compared ones with their comparison, the others with their status."""
     from skillreach.reports import render_html
     from skillreach.reports.gate_file import write_gate
 
     artifact = scored.artifact
-    write_gate(scored.artifact_path.parent, artifact.digest, gates.comparisons, gates.skipped)
-    html = render_html(artifact, gate=gates.comparisons, not_compared=gates.skipped)
+    comparisons = [r.comparison for r in gates.results if r.comparison is not None]
+    not_compared = [
+        f"{r.skill}: {r.status}" + (f" — {r.reason}" if r.reason else "")
+        for r in gates.results
+        if r.comparison is None
+    ] or list(gates.skipped)
+    write_gate(scored.artifact_path.parent, artifact.digest, comparisons, not_compared)
+    html = render_html(artifact, gate=comparisons, not_compared=not_compared)
     scored.report_path.write_text(html, encoding="utf-8")
     return scored.report_path
 

@@ -483,7 +483,8 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
     try:
         assert main(["baseline", "status", "--baselines", str(bdir)]) == 0
         assert "current" in capsys.readouterr().out
-        assert main(["baseline", "status", "--baselines", str(bdir), "--model", "claude-opus-4-1"]) == 3
+        # spec: status reports (exit 0); check and compare are the gates that refuse an expired record
+        assert main(["baseline", "status", "--baselines", str(bdir), "--model", "claude-opus-4-1"]) == 0
         out = capsys.readouterr()
         assert "expired" in out.out
         assert "model changed" in out.out
@@ -491,8 +492,8 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
         qs = query_set()
         extra = Query(id="d9", text="deploy on friday", expected_skill="deploy")
         write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, extra)), source="t"), qpath)
-        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 3
-        rows = json.loads(capsys.readouterr().out)
+        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["baselines"]
         assert rows[0]["expired"] is True
         assert rows[0]["reasons"][0].startswith("corpus changed")
     finally:

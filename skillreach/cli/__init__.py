@@ -32,6 +32,9 @@ _COMMAND_MODULES = (
     "run_cmds",  # run, serve
     "doctor_cmds",  # doctor
     "baseline_cmds",  # baseline record|compare, check
+    "diff_cmds",  # diff
+    "sweep_cmds",  # sweep
+    "cluster_cmds",  # cluster
 )
 
 for _mod in _COMMAND_MODULES:

@@ -190,10 +190,22 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
                 f"({old.cases if old else 0} cases), new cases {_fmt(new.value)} ({new.cases} cases)"
             )
     if commit:
-        sha = _git_commit_file(
-            target, f"baseline {skill}: " + "; ".join(changes_between(previous, record)), record
-        )
-        console.print(f"  committed {sha[:12]}: {', '.join(changes_between(previous, record))}")
+        repo = _work_tree_repo(baselines_dir)
+        changes = "; ".join(changes_between(previous, record))
+        done = repo.commit([record], subject=f"baseline {skill}: {changes}")
+        if done.sha is None:
+            raise InputError(f"{target}: the baseline is unchanged; nothing to commit")
+        console.print(f"  committed {done.sha[:12]}: {', '.join(changes_between(previous, record))}")
+
+
+def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:
+    """The baseline store of the repository holding ``baselines_dir`` (its folder relative to the top)."""
+    from skillreach.baseline_store import BaselineRepo
+
+    top = _require_git(baselines_dir)
+    anchor = baselines_dir.resolve()
+    folder = os.path.relpath(anchor, top.resolve()) if anchor.is_relative_to(top.resolve()) else "baselines"
+    return BaselineRepo(top, folder=Path(folder).as_posix(), branch=branch)
 
 
 def _require_git(path: Path) -> Path:
@@ -208,29 +220,6 @@ def _require_git(path: Path) -> Path:
     if top is None:
         raise InputError(f"{path}: not inside a git work tree; --commit needs one (or use --out FILE)")
     return top
-
-
-def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
-    import subprocess
-
-    from skillreach.baselines import git_output, metrics_line
-    from skillreach.errors import InputError
-
-    top = _require_git(path)
-
-    rel = os.path.relpath(path.resolve(), top.resolve())
-    body = f"{subject}\n\n{metrics_line(record)}\nskill_version {record.skill_version}\n"
-    body += f"corpus {record.corpus_version}\n"
-    body += f"model {record.model}; runtime {record.runtime}; runs per case {record.runs_per_case}\n"
-    for args in (["add", "--", rel], ["commit", "-q", "-m", body, "--", rel]):
-        proc = subprocess.run(["git", *args], cwd=top, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip().splitlines()
-            detail = msg[-1] if msg else f"exit {proc.returncode}"
-            if "nothing to commit" in (proc.stdout + proc.stderr) or "no changes added" in proc.stdout:
-                raise InputError(f"{path}: the baseline is unchanged; nothing to commit")
-            raise InputError(f"{path}: git {args[0]} failed: {detail}")
-    return git_output(["rev-parse", "HEAD"], top) or ""
 
 
 # ------------------------------------------------------------------------------------------- compare
@@ -377,38 +366,88 @@ def status_cmd(
     model: str | None = typer.Option(None, "--model", help="The model now configured (alias or snapshot)."),
     judge_model: str | None = typer.Option(None, "--judge-model", help="The judge now configured."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout alone."),
+    branch: str = typer.Option(
+        "skillreach/baselines", "--branch", help="The service's baseline branch (what waits there is shown)."
+    ),
 ) -> None:
-    """Every stored baseline: current, or expired (model, corpus or rubric changed). Exit 3 if any expired."""
+    """Every stored baseline: pins, age, current or expired (model, corpus, rubric or runtime changed),
+    candidates waiting for `baseline accept`, and the service's commits not merged yet."""
+    from datetime import UTC, datetime
+
     from rich.console import Console
     from rich.table import Table
 
-    from skillreach.errors import NotFoundError, RefusedError
+    from skillreach.baseline_store import BaselineRepo
+    from skillreach.errors import InputError, NotFoundError
 
     files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
-    if not files:
+    try:
+        service: BaselineRepo | None = _work_tree_repo(baselines_dir, branch=branch)
+    except InputError:  # not in git: the files alone
+        service = None
+    candidates = service.skills(candidates=True) if service is not None else []
+    waiting = service.waiting() if service is not None else []
+    if not files and not candidates and not waiting:
         raise NotFoundError(
             f"{baselines_dir}: no baseline records; record one with skillreach baseline record"
         )
+    now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for f in files:
         rec, reasons = _current_expiry(f, model=model, judge_model=judge_model)
-        rows.append(
-            {"file": str(f), "baseline_id": rec.baseline_id, "expired": bool(reasons), "reasons": reasons}
-        )
+        created = datetime.fromisoformat(rec.created_at.replace("Z", "+00:00"))
+        rows.append({"file": str(f), "skill": rec.skill, "baseline_id": rec.baseline_id,
+                     "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
+                     "age_days": round((now - created).total_seconds() / 86400, 1),
+                     "expired": bool(reasons), "reasons": reasons})
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-    else:
-        table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
-        for col in ("baseline", "status", "why"):
-            table.add_column(col)
-        for r in rows:
-            status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
-            table.add_row(str(r["baseline_id"]), status, "; ".join(r["reasons"]) or "")
-        Console().print(table)
-    expired = [r for r in rows if r["expired"]]
-    if expired:
-        names = ", ".join(str(r["baseline_id"]) for r in expired)
-        raise RefusedError(f"{len(expired)} baseline(s) expired: {names}; re-record them (exit 3)")
+        sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
+                                    indent=2, ensure_ascii=False) + "\n")
+        return
+    console = Console()
+    table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
+    for col in ("baseline", "model", "runtime", "age (days)", "status", "why"):
+        table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
+    for r in rows:
+        status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
+        table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
+                      "; ".join(r["reasons"]) or "")
+    console.print(table)
+    for r in rows:  # the reasons whole, one line each: a table cell may fold them
+        if r["expired"]:
+            console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
+                          highlight=False, soft_wrap=True)
+    if candidates:
+        console.print(f"candidates waiting on {branch} (a gate breached; accept with "
+                      f"skillreach baseline accept NAME): {', '.join(candidates)}")
+    if waiting:
+        console.print(f"{len(waiting)} commit(s) on {branch} not merged yet:")
+        for line in waiting:
+            console.print(f"  {line}", markup=False, highlight=False)
+
+
+def accept_cmd(
+    name: str = typer.Argument(..., metavar="NAME", help="The skill whose candidate record to accept."),
+    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    branch: str = typer.Option(
+        "skillreach/baselines", "--branch", help="The service's baseline branch, where candidates wait."
+    ),
+) -> None:
+    """Accept a skill's candidate record (one a gate breached during re-baselining) as its baseline, in
+    its own commit: on the service branch when the candidate waits there, else in the working tree."""
+    from skillreach.errors import NotFoundError
+
+    service = _work_tree_repo(baselines_dir, branch=branch)
+    repo = service if service.read(name, candidate=True) is not None else _work_tree_repo(baselines_dir)
+    if repo.read(name, candidate=True) is None:
+        raise NotFoundError(f"skill {name!r}: no candidate record on {branch} or under "
+                            f"{baselines_dir}/candidates; see skillreach baseline status")
+    cand = repo.read(name, candidate=True)
+    done = repo.commit(subject=f"baseline accept {name}: candidate {cand.baseline_id} becomes the baseline",
+                       why=["accepted by a person after a gate breached during re-baselining"], accept=[name])
+    where = branch if repo.branch else "the working tree"
+    _err_console().print(f"accepted {cand.baseline_id} as {name}'s baseline on {where} "
+                         f"(commit {(done.sha or '')[:12]})")
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
@@ -688,6 +727,7 @@ def register(app: typer.Typer) -> None:
     baseline_app.command("record")(record_cmd)
     baseline_app.command("compare")(compare_cmd)
     baseline_app.command("status")(status_cmd)
+    baseline_app.command("accept")(accept_cmd)
     baseline_app.command("show")(show_cmd)
     app.add_typer(baseline_app, name="baseline")
     app.command("check")(check_cmd)

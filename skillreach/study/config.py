@@ -33,7 +33,7 @@ _WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
-     "max_cost", "keep_errors"}
+     "max_cost", "keep_errors", "drift", "reason"}
 )
 """The keys of a config file (or CLI flags) that belong to the study, not to :class:`Settings`."""
 
@@ -83,9 +83,15 @@ class StudyConfig(Frozen):
     out: Path | None = None
     home: Path = Path(".skillreach")
     record_baselines: bool = False
-    """Record every queried skill's baseline from this study (``rebaseline_all``)."""
+    """Record every queried skill's baseline from this study, gated first (``rebaseline_all``)."""
     gate: bool = True
     """Compare with the stored baselines and alert on a breach."""
+    drift: bool = False
+    """The model snapshot changed: compare across it as a drift report instead of a gate."""
+    reason: str = ""
+    """Why a re-baselining runs (the event), for the commit message."""
+    baselines_dir: str = "baselines"
+    baselines_branch: str = "skillreach/baselines"
     # secrets: used where they are needed, never dumped
     database_url: SecretStr | None = Field(default=None, exclude=True, repr=False)
     alert_webhooks: tuple[SecretStr, ...] = Field(default=(), exclude=True, repr=False)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Frozen, ProbeRecord, Query, QuerySet, Skill
@@ -96,6 +96,9 @@ class StudyResult(Frozen):
     artifact: Any = None
     gate_report: str = ""
     breaches: tuple[dict[str, Any], ...] = ()
+    """Alert payloads of the gate (breaches, drift, expired or missing baselines, skills without queries)."""
+    statuses: dict[str, str] = Field(default_factory=dict)
+    """Every skill → ok, inconclusive, breach, drift, expired, no baseline, no queries (when gated)."""
     probes_run: int = 0
     probes_resumed: int = 0
     cost_usd: float = 0.0

@@ -141,6 +141,16 @@ async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException 
         store.finish_study(plan.study_id, status="failed", error=describe(error))
 
 
+def _as_drift(comparison: Any) -> dict[str, Any]:
+    """A drift report's comparison as JSON, its moved metrics called ``drift``: information across a
+    model change, never a gate breach."""
+    data = comparison.model_dump(mode="json")
+    for r in data["results"]:
+        if r["verdict"] == "breach":
+            r["verdict"] = "drift"
+    return dict(data)
+
+
 @task(name="publish_report", tags=["skillreach", "report"], cache_policy=NO_CACHE)
 async def publish_report(scored: Scored, gates: Any) -> Path:
     """Re-render ``report.html`` with the gate report (``gates``: a ``GateOutcome``) once the study is
@@ -151,7 +161,8 @@ async def publish_report(scored: Scored, gates: Any) -> Path:
     from skillreach.reports.gate_file import write_gate
 
     artifact = scored.artifact
-    comparisons = [r.comparison for r in gates.results if r.comparison is not None]
+    comparisons = [_as_drift(r.comparison) if r.status == "drift" else r.comparison
+                   for r in gates.results if r.comparison is not None]
     not_compared = [
         f"{r.skill}: {r.status}" + (f" — {r.reason}" if r.reason else "")
         for r in gates.results

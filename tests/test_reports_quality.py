@@ -346,3 +346,79 @@ def test_gate_rows_render_with_power_advice_and_not_compared(world: dict[str, Pa
     print_scorecard(artifact, Console(file=out, width=220), gate=[cmp])
     assert "inconclusive" in out.getvalue()
     assert "to resolve a change of" in out.getvalue()
+
+
+def test_publish_report_calls_a_drift_drift_and_lists_every_skill_not_compared(
+    world: dict[str, Path],
+) -> None:
+    """After a model change the service's comparison is a drift report: the page says drift, not breach,
+    and every skill without a comparison is listed with its status."""
+    import asyncio
+
+    from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes
+    from skillreach.gates import compare
+    from skillreach.rebaseline import SkillGate
+    from skillreach.tasks.baselines import GateOutcome
+    from skillreach.tasks.score import Scored, publish_report
+
+    def rec(acts: dict[str, list[int]], bid: str, model: str) -> BaselineRecord:
+        pc = {
+            k: CaseOutcomes(role="positive", kind="implicit", probes=len(v), activated=tuple(v))
+            for k, v in acts.items()
+        }
+        return BaselineRecord(
+            baseline_id=bid,
+            skill="alpha",
+            created_at="2026-11-30T00:00:00Z",
+            skill_version="git:1",
+            skill_version_origin="git",
+            corpus_version="sha256:" + "a" * 64,
+            model=model,
+            runtime="fake",
+            runs_per_case=2,
+            cases=CaseCounts(positive=len(acts), negative=0),
+            metrics={
+                m: metric_value(pc, m)
+                for m in ("activation", "false_activation", "compliance", "task_quality")
+            },
+            per_case=pc,
+        )
+
+    base = rec({f"q{i}": [1, 1] for i in range(6)}, "alpha@0", "m-20250101")
+    new = rec({f"q{i}": [0, 0] for i in range(6)}, "alpha@1", "m-20260101")
+    cmp = compare(base, new, drift=True)
+    assert any(r.verdict.value == "breach" for r in cmp.results)
+    code = main(
+        [
+            "run",
+            "--config",
+            _config(world, "r.toml", world["good"], record=False),
+            "--skills",
+            "skills",
+            "--queries",
+            "queries.json",
+            "--out",
+            "drift",
+        ]
+    )
+    assert code == 0
+    out = world["root"] / "drift"
+    scored = Scored(read_artifact(out / "artifact.json"), out / "artifact.json", out / "report.html")
+    gates = GateOutcome(
+        results=(
+            SkillGate("alpha", "drift", new, base, cmp),
+            SkillGate("beta", "expired", reason="model differs"),
+            SkillGate("gamma", "no queries", reason="no positive query names it; add queries"),
+        )
+    )
+    asyncio.run(publish_report.fn(scored, gates))
+    page = Rows()
+    html = (out / "report.html").read_text(encoding="utf-8")
+    page.feed(html)
+    row = page.row(**{"data-gate-skill": "alpha", "data-gate-metric": "activation"})
+    assert row["data-verdict"] == "drift"
+    assert float(row["data-value"]) == -1.0
+    assert 'data-gate-breaches="0"' in html
+    assert "beta: expired — model differs" in html
+    assert "gamma: no queries — no positive query names it; add queries" in html
+    assert read_gate(out, scored.artifact.digest) is not None

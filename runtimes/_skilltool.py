@@ -105,7 +105,7 @@ class SkillDialogue:
         """A model reply arrived; ``text`` is its text (the answer, once compliance began)."""
         self.requests += 1
         self.steps += self.compliance
-        if self.compliance and text:
+        if (self.compliance or self.options.keep_answer) and text:
             self._text = text
 
     def answer(self, name: str, args: dict[str, Any]) -> ToolAnswer:
@@ -140,7 +140,9 @@ class SkillDialogue:
     @property
     def final_text(self) -> str | None:
         """Compliance mode's answer (``""`` when the agent ended with no text); None otherwise."""
-        return compliance_answer(self.tracker, self._text) if self.options.compliance else None
+        if self.options.compliance or self.options.keep_answer:
+            return compliance_answer(self.tracker, self._text)
+        return None
 
 
 def retry_after(headers: Any) -> float | None:

@@ -45,6 +45,7 @@ __all__ = [
     "Finding",
     "LintFailed",
     "LintReport",
+    "description_findings",
     "format_github",
     "format_text",
     "lint",
@@ -260,6 +261,25 @@ def _check_description(path: str, value: object, line: int, out: list[Finding]) 
             )
         )
     return value
+
+
+def description_findings(text: str, path: str = "", line: int = 1) -> list[Finding]:
+    """What ``lint`` says about one description alone: missing, XML tags, too short or long, and
+    template placeholders (``skillreach optimize`` filters its candidates with it)."""
+    out: list[Finding] = []
+    value = _check_description(path, text, line, out)
+    marks = _placeholders(value) if value else []
+    if marks:
+        out.append(
+            Finding(
+                "warning",
+                "placeholder",
+                f"description holds template placeholder(s) {', '.join(marks)}; fill them in",
+                path,
+                line,
+            )
+        )
+    return out
 
 
 def _check_file(path: str, out: list[Finding]) -> _Checked | None:

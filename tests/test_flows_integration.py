@@ -330,3 +330,15 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
 
     names = asyncio.run(task_names())
     assert {"estimate_spend", "grade_rubrics", "score"} <= names, names
+
+
+def test_a_week_in_the_life_as_tracked_flow_runs(prefect_server: None, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The week of tests/test_service_week.py, every flow a tracked run on the real Prefect server."""
+    from tests.helpers.week import make_week, play_week
+
+    def tracked(flow: Any, **parameters: Any) -> Any:
+        return asyncio.run(flow(**parameters))
+
+    play_week(make_week(tmp_path, monkeypatch), tracked, capsys)

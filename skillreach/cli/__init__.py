@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "diff_cmds",  # diff
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
+    "optimize_cmds",  # optimize, uplift
 )
 
 for _mod in _COMMAND_MODULES:

@@ -296,6 +296,13 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
         [], "--gate", metavar="METRIC=VALUE", help="Override a gate, e.g. activation=-0.1 (repeatable)."
     ),
     config: Path | None = typer.Option(None, "--config", help="Settings file with a [gates] table."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Group-sequential gate over planned looks (docs/spec/metrics.md): its verdict and the probes "
+        "a staged run saves decide the exit code.",
+    ),
+    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
     from rich.console import Console
@@ -303,7 +310,14 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     from skillreach.baselines import read_baseline
     from skillreach.gates import compare
 
-    cmp = compare(read_baseline(base), read_baseline(new), _gates(config, gate), strict)
+    base_rec, new_rec = read_baseline(base), read_baseline(new)
+    gates = _gates(config, gate)
+    cmp = compare(base_rec, new_rec, gates, strict)
+    if staged:
+        from skillreach.cli._staged import staged_outcome
+
+        staged_outcome(base_rec, new_rec, gates, cmp, strict=strict, looks=looks, as_json=as_json)
+        return
     if as_json:
         sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
     else:
@@ -544,6 +558,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
     ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Probe in stages and stop when the verdict is known (group-sequential gate).",
+    ),
+    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach)."""
     from rich.console import Console
@@ -627,6 +647,25 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
             f"{runs} runs per case"
         )
+        if staged:
+            from skillreach.cli._staged import staged_annotations, staged_check_group
+
+            for name, entry, st in staged_check_group(
+                cfg,
+                members,
+                Path(qpath_s),
+                gates,
+                looks=looks,
+                strict=strict,
+                folder_of=lambda n: _find_skill_folder(n, dirs),
+                console=console,
+                quiet=as_json,
+                in_process=in_process,
+            ):
+                results.append(entry)
+                for level, title, msg in staged_annotations(name, st, strict=strict):
+                    lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
+            continue
         art = _run_study(cfg, members[0][1].judge_model, in_process)
         for name, rec in members:
             folder = _find_skill_folder(name, dirs)

@@ -216,7 +216,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         log.propagate = False  # Prefect's console handler on the root logger would print it again
     if cfg.is_example:
         console.print(
-            f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
+            f"[dim]no --skills/--queries: running the bundled example (runtime {cfg.runtime})"
         )
     server = prefect_server_up()
     if server is not None:

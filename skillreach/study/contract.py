@@ -29,6 +29,9 @@ class ProbeOptions:
     timeout_s: float = 120.0
     compliance: bool = False
     step_budget: int = 8
+    keep_answer: bool = False
+    """Report the agent's last text as ``final_text`` even when the expected skill was never loaded
+    (``skillreach uplift``: task quality without the skill). Off for studies."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -108,6 +111,8 @@ def compliance_answer(tracker: Tracker, text: str | None) -> str | None:
     tool calls and no answer is judged (a compliance failure), not taken for a routing-only probe
     (``skillreach.compliance.evaluate_probe``). Otherwise ``text`` as it is."""
     if tracker.options.compliance and tracker.expected_loaded:
+        return text or ""
+    if tracker.options.keep_answer:
         return text or ""
     return text
 

@@ -81,6 +81,10 @@ def test_a_regressed_run_alerts_once_through_the_automation(
 
         result = asyncio.run(study(cfg(world, "new", runtime_script="bad")))
         assert [(b["skill"], b["metric"]) for b in result.breaches] == [("alpha", "activation")]
+        page = result.report_path.read_text(encoding="utf-8")  # re-rendered after the gate (publish_report)
+        row = 'data-gate-skill="alpha" data-gate-metric="activation" data-gate-cohort="paired" '
+        row += 'data-verdict="breach"'
+        assert row in page
 
         async def delivered() -> bool:
             return len(sink.requests) >= 1

@@ -251,8 +251,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     out_console = Console()
     try:
         from skillreach.reports import print_scorecard
+        from skillreach.reports.gate_file import read_gate
 
-        print_scorecard(result.artifact, out_console)
+        gate, not_compared = read_gate(result.out, result.artifact.digest) or (None, [])
+        print_scorecard(result.artifact, out_console, gate=gate, not_compared=not_compared)
     except ImportError:  # pragma: no cover - only while the reports package is being written
         out_console.print(result.artifact.metrics)
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""

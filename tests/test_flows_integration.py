@@ -266,7 +266,7 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
     prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import skillreach.flows.study as study_module
-    import skillreach.study.runner as probing
+    import skillreach.tasks.study as probing  # where the batch task opens the probe log
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)

@@ -15,7 +15,7 @@ from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
 from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study, record_baselines
 from skillreach.tasks.grade import check_judge, grade_study
-from skillreach.tasks.score import fail_study, publish_run, score_study
+from skillreach.tasks.score import fail_study, publish_report, publish_run, score_study
 from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
 
 __all__ = ["study"]
@@ -43,6 +43,7 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
         gates = GateOutcome()
         if config.gate or config.record_baselines:  # gate before re-record, always
             gates = await call(gate_study, config, inputs, plan, scored.artifact)
+            await call(publish_report, scored, gates)  # report.html again, with the gate report
         if gates.breaches:
             await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
         if config.record_baselines:

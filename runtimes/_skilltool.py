@@ -32,6 +32,7 @@ __all__ = [
     "SkillDialogue",
     "ToolAnswer",
     "classify_sdk_error",
+    "error_detail",
     "retry_after",
     "skill_body",
     "skill_tool",
@@ -168,7 +169,7 @@ def retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
-def _detail(exc: Any) -> tuple[str, str]:
+def error_detail(exc: Any) -> tuple[str, str]:
     """(error type, message) from an SDK status error's JSON body."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -185,7 +186,7 @@ def classify_sdk_error(
     None when it is not the SDK's. ``describe(status, error type, message)`` is the error text."""
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
-        kind, message = _detail(exc)
+        kind, message = error_detail(exc)
         text = describe(status, kind, message)
         headers = exc.response.headers if exc.response is not None else None
         should = headers.get("x-should-retry") if headers is not None else None

@@ -433,6 +433,11 @@ class Outcomes(Sequence[ProbeOutcome]):
         """Row → error message of every errored probe."""
         return dict(self._errors)
 
+    def judged(self) -> list[ProbeOutcome]:
+        """The rows that carry a compliance or quality judgement (selected by column: cheap when none do)."""
+        picked = np.flatnonzero((self._compliance >= 0) | ~np.isnan(self._quality))
+        return [self._row(i) for i in picked.tolist()]
+
     def to_rows(self) -> list[dict[str, Any]]:
         """The JSON form: one object per probe."""
         return [
@@ -494,6 +499,8 @@ class RuntimeInfo(Frozen):
     resolved_model: str | None = None
     max_turns: int | None = None
     early_exit: bool | None = None
+    judge_model: str | None = None
+    """The judge that graded the study's rubrics (``None``: not recorded, an artifact of an older run)."""
 
 
 class Counts(Frozen):

@@ -5,7 +5,8 @@
    skills.
 2. **Paired interval by case**, per metric: over the cases rated in both records,
    dᵢ = new rate of case i − baseline rate of case i; d̂ = mean dᵢ; 95 % interval d̂ ± t(0.975, k − 1)·
-   sd(d)/√k (:func:`skillreach.stats.paired_t_interval`; [d̂, d̂] when k < 2 or sd = 0).
+   sd(d)/√k (:func:`skillreach.stats.paired_t_interval`; [d̂, d̂] when k < 2 or sd = 0), clipped to
+   [−1, 1]: a difference of two rates cannot leave it (:func:`paired_rate_interval`).
 3. **Verdict** for a gate g: a metric where lower is worse (activation, compliance, task quality) has
    g ≤ 0: **breach** when d̂ < g and the upper end < 0; **inconclusive** when d̂ < g and the upper end
    ≥ 0; **ok** otherwise. False activation (higher is worse) mirrors it with g ≥ 0. A metric with no
@@ -45,6 +46,7 @@ __all__ = [
     "check_pins",
     "compare",
     "gate_verdict",
+    "paired_rate_interval",
     "parse_gate_overrides",
     "power_advice",
     "required_cases",
@@ -148,6 +150,18 @@ def gate_verdict(metric: str, gate: float, mean: float, lo: float, hi: float) ->
     if mean < gate:
         return Verdict.breach if hi < 0 else Verdict.inconclusive
     return Verdict.ok
+
+
+def paired_rate_interval(diffs: Sequence[float]) -> tuple[float, float, float]:
+    """(d̂, lo, hi): the paired t interval of per-case differences of two rates, clipped to [−1, 1].
+
+    Every paired interval of a rate difference — a gate's, a new-cases cohort's, a drift report's —
+    goes through here: the t interval of a few strongly moved cases reaches past −1 (−1.367 for
+    differences −1, −1, −⅔), which no difference of two rates can be.
+    """
+    mean, lo, hi = paired_t_interval(diffs)
+    mean = min(1.0, max(-1.0, mean))
+    return mean, min(mean, max(-1.0, lo)), max(mean, min(1.0, hi))
 
 
 def _check_gate(metric: str, gate: float) -> None:
@@ -310,7 +324,7 @@ def _result(
     within: float,
     runs: int,
 ) -> GateResult:
-    mean, lo, hi = paired_t_interval(diffs)
+    mean, lo, hi = paired_rate_interval(diffs)
     sd = math.sqrt(_sample_var(diffs)) if len(diffs) >= 2 else 0.0
     verdict = gate_verdict(metric, gate, mean, lo, hi)
     advice = None

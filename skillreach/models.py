@@ -306,6 +306,8 @@ class ProbeRecord(Frozen):
     turns: int = 0
     early_exit: bool = False
     runtime: str = ""
+    runtime_version: str | None = None
+    """What the runtime said its version is (``claude --version``, the SDK's version …)."""
     model: str | None = None
     resolved_model: str | None = None
     usage: Usage = Field(default_factory=Usage)

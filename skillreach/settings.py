@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
 
     claude_path: str = "claude"
+    pi_path: str = "pi"
+    goose_path: str = "goose"
+    agy_path: str = "agy"
+    """The agent CLIs' programs (``SKILLREACH_PI_PATH`` …): read here, once, never by a runtime."""
     baselines_dir: str = "baselines"
     """Where baseline records live in the skills' git repository (relative to its top)."""
     baselines_branch: str = "skillreach/baselines"

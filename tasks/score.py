@@ -14,7 +14,16 @@ from skillreach.study.config import StudyConfig
 from skillreach.study.plan import StudyInputs, StudyPlan
 from skillreach.tasks._context import in_prefect_run, logger, store_for
 
-__all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
+__all__ = [
+    "HEADLINE_METRICS",
+    "Scored",
+    "describe",
+    "fail_study",
+    "headline",
+    "publish_report",
+    "publish_run",
+    "score_study",
+]
 
 HEADLINE_METRICS = (
     "top1_accuracy",
@@ -60,8 +69,8 @@ async def score_study(
     from skillreach.study.grading import graded_records, judge_model_of, needs_grading
 
     # probes.jsonl, with the judge's grades put on
-    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries,
-                             judge_model_of(config, live=False))
+    judge = judge_model_of(config, live=False)
+    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries, judge)
     needs_judge = needs_grading(inputs.query_set.queries, records, compliance=config.compliance)
     artifact = score(
         inputs.query_set,
@@ -75,6 +84,7 @@ async def score_study(
             early_exit=config.early_exit,
             # the version the probes report (CLI or SDK), the newest one when a resume spans an upgrade
             version=next((v for r in reversed(records) if (v := getattr(r, "runtime_version", None))), None),
+            judge_model=judge,
         ),
         attempts=config.attempts,
     )
@@ -95,7 +105,7 @@ async def score_study(
         runtime_version=artifact.runtime.version,
         model=config.model,
         resolved_model=plan.resolved_model,
-        judge_model=judge_model_of(config, live=False) if needs_judge else None,
+        judge_model=judge if needs_judge else None,
         fingerprint=plan.fingerprint,
     )
     report_path = plan.out / "report.html"
@@ -129,6 +139,39 @@ async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException 
     """Mark the study failed (the probes already written stay; a re-run resumes)."""
     with store_for(config) as store:
         store.finish_study(plan.study_id, status="failed", error=describe(error))
+
+
+def _as_drift(comparison: Any) -> dict[str, Any]:
+    """A drift report's comparison as JSON, its moved metrics called ``drift``: information across a
+    model change, never a gate breach."""
+    data = comparison.model_dump(mode="json")
+    for r in data["results"]:
+        if r["verdict"] == "breach":
+            r["verdict"] = "drift"
+    return dict(data)
+
+
+@task(name="publish_report", tags=["skillreach", "report"], cache_policy=NO_CACHE)
+async def publish_report(scored: Scored, gates: Any) -> Path:
+    """Re-render ``report.html`` with the gate report (``gates``: a ``GateOutcome``) once the study is
+    gated, and keep the gate beside the artifact (``gate.json``) for ``skillreach report DIR``.
+
+    Every skill is in it: the compared ones with their comparison, the others with their status."""
+    from skillreach.reports import render_html
+    from skillreach.reports.gate_file import write_gate
+
+    artifact = scored.artifact
+    comparisons = [_as_drift(r.comparison) if r.status == "drift" else r.comparison
+                   for r in gates.results if r.comparison is not None]
+    not_compared = [
+        f"{r.skill}: {r.status}" + (f" — {r.reason}" if r.reason else "")
+        for r in gates.results
+        if r.comparison is None
+    ] or list(gates.skipped)
+    write_gate(scored.artifact_path.parent, artifact.digest, comparisons, not_compared)
+    html = render_html(artifact, gate=comparisons, not_compared=not_compared)
+    scored.report_path.write_text(html, encoding="utf-8")
+    return scored.report_path
 
 
 @task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)

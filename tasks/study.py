@@ -255,7 +255,7 @@ async def probe_batch(
             await runtime.aclose()
     errors = [r.error for r in records if r.error]
     if errors:
-        logger().warning("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
+        logger().info("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
                          errors[0][:200])
     return {
         "batch": batch,

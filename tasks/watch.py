@@ -75,8 +75,7 @@ async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEv
     rubrics = {s: current_rubric_version(qs, s, judge) for s in inputs.catalog.names}
     runtime = runtime_for(config)
     try:
-        version_of = getattr(runtime, "version", None)
-        version = (await version_of()) if callable(version_of) else version_of
+        version = await runtime.version()
     finally:
         await runtime.aclose()
     current = pin_snapshot(qs.provenance.digest or qs.compute_digest(), rubrics, config.runtime,

@@ -48,6 +48,9 @@ TABLE: dict[str, tuple[str, Any]] = {
     "alert_webhooks": ('alert_webhooks = ["https://hooks.example.invalid/services/T/B/TOKEN"]',
                        ["https://hooks.example.invalid/services/T/B/TOKEN"]),
     "claude_path": ('claude_path = "/opt/claude"', "/opt/claude"),
+    "pi_path": ('pi_path = "/opt/pi"', "/opt/pi"),
+    "goose_path": ('goose_path = "/opt/goose"', "/opt/goose"),
+    "agy_path": ('agy_path = "/opt/agy"', "/opt/agy"),
     "judge_model": ('judge_model = "claude-haiku-4-5"', "claude-haiku-4-5"),
     "baselines_dir": ('baselines_dir = "records"', "records"),
     "baselines_branch": ('baselines_branch = "bots/baselines"', "bots/baselines"),
@@ -82,7 +85,10 @@ def test_the_table_names_every_setting() -> None:
     assert set(TABLE) == set(Settings.model_fields)
 
 
-def test_every_setting_in_a_config_file_reaches_the_study_and_its_uses(tmp_path: Path) -> None:
+def test_every_setting_in_a_config_file_reaches_the_study_and_its_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # a secret: the SDK reads it where it is used
     cfg = StudyConfig.build(config_file(tmp_path, list(TABLE)))
     for field, (_, value) in TABLE.items():
         assert seen(cfg, field) == value, field
@@ -94,7 +100,7 @@ def test_every_setting_in_a_config_file_reaches_the_study_and_its_uses(tmp_path:
     # the runtime the tasks build takes its retries, timeout and rate limits from the file
     from skillreach.tasks._context import runtime_for
 
-    live = cfg.model_copy(update={"runtime": "anthropic", "runtime_options": {"api_key": "sk-x"}})
+    live = cfg.model_copy(update={"runtime": "anthropic", "runtime_options": {}})
     runtime: Any = runtime_for(live)
     try:
         assert runtime.policy.max_retries == 0

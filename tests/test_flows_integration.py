@@ -81,6 +81,10 @@ def test_a_regressed_run_alerts_once_through_the_automation(
 
         result = asyncio.run(study(cfg(world, "new", runtime_script="bad")))
         assert [(b["skill"], b["metric"]) for b in result.breaches] == [("alpha", "activation")]
+        page = result.report_path.read_text(encoding="utf-8")  # re-rendered after the gate (publish_report)
+        row = 'data-gate-skill="alpha" data-gate-metric="activation" data-gate-cohort="paired" '
+        row += 'data-verdict="breach"'
+        assert row in page
 
         async def delivered() -> bool:
             return len(sink.requests) >= 1
@@ -262,7 +266,7 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
     prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import skillreach.flows.study as study_module
-    import skillreach.study.runner as probing
+    import skillreach.tasks.study as probing  # where the batch task opens the probe log
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)

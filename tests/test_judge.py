@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from skillreach import judge as judge_mod
-from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed
+from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed, TransientProbeError
 from skillreach.judge import (
     FakeJudge,
     JudgeRequest,
@@ -160,7 +160,7 @@ async def test_anthropic_judge_against_messages_api(monkeypatch: pytest.MonkeyPa
         assert "<rubric>\nmentions preflight\n</rubric>" in body["messages"][0]["content"]
 
         api.inject(400, message="max_tokens: too large", error_type="invalid_request_error")
-        with pytest.raises(ProbeFailed, match="400: max_tokens: too large"):
+        with pytest.raises(ProbeFailed, match="judge: HTTP 400 invalid_request_error: max_tokens: too large"):
             await judge.grade(_req("x", "y"))
         await client.close()
 
@@ -178,7 +178,7 @@ async def test_anthropic_judge_retries_transient_errors() -> None:
         assert result.grade == 0.9
         assert len(api.message_requests) == 2
         api.inject(429, times=3, retry_after=0.01)
-        with pytest.raises(ProbeFailed, match="rate limited"):
+        with pytest.raises(TransientProbeError, match="judge: HTTP 429 rate_limit_error: "):
             await judge.grade(_req("preflight", "r"))
         await client.close()
 

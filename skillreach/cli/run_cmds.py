@@ -16,9 +16,9 @@ from typing import Any
 
 import typer
 
-from skillreach.errors import InputError
+from skillreach.errors import ConfigError, InputError
 
-__all__ = ["has_batch_mode", "prefect_server_up", "register", "run_study"]
+__all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
 
 
 class _Progress:
@@ -157,6 +157,14 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="M",
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
+    keep_errors: bool = typer.Option(
+        False,
+        "--keep-errors",
+        help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
@@ -186,11 +194,12 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         max_cost=max_cost,
         compliance=True if compliance else None,
         judge_model=judge_model,
+        keep_errors=True if keep_errors else None,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-    from skillreach.runtimes import REGISTRY, get_runtime
+    from skillreach.runtimes import REGISTRY, check_runtime_options, get_runtime
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
@@ -207,14 +216,23 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
                 "(Message Batches API, half price) or drop it"
             )
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
+    try:  # a misspelt runtime option stops the run before anything starts, the file named
+        check_runtime_options(cfg.runtime, cfg.runtime_options)
+    except ConfigError as exc:
+        raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     console = Console(stderr=True)
     log = logging.getLogger("skillreach")
-    if not log.handlers:
+    if not any(isinstance(h, RichHandler) for h in log.handlers):
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
-        log.setLevel(logging.WARNING)
         log.propagate = False  # Prefect's console handler on the root logger would print it again
+    for handler in log.handlers:
+        if isinstance(handler, RichHandler):
+            handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    log.setLevel(logging.DEBUG)
+    log_file = _log_file(cfg.out or default_out_dir(cfg))
+    log.addHandler(log_file)
     if cfg.is_example:
         console.print(
             f"[dim]no --skills/--queries: running the bundled example (runtime {cfg.runtime})"
@@ -229,11 +247,15 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
+        log.removeHandler(log_file)
+        log_file.close()
     out_console = Console()
     try:
         from skillreach.reports import print_scorecard
+        from skillreach.reports.gate_file import read_gate
 
-        print_scorecard(result.artifact, out_console)
+        gate, not_compared = read_gate(result.out, result.artifact.digest) or (None, [])
+        print_scorecard(result.artifact, out_console, gate=gate, not_compared=not_compared)
     except ImportError:  # pragma: no cover - only while the reports package is being written
         out_console.print(result.artifact.metrics)
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
@@ -249,6 +271,24 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         out_console.print(f"  {label:9} {path}")
     if result.breaches:
         out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
+    errors = result.artifact.outcomes.errors if result.artifact is not None else {}
+    if errors:
+        console.print(errored_line(len(errors), errors[min(errors)]), markup=False, highlight=False)
+
+
+def errored_line(count: int, first: str) -> str:
+    """The one line a run prints about its errored probes (the records hold each error)."""
+    first_line = first.strip().splitlines()[0] if first.strip() else "no message"
+    return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
+
+
+def _log_file(out: Path) -> logging.Handler:
+    """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs)."""
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    return handler
 
 
 def serve_cmd(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -31,14 +32,22 @@ def _write_text(path: Path, text: str, what: str, *, append: bool = False) -> No
         raise InputError(f"{path}: cannot write the {what} ({exc.strerror})") from exc
 
 
-def write_reports(artifact: Artifact, *, html: Path | None = None, markdown: Path | None = None) -> None:
-    """Write the HTML and/or markdown reports of ``artifact`` (``-`` = stdout for markdown)."""
+def write_reports(
+    artifact: Artifact,
+    *,
+    html: Path | None = None,
+    markdown: Path | None = None,
+    gate: Sequence[Any] | None = None,
+    not_compared: Sequence[str] = (),
+) -> None:
+    """Write the HTML and/or markdown reports of ``artifact`` (``-`` = stdout for markdown), with the
+    study's gate report when there is one."""
     from skillreach.reports import render_html, render_markdown
 
     if html is not None:
-        _write_text(html, render_html(artifact), "HTML report")
+        _write_text(html, render_html(artifact, gate=gate, not_compared=not_compared), "HTML report")
     if markdown is not None:
-        text = render_markdown(artifact)
+        text = render_markdown(artifact, gate=gate, not_compared=not_compared)
         if str(markdown) == "-":
             typer.echo(text, nl=False)
         else:
@@ -118,18 +127,22 @@ def report_cmd(
     markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
-    """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request."""
+    """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request.
+
+    The study's gate report (``gate.json`` beside the artifact, written by ``run``) is shown as well."""
     from rich.console import Console
 
     from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
+    from skillreach.reports.gate_file import read_gate
 
     if artifact_path.is_dir():
         artifact_path = artifact_path / "artifact.json"
     artifact = read_artifact(artifact_path)
-    write_reports(artifact, html=html, markdown=markdown)
+    gate, not_compared = read_gate(artifact_path.parent, artifact.digest) or (None, [])
+    write_reports(artifact, html=html, markdown=markdown, gate=gate, not_compared=not_compared)
     if not quiet:
-        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
+        print_scorecard(artifact, Console(stderr=str(markdown) == "-"), gate=gate, not_compared=not_compared)
 
 
 def register(app: typer.Typer) -> None:

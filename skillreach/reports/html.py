@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,15 @@ import jinja2
 from skillreach.artifacts import Artifact
 from skillreach.models import NO_SKILL
 from skillreach.reports._format import fmt_ci, fmt_num, fmt_rate
-from skillreach.reports._view import class_rows, error_groups, headlines
+from skillreach.reports._view import (
+    COHORT_TITLES,
+    class_rows,
+    error_groups,
+    gate_view,
+    headlines,
+    judge_name,
+    quality_rows,
+)
 
 __all__ = ["HEATMAP_MAX_LABELS", "render_html"]
 
@@ -125,9 +134,18 @@ def _short(text: str, limit: int = 180) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_html(artifact: Artifact) -> str:
-    """The report as one HTML document (UTF-8, no external resource)."""
+def render_html(
+    artifact: Artifact, *, gate: Sequence[Any] | None = None, not_compared: Sequence[str] = ()
+) -> str:
+    """The report as one HTML document (UTF-8, no external resource).
+
+    ``gate``: the study's gate — :class:`skillreach.gates.Comparison` objects (or their JSON), or flat
+    gate rows — shown as the gate report (verdicts, paired intervals, power advice) and as the
+    old-cases / new-cases split of compliance and task quality; ``not_compared``: the skills whose
+    baseline could not be compared, and why.
+    """
     active, inactive = class_rows(artifact)
+    gates = gate_view(gate, not_compared)
     descriptions = {k: _short(v) for k, v in artifact.catalog.descriptions.items()}
     return (
         _env()
@@ -145,5 +163,9 @@ def render_html(artifact: Artifact) -> str:
             attractors=artifact.top_attractors[:20],
             no_skill=NO_SKILL,
             short=_short,
+            judge=judge_name(artifact),
+            quality=quality_rows(artifact, gates),
+            gates=gates,
+            cohort_titles=COHORT_TITLES,
         )
     )

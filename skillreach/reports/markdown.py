@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import jinja2
 
 from skillreach.artifacts import Artifact
 from skillreach.reports._format import fmt_num, fmt_rate
-from skillreach.reports._view import class_rows, error_groups, headlines
+from skillreach.reports._view import (
+    COHORT_TITLES,
+    class_rows,
+    error_groups,
+    gate_view,
+    headlines,
+    judge_name,
+    quality_rows,
+)
 
 __all__ = ["md_escape", "render_markdown"]
 
@@ -48,12 +58,26 @@ def _env() -> jinja2.Environment:
     env.filters["md"] = md_escape
     env.filters["num"] = fmt_num
     env.filters["rate"] = fmt_rate
+    env.filters["signed"] = _signed
     return env
 
 
-def render_markdown(artifact: Artifact, *, top: int = 10) -> str:
-    """Headline figures with intervals, the weakest skills, collisions, attractors and errors."""
+def _signed(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def render_markdown(
+    artifact: Artifact,
+    *,
+    top: int = 10,
+    gate: Sequence[Any] | None = None,
+    not_compared: Sequence[str] = (),
+) -> str:
+    """Headline figures with intervals, the weakest skills, compliance and task quality per skill,
+    the gate report (when ``gate`` is given, as for :func:`~skillreach.reports.render_html`),
+    collisions, attractors and errors."""
     active, _ = class_rows(artifact)
+    gates = gate_view(gate, not_compared)
     return (
         _env()
         .get_template("report.md.j2")
@@ -65,5 +89,9 @@ def render_markdown(artifact: Artifact, *, top: int = 10) -> str:
             collisions=artifact.collisions[:top],
             attractors=artifact.top_attractors[:top],
             errors=error_groups(artifact, samples=3)[:top],
+            judge=judge_name(artifact),
+            quality=quality_rows(artifact, gates),
+            gates=gates,
+            cohort_titles=COHORT_TITLES,
         )
     )

@@ -70,6 +70,9 @@ class StudyConfig(Frozen):
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
     claude_path: str = "claude"
+    pi_path: str = "pi"
+    goose_path: str = "goose"
+    agy_path: str = "agy"
     keep_errors: bool = False
     """Keep errored probes on resume instead of probing those pairs again."""
     # what it costs, how it is judged and gated

@@ -169,6 +169,7 @@ def _record(
     options: ProbeOptions,
     fp: str,
     started: float,
+    runtime_version: str | None = None,
 ) -> ProbeRecord:
     return ProbeRecord(
         query_id=query.id,
@@ -178,6 +179,7 @@ def _record(
         turns=outcome.turns,
         early_exit=outcome.early_exit,
         runtime=runtime.name,
+        runtime_version=runtime_version,
         model=options.model or getattr(runtime, "model", None),
         resolved_model=outcome.resolved_model,
         usage=outcome.usage,
@@ -191,6 +193,19 @@ def _record(
     )
 
 
+async def runtime_version(runtime: Runtime) -> str | None:
+    """The runtime's version (its ``version()``; None for a runtime without one or when it fails)."""
+    ask = getattr(runtime, "version", None)
+    if ask is None:
+        return None
+    try:
+        version: str | None = await ask()
+    except Exception:  # a version is provenance, never a reason to stop a study
+        log.info("runtime %s could not tell its version", runtime.name, exc_info=True)
+        return None
+    return version
+
+
 async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
     try:
         return await runtime.select(query, catalog, tracker)
@@ -199,7 +214,9 @@ async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker:
     except ProbeFailed as exc:
         return Outcome.from_tracker(tracker, error=exc.message)
     except Exception as exc:  # a runtime's bug is this probe's error, not the end of the study
-        log.exception("runtime %s failed on query %s", runtime.name, query.id)
+        # data, not an alarm: the record carries the error, the run says how many at the end, and the
+        # traceback goes to the log file (``--debug`` prints it)
+        log.info("runtime %s failed on query %s", runtime.name, query.id, exc_info=True)
         return Outcome.from_tracker(tracker, error=f"{type(exc).__name__}: {exc}")
 
 
@@ -227,6 +244,7 @@ async def run_probes(
     if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
         concurrency = max(concurrency, len(pairs))
     sem = asyncio.Semaphore(concurrency)
+    version = await runtime_version(runtime)
     offload = bool(getattr(sink, "thread_safe", False))
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
@@ -250,6 +268,7 @@ async def run_probes(
                 options=options,
                 fp=fingerprint,
                 started=started,
+                runtime_version=version,
             )
             if offload:
                 await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail

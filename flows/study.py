@@ -14,6 +14,7 @@ from skillreach.flows._compose import call
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
 from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study, record_baselines
+from skillreach.tasks.config import resolve_config
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, publish_report, publish_run, score_study
 from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
@@ -22,8 +23,11 @@ __all__ = ["study"]
 
 
 @flow(name="study", log_prints=False)
-async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
-    """One study of one catalog and query set (``config``); see :class:`skillreach.study.StudyConfig`."""
+async def study(config: StudyConfig | None = None, kind: str = "study") -> StudyResult:
+    """One study of one catalog and query set (``config``; a deployment run given none reads
+    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`."""
+    if config is None:
+        config = await call(resolve_config)
     inputs = await call(assemble_catalog, config)
     if config.record_baselines:  # a re-baselining measures every metric: compliance when there are checks
         config = await call(baseline_config, config, inputs)

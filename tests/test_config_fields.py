@@ -178,3 +178,24 @@ def test_a_deployment_flow_run_reads_the_study_config_file(
     assert study["config"]["attempts"] == 3
     assert study["config"]["batch_size"] == 7
     assert study["config"]["compliance"] is True  # what the nightly flow adds
+
+
+def test_the_study_deployment_reads_the_study_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`study/study` run with no parameter measures what SKILLREACH_STUDY_CONFIG says, not the example."""
+    import yaml
+
+    from skillreach.flows.study import study
+    from tests.helpers.world import run
+
+    deployment = next(d for d in yaml.safe_load((Path(__file__).parents[1] / "prefect.yaml").read_text())
+                      ["deployments"] if d["name"] == "study")
+    assert "config" not in (deployment.get("parameters") or {})
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f'out = "{tmp_path / "s"}"\nhome = "{tmp_path / "h"}"\nattempts = 2\n', encoding="utf-8")
+    monkeypatch.setenv("SKILLREACH_STUDY_CONFIG", str(cfg))
+    monkeypatch.chdir(tmp_path)
+    result = run(study, **(deployment.get("parameters") or {}))
+    assert result.out == tmp_path / "s"
+    assert result.artifact.attempts == 2

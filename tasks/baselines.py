@@ -24,7 +24,7 @@ from skillreach.alerts import (
 from skillreach.baseline_store import BaselineRepo
 from skillreach.baselines import BaselineRecord
 from skillreach.errors import SkillreachError
-from skillreach.rebaseline import SkillGate
+from skillreach.rebaseline import SkillGate, gate_report_markdown
 from skillreach.study.config import StudyConfig
 from skillreach.study.grading import judge_model_of
 from skillreach.study.plan import StudyInputs, StudyPlan
@@ -34,7 +34,6 @@ __all__ = [
     "GateOutcome",
     "baseline_config",
     "baseline_repo",
-    "gate_report_markdown",
     "gate_study",
     "record_baselines",
     "run_link",
@@ -80,50 +79,11 @@ def _folder(inputs: StudyInputs, skill: str) -> str | None:
     return s.folder or None if s is not None else None
 
 
-def _fmt(x: Any) -> str:
-    return "–" if x is None else f"{x:+.3f}" if isinstance(x, float) else str(x)
-
-
 def baseline_repo(config: StudyConfig) -> BaselineRepo | None:
     """The skills' git repository holding the baselines (on the service branch), or ``None``."""
     if config.is_example or not config.skills:
         return None
     return BaselineRepo.find(config.skills[0], folder=config.baselines_dir, branch=config.baselines_branch)
-
-
-def gate_report_markdown(
-    outcome_rows: list[dict[str, Any]], skipped: list[str], study_id: str,
-    statuses: dict[str, str] | None = None, *, drift: bool = False,
-) -> str:
-    title = "Drift report" if drift else "Gate report"
-    lines = [f"# {title} — study `{study_id}`", ""]
-    if statuses:
-        counts = {s: sum(1 for v in statuses.values() if v == s) for s in dict.fromkeys(statuses.values())}
-        summary = ", ".join(f"{n} {s}" for s, n in counts.items())
-        lines.append(f"**{summary}** over {len(statuses)} skills.")
-        lines += ["", "| skill | status |", "|---|---|",
-                  *[f"| {k} | {v} |" for k, v in sorted(statuses.items())], ""]
-    if not outcome_rows and not skipped:
-        if not statuses:
-            lines.append("No stored baseline matches this study: nothing was gated. Record baselines with "
-                         "the `rebaseline-all` deployment or `skillreach baseline record`.")
-        return "\n".join(lines) + "\n"
-    breaches = sum(1 for r in outcome_rows if r["verdict"] == "breach")
-    plural = "es" if breaches != 1 else ""
-    what = "moved past their gate" if drift else f"breach{plural}"
-    how = "compared" if drift else "gated"
-    lines.append(f"**{breaches} {what}** over {len(outcome_rows)} {how} metrics.")
-    lines += ["", "| skill | metric | baseline | new | Δ (paired) | 95 % CI | gate | verdict |",
-              "|---|---|---|---|---|---|---|---|"]
-    for r in outcome_rows:
-        ci = r.get("ci95")
-        ci_s = "–" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-        mark = "**breach**" if r["verdict"] == "breach" else r["verdict"]
-        lines.append(f"| {r['skill']} | {r['metric']} | {_fmt(r.get('base'))} | {_fmt(r.get('new'))} | "
-                     f"{_fmt(r.get('delta'))} | {ci_s} | {_fmt(r.get('gate'))} | {mark} |")
-    if skipped:
-        lines += ["", "Not compared:", *[f"- {s}" for s in skipped]]
-    return "\n".join(lines) + "\n"
 
 
 def _new_records(config: StudyConfig, inputs: StudyInputs, artifact: Any) -> dict[str, BaselineRecord]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,27 +11,10 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import StudyInputs, StudyPlan
+from skillreach.study.summary import HEADLINE_METRICS, describe, headline
 from skillreach.tasks._context import in_prefect_run, logger, store_for
 
-__all__ = [
-    "HEADLINE_METRICS",
-    "Scored",
-    "describe",
-    "fail_study",
-    "headline",
-    "publish_report",
-    "publish_run",
-    "score_study",
-]
-
-HEADLINE_METRICS = (
-    "top1_accuracy",
-    "trajectory_reachability",
-    "false_abstention_rate",
-    "oos_detection",
-    "consistency",
-    "macro_f1",
-)
+__all__ = ["Scored", "fail_study", "publish_report", "publish_run", "score_study"]
 
 
 @dataclass(frozen=True)
@@ -40,21 +22,6 @@ class Scored:
     artifact: Any  # skillreach.artifacts.Artifact
     artifact_path: Path
     report_path: Path
-
-
-def headline(artifact: Any) -> dict[str, Any]:
-    """The figures a run is summed up by (stored with the study, published as a Prefect table)."""
-    out: dict[str, Any] = {}
-    for name in HEADLINE_METRICS:
-        value = artifact.metric(name)
-        ci = artifact.interval(name)
-        out[name] = None if value is None else round(float(value), 4)
-        out[f"{name}_ci"] = None if ci is None else [round(float(ci[0]), 4), round(float(ci[1]), 4)]
-    out["probes"] = artifact.counts.probes
-    out["scored"] = artifact.counts.scored
-    out["errors"] = artifact.counts.errors
-    out["cost_usd"] = artifact.usage.cost_usd
-    return out
 
 
 @task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
@@ -116,22 +83,6 @@ async def score_study(
         store.finish_study(plan.study_id, headline=headline(artifact), resolved_model=plan.resolved_model)
     logger().info("scored %d probes into %s", artifact.counts.probes, artifact_path)
     return Scored(artifact, artifact_path, report_path)
-
-
-def describe(error: BaseException | str) -> str:
-    """One line for the study row: our errors' messages as they are, others as type: text, redacted."""
-    from skillreach.errors import SkillreachError
-    from skillreach.study.config import redact
-
-    if isinstance(error, str):
-        text = error
-    elif isinstance(error, SkillreachError):
-        text = error.message
-    elif isinstance(error, KeyboardInterrupt | asyncio.CancelledError):
-        text = "interrupted"
-    else:
-        text = f"{type(error).__name__}: {error}"
-    return str(redact(" ".join(text.split())))[:2000]
 
 
 @task(name="fail_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)

@@ -202,3 +202,19 @@ def test_a_judge_without_a_key_stops_the_study_before_any_probe(world: dict[str,
         run(study, cfg(world, "nokey", compliance=True))
     assert probed == []
     assert not (world["root"] / "nokey").exists()
+
+
+def test_a_rebaseline_measures_every_metric_when_the_queries_have_checks(world: dict[str, Path]) -> None:
+    """Re-baselining turns compliance on (and grades rubrics) whenever the query set has checks, so the
+    service's own records carry task quality — not n/a."""
+    from skillreach.flows.service import rebaseline_all
+
+    with_rubrics(world)
+    config = cfg(world, "rebase", judge_model=FAKE_JUDGE_MODEL)
+    assert config.compliance is False
+    result = run(rebaseline_all, config=config)
+    assert result["statuses"]["alpha"] == "no baseline"
+    with store_of(world) as s:
+        alpha = next(b.record for b in s.baselines() if b.skill == "alpha")
+    assert alpha["metrics"]["task_quality"] is not None
+    assert alpha["rubric_version"] is not None

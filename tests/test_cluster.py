@@ -172,3 +172,18 @@ def test_cli_target_size_from_a_sweep(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "--target-size" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
     assert main(["cluster", str(EXAMPLE_SKILLS), "--sweep", str(tmp_path / "bad.json")]) == 2
+
+
+def test_the_cluster_flow_is_the_command_s_computation(tmp_path: Path) -> None:
+    """`skillreach cluster` runs the `cluster` flow; its result is the pure function's."""
+    import asyncio
+
+    from skillreach.cluster import cluster_skills
+    from skillreach.example import EXAMPLE_SKILLS
+    from skillreach.flows.cluster import cluster
+    from skillreach.skills import load_skills
+
+    via_flow = asyncio.run(cluster.fn([Path(EXAMPLE_SKILLS)], target_size=5, seed=3))
+    direct = cluster_skills(load_skills([Path(EXAMPLE_SKILLS)]), target_size=5, seed=3)
+    assert via_flow == direct
+    assert max(c.size for c in via_flow.communities) <= 5

@@ -40,9 +40,10 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
 ) -> None:
     """Communities of skills (networkx Louvain, seeded) over the BM25 similarity graph, split until
     each holds at most --target-size skills, so a large catalog can be cut into subagent scopes."""
-    from skillreach.cluster import cluster_skills
+    import asyncio
+
     from skillreach.errors import InputError
-    from skillreach.skills import load_skills
+    from skillreach.flows.cluster import cluster
 
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
@@ -53,10 +54,8 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
             raise InputError(f"{d}: no such folder of skills")
     if sweep is not None:
         target_size = _from_sweep(sweep)
-    skills = load_skills(dirs, on_problem=lambda line: print(line, file=sys.stderr))
-    result = cluster_skills(
-        skills, target_size=target_size, seed=seed, resolution=resolution, top=top, min_ratio=min_ratio
-    )
+    result = asyncio.run(cluster.fn(list(dirs), target_size=target_size, seed=seed, resolution=resolution,
+                                    top=top, min_ratio=min_ratio))
     if fmt == "json":
         text = result.model_dump_json(indent=2) + "\n"
     elif fmt == "csv":

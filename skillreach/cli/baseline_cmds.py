@@ -511,7 +511,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
     model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
     out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
-    strict: bool = typer.Option(False, "--strict", help="An inconclusive gate fails too."),
+    strict: bool = typer.Option(
+        False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."
+    ),
+    lenient: bool = typer.Option(
+        False, "--lenient", help="An inconclusive gate passes (exit 0); a breach still fails."
+    ),
     gate: list[str] = typer.Option(
         [], "--gate", metavar="METRIC=VALUE", help="Override a gate (repeatable)."
     ),
@@ -525,7 +530,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
 ) -> None:
-    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach)."""
+    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
+    inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
     from rich.console import Console
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
@@ -535,6 +541,10 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 
     if not changed:
         raise InputError("skillreach check needs --changed (the only mode so far)")
+    if strict and lenient:
+        raise InputError("--strict and --lenient contradict each other; pass one")
+    # A merge gate: an inconclusive result is not a pass unless asked for.
+    strict = not lenient
     console = Console(stderr=as_json)
     dirs = list(skills) or [Path("skills")]
     for d in dirs:
@@ -660,10 +670,39 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         if r["status"] in ("breach", "unparseable") or (strict and r["status"] == "inconclusive")
     ]
     if code == 1:
-        raise GateFailed(f"check: gate failed for {', '.join(failed)}")
+        undecided = _undecided(results)
+        raise GateFailed(
+            f"check: gate failed for {', '.join(failed)}"
+            + (
+                f"; inconclusive: {undecided}; pass --lenient to let an inconclusive gate pass"
+                if undecided
+                else ""
+            )
+        )
     if code == 3:
         held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
         raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
+
+
+def _undecided(results: list[dict[str, Any]]) -> str:
+    """What would decide each inconclusive gate, e.g. ``demo activation: 12 cases at 1 runs each (now 7)``."""
+    parts: list[str] = []
+    for r in results:
+        for g in (r.get("comparison") or {}).get("results", []):
+            if g["verdict"] != "inconclusive":
+                continue
+            power = g.get("power") or {}
+            need = power.get("cases_needed")
+            runs = power.get("runs_per_case_needed")
+            how = [f"{need} cases at {power.get('runs_per_case')} runs each (now {g['k']})"] if need else []
+            if runs:
+                how.append(f"{runs} runs per case (now {power.get('runs_per_case')})")
+            parts.append(
+                f"{r['skill']} {g['metric']}"
+                + (f" ({g['cohort']})" if g["cohort"] != "paired" else "")
+                + (": " + " or ".join(how) + " would decide it" if how else ": no feasible study decides it")
+            )
+    return "; ".join(parts)
 
 
 def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:

@@ -54,11 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
         print("skillreach: interrupted; results written so far are kept", file=sys.stderr)
         return 130
-    except typer.Abort:
-        return 130
+    except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
+        print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
+        return 2
     except typer.TyperException as exc:  # usage errors from typer's bundled click
         show = getattr(exc, "show", None)
         if show is None:
@@ -66,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         show()
         return int(getattr(exc, "exit_code", 2))
     return rv if isinstance(rv, int) else 0
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``PATH: what went wrong; check the path`` from an OS error no command translated."""
+    where = exc.filename if exc.filename is not None else None
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if where is None:
+        return f"{what}; check the paths and folders given"
+    dest = f" → {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{where}{dest}: {what}; check this path"
 
 
 def _console_main() -> None:  # pragma: no cover

@@ -156,11 +156,18 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         _require_git(target if target is not None else baselines_dir)
     previous: BaselineRecord | None = None
     if commit and target is not None and target.is_file():
-        previous = read_baseline(target)
+        from skillreach.errors import TamperedError
+
+        try:
+            previous = read_baseline(target)
+        except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
+            console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
     if target is None:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
         return
-    write_baseline(record, target)
+    from skillreach._paths import ensure_parent
+
+    write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
     console.print(f"baseline {record.baseline_id} → {target}")
     console.print(f"  {metrics_line(record)}")
     if previous is not None:
@@ -444,6 +451,9 @@ async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[
     queries = cfg.queries
     assert queries is not None
     out = cfg.out or Path(".skillreach") / "check"
+    from skillreach._paths import ensure_folder
+
+    ensure_folder(out, flag="--out")
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
     inputs = await assemble_catalog.fn(cfg)
     await check_judge.fn(cfg, inputs)

@@ -211,6 +211,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
+    from skillreach._paths import ensure_folder
+
+    assert cfg.out is not None
+    ensure_folder(cfg.out, flag="--out")
     console = Console(stderr=True)
     log = logging.getLogger("skillreach")
     if not log.handlers:

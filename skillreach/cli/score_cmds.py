@@ -20,11 +20,12 @@ _MD_HELP = (
 )
 
 
-def _write_text(path: Path, text: str, what: str, *, append: bool = False) -> None:
+def _write_text(path: Path, text: str, what: str, *, flag: str, append: bool = False) -> None:
+    from skillreach._paths import ensure_parent
     from skillreach.errors import InputError
 
+    ensure_parent(path, flag=flag)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a" if append else "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
@@ -36,7 +37,7 @@ def write_reports(artifact: Artifact, *, html: Path | None = None, markdown: Pat
     from skillreach.reports import render_html, render_markdown
 
     if html is not None:
-        _write_text(html, render_html(artifact), "HTML report")
+        _write_text(html, render_html(artifact), "HTML report", flag="--html")
     if markdown is not None:
         text = render_markdown(artifact)
         if str(markdown) == "-":
@@ -44,7 +45,7 @@ def write_reports(artifact: Artifact, *, html: Path | None = None, markdown: Pat
         else:
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             append = bool(summary) and Path(summary).resolve() == markdown.resolve()  # type: ignore[arg-type]
-            _write_text(markdown, text, "markdown summary", append=append)
+            _write_text(markdown, text, "markdown summary", flag="--markdown", append=append)
 
 
 def _read_probes(path: Path) -> object:
@@ -72,8 +73,10 @@ def score_cmd(
         help="Skill folders: the catalog's skills become the labels. Without it, the labels are the skills "
         "seen in the queries and probes (catalog strategy 'inferred').",
     ),
-    out: Path = typer.Option(
-        ..., "--out", help="Where to write artifact.json (a folder: FOLDER/artifact.json)."
+    out: str = typer.Option(
+        ...,
+        "--out",
+        help="Where to write artifact.json (a folder, or a path ending in '/': FOLDER/artifact.json).",
     ),
     html: Path | None = typer.Option(None, "--html", help=_HTML_HELP),
     markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
@@ -82,14 +85,17 @@ def score_cmd(
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
     from rich.console import Console
 
+    from skillreach._paths import as_folder, ensure_parent
     from skillreach.artifacts import write_artifact
+    from skillreach.errors import InputError
     from skillreach.queries import load_query_set
     from skillreach.reports import print_scorecard
     from skillreach.scoring import ProbeTable, score
 
     err = Console(stderr=True)
-    if out.is_dir():
-        out = out / "artifact.json"
+    out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")
+    if html is not None:
+        ensure_parent(html, flag="--html")
     catalog = None
     if skills:
         from skillreach.catalog import build_catalog
@@ -103,11 +109,13 @@ def score_cmd(
     with err.status(f"reading {probes} and scoring…"):
         table = _read_probes(probes)
         assert isinstance(table, ProbeTable)
-        artifact = write_artifact(score(query_set, table, catalog), out)
+        if len(table) == 0:
+            raise InputError(f"{probes}: holds no probes; run the study first (nothing to score)")
+        artifact = write_artifact(score(query_set, table, catalog), out_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
         print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
-        err.print(f"artifact written to {out}", markup=False, highlight=False)
+        err.print(f"artifact written to {out_path}", markup=False, highlight=False)
 
 
 def report_cmd(

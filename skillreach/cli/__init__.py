@@ -44,6 +44,10 @@ for _mod in _COMMAND_MODULES:
     _module.register(app)
 
 
+_INTERRUPTED = 130
+_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code."""
     try:
@@ -55,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
-        print("skillreach: interrupted; results written so far are kept", file=sys.stderr)
-        return 130
+        print(_INTERRUPTED_LINE, file=sys.stderr)
+        return _INTERRUPTED
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
         print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         show()
         return int(getattr(exc, "exit_code", 2))
+    if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
+        print(_INTERRUPTED_LINE, file=sys.stderr)
     return rv if isinstance(rv, int) else 0
 
 

@@ -94,6 +94,61 @@ def has_batch_mode(runtime: str) -> bool:
     return "batch" in inspect.signature(cls).parameters
 
 
+PROBE_BYTES = 2_048
+"""A rough upper bound of the memory one planned probe costs through probing and scoring."""
+
+
+def _max_probes(config: Path | None, flag: int | None) -> int:
+    """The ceiling: ``--max-probes`` > config file > ``SKILLREACH_MAX_PROBES`` > default."""
+    if flag is not None:
+        return flag
+    from skillreach.settings import _read_config_file, load_settings
+    from skillreach.study import STUDY_ONLY_KEYS
+
+    values = _read_config_file(config) if config is not None else {}
+    return load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS}).max_probes
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1024 or unit == "PB":
+            return f"{n:,.0f} {unit}"
+        n /= 1024
+    return f"{n:,.0f} PB"  # pragma: no cover
+
+
+def check_planned_probes(cfg: Any, ceiling: int) -> None:
+    """Refuse (or ask, on a terminal) a study whose planned probes exceed ``ceiling`` — before the
+    plan, the catalog or the probe log is built. Counts queries × attempts (a target's catalog can only
+    plan fewer)."""
+    if cfg.attempts > ceiling:
+        n_queries: int | None = None
+        planned = cfg.attempts
+    else:
+        from skillreach.queries import load_query_set
+
+        if cfg.queries is not None:
+            qpath = cfg.queries
+        else:
+            from skillreach.example import EXAMPLE_QUERIES
+
+            qpath = EXAMPLE_QUERIES
+        n_queries = len(load_query_set(qpath).queries)
+        planned = n_queries * cfg.attempts
+    if planned <= ceiling:
+        return
+    shape = f"{n_queries:,} queries × " if n_queries is not None else "at least 1 query × "
+    line = (
+        f"attempts: {planned:,} planned probes ({shape}{cfg.attempts:,} attempts, about "
+        f"{_human_bytes(planned * PROBE_BYTES)} of memory) exceed max_probes {ceiling:,}"
+    )
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        if typer.confirm(f"{line}; run anyway?", default=False, err=True):
+            return
+        raise typer.Exit(1)
+    raise InputError(f"{line}; lower --attempts, or raise --max-probes (SKILLREACH_MAX_PROBES)")
+
+
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
     """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
     from skillreach.flows.study import study
@@ -159,6 +214,13 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="M",
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
+    max_probes: int | None = typer.Option(
+        None,
+        "--max-probes",
+        min=1,
+        metavar="N",
+        help="Refuse a study planning more probes (queries × attempts) than N (default 1,000,000).",
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
@@ -209,6 +271,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
                 "(Message Batches API, half price) or drop it"
             )
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
+    check_planned_probes(cfg, _max_probes(config, max_probes))
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     from skillreach._paths import ensure_folder

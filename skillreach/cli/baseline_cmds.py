@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from skillreach._console import make_console, strip_control
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -40,9 +42,8 @@ baseline_app = typer.Typer(
 
 
 def _err_console() -> Console:
-    from rich.console import Console
 
-    return Console(stderr=True)
+    return make_console(stderr=True)
 
 
 def _fmt(v: float | None, signed: bool = False) -> str:
@@ -305,7 +306,6 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     config: Path | None = typer.Option(None, "--config", help="Settings file with a [gates] table."),
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
-    from rich.console import Console
 
     from skillreach.baselines import read_baseline
     from skillreach.gates import compare
@@ -314,7 +314,7 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     if as_json:
         sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
     else:
-        print_comparison(cmp, Console())
+        print_comparison(cmp, make_console())
     failure = cmp.failure()
     if failure is not None:
         raise failure  # exit 1, one line on stderr
@@ -327,13 +327,12 @@ def show_cmd(
     record: Path = typer.Argument(..., metavar="RECORD", help="A baseline record."),
 ) -> None:
     """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases)."""
-    from rich.console import Console
     from rich.table import Table
 
     from skillreach.baselines import METRICS, read_baseline
 
     rec = read_baseline(record)
-    console = Console(soft_wrap=True)  # hashes stay on one line
+    console = make_console(soft_wrap=True)  # hashes stay on one line
     console.print(f"[bold]{rec.baseline_id}[/]  ({rec.created_at})")
     origin = {"git": "", "uncommitted": " (uncommitted changes: content digest)", "content": " (outside git)"}
     console.print(f"  skill    {rec.skill} {rec.skill_version}{origin[rec.skill_version_origin]}")
@@ -375,7 +374,6 @@ def status_cmd(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout alone."),
 ) -> None:
     """Every stored baseline: current, or expired (model, corpus or rubric changed). Exit 3 if any expired."""
-    from rich.console import Console
     from rich.table import Table
 
     from skillreach.errors import NotFoundError, RefusedError
@@ -400,7 +398,7 @@ def status_cmd(
         for r in rows:
             status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
             table.add_row(str(r["baseline_id"]), status, "; ".join(r["reasons"]) or "")
-        Console().print(table)
+        make_console().print(table)
     expired = [r for r in rows if r["expired"]]
     if expired:
         names = ", ".join(str(r["baseline_id"]) for r in expired)
@@ -489,18 +487,19 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
 
 
 def _annotate(level: str, file: str | None, title: str, message: str) -> str:
-    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks."""
+    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks;
+    control characters (a carriage return included) are dropped, not escaped."""
 
     def prop(v: str) -> str:
         return (
-            v.replace("%", "%25")
-            .replace("\r", "%0D")
+            strip_control(v)
+            .replace("%", "%25")
             .replace("\n", "%0A")
             .replace(":", "%3A")
             .replace(",", "%2C")
         )
 
-    msg = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    msg = strip_control(message).replace("%", "%25").replace("\n", "%0A")
     props = ([f"file={prop(file)}"] if file else []) + [f"title={prop(title)}"]
     return f"::{level} {','.join(props)}::{msg}"
 
@@ -542,7 +541,6 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 ) -> None:
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
     inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
-    from rich.console import Console
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
     from skillreach.errors import InputError, RefusedError
@@ -555,7 +553,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         raise InputError("--strict and --lenient contradict each other; pass one")
     # A merge gate: an inconclusive result is not a pass unless asked for.
     strict = not lenient
-    console = Console(stderr=as_json)
+    console = make_console(stderr=as_json)
     dirs = list(skills) or [Path("skills")]
     for d in dirs:
         if not d.is_dir():
@@ -665,7 +663,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(_step_summary(rev, how, changes, results, code))
+            fh.write(strip_control(_step_summary(rev, how, changes, results, code)))
     if as_json:
         payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

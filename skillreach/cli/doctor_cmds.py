@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import typer
 
+from skillreach._console import make_console
+
 __all__ = ["KEY_VARIABLES", "collect", "mask_url", "register"]
 
 KEY_VARIABLES = (
@@ -228,10 +230,9 @@ def collect(config: Path | None = None) -> Report:
 
 
 def _print(report: Report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     console.print(f"[bold]skillreach[/bold] {report.skillreach_version} · Python {report.python}")
     runtimes = Table(title="Runtimes", title_justify="left")
     runtimes.add_column("runtime")

@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from skillreach._console import make_console
 from skillreach.errors import InputError
 
 __all__ = ["has_batch_mode", "prefect_server_up", "register", "run_study"]
@@ -225,7 +226,6 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
     bundled example offline."""
-    from rich.console import Console
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig, default_out_dir
@@ -278,7 +278,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     assert cfg.out is not None
     ensure_folder(cfg.out, flag="--out")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
     if not log.handlers:
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
@@ -298,7 +298,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
-    out_console = Console()
+    out_console = make_console()
     try:
         from skillreach.reports import print_scorecard
 

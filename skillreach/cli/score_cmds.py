@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from skillreach._console import make_console
+
 if TYPE_CHECKING:
     from skillreach.artifacts import Artifact
 
@@ -83,7 +85,6 @@ def score_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
-    from rich.console import Console
 
     from skillreach._paths import as_folder, ensure_parent
     from skillreach.artifacts import write_artifact
@@ -92,7 +93,7 @@ def score_cmd(
     from skillreach.reports import print_scorecard
     from skillreach.scoring import ProbeTable, score
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")
     if html is not None:
         ensure_parent(html, flag="--html")
@@ -114,7 +115,7 @@ def score_cmd(
         artifact = write_artifact(score(query_set, table, catalog), out_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
-        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
+        print_scorecard(artifact, make_console(stderr=str(markdown) == "-"))
         err.print(f"artifact written to {out_path}", markup=False, highlight=False)
 
 
@@ -127,7 +128,6 @@ def report_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request."""
-    from rich.console import Console
 
     from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
@@ -137,7 +137,7 @@ def report_cmd(
     artifact = read_artifact(artifact_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
-        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
+        print_scorecard(artifact, make_console(stderr=str(markdown) == "-"))
 
 
 def register(app: typer.Typer) -> None:

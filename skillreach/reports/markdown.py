@@ -6,6 +6,7 @@ import functools
 
 import jinja2
 
+from skillreach._console import strip_control
 from skillreach.artifacts import Artifact
 from skillreach.reports._format import fmt_num, fmt_rate
 from skillreach.reports._view import class_rows, error_groups, headlines
@@ -31,8 +32,8 @@ _MD_SPECIAL = str.maketrans(
 
 
 def md_escape(value: object) -> str:
-    """Text safe inside a markdown table cell: no markup, no HTML, no line break."""
-    return str(value).translate(_MD_SPECIAL)
+    """Text safe inside a markdown table cell: no markup, no HTML, no line break, no control character."""
+    return strip_control(str(value).translate(_MD_SPECIAL))
 
 
 @functools.cache

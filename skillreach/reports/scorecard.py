@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skillreach._console import make_console
 from skillreach.artifacts import Artifact
 from skillreach.reports._format import fmt_num, fmt_rate
 from skillreach.reports._view import class_rows, headlines
@@ -15,7 +16,7 @@ __all__ = ["print_scorecard"]
 
 def print_scorecard(artifact: Artifact, console: Console | None = None, *, top: int = 5) -> None:
     """Headline figures, the weakest skills, the top collisions and the error count."""
-    console = console or Console()
+    console = console or make_console()
     a = artifact
     model = a.runtime.resolved_model or a.runtime.model
     title = f"skillreach · {escape(a.catalog.id)} · {escape(a.runtime.name or 'runtime')}"

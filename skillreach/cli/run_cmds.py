@@ -150,6 +150,30 @@ def check_planned_probes(cfg: Any, ceiling: int) -> None:
     raise InputError(f"{line}; lower --attempts, or raise --max-probes (SKILLREACH_MAX_PROBES)")
 
 
+def other_configuration(out: Path, runtime: str, model: str | None) -> str | None:
+    """What configuration the probes already in ``out`` ran, when it is not ``runtime``/``model``."""
+    import json
+
+    probes = out / "probes.jsonl"
+    try:
+        with probes.open("rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    try:
+        rec = json.loads(first)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    was_runtime, was_model = rec.get("runtime"), rec.get("model")
+    if was_runtime and was_runtime != runtime:
+        return f"runtime {was_runtime!r}"
+    if model and was_model and was_model != model:
+        return f"model {was_model!r}"
+    return None
+
+
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
     """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
     from skillreach.flows.study import study
@@ -215,6 +239,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="M",
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Probe into an --out folder that holds probes of another runtime or model."
+    ),
     max_probes: int | None = typer.Option(
         None,
         "--max-probes",
@@ -278,6 +305,13 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     assert cfg.out is not None
     ensure_folder(cfg.out, flag="--out")
+    other = None if force else other_configuration(cfg.out, cfg.runtime, cfg.model)
+    if other is not None:
+        raise InputError(
+            f"--out {cfg.out}: holds probes of {other}, not runtime {cfg.runtime!r}"
+            + (f" model {cfg.model!r}" if cfg.model else "")
+            + "; pass another --out, or --force to add this configuration beside them"
+        )
     console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
     if not log.handlers:

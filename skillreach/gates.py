@@ -32,7 +32,6 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as sps
 
 from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, _groups, cohort_split
 from skillreach.errors import ConfigError, RefusedError, SkillreachError
@@ -200,6 +199,8 @@ def t_test_power(effect: float, sd: float, k: int, alpha: float = ALPHA) -> floa
         return 0.0
     if sd <= 0:
         return 1.0 if effect != 0 else alpha
+    from scipy import stats as sps  # ~1 s to import: only an inconclusive gate needs it
+
     df = k - 1
     crit = float(sps.t.ppf(1 - alpha / 2, df))
     nc = abs(effect) * math.sqrt(k) / sd

@@ -64,11 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
         print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
-    except typer.TyperException as exc:  # usage errors from typer's bundled click
-        show = getattr(exc, "show", None)
-        if show is None:
+    except typer.TyperException as exc:  # usage errors from typer's bundled click: one line too
+        message = getattr(exc, "format_message", None)
+        if message is None:
             raise
-        show()
+        ctx = getattr(exc, "ctx", None)
+        path = getattr(ctx, "command_path", None) or "skillreach"
+        text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
+        print(f"skillreach: error: {text}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
         print(_INTERRUPTED_LINE, file=sys.stderr)

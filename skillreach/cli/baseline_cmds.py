@@ -618,7 +618,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             model=model_flag,
             attempts=runs,
             compliance=needs_compliance or None,
-            out=out,
+            out=out or Path(".skillreach") / "check",  # the documented default, with or without Prefect
             gate=False,  # gated here, against the committed baselines
         )
         console.print(

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from skillreach.errors import InputError
 
-__all__ = ["as_folder", "ensure_folder", "ensure_parent", "inside_working_folder", "means_folder"]
+__all__ = [
+    "as_folder",
+    "ensure_folder",
+    "ensure_parent",
+    "inside_working_folder",
+    "means_folder",
+    "refuse_special_file",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -77,3 +84,15 @@ def ensure_parent(path: Path, *, flag: str) -> Path:
         raise InputError(f"{path}: is a folder; give {flag} a file name")
     ensure_folder(path.parent, flag=flag, named=path)
     return path
+
+
+def refuse_special_file(path: Path, what: str) -> None:
+    """Refuse a FIFO, socket or device where a file is read (opening a FIFO would wait forever)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # missing or unreadable: the reader says so
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(f"{path}: not a regular file (a FIFO, device or socket); pass the {what}")

@@ -460,7 +460,10 @@ def write_baseline(record: BaselineRecord, path: str | os.PathLike[str]) -> Path
 
 
 def read_baseline(path: str | os.PathLike[str]) -> BaselineRecord:
+    from skillreach._paths import refuse_special_file
+
     path = Path(path)
+    refuse_special_file(path, "baseline record (baselines/NAME.json)")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

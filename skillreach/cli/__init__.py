@@ -34,14 +34,18 @@ _COMMAND_MODULES = (
     "baseline_cmds",  # baseline record|compare, check
 )
 
-for _mod in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"skillreach.cli.{_mod}")
-    except ModuleNotFoundError as exc:  # pragma: no cover - only while a group is being written
-        if exc.name != f"skillreach.cli.{_mod}":
-            raise
-        continue
-    _module.register(app)
+try:
+    for _mod in _COMMAND_MODULES:
+        try:
+            _module = importlib.import_module(f"skillreach.cli.{_mod}")
+        except ModuleNotFoundError as exc:  # pragma: no cover - only while a group is being written
+            if exc.name != f"skillreach.cli.{_mod}":
+                raise
+            continue
+        _module.register(app)
+except KeyboardInterrupt:  # Ctrl-C while the command is still starting: the same one line
+    print("skillreach: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 _INTERRUPTED = 130

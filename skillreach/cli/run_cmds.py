@@ -174,6 +174,15 @@ def other_configuration(out: Path, runtime: str, model: str | None) -> str | Non
     return None
 
 
+def _check_store() -> None:
+    """Open the store the study will write to, before anything is built: a bad database URL, a missing
+    driver or an unusable SKILLREACH_HOME is one line now, not after the catalog and the plan."""
+    from skillreach.settings import load_settings
+    from skillreach.store import open_store
+
+    open_store(load_settings()).close()
+
+
 def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
     """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
     from skillreach.flows.study import study
@@ -298,6 +307,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
                 "(Message Batches API, half price) or drop it"
             )
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
+    if bool(cfg.skills) != (cfg.queries is not None):
+        missing = "--queries FILE" if cfg.queries is None else "--skills DIR"
+        raise InputError(
+            f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
+        )
     check_planned_probes(cfg, _max_probes(config, max_probes))
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
@@ -305,6 +319,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     assert cfg.out is not None
     ensure_folder(cfg.out, flag="--out")
+    _check_store()
     other = None if force else other_configuration(cfg.out, cfg.runtime, cfg.model)
     if other is not None:
         raise InputError(

@@ -51,9 +51,11 @@ def write_reports(artifact: Artifact, *, html: Path | None = None, markdown: Pat
 
 
 def _read_probes(path: Path) -> object:
+    from skillreach._paths import refuse_special_file
     from skillreach.errors import InputError
     from skillreach.scoring import ProbeTable
 
+    refuse_special_file(path, "probes.jsonl a study wrote")
     try:
         with path.open("rb") as fh:
             return ProbeTable.from_lines(fh, source=str(path))

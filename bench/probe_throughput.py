@@ -1,7 +1,7 @@
 """Probe throughput and prompt-cache share of the anthropic runtime against the local stand-in.
 
 2,000 probes on a 100-skill catalog, 50 ms of server latency per request, 32 probes in flight, every
-probe through ``skillreach.probing.run_probes`` (fsynced JSONL sink included) and the real
+probe through ``skillreach.study.runner.run_probes`` (fsynced JSONL sink included) and the real
 ``anthropic`` SDK over HTTP. The stand-in runs in its own process (its own interpreter lock) and
 computes cache reads from the ``cache_control`` prefixes it has seen, as the real API does.
 
@@ -31,10 +31,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from skillreach.models import Catalog, Query, Skill  # noqa: E402
-from skillreach.probing import JsonlSink, ProbeOptions, read_probes, run_probes  # noqa: E402
 from skillreach.runtimes._retry import RetryPolicy  # noqa: E402
 from skillreach.runtimes.anthropic import AnthropicRuntime  # noqa: E402
 from skillreach.settings import Settings  # noqa: E402
+from skillreach.study.contract import ProbeOptions  # noqa: E402
+from skillreach.study.probe_log import JsonlSink, read_probes  # noqa: E402
+from skillreach.study.runner import run_probes  # noqa: E402
 
 WORDS = [
     "convert",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from skillreach.alerts import GATE_BREACHED, parse_webhooks
+from skillreach.alerts import BASELINE_EXPIRED, GATE_BREACHED, MODEL_DRIFT, NO_QUERIES, parse_webhooks
 
 __all__ = [
     "ALERT_AUTOMATION",
@@ -25,17 +25,25 @@ __all__ = [
 
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
 
+ALERT_EVENTS = frozenset({GATE_BREACHED, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
+"""Every event a person must hear of: a breached gate, a drifted metric, an expired or missing baseline,
+a skill without queries."""
+
 ALERT_SUBJECT = (
-    "skillreach gate {{ event.payload.verdict }}: {{ event.payload.skill }} {{ event.payload.metric }}"
+    "skillreach {{ event.event }}: {{ event.payload.skill }} {{ event.payload.metric }}"
 )
 # Same wording as skillreach.alerts.slack_message's "text", rendered by Prefect from the event.
 ALERT_BODY = (
-    "skillreach gate {{ event.payload.verdict }}: {{ event.payload.skill }} {{ event.payload.metric }} "
+    "{% if event.payload.message %}skillreach {{ event.event }}: {{ event.payload.skill }}: "
+    "{{ event.payload.message }} — {{ event.payload.run_link }}{% else %}"
+    "skillreach {{ 'drift' if event.event == 'skillreach.model.drift' else 'gate ' ~ event.payload.verdict }}"
+    ": "
+    "{{ event.payload.skill }} {{ event.payload.metric }} "
     "changed {{ '%+.3f'|format(event.payload.delta) }} "
     "(95% CI {{ '%+.3f'|format(event.payload.interval[0]) }} "
     "to {{ '%+.3f'|format(event.payload.interval[1]) }}; "
     "gate {{ '%+.3f'|format(event.payload.gate) if event.payload.gate is not none else 'n/a' }}) "
-    "against baseline {{ event.payload.baseline_id }} — {{ event.payload.run_link }}"
+    "against baseline {{ event.payload.baseline_id }} — {{ event.payload.run_link }}{% endif %}"
 )
 
 
@@ -53,7 +61,7 @@ def alert_automation(block_ids: list[Any]) -> Any:
         name=ALERT_AUTOMATION,
         description="Send each skillreach gate breach to the webhooks of SKILLREACH_ALERT_WEBHOOKS.",
         trigger=EventTrigger(
-            expect={GATE_BREACHED},
+            expect=set(ALERT_EVENTS),
             match={"prefect.resource.id": "skillreach.skill.*"},
             posture=Posture.Reactive,
             threshold=1,

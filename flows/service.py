@@ -15,8 +15,8 @@ from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.study import discover_skills
-from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model
-from skillreach.watch import events_for
+from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
+from skillreach.watch import MODEL_SNAPSHOT_CHANGED, events_for
 
 __all__ = ["nightly_compliance", "rebaseline_all", "watch"]
 
@@ -35,15 +35,25 @@ async def rebaseline_all(
     skill: str | None = None,
     model_snapshot: str | None = None,
 ) -> dict[str, Any]:
-    """Re-record every queried skill's baseline from one fresh study (no gating: this *is* the new base).
+    """Re-probe every skill, gate each against its stored baseline, then re-record — never silently.
 
-    Triggered by ``skillreach.skill.added`` and ``skillreach.model.snapshot.changed``; ``reason``,
-    ``skill`` and ``model_snapshot`` come from the event and are kept with the run for the record.
+    Gate before re-record: a breach alerts (one per skill and metric) and the skill's new record waits
+    as a candidate for ``skillreach baseline accept``; the ok and inconclusive ones are recorded, all in
+    one commit. After ``skillreach.model.snapshot.changed`` the pins differ by design: the same paired
+    differences are a drift report (``skillreach.model.drift`` for each skill that moved past its gate)
+    and every record is re-recorded under the new pin. ``reason``, ``skill`` and ``model_snapshot`` come
+    from the triggering event.
     """
-    cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=False)
+    drift = reason == MODEL_SNAPSHOT_CHANGED
+    why = reason if not skill else f"{reason} ({skill})"
+    if model_snapshot:
+        why += f" → {model_snapshot}"
+    cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=True, drift=drift,
+                     reason=why)
     result = await _run_study(cfg, "rebaseline")
     return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
-            "study_id": result.study_id, "out": str(result.out)}
+            "study_id": result.study_id, "out": str(result.out), "statuses": result.statuses,
+            "alerts": len(result.breaches)}
 
 
 @flow(name="nightly-compliance")
@@ -54,18 +64,22 @@ async def nightly_compliance(
     against the stored baselines; a breach alerts."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
     result = await _run_study(cfg, "compliance")
-    return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out)}
+    return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
+            "statuses": result.statuses}
 
 
 @flow(name="watch")
 async def watch(config: StudyConfig | None = None, config_file: str | None = None) -> dict[str, Any]:
-    """Compare the catalog with its last snapshot and the model alias with its last snapshot; emit
-    ``skillreach.skill.added|changed|removed`` and ``skillreach.model.snapshot.changed``."""
+    """Compare the catalog, the model alias, the query set, the rubrics and the runtime's version with
+    their last snapshots; emit ``skillreach.skill.added|changed|removed``,
+    ``skillreach.model.snapshot.changed``, ``skillreach.corpus.changed``, ``skillreach.rubric.changed`` and
+    ``skillreach.runtime.version.changed``."""
     cfg = await call(resolve_config, config, config_file)
     found = await call(discover_skills, cfg)
     catalog_diff = await call(snapshot_catalog, cfg, found)
     model_change = await call(snapshot_model, cfg)
-    events = events_for(found.source, catalog_diff, [model_change] if model_change else [])
+    pin_changes = await call(snapshot_pins, cfg, found)
+    events = [*events_for(found.source, catalog_diff, [model_change] if model_change else []), *pin_changes]
     emitted = await call(emit_watch_events, events)
     return {
         "first_snapshot": catalog_diff.first,

@@ -13,7 +13,7 @@ from prefect import flow
 from skillreach.flows._compose import call
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
-from skillreach.tasks.baselines import GateOutcome, gate_study, record_baselines
+from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study, record_baselines
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, publish_run, score_study
 from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
@@ -25,6 +25,8 @@ __all__ = ["study"]
 async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
     """One study of one catalog and query set (``config``); see :class:`skillreach.study.StudyConfig`."""
     inputs = await call(assemble_catalog, config)
+    if config.record_baselines:  # a re-baselining measures every metric: compliance when there are checks
+        config = await call(baseline_config, config, inputs)
     await call(check_judge, config, inputs)  # a judge that cannot be reached fails before any probe
     plan = await call(prepare_study, config, inputs, kind)
     spent = plan.spent_usd
@@ -37,14 +39,14 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
             spent += summary["cost_usd"]
             ran += summary["probes"]
         await call(grade_study, config, inputs, plan)
-        scored = await call(score_study, config, inputs, plan)
+        scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()
-        if config.gate:
+        if config.gate or config.record_baselines:  # gate before re-record, always
             gates = await call(gate_study, config, inputs, plan, scored.artifact)
         if gates.breaches:
             await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
         if config.record_baselines:
-            await call(record_baselines, config, inputs, plan, scored.artifact)
+            await call(record_baselines, config, inputs, plan, gates)
         await call(publish_run, plan, scored.artifact, gates.report)
     except BaseException as exc:  # the cost cap, a broken set-up, Ctrl-C: what was probed stays recorded
         await call(fail_study, config, plan, exc)
@@ -58,6 +60,7 @@ async def study(config: StudyConfig, kind: str = "study") -> StudyResult:
         artifact=scored.artifact,
         gate_report=gates.report,
         breaches=gates.breaches,
+        statuses=gates.statuses,
         probes_run=ran,
         probes_resumed=plan.done,
         cost_usd=round(spent, 6),

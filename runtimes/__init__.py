@@ -1,13 +1,45 @@
-"""Runtimes by name. Heavy SDKs are imported only when their runtime is asked for."""
+"""Runtimes by name. Heavy SDKs are imported only when their runtime is asked for.
+
+Each runtime class declares its ``runtime_options`` as one pydantic model (``Options``, a
+:class:`~skillreach.study.contract.RuntimeOptions`) and its capabilities as class attributes (``paid``,
+``cached_listing``, ``batch_mode``, ``wants_all_probes``); :func:`get_runtime` checks the options
+against that model before building the runtime, so a misspelt option is a ``ConfigError`` naming the
+valid ones.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skillreach._registry import build_named
-from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
+from skillreach._registry import build_named, class_named
+from skillreach.settings import Settings
+from skillreach.study.contract import (
+    Outcome,
+    ProbeOptions,
+    Runtime,
+    RuntimeOptions,
+    Tracker,
+    check_options,
+)
 
-__all__ = ["REGISTRY", "Outcome", "ProbeOptions", "Runtime", "Tracker", "get_runtime", "known_runtimes"]
+if TYPE_CHECKING:
+    from skillreach.judge import Judge
+
+__all__ = [
+    "JUDGES",
+    "REGISTRY",
+    "Outcome",
+    "ProbeOptions",
+    "Runtime",
+    "RuntimeOptions",
+    "Tracker",
+    "capability",
+    "check_runtime_options",
+    "get_judge",
+    "get_runtime",
+    "known_runtimes",
+    "runtime_class",
+]
 
 # name -> "module:Class"; a plain dict, no plugin magic.
 REGISTRY: dict[str, str] = {
@@ -28,7 +60,41 @@ def known_runtimes() -> list[str]:
     return sorted(REGISTRY)
 
 
-def get_runtime(name: str, **options: Any) -> Runtime:
-    """Build the runtime called ``name`` with its options; an unknown name lists the known ones."""
-    runtime: Runtime = build_named(REGISTRY, name, "runtime", **options)
+def runtime_class(name: str) -> type[Runtime]:
+    """The class of the runtime called ``name`` (its capabilities without building it)."""
+    cls: type[Runtime] = class_named(REGISTRY, name, "runtime")
+    return cls
+
+
+def check_runtime_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` checked against the runtime's ``Options`` model (:func:`check_options`)."""
+    model: type[RuntimeOptions] = getattr(runtime_class(name), "Options", RuntimeOptions)
+    return check_options(name, model, options)
+
+
+def get_runtime(
+    name: str, *, settings: Settings | None = None, model: str | None = None, **options: Any
+) -> Runtime:
+    """Build the runtime called ``name``: its ``runtime_options`` checked, the study's settings and model
+    passed in; an unknown name lists the known ones."""
+    checked = check_runtime_options(name, options)
+    runtime: Runtime = runtime_class(name)(model=model, settings=settings, **checked)  # type: ignore[call-arg]
     return runtime
+
+
+def capability(name: str, what: str) -> bool:
+    """A runtime's capability (``paid``, ``cached_listing``, ``batch_mode``), read off its class."""
+    return bool(getattr(class_named(REGISTRY, name, "runtime"), what, False))
+
+
+JUDGES: dict[str, str] = {
+    "fake": "skillreach.judge:FakeJudge",
+    "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
+}
+"""Rubric judges by name, like the runtimes."""
+
+
+def get_judge(name: str, **options: Any) -> Judge:
+    """Build the judge called ``name`` (``fake``, ``anthropic``) with its options."""
+    judge: Judge = build_named(JUDGES, name, "judge", **options)
+    return judge

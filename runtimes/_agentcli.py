@@ -95,14 +95,14 @@ STDERR_KEPT = 256_000
 
 
 def find_executable(explicit: str | None, name: str, env_var: str, hint: str) -> str:
-    """The program to run: the explicit path, else ``$env_var``, else ``name`` on PATH."""
-    candidate = explicit or os.environ.get(env_var) or name
+    """The program to run: the explicit path (an option, else the setting ``env_var`` sets), else
+    ``name`` on PATH. The environment is the settings' to read, never a runtime's."""
+    candidate = explicit or name
     found = shutil.which(candidate)
     if found is None:
-        where = (
-            f"{candidate!r} (from {env_var})" if not explicit and os.environ.get(env_var) else repr(candidate)
+        raise ConfigError(
+            f"{name} program not found: {candidate!r} is not an executable on PATH; {hint} (or set {env_var})"
         )
-        raise ConfigError(f"{name} program not found: {where} is not an executable on PATH; {hint}")
     return found
 
 
@@ -113,6 +113,7 @@ def tool_version(
     try:
         proc = subprocess.run(
             [executable, *args],
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -125,8 +126,11 @@ def tool_version(
     return text.splitlines()[0] if text else None
 
 
-def base_env(*, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment for an agent process: PATH, locale, a private HOME and the provider keys."""
+def base_env(
+    *, home: Path, extra: dict[str, str] | None = None, passed: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """A minimal environment for an agent process: PATH, locale, a private HOME and the provider keys
+    (plus the caller's ``passed`` variables, when set: a CLI's own endpoint, proxy or certificate)."""
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -141,7 +145,7 @@ def base_env(*, home: Path, extra: dict[str, str] | None = None) -> dict[str, st
         "NO_COLOR": "1",
         "CI": "1",
     }
-    for key in KEY_VARIABLES:
+    for key in (*KEY_VARIABLES, *passed):
         if os.environ.get(key):
             env[key] = os.environ[key]
     env.update(extra or {})
@@ -439,11 +443,14 @@ class ResidencyCache:
         self.enabled = enabled
         self._results: dict[str, str | None] = {}
         self._lock = asyncio.Lock()
+        self.checks = 0
+        """Checks run (one per catalog, however many probes ask at once)."""
 
     async def problem(self, catalog: Catalog) -> str | None:
         if not self.enabled:
             return None
         async with self._lock:
             if catalog.digest not in self._results:
+                self.checks += 1
                 self._results[catalog.digest] = await self._check(catalog)
             return self._results[catalog.digest]

@@ -33,6 +33,7 @@ __all__ = [
     "ToolAnswer",
     "classify_sdk_error",
     "endpoint_error",
+    "error_detail",
     "retry_after",
     "skill_body",
     "skill_tool",
@@ -106,7 +107,7 @@ class SkillDialogue:
         """A model reply arrived; ``text`` is its text (the answer, once compliance began)."""
         self.requests += 1
         self.steps += self.compliance
-        if self.compliance and text:
+        if (self.compliance or self.options.keep_answer) and text:
             self._text = text
 
     def answer(self, name: str, args: dict[str, Any]) -> ToolAnswer:
@@ -141,7 +142,9 @@ class SkillDialogue:
     @property
     def final_text(self) -> str | None:
         """Compliance mode's answer (``""`` when the agent ended with no text); None otherwise."""
-        return compliance_answer(self.tracker, self._text) if self.options.compliance else None
+        if self.options.compliance or self.options.keep_answer:
+            return compliance_answer(self.tracker, self._text)
+        return None
 
 
 def retry_after(headers: Any) -> float | None:
@@ -167,7 +170,7 @@ def retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
-def _detail(exc: Any) -> tuple[str, str]:
+def error_detail(exc: Any) -> tuple[str, str]:
     """(error type, message) from an SDK status error's JSON body."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -184,7 +187,7 @@ def classify_sdk_error(
     None when it is not the SDK's. ``describe(status, error type, message)`` is the error text."""
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
-        kind, message = _detail(exc)
+        kind, message = error_detail(exc)
         text = describe(status, kind, message)
         headers = exc.response.headers if exc.response is not None else None
         should = headers.get("x-should-retry") if headers is not None else None

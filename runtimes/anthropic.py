@@ -58,22 +58,19 @@ import orjson
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
+from skillreach.runtimes._anthropic_common import translate_error, usage_of
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
-from skillreach.runtimes._skilltool import (
-    SYSTEM_PROMPT,
-    SkillDialogue,
-    classify_sdk_error,
-    endpoint_error,
-    skill_tool,
-)
+from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, endpoint_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
+from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
 __all__ = [
     "DEFAULT_MODEL",
     "SYSTEM_PROMPT",
+    "AnthropicOptions",
     "AnthropicRuntime",
     "classify_error",
     "cost_of",
@@ -98,8 +95,9 @@ def estimate_request_tokens(params: dict[str, Any]) -> int:
 
 
 def classify_error(exc: BaseException) -> ProbeFailed | None:
-    """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's."""
-    return classify_sdk_error(exc, anthropic, lambda status, kind, text: f"HTTP {status} {kind}: {text}")
+    """Translate an SDK exception: transient (retry) or final; ``None`` when it is not the SDK's
+    (:func:`runtimes._anthropic_common.translate_error`, shared with the judge and the generator)."""
+    return translate_error(exc)
 
 
 def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -114,16 +112,6 @@ def _block_to_param(block: dict[str, Any]) -> dict[str, Any] | None:
             "input": dict(block.get("input") or {}),
         }
     return None  # thinking and server-tool blocks are not sent back (we enable neither)
-
-
-def _usage_of(message: dict[str, Any]) -> Usage:
-    u = message.get("usage") or {}
-    return Usage(
-        input_tokens=int(u.get("input_tokens") or 0),
-        output_tokens=int(u.get("output_tokens") or 0),
-        cache_creation_input_tokens=int(u.get("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(u.get("cache_read_input_tokens") or 0),
-    )
 
 
 @dataclass
@@ -207,8 +195,33 @@ class _Batcher:
                 fut.set_result(result)
 
 
+class AnthropicOptions(RuntimeOptions):
+    """``runtime_options`` of the anthropic runtime (limits, retries and the timeout default to the
+    settings of the same names)."""
+
+    batch: bool = False
+    concurrency: int | None = None
+    requests_per_minute: int | None = None
+    input_tokens_per_minute: int | None = None
+    max_retries: int | None = None
+    timeout_s: float | None = None
+    max_tokens: int = 1024
+    compliance_max_tokens: int = 8192
+    system_prompt: str = SYSTEM_PROMPT
+    base_url: str | None = None
+    poll_initial_s: float = 2.0
+    poll_max_s: float = 60.0
+    batch_window_s: float = 0.05
+    http: str = "auto"
+
+
 class AnthropicRuntime:
     name: ClassVar[str] = "anthropic"
+    Options: ClassVar[type[RuntimeOptions]] = AnthropicOptions
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
+    batch_mode: ClassVar[bool] = True
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -233,7 +246,7 @@ class AnthropicRuntime:
         http: str = "auto",
         client: Any = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         s = self.settings
         self.model = model or s.model or DEFAULT_MODEL
         self.batch = batch
@@ -457,7 +470,7 @@ class AnthropicRuntime:
         try:
             while True:
                 resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance))
-                usage = usage + _usage_of(resp)
+                usage = usage + usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [
                     b for b in (_block_to_param(x) for x in resp.get("content") or []) if b is not None
@@ -492,6 +505,9 @@ class AnthropicRuntime:
             tool_calls=dialogue.tool_calls,
             final_text=dialogue.final_text,
         )
+
+    async def version(self) -> str | None:
+        return package_version("anthropic")
 
     async def aclose(self) -> None:
         for client in self._clients:

@@ -42,20 +42,37 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
+from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, default_settings
 
-__all__ = ["AgyStream", "AntigravityCliRuntime"]
+__all__ = ["AgyStream", "AntigravityCliOptions", "AntigravityCliRuntime"]
 
 AGY_INSTALL_HINT = "install the Antigravity CLI (agy), sign in once, or pass agy_path=/path/to/agy"
 _PATH_KEYS = ("AbsolutePath", "absolute_path", "file_path", "path", "TargetFile")
 _WRITE_TOOLS = {"write_file", "create_file", "edit_file", "replace", "write_to_file"}
 
 
+class AntigravityCliOptions(RuntimeOptions):
+    """``runtime_options`` of the antigravity-cli runtime."""
+
+    agy_path: str | None = None
+    credentials_dir: str | None = None
+    extra_args: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    env: dict[str, str] | None = None
+
+
 class AntigravityCliRuntime:
     """The agy CLI, one isolated process per probe."""
 
     name: ClassVar[str] = "antigravity-cli"
+    Options: ClassVar[type[RuntimeOptions]] = AntigravityCliOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -67,11 +84,12 @@ class AntigravityCliRuntime:
         extra_args: tuple[str, ...] = (),
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
-        **_ignored: Any,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(agy_path, "agy", "SKILLREACH_AGY_PATH", AGY_INSTALL_HINT)
+        self.executable = find_executable(
+            agy_path or self.settings.agy_path, "agy", "SKILLREACH_AGY_PATH", AGY_INSTALL_HINT
+        )
         self.credentials_dir = Path(credentials_dir).expanduser() if credentials_dir else None
         if self.credentials_dir is not None and not self.credentials_dir.is_dir():
             raise ConfigError(
@@ -83,6 +101,9 @@ class AntigravityCliRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
 
     def _args(self, query_text: str) -> list[str]:
         args = [self.executable, "-p", query_text, "--output-format", "stream-json"]

@@ -36,18 +36,38 @@ from typing import Any, ClassVar
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
 from skillreach.runtimes._agentcli import lay_out_skills, report_skill, skill_for_path
+from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, compliance_answer
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, compliance_answer, default_settings
 
-__all__ = ["AntigravitySdkRuntime"]
+__all__ = ["AntigravitySdkOptions", "AntigravitySdkRuntime"]
 
 _PATH_ARGS = ("AbsolutePath", "absolute_path", "path", "file_path")
+
+
+class AntigravitySdkOptions(RuntimeOptions):
+    """``runtime_options`` of the antigravity-sdk runtime."""
+
+    base_url: str | None = None
+    vertex: bool = False
+    project: str | None = None
+    location: str | None = None
+    max_retries: int | None = None
+    """The harness's retries of transient API errors (default: the ``max_retries`` setting)."""
+    backoff_s: float = 1.0
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
 
 
 class AntigravitySdkRuntime:
     """The Antigravity SDK with its bundled harness, one isolated session per probe."""
 
     name: ClassVar[str] = "antigravity-sdk"
+    Options: ClassVar[type[RuntimeOptions]] = AntigravitySdkOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -59,10 +79,9 @@ class AntigravitySdkRuntime:
         vertex: bool = False,
         project: str | None = None,
         location: str | None = None,
-        max_retries: int = 6,
+        max_retries: int | None = None,
         backoff_s: float = 1.0,
         timeout_s: float | None = None,
-        **_ignored: Any,
     ) -> None:
         try:
             import google.antigravity  # noqa: F401
@@ -73,7 +92,7 @@ class AntigravitySdkRuntime:
             ) from exc
         from google.antigravity.models import DEFAULT_MODEL
 
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model or DEFAULT_MODEL
         self.base_url = (
             base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or os.environ.get("GEMINI_BASE_URL") or None
@@ -87,7 +106,7 @@ class AntigravitySdkRuntime:
                 "the antigravity-sdk runtime needs a Gemini API key: set GEMINI_API_KEY (or pass base_url "
                 "for a local endpoint, or vertex=True with project and location)"
             )
-        self.max_retries = max_retries
+        self.max_retries = max_retries if max_retries is not None else self.settings.max_retries
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
 
@@ -96,6 +115,9 @@ class AntigravitySdkRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        return package_version("google-antigravity")
 
     def _config(self, root: Path, skills: Path, hook: Any) -> Any:
         from google.antigravity import (

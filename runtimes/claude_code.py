@@ -29,6 +29,7 @@ calls are recorded as :class:`~skillreach.models.ToolCall`. The last text after 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -36,19 +37,29 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Query, ToolCall, Usage
-from skillreach.runtimes._agentcli import run_json_lines, write_skill
+from skillreach.models import Catalog, Query, Usage
+from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._anthropic_common import usage_of
+from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, compliance_answer, cost_of
+from skillreach.study.contract import (
+    Outcome,
+    RuntimeOptions,
+    Tracker,
+    cost_of,
+    default_settings,
+)
 
-__all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeRuntime", "StreamState"]
+__all__ = ["KNOWN_NON_CATALOG", "ClaudeCodeOptions", "ClaudeCodeRuntime", "StreamState"]
 
 log = logging.getLogger("skillreach.runtimes.claude_code")
 
@@ -86,26 +97,43 @@ PASSED_ENV = (
 COMPLIANCE_TOOLS = "Skill,Bash,Read,Write,Edit"
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _HOLD_HOOK = (
-    "import json, sys, time\n"
+    "import json, os, sys, time\n"
     "call = json.load(sys.stdin)\n"
     "name = str((call.get('tool_input') or {}).get('skill', '')).lstrip('/')\n"
     "if name == sys.argv[1]:\n"
-    "    time.sleep(3600)\n"
+    "    open(os.path.join(sys.argv[2], 'hold-%d' % os.getpid()), 'w').close()\n"
+    "    agent = os.getppid()\n"
+    "    try:\n"
+    "        head, tail = open('/proc/%d/stat' % agent).read().rsplit(')', 1)\n"
+    "        if head.split('(', 1)[1] in ('sh', 'dash', 'bash'):\n"
+    "            agent = int(tail.split()[1])\n"
+    "    except (OSError, ValueError, IndexError):\n"
+    "        pass\n"
+    "    end = time.time() + float(sys.argv[3]) if agent > 1 else 0\n"
+    "    while time.time() < end:\n"
+    "        try:\n"
+    "            os.kill(agent, 0)\n"
+    "        except OSError:\n"
+    "            break\n"
+    "        time.sleep(0.2)\n"
 )
+"""The hook that parks the target's Skill call. Claude Code starts hooks in their own session, out of
+reach of the process group that is ended, so the hook leaves ``hold-<pid>`` in the probe's folder (the
+runtime ends it), and ends itself within 0.2 s of the agent's end (at once when the agent is already
+gone), or at the probe's timeout."""
 
 
 @dataclass
-class StreamState:
-    """What the stream said so far (one probe)."""
+class StreamState(AgentStream):
+    """What the stream said so far (one probe): the shared stream state of the agent CLIs
+    (:class:`~runtimes._agentcli.AgentStream`: activations, other tool calls, the final answer, the
+    error) and what Claude Code's stream adds (init event, usage per message, result, turns)."""
 
     init_skills: list[str] | None = None
     cli_model: str | None = None
     resolved_model: str | None = None
     usage_by_message: dict[str, Usage] = field(default_factory=dict)
     result: dict[str, Any] | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
-    error: str | None = None
     stop: bool = False
     compliance: bool = False
     assistant_turns: set[str] = field(default_factory=set)
@@ -115,24 +143,36 @@ class StreamState:
     @property
     def usage(self) -> Usage:
         if self.result is not None and isinstance(self.result.get("usage"), dict):
-            return _usage(self.result["usage"])
+            return usage_of(self.result["usage"])
         total = Usage()
         for u in self.usage_by_message.values():
             total = total + u
         return total
 
 
-def _usage(raw: dict[str, Any]) -> Usage:
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        cache_creation_input_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
-    )
+class ClaudeCodeOptions(RuntimeOptions):
+    """``runtime_options`` of the claude-code runtime."""
+
+    claude_path: str | None = None
+    """The ``claude`` program (default: the ``claude_path`` setting, ``claude`` on PATH)."""
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    base_url: str | None = None
+    extra_env: dict[str, str] | None = None
+    extra_args: list[str] | None = None
+    known_non_catalog: frozenset[str] = KNOWN_NON_CATALOG
+    keep_workdirs: bool = False
+    kill_grace_s: float = 0.25
 
 
 class ClaudeCodeRuntime:
     name: ClassVar[str] = "claude-code"
+    Options: ClassVar[type[RuntimeOptions]] = ClaudeCodeOptions
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = True
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -150,17 +190,15 @@ class ClaudeCodeRuntime:
         keep_workdirs: bool = False,
         kill_grace_s: float = 0.25,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        path = claude_path or self.settings.claude_path
-        found = shutil.which(path)
-        if found is None:
-            raise ConfigError(
-                f"the claude program was not found at {path!r}; install Claude Code "
-                "(npm install -g @anthropic-ai/claude-code) or set SKILLREACH_CLAUDE_PATH"
-            )
-        self.claude_path = found
-        self.timeout_s = timeout_s
+        self.claude_path = find_executable(
+            claude_path or self.settings.claude_path,
+            "claude",
+            "SKILLREACH_CLAUDE_PATH",
+            "install Claude Code (npm install -g @anthropic-ai/claude-code) or set SKILLREACH_CLAUDE_PATH",
+        )
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self._sem = asyncio.Semaphore(concurrency or self.settings.concurrency)
         self.env_overrides: dict[str, str] = dict(extra_env or {})
         if base_url:
@@ -183,27 +221,45 @@ class ClaudeCodeRuntime:
         self.pids: list[int] = []
         """Process ids of every ``claude`` started (tests check they are gone)."""
         self._templates: dict[str, Path] = {}
+        self._templates_lock = threading.Lock()
+        self.template_builds = 0
+        """Per-catalog template folders built (one per catalog, however many probes run at once)."""
         self._root = Path(tempfile.mkdtemp(prefix="skillreach-claude-code-"))
 
     # -------------------------------------------------------------------------------- folders
 
     def _template(self, catalog: Catalog) -> Path:
+        """The catalog's skills laid out once per runtime (``catalog-<digest>/skills``).
+
+        Probes run in worker threads at once: the first one to ask builds the folder under a lock, in a
+        temporary folder renamed into place, so no probe ever sees a half-built template and no two
+        probes build it (issue 13: concurrent builds failed with ``FileExistsError``).
+        """
         key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
-        tpl = self._templates.get(key)
-        if tpl is None:
-            bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
-            if bad:
-                raise ConfigError(
-                    f"catalog {catalog.id!r}: skill names that cannot be folder names under .claude/skills: "
-                    f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
-                )
-            tpl = self._root / f"catalog-{key}"
-            skills = tpl / "skills"
-            skills.mkdir(parents=True)
-            for skill in catalog.skills:
-                write_skill(skill, skills / skill.name, symlinks=False)
-            self._templates[key] = tpl
+        with self._templates_lock:
+            tpl = self._templates.get(key)
+            if tpl is None:
+                tpl = self._build_template(catalog, self._root / f"catalog-{key}")
+                self._templates[key] = tpl
+                self.template_builds += 1
         return tpl
+
+    def _build_template(self, catalog: Catalog, dest: Path) -> Path:
+        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
+        if bad:
+            raise ConfigError(
+                f"catalog {catalog.id!r}: skill names that cannot be folder names under .claude/skills: "
+                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
+            )
+        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
+        try:
+            for skill in catalog.skills:
+                write_skill(skill, building / "skills" / skill.name, symlinks=False)
+            os.rename(building, dest)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        return dest
 
     def _workdir(self, catalog: Catalog, *, writable: bool) -> Path:
         """A fresh folder; skills hard-linked from the catalog's template, or copied when the agent
@@ -220,28 +276,28 @@ class ClaudeCodeRuntime:
         return work
 
     def _env(self, work: Path) -> dict[str, str]:
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-        env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
-        env["HOME"] = str(work / "home")
+        """The shared isolated environment (:func:`~runtimes._agentcli.base_env`: a private HOME and
+        XDG folders, PATH, locale, provider keys) with Claude Code's own variables and config folder."""
+        env = base_env(home=work / "home", passed=PASSED_ENV)
         env["CLAUDE_CONFIG_DIR"] = str(work / "home" / ".claude")
         env["TMPDIR"] = str(work)
         env.update(ISOLATION_ENV)
         env.update(self.env_overrides)
         return env
 
-    @staticmethod
-    def _settings(tracker: Tracker) -> dict[str, Any]:
+    def _settings(self, tracker: Tracker, work: Path) -> dict[str, Any]:
         """CLI settings; with early exit, a PreToolUse hook holds the target's Skill call.
 
         The CLI sends its next request a few milliseconds after a tool call, faster than the process
         group can be ended; the hook parks the call of the expected skill (the stream has already
-        shown it) so that no request follows the target before the group is ended.
+        shown it) so that no request follows the target before the group is ended. The hook runs in
+        its own session: it says its pid in ``work`` and :meth:`_end_holds` ends it (and it never
+        outlives the probe's timeout).
         """
         settings: dict[str, Any] = dict(CLI_SETTINGS)
         if tracker.options.early_exit and tracker.expected is not None and not tracker.options.compliance:
-            hold = (
-                f"{shlex.quote(sys.executable)} -c {shlex.quote(_HOLD_HOOK)} {shlex.quote(tracker.expected)}"
-            )
+            args = " ".join(shlex.quote(a) for a in (tracker.expected, str(work), f"{self.timeout_s:g}"))
+            hold = f"{shlex.quote(sys.executable)} -c {shlex.quote(_HOLD_HOOK)} {args}"
             settings["hooks"] = {
                 "PreToolUse": [
                     {"matcher": "Skill", "hooks": [{"type": "command", "command": hold, "timeout": 3600}]}
@@ -249,7 +305,7 @@ class ClaudeCodeRuntime:
             }
         return settings
 
-    def _command(self, query: Query, tracker: Tracker) -> list[str]:
+    def _command(self, query: Query, tracker: Tracker, work: Path) -> list[str]:
         opts = tracker.options
         turns = opts.max_turns + 1 + (opts.step_budget if opts.compliance else 0)
         cmd = [
@@ -263,7 +319,7 @@ class ClaudeCodeRuntime:
             "--setting-sources",
             "project",
             "--settings",
-            json.dumps(self._settings(tracker), separators=(",", ":")),
+            json.dumps(self._settings(tracker, work), separators=(",", ":")),
             "--tools",
             COMPLIANCE_TOOLS if opts.compliance else "Skill",
             "--strict-mcp-config",
@@ -323,7 +379,7 @@ class ClaudeCodeRuntime:
             if message.get("model"):
                 state.resolved_model = str(message["model"])
             if isinstance(message.get("usage"), dict):
-                state.usage_by_message[mid] = _usage(message["usage"])
+                state.usage_by_message[mid] = usage_of(message["usage"])
             for block in message.get("content") or []:
                 self._block(block, state, catalog, tracker)
                 if state.stop:
@@ -340,7 +396,7 @@ class ClaudeCodeRuntime:
     def _block(self, block: dict[str, Any], state: StreamState, catalog: Catalog, tracker: Tracker) -> None:
         if block.get("type") == "text" and block.get("text"):
             if state.compliance:  # the answer is what the agent says after it read its skill
-                state.texts.append(str(block["text"]))
+                state.final_text = str(block["text"])
             return
         if block.get("type") != "tool_use":
             return
@@ -351,13 +407,11 @@ class ClaudeCodeRuntime:
             skill = str(args.get("skill", "")).strip().lstrip("/")
             if skill not in catalog or state.compliance:
                 return
-            go = tracker.invoke(skill)
-            if tracker.options.compliance and tracker.expected_loaded:
-                state.compliance = True
-            elif not go:
+            if not state.activate(skill):
                 state.stop = True
+            state.compliance = tracker.options.compliance and tracker.expected_loaded
         elif state.compliance:
-            state.tool_calls.append(ToolCall(tool=str(name), input=dict(args)))
+            state.record(str(name), dict(args))
 
     # ---------------------------------------------------------------------------------- process
 
@@ -371,15 +425,16 @@ class ClaudeCodeRuntime:
                     await asyncio.to_thread(shutil.rmtree, work, True)
 
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
-        timeout = self.timeout_s or tracker.options.timeout_s
-        state = StreamState()
+        timeout = self.timeout_s
+        skills = work / "project" / ".claude" / "skills"
+        state = StreamState({name: skills / name for name in catalog.names}, work / "project", tracker)
 
         def on_event(event: dict[str, Any]) -> bool:
             self.handle_event(event, state, catalog, tracker)
             return not state.stop
 
         result = await run_json_lines(
-            self._command(query, tracker),
+            self._command(query, tracker, work),
             env=self._env(work),
             cwd=work / "project",
             on_event=on_event,
@@ -387,6 +442,7 @@ class ClaudeCodeRuntime:
             kill_grace_s=self.kill_grace_s,
             on_start=self.pids.append,
         )
+        self._end_holds(work)
         if result.timed_out:
             state.error = f"claude did not finish within {timeout:g}s"
         if state.error is None and state.result is None and not result.killed and not tracker.done:
@@ -397,6 +453,14 @@ class ClaudeCodeRuntime:
         if state.error is None and state.init_skills is None:
             state.error = "claude printed no init event: cannot check which skills were resident"
         return self._outcome(state, tracker)
+
+    @staticmethod
+    def _end_holds(work: Path) -> None:
+        """End the hooks that parked a Skill call in this probe (they said their pid in ``work``)."""
+        for mark in work.glob("hold-*"):
+            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
+                os.kill(int(mark.name.removeprefix("hold-")), signal.SIGKILL)
+            mark.unlink(missing_ok=True)
 
     def _outcome(self, state: StreamState, tracker: Tracker) -> Outcome:
         usage = state.usage
@@ -409,7 +473,7 @@ class ClaudeCodeRuntime:
         if cost is None:
             model = state.resolved_model or state.cli_model or self.model
             cost = cost_of(usage, self.settings.price_for(model))
-        final_text = compliance_answer(tracker, state.texts[-1] if state.texts else None)
+        final_text = state.answer()
         return Outcome.from_tracker(
             tracker,
             turns=turns,
@@ -423,6 +487,9 @@ class ClaudeCodeRuntime:
 
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
+
+    async def version(self) -> str | None:
+        return await program_version(self.claude_path)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(shutil.rmtree, self._root, True)

@@ -7,7 +7,8 @@ An entry is one of
 - an object ``{"invoked": [...], "tool_calls": [{"tool": "Bash", "input": {...}}], "final_text": "...",
   "error": "...", "turns": N}`` — ``tool_calls`` and ``final_text`` are reported in compliance mode,
   once the expected skill was loaded (no ``final_text`` then is ``""``: the agent ended with no text);
-  ``error`` makes the probe fail (kept as data);
+  ``error`` makes the probe fail (kept as data); ``raise`` makes ``select`` raise a ``RuntimeError``
+  with that message (a runtime's bug: the probe's error, never the end of the study);
 - an object ``{"attempts": {"1": entry, "2": entry}, "*": entry}`` or a list of entries under
   ``"attempts"`` (attempt *n* takes item *n − 1*, cycling), for per-attempt behaviour.
 
@@ -25,7 +26,8 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall
-from skillreach.study.contract import Outcome, Tracker, compliance_answer
+from skillreach.runtimes._version import own_version
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, compliance_answer
 
 __all__ = ["FakeRuntime"]
 
@@ -48,8 +50,21 @@ def _load_script(script: dict[str, Any] | str | Path | None) -> dict[str, Any]:
     return data
 
 
+class FakeOptions(RuntimeOptions):
+    """``runtime_options`` of the fake runtime."""
+
+    script: dict[str, Any] | str | None = None
+    """The script: a JSON file, or the mapping itself."""
+    latency_s: float = 0.0
+
+
 class FakeRuntime:
     name: ClassVar[str] = "fake"
+    Options: ClassVar[type[RuntimeOptions]] = FakeOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -104,6 +119,8 @@ class FakeRuntime:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         entry = self._entry(query, tracker.attempt)
+        if entry.get("raise"):
+            raise RuntimeError(str(entry["raise"]))
         if entry.get("error"):
             return Outcome.from_tracker(tracker, error=str(entry["error"]), resolved_model=self.model)
         turns = 0
@@ -132,3 +149,7 @@ class FakeRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        """This runtime is skillreach's own code: skillreach's version."""
+        return own_version()

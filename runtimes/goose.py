@@ -56,10 +56,11 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
+from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, default_settings
 
-__all__ = ["GooseRuntime", "GooseStream"]
+__all__ = ["GooseOptions", "GooseRuntime", "GooseStream"]
 
 GOOSE_INSTALL_HINT = "install the goose CLI (see its documentation) or pass goose_path=/path/to/goose"
 _HOST_ENV = {"anthropic": "ANTHROPIC_HOST", "openai": "OPENAI_HOST", "ollama": "OLLAMA_HOST"}
@@ -69,10 +70,29 @@ _PATH_KEYS = ("path", "file_path", "filepath", "file")
 _WRITE_COMMANDS = {"write", "str_replace", "insert", "undo_edit", "create"}
 
 
+class GooseOptions(RuntimeOptions):
+    """``runtime_options`` of the goose runtime."""
+
+    goose_path: str | None = None
+    provider: str = "anthropic"
+    base_url: str | None = None
+    skills_extension: str = "summon"
+    extra_builtins: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    env: dict[str, str] | None = None
+    check_residency: bool = True
+
+
 class GooseRuntime:
     """The goose CLI, one isolated process per probe."""
 
     name: ClassVar[str] = "goose"
+    Options: ClassVar[type[RuntimeOptions]] = GooseOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -87,11 +107,12 @@ class GooseRuntime:
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
         check_residency: bool = True,
-        **_ignored: Any,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(goose_path, "goose", "SKILLREACH_GOOSE_PATH", GOOSE_INSTALL_HINT)
+        self.executable = find_executable(
+            goose_path or self.settings.goose_path, "goose", "SKILLREACH_GOOSE_PATH", GOOSE_INSTALL_HINT
+        )
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
         self.base_url = base_url or (os.environ.get(env_var) if env_var else None) or None
@@ -108,6 +129,9 @@ class GooseRuntime:
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
 
     # ---------------------------------------------------------------------------------- layout
     def _layout(self, root: Path, catalog: Catalog) -> tuple[Path, dict[str, Path]]:

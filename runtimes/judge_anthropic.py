@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.judge import JudgeRequest, JudgeResult, parse_grade
-from skillreach.models import Usage
+from skillreach.runtimes._anthropic_common import translate_error, usage_of
 
 __all__ = ["DEFAULT_JUDGE_MODEL", "AnthropicJudge"]
 
@@ -50,8 +49,6 @@ class AnthropicJudge:
         return self._client
 
     async def grade(self, request: JudgeRequest) -> JudgeResult:
-        import anthropic
-
         client = self._get_client()
         try:
             message = await client.messages.create(
@@ -60,36 +57,17 @@ class AnthropicJudge:
                 system=SYSTEM,
                 messages=[{"role": "user", "content": request.prompt}],
             )
-        except anthropic.RateLimitError as exc:
-            raise TransientProbeError(f"judge: rate limited after retries ({exc.status_code})") from exc
-        except anthropic.APIStatusError as exc:
-            detail = _error_message(exc)
-            raise ProbeFailed(f"judge: Messages API answered {exc.status_code}: {detail}") from exc
-        except anthropic.APITimeoutError as exc:
-            raise TransientProbeError("judge: request timed out after retries") from exc
-        except anthropic.APIConnectionError as exc:
-            raise TransientProbeError("judge: connection failed after retries") from exc
+        except Exception as exc:
+            err = translate_error(exc)  # the one map of the SDK's errors (runtime, judge, generator)
+            if err is None:
+                raise
+            raise type(err)(f"judge: {err.message} (after the SDK's retries)") from exc
         text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
         grade, reason = parse_grade(text)
-        u = message.usage
-        usage = Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
-            cache_read_input_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-        )
-        return JudgeResult(grade=grade, reason=reason, usage=usage, resolved_model=message.model)
+        return JudgeResult(grade=grade, reason=reason, usage=usage_of(message), resolved_model=message.model)
 
     async def aclose(self) -> None:
         if self._own_client and self._client is not None:
             await self._client.close()
             self._client = None
 
-
-def _error_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])[:200]
-    return type(exc).__name__

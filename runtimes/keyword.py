@@ -14,7 +14,8 @@ from typing import ClassVar
 
 from skillreach.bm25 import rank
 from skillreach.models import Catalog, Query
-from skillreach.study.contract import Outcome, Tracker
+from skillreach.runtimes._version import own_version
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker
 
 __all__ = ["KeywordRuntime", "mentioned_skill"]
 
@@ -37,11 +38,24 @@ def mentioned_skill(text: str, names: list[str]) -> str | None:
     return best[2] if best else None
 
 
+class KeywordOptions(RuntimeOptions):
+    """The keyword runtime takes no options."""
+
+
 class KeywordRuntime:
     name: ClassVar[str] = "keyword"
+    Options: ClassVar[type[RuntimeOptions]] = KeywordOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(self, *, model: str | None = None, settings: object | None = None) -> None:
         self.model = model
+
+    async def version(self) -> str | None:
+        """This runtime is skillreach's own code: skillreach's version."""
+        return own_version()
 
     def choose(self, query: Query, catalog: Catalog) -> str | None:
         named = mentioned_skill(query.text, catalog.names)

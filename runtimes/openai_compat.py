@@ -46,10 +46,11 @@ from skillreach.runtimes._skilltool import (
     skill_tool,
 )
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
+from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
-__all__ = ["OpenAICompatRuntime", "as_function", "classify_error"]
+__all__ = ["OpenAICompatOptions", "OpenAICompatRuntime", "as_function", "classify_error"]
 
 log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key; the SDK insists on a value
@@ -93,10 +94,30 @@ def _usage(raw: Any) -> Usage:
     )
 
 
+class OpenAICompatOptions(RuntimeOptions):
+    """``runtime_options`` of the openai-compatible runtime."""
+
+    base_url: str | None = None
+    max_retries: int | None = None
+    """Retries of transient errors (default: the ``max_retries`` setting)."""
+    timeout_s: float | None = None
+    concurrency: int | None = None
+    requests_per_minute: int | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+    system_prompt: str = SYSTEM_PROMPT
+    backoff_s: float | None = None
+
+
 class OpenAICompatRuntime:
     """One Chat Completions client shared by every probe of a study."""
 
     name: ClassVar[str] = "openai-compatible"
+    Options: ClassVar[type[RuntimeOptions]] = OpenAICompatOptions
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -115,9 +136,8 @@ class OpenAICompatRuntime:
         retry_policy: RetryPolicy | None = None,
         backoff_s: float | None = None,
         client: Any = None,
-        **_ignored: Any,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         s = self.settings
         chosen = model or s.model or os.environ.get("OPENAI_MODEL")
         if not chosen:
@@ -157,6 +177,9 @@ class OpenAICompatRuntime:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+    async def version(self) -> str | None:
+        return package_version("openai")
 
     # --------------------------------------------------------------------------------- requests
     def _on_retry(self, attempt: int, err: TransientProbeError, wait: float) -> None:

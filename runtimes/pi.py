@@ -62,10 +62,11 @@ from skillreach.runtimes._agentcli import (
     run_error,
     run_json_lines,
 )
+from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
-__all__ = ["PiRuntime", "PiStream", "parse_pi_events"]
+__all__ = ["PiOptions", "PiRuntime", "PiStream", "parse_pi_events"]
 
 PI_INSTALL_HINT = "install it with `npm install -g @mariozechner/pi-coding-agent` or pass pi_path=/path/to/pi"
 
@@ -73,10 +74,32 @@ _READ_TOOLS = {"read"}
 _BASE_URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 
 
+class PiOptions(RuntimeOptions):
+    """``runtime_options`` of the pi runtime."""
+
+    pi_path: str | None = None
+    provider: str = "anthropic"
+    base_url: str | None = None
+    models_json: str | None = None
+    tools: str = "read"
+    thinking: str | None = None
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    env: dict[str, str] | None = None
+    check_residency: bool = True
+    max_retries: int | None = None
+    """pi's own retries of transient provider errors (default: the ``max_retries`` setting)."""
+
+
 class PiRuntime:
     """The pi CLI, one isolated process per probe."""
 
     name: ClassVar[str] = "pi"
+    Options: ClassVar[type[RuntimeOptions]] = PiOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -92,12 +115,13 @@ class PiRuntime:
         timeout_s: float | None = None,
         env: dict[str, str] | None = None,
         check_residency: bool = True,
-        max_retries: int = 6,
-        **_ignored: Any,
+        max_retries: int | None = None,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or default_settings()
         self.model = model or self.settings.model
-        self.executable = find_executable(pi_path, "pi", "SKILLREACH_PI_PATH", PI_INSTALL_HINT)
+        self.executable = find_executable(
+            pi_path or self.settings.pi_path, "pi", "SKILLREACH_PI_PATH", PI_INSTALL_HINT
+        )
         self.provider = provider
         env_var = _BASE_URL_ENV.get(provider)
         self.base_url = base_url or (os.environ.get(env_var) if env_var else None) or None
@@ -112,11 +136,14 @@ class PiRuntime:
         self.thinking = thinking
         self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
         self.extra_env = dict(env or {})
-        self.max_retries = max_retries
+        self.max_retries = max_retries if max_retries is not None else self.settings.max_retries
         self._residency = ResidencyCache(self._check, enabled=check_residency)
 
     async def aclose(self) -> None:
         return None
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
 
     def _cost(self, state: PiStream) -> float | None:
         """The price table's cost (as for every runtime), else the cost pi computed itself."""

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from skillreach.bm25 import rank
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
-from skillreach.study.contract import Outcome, Runtime, Tracker
+from skillreach.study.contract import Outcome, Runtime, RuntimeOptions, Tracker
 
 __all__ = ["RetrieverRuntime", "retrieval_missed"]
 
@@ -24,8 +24,21 @@ def retrieval_missed(query: Query, retrieved: list[str] | tuple[str, ...] | None
     return retrieved is not None and expected is not None and expected not in retrieved
 
 
+class RetrieverOptions(RuntimeOptions):
+    """``runtime_options`` of the retriever runtime (``inner_options`` are checked by the inner one)."""
+
+    inner: str = "keyword"
+    k: int = 5
+    inner_options: dict[str, Any] | None = None
+
+
 class RetrieverRuntime:
     name: ClassVar[str] = "retriever"
+    Options: ClassVar[type[RuntimeOptions]] = RetrieverOptions
+    paid: ClassVar[bool] = False
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
 
     def __init__(
         self,
@@ -76,6 +89,11 @@ class RetrieverRuntime:
     async def resolve_model(self) -> str | None:
         resolve = getattr(self.inner, "resolve_model", None)
         return await resolve() if resolve is not None else None
+
+    async def version(self) -> str | None:
+        """The inner runtime's version (the retrieval is skillreach's own code)."""
+        inner = getattr(self.inner, "version", None)
+        return await inner() if inner is not None else None
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -20,10 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
+    "BASELINE_EXPIRED",
     "GATE_BREACHED",
+    "MODEL_DRIFT",
+    "NO_QUERIES",
     "Delivery",
     "breach_payload",
     "breaches_from_comparison",
+    "notice_payload",
     "parse_webhooks",
     "send_alert",
     "slack_message",
@@ -31,6 +35,9 @@ __all__ = [
 ]
 
 GATE_BREACHED = "skillreach.gate.breached"
+MODEL_DRIFT = "skillreach.model.drift"
+BASELINE_EXPIRED = "skillreach.baseline.expired"
+NO_QUERIES = "skillreach.skill.no_queries"
 
 
 def _num(x: Any) -> float | None:
@@ -53,11 +60,13 @@ def breach_payload(
     study_id: str | None = None,
     runtime: str | None = None,
     model: str | None = None,
+    event: str = GATE_BREACHED,
 ) -> dict[str, Any]:
-    """The one payload of a ``skillreach.gate.breached`` event (JSON-able, no secret)."""
+    """The one payload of a ``skillreach.gate.breached`` (or ``skillreach.model.drift``) event
+    (JSON-able, no secret)."""
     lo, hi = (interval[0], interval[1]) if interval is not None else (delta, delta)
     return {
-        "event": GATE_BREACHED,
+        "event": event,
         "skill": skill,
         "metric": metric,
         "delta": _num(delta),
@@ -91,6 +100,7 @@ def breaches_from_comparison(
     runtime: str | None = None,
     model: str | None = None,
     strict: bool = False,
+    event: str = GATE_BREACHED,
 ) -> list[dict[str, Any]]:
     """One payload per breached gate of a :func:`skillreach.gates.compare` result.
 
@@ -122,6 +132,7 @@ def breaches_from_comparison(
                 study_id=study_id,
                 runtime=runtime,
                 model=model,
+                event=event,
             )
         )
     return out
@@ -131,11 +142,24 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
+def notice_payload(event: str, *, skill: str, message: str, run_link: str, study_id: str | None = None,
+                   baseline_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The payload of an event that is not a metric's breach (an expired or missing baseline, a skill
+    with no queries): what a person needs to act, in ``message``."""
+    return {"event": event, "skill": skill, "metric": extra.pop("metric", "baseline"), "message": message,
+            "baseline_id": baseline_id, "run_link": run_link, "study_id": study_id, **extra}
+
+
 def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks)."""
+    if "message" in payload and "delta" not in payload:
+        text = f"skillreach {payload.get('event', 'notice')}: {payload['skill']}: {payload['message']}"
+        return {"text": f"{text} — {payload.get('run_link', '')}",
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":warning: {text}"}}]}
     lo, hi = (payload.get("interval") or [None, None])[:2]
+    what = "drift" if payload.get("event") == MODEL_DRIFT else f"gate {payload.get('verdict', 'breach')}"
     headline = (
-        f"skillreach gate {payload.get('verdict', 'breach')}: {payload['skill']} {payload['metric']} "
+        f"skillreach {what}: {payload['skill']} {payload['metric']} "
         f"changed {_fmt(payload.get('delta'))} (95% CI {_fmt(lo)} to {_fmt(hi)}; gate "
         f"{_fmt(payload.get('gate'))}) against baseline {payload['baseline_id']}"
     )

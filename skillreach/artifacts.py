@@ -25,12 +25,12 @@ from typing import Any, NamedTuple, overload
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
+from pydantic import Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
 from skillreach.errors import InputError, TamperedError
-from skillreach.models import sha256_hex
+from skillreach.models import Frozen, sha256_hex
 
 __all__ = [
     "ARTIFACT_SCHEMA_VERSION",
@@ -84,10 +84,6 @@ PROPORTION_METRICS = (
 """The run-level rates that are proportions and so carry a Wilson interval."""
 
 Interval = tuple[float, float]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # ------------------------------------------------------------------------------------------- outcomes
@@ -416,7 +412,7 @@ class Outcomes(Sequence[ProbeOutcome]):
 # ----------------------------------------------------------------------------------------- the model
 
 
-class CatalogInfo(_Frozen):
+class CatalogInfo(Frozen):
     id: str
     strategy: str
     """``full``, ``singleton``, ``neighborhood``, or ``inferred`` when no skills were given to score."""
@@ -425,15 +421,17 @@ class CatalogInfo(_Frozen):
     digest: str | None = None
 
 
-class RuntimeInfo(_Frozen):
+class RuntimeInfo(Frozen):
     name: str = ""
+    version: str | None = None
+    """The runtime's version (CLI or SDK) the probes ran with, when known."""
     model: str | None = None
     resolved_model: str | None = None
     max_turns: int | None = None
     early_exit: bool | None = None
 
 
-class Counts(_Frozen):
+class Counts(Frozen):
     probes: int
     """Probes in the log after a retried probe superseded its earlier record."""
     scored: int
@@ -445,7 +443,7 @@ class Counts(_Frozen):
     """Earlier records of a (query, attempt) that a later line of the log replaced."""
 
 
-class Metrics(_Frozen):
+class Metrics(Frozen):
     top1_accuracy: float | None
     entrypoint_accuracy: float | None
     trajectory_reachability: float | None
@@ -460,7 +458,7 @@ class Metrics(_Frozen):
     macro_f1: float | None
 
 
-class ClassStats(_Frozen):
+class ClassStats(Frozen):
     label: str
     support: int
     predicted: int
@@ -479,7 +477,7 @@ class ClassStats(_Frozen):
         return self.support > 0 or self.predicted > 0
 
 
-class KindStats(_Frozen):
+class KindStats(Frozen):
     """Routing figures of one query kind (implicit, contextual, neighbor_negative, out_of_scope)."""
 
     kind: str
@@ -492,18 +490,18 @@ class KindStats(_Frozen):
     """``None`` for out-of-scope queries (nothing to reach)."""
 
 
-class ConfusionCell(_Frozen):
+class ConfusionCell(Frozen):
     expected: str
     predicted: str
     count: int
 
 
-class QuerySample(_Frozen):
+class QuerySample(Frozen):
     query_id: str
     text: str
 
 
-class Collision(_Frozen):
+class Collision(Frozen):
     expected: str
     predicted: str
     count: int
@@ -512,12 +510,12 @@ class Collision(_Frozen):
     samples: list[QuerySample]
 
 
-class AttractorSource(_Frozen):
+class AttractorSource(Frozen):
     expected: str
     count: int
 
 
-class Attractor(_Frozen):
+class Attractor(Frozen):
     skill: str
     fp: int
     predicted: int
@@ -525,7 +523,7 @@ class Attractor(_Frozen):
     pulled_from: list[AttractorSource]
 
 
-class UsageTotals(_Frozen):
+class UsageTotals(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
@@ -536,7 +534,7 @@ class UsageTotals(_Frozen):
     duration_ms: int = 0
 
 
-class Artifact(_Frozen):
+class Artifact(Frozen):
     schema_version: int = ARTIFACT_SCHEMA_VERSION
     tool_version: str = ""
     catalog: CatalogInfo

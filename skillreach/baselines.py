@@ -9,10 +9,12 @@ legitimate or refused:
   folder is committed and clean; otherwise ``sha256:<hex>``, a content digest over the folder's files
   (path + SHA-256 of each, sorted), with ``skill_version_origin`` saying why: ``uncommitted`` (inside a
   git work tree, with changes or untracked) or ``content`` (outside git).
-- ``corpus_version``: ``<query set path>@<query set digest>``, the path relative to the git work tree's
-  top when the file is inside one (else absolute), so the same file pins the same way on every checkout
-  and from every working folder; ``corpus_commit``: the last commit that touched the
-  file when it is tracked and unmodified (informative; not compared).
+- ``corpus_version``: the query set's digest (``sha256:<hex>``): its content, never its path, so the same
+  sealed set pins the same way wherever it lies. ``corpus_path`` (the path relative to the git work
+  tree's top when inside one, else absolute) and ``corpus_commit`` (the last commit that touched the
+  file when it is tracked and unmodified) are information, never compared.
+- ``runtime``: ``{name, version}`` — the runtime and its version (CLI or SDK); a changed version expires
+  the record.
 - ``model``: the resolved snapshot the study ran; ``rubric_version``: :func:`skillreach.judge.
   rubric_version` over the rubrics of S's positive cases and the judge model (``None`` without rubrics).
 
@@ -33,10 +35,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from skillreach.errors import InputError, NotFoundError, TamperedError
-from skillreach.models import NO_SKILL, QuerySet
+from skillreach.models import NO_SKILL, Frozen, QuerySet
 from skillreach.stats import clustered_wilson
 
 __all__ = [
@@ -45,10 +47,12 @@ __all__ = [
     "BaselineRecord",
     "CaseOutcomes",
     "MetricValue",
+    "RuntimePin",
     "baseline_digest",
     "case_rates",
     "changes_between",
     "cohort_split",
+    "corpus_location",
     "corpus_version",
     "current_rubric_version",
     "expiry",
@@ -65,11 +69,7 @@ METRICS = ("activation", "false_activation", "compliance", "task_quality")
 MetricName = Literal["activation", "false_activation", "compliance", "task_quality"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MetricValue(_Frozen):
+class MetricValue(Frozen):
     """``{value, ci95, n, cases}``: the pooled value over ``n`` probes of ``cases`` cases."""
 
     value: float
@@ -78,7 +78,7 @@ class MetricValue(_Frozen):
     cases: int
 
 
-class CaseOutcomes(_Frozen):
+class CaseOutcomes(Frozen):
     """One case's probes as the metrics see them (scored probes only, by attempt).
 
     ``activated``: 1 when S ∈ scored_inv, per scored probe (activation for a positive case, false
@@ -95,12 +95,22 @@ class CaseOutcomes(_Frozen):
     quality: tuple[float, ...] = ()
 
 
-class CaseCounts(_Frozen):
+class CaseCounts(Frozen):
     positive: int
     negative: int
 
 
-class BaselineRecord(_Frozen):
+class RuntimePin(Frozen):
+    """The runtime a record was measured with, and its version (``None``: not known)."""
+
+    name: str
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}" if self.version else self.name
+
+
+class BaselineRecord(Frozen):
     schema_version: int = BASELINE_SCHEMA_VERSION
     baseline_id: str
     skill: str
@@ -109,9 +119,10 @@ class BaselineRecord(_Frozen):
     skill_version_origin: Literal["git", "uncommitted", "content"]
     skill_path: str | None = None
     corpus_version: str
+    corpus_path: str | None = None
     corpus_commit: str | None = None
     model: str
-    runtime: str
+    runtime: RuntimePin
     runs_per_case: int
     cases: CaseCounts
     rubric_version: str | None = None
@@ -125,6 +136,11 @@ class BaselineRecord(_Frozen):
     """``sha256:<hex>`` of the canonical JSON of every other field (:func:`seal_baseline`); verified on
     every read, so an edited value or an emptied ``per_case`` is refused rather than gated."""
 
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime_pin(cls, v: Any) -> Any:
+        return {"name": v, "version": None} if isinstance(v, str) else v
+
     def metric(self, name: str) -> MetricValue | None:
         return self.metrics.get(name)
 
@@ -132,7 +148,7 @@ class BaselineRecord(_Frozen):
 # ----------------------------------------------------------------------------------------------- git
 
 
-def _git(args: Sequence[str], cwd: Path) -> str | None:
+def git_output(args: Sequence[str], cwd: Path) -> str | None:
     """stdout of ``git args`` in ``cwd`` (stripped), ``None`` when git fails or is absent."""
     try:
         proc = subprocess.run(
@@ -153,7 +169,7 @@ def _git(args: Sequence[str], cwd: Path) -> str | None:
 
 def git_toplevel(path: Path) -> Path | None:
     folder = path if path.is_dir() else path.parent
-    top = _git(["rev-parse", "--show-toplevel"], folder)
+    top = git_output(["rev-parse", "--show-toplevel"], folder)
     return Path(top) if top else None
 
 
@@ -189,12 +205,12 @@ def skill_version(folder: str | os.PathLike[str]) -> tuple[str, Literal["git", "
         return _content_digest(folder), "content"
     rel = _relative(folder, top)
     spec = "." if rel == "." else rel
-    files_out = _git(["ls-files", "-co", "--exclude-standard", "-z", "--", spec], top)
+    files_out = git_output(["ls-files", "-co", "--exclude-standard", "-z", "--", spec], top)
     files = [f for f in (files_out or "").split("\0") if f]
     prefix = "" if spec == "." else spec + "/"
     rel_files = [f[len(prefix) :] for f in files if f.startswith(prefix)]
-    dirty = _git(["status", "--porcelain", "--untracked-files=all", "--", spec], top)
-    tree = _git(["rev-parse", f"HEAD:{'' if spec == '.' else spec}"], top)
+    dirty = git_output(["status", "--porcelain", "--untracked-files=all", "--", spec], top)
+    tree = git_output(["rev-parse", f"HEAD:{'' if spec == '.' else spec}"], top)
     if dirty or dirty is None or not tree:
         return _content_digest(folder, rel_files or None), "uncommitted"
     return f"git:{tree}", "git"
@@ -211,16 +227,20 @@ def _display_path(path: Path) -> tuple[str, Path | None]:
     return path.resolve().as_posix(), None
 
 
-def corpus_version(path: str | os.PathLike[str], query_set: QuerySet) -> tuple[str, str | None]:
-    """(``<path>@<digest>``, last commit of the file when tracked and unmodified)."""
-    path = Path(path)
-    shown, top = _display_path(path)
+def corpus_version(query_set: QuerySet) -> str:
+    """The corpus pin: the query set's digest — its content, never its path."""
+    return query_set.provenance.digest or query_set.compute_digest()
+
+
+def corpus_location(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """(the query set's path as records show it, last commit of the file when tracked and unmodified)."""
+    shown, top = _display_path(Path(path))
     commit = None
     if top is not None:
-        modified = _git(["status", "--porcelain", "--", shown], top)
+        modified = git_output(["status", "--porcelain", "--", shown], top)
         if modified == "":
-            commit = _git(["log", "-1", "--format=%H", "--", shown], top) or None
-    return f"{shown}@{query_set.compute_digest()}", commit
+            commit = git_output(["log", "-1", "--format=%H", "--", shown], top) or None
+    return shown, commit
 
 
 # ------------------------------------------------------------------------------------------- metrics
@@ -270,7 +290,7 @@ def per_case_outcomes(artifact: Any, skill: str) -> dict[str, CaseOutcomes]:
     return out
 
 
-def _groups(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, list[float]]:
+def case_values(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, list[float]]:
     """Case id → the per-probe values ``metric`` is computed on (cases with none left out)."""
     out: dict[str, list[float]] = {}
     for qid, c in per_case.items():
@@ -290,7 +310,7 @@ def _groups(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, list
 
 def metric_value(per_case: Mapping[str, CaseOutcomes], metric: str) -> MetricValue | None:
     """``{value, ci95, n, cases}`` with the clustered interval; ``None`` with no eligible probe."""
-    groups = _groups(per_case, metric)
+    groups = case_values(per_case, metric)
     n = sum(len(g) for g in groups.values())
     if n == 0:
         return None
@@ -304,7 +324,7 @@ def metric_value(per_case: Mapping[str, CaseOutcomes], metric: str) -> MetricVal
 
 def case_rates(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, float]:
     """Case id → the case's rate (mean of its probes) for ``metric``."""
-    return {qid: sum(v) / len(v) for qid, v in _groups(per_case, metric).items()}
+    return {qid: sum(v) / len(v) for qid, v in case_values(per_case, metric).items()}
 
 
 def cohort_split(
@@ -315,8 +335,8 @@ def cohort_split(
     A case is *new* when the reference has no value of ``metric`` for it: a case added to the corpus
     since, or one the reference never reached (a broadened description pulls in work it did not).
     """
-    known = set(_groups(reference.per_case, metric)) if reference is not None else set()
-    ours = _groups(record.per_case, metric)
+    known = set(case_values(reference.per_case, metric)) if reference is not None else set()
+    ours = case_values(record.per_case, metric)
     old = {k: record.per_case[k] for k in ours if k in known}
     new = {k: record.per_case[k] for k in ours if k not in known}
     return {"baseline_cases": metric_value(old, metric), "new_cases": metric_value(new, metric)}
@@ -357,7 +377,7 @@ def record_baseline(
     judge_model: str | None = None,
     now: datetime | None = None,
 ) -> BaselineRecord:
-    """The baseline record of ``skill`` from one study's artifact (H3's ``Artifact``).
+    """The baseline record of ``skill`` from one study's artifact (a :class:`~skillreach.artifacts.Artifact`).
 
     ``query_set_path`` is the query set the study ran (its digest must be the artifact's
     ``queries_digest``); ``skill_folder`` the skill's folder (for ``skill_version``; without it the
@@ -395,7 +415,7 @@ def record_baseline(
             "content",
             None,
         )
-    corpus, commit = corpus_version(qpath, qs)
+    corpus_shown, commit = corpus_location(qpath)
     runtime = getattr(artifact, "runtime", None)
     model = getattr(runtime, "resolved_model", None) or getattr(runtime, "model", None) or ""
     if not model:
@@ -415,10 +435,12 @@ def record_baseline(
         skill_version=version,
         skill_version_origin=origin,
         skill_path=shown_skill_path,
-        corpus_version=corpus,
+        corpus_version=digest,
+        corpus_path=corpus_shown,
         corpus_commit=commit,
         model=str(model),
-        runtime=str(getattr(runtime, "name", "") or ""),
+        runtime=RuntimePin(name=str(getattr(runtime, "name", "") or ""),
+                           version=getattr(runtime, "version", None)),
         runs_per_case=int(getattr(artifact, "attempts", 1) or 1),
         cases=CaseCounts(
             positive=sum(1 for c in per_case.values() if c.role == "positive"),
@@ -529,6 +551,7 @@ def expiry(
     corpus: str | None = None,
     model: str | None = None,
     rubric: str | Literal["unknown"] | None = "unknown",
+    runtime_version: str | None = None,
 ) -> list[str]:
     """Why ``record`` no longer matches the current configuration (empty: it is current).
 
@@ -542,6 +565,8 @@ def expiry(
         reasons.append(f"model changed: {record.model} → {model}")
     if rubric not in ("unknown", record.rubric_version):
         reasons.append(f"rubric changed: {record.rubric_version} → {rubric}")
+    if runtime_version is not None and record.runtime.version not in (None, runtime_version):
+        reasons.append(f"runtime version changed: {record.runtime} → {record.runtime.name} {runtime_version}")
     return reasons
 
 
@@ -585,7 +610,7 @@ def metrics_line(record: BaselineRecord) -> str:
 # ----------------------------------------------------------------------------------- changed skills
 
 
-class ChangeSet(_Frozen):
+class ChangeSet(Frozen):
     """The skills a pull request touched, from ``git diff`` against ``since``."""
 
     since: str
@@ -593,7 +618,7 @@ class ChangeSet(_Frozen):
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     every_skill: tuple[str, ...] = ()
-    skill_files: dict[str, str] = {}
+    skill_files: dict[str, str] = Field(default_factory=dict)
     """Skill name → its SKILL.md path relative to the git top (for annotations)."""
     problems: tuple[tuple[str, int, str], ...] = ()
     """Changed SKILL.md files that do not parse: (path relative to the git top, line, what is wrong)."""
@@ -617,15 +642,15 @@ def resolve_since(anchor: str | os.PathLike[str], since: str | None) -> tuple[st
     if top is None:
         raise InputError(f"{anchor}: not inside a git work tree; skillreach check --changed needs git")
     if since is not None:
-        commit = _git(["rev-parse", "--verify", "--quiet", f"{since}^{{commit}}"], top)
+        commit = git_output(["rev-parse", "--verify", "--quiet", f"{since}^{{commit}}"], top)
         if not commit:
             raise InputError(f"--since {since}: no such revision in {top}; fetch it or pass another")
         return commit, f"--since {since}"
     for upstream in ("origin/main", "origin/master"):
-        base = _git(["merge-base", upstream, "HEAD"], top)
+        base = git_output(["merge-base", upstream, "HEAD"], top)
         if base:
             return base, f"merge-base with {upstream}"
-    prev = _git(["rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"], top)
+    prev = git_output(["rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"], top)
     if prev:
         return prev, "HEAD~1 (no origin/main to take a merge-base with)"
     raise InputError(f"{top}: no base revision (no origin/main, no HEAD~1); pass --since REV")
@@ -642,10 +667,10 @@ def changed_skills(skill_dirs: Sequence[str | os.PathLike[str]], since: str) -> 
     found = discover(roots)
     folders = {s.name: Path(s.folder or Path(s.path).parent).resolve() for s in found.skills}
     rel_folders = {name: _relative(f, top) for name, f in folders.items()}
-    diff = _git(["diff", "--name-status", "--no-renames", "-z", since, "--"], top) or ""
+    diff = git_output(["diff", "--name-status", "--no-renames", "-z", since, "--"], top) or ""
     parts = [p for p in diff.split("\0") if p]
     entries: list[tuple[str, str]] = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
-    untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], top) or ""
+    untracked = git_output(["ls-files", "--others", "--exclude-standard", "-z"], top) or ""
     entries += [("A", p) for p in untracked.split("\0") if p]
     rel_roots = [_relative(r, top) for r in roots]
 
@@ -656,7 +681,7 @@ def changed_skills(skill_dirs: Sequence[str | os.PathLike[str]], since: str) -> 
     added = {
         name
         for name, folder in rel_folders.items()
-        if name in changed and _git(["cat-file", "-e", f"{since}:{folder}/SKILL.md"], top) is None
+        if name in changed and git_output(["cat-file", "-e", f"{since}:{folder}/SKILL.md"], top) is None
     }
     removed: set[str] = set()
     for status, path in entries:

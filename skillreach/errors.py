@@ -11,8 +11,13 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceeded",
     "ConfigError",
+    "GateFailed",
     "HarnessBlind",
     "InputError",
+    "JudgeReplyError",
+    "LintFailed",
+    "MalformedReply",
+    "NoFrontmatterError",
     "NotFoundError",
     "ProbeFailed",
     "RefusedError",
@@ -92,3 +97,27 @@ class TransientProbeError(ProbeFailed):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class LintFailed(SkillreachError):
+    """Lint found errors (exit 1). Raised by the CLI after the report was printed."""
+
+    exit_code = 1
+
+
+class GateFailed(SkillreachError):
+    """A gate failed: a breach, or an inconclusive result under ``--strict`` (exit 1)."""
+
+    exit_code = 1
+
+
+class MalformedReply(ValueError):
+    """The model's reply held no JSON list of drafts."""
+
+
+class JudgeReplyError(ProbeFailed):
+    """The judge's reply held no grade in [0, 1]."""
+
+
+class NoFrontmatterError(SkillParseError):
+    """A ``SKILL.md`` with no frontmatter at all (e.g. a nested phase document): not a skill."""

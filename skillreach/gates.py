@@ -31,10 +31,9 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, _groups, cohort_split
-from skillreach.errors import ConfigError, RefusedError, SkillreachError
+from skillreach.baselines import METRICS, BaselineRecord, CaseOutcomes, case_values, cohort_split
+from skillreach.errors import ConfigError, GateFailed, RefusedError
+from skillreach.models import Frozen
 from skillreach.settings import GateConfig
 from skillreach.stats import paired_t_interval
 
@@ -61,12 +60,6 @@ MAX_CASES = 100_000
 MAX_RUNS = 10_000
 
 
-class GateFailed(SkillreachError):
-    """A gate failed: a breach, or an inconclusive result under ``--strict`` (exit 1)."""
-
-    exit_code = 1
-
-
 class Verdict(StrEnum):
     ok = "ok"
     inconclusive = "inconclusive"
@@ -74,11 +67,7 @@ class Verdict(StrEnum):
     na = "n/a"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PowerAdvice(_Frozen):
+class PowerAdvice(Frozen):
     """What would resolve an inconclusive gate: a change of ``effect`` detected with power 0.8."""
 
     effect: float
@@ -106,7 +95,7 @@ class PowerAdvice(_Frozen):
         return f"{size}: " + "; ".join(parts)
 
 
-class GateResult(_Frozen):
+class GateResult(Frozen):
     metric: str
     cohort: Literal["paired", "new cases"] = "paired"
     gate: float
@@ -121,7 +110,7 @@ class GateResult(_Frozen):
     power: PowerAdvice | None = None
 
 
-class Comparison(_Frozen):
+class Comparison(Frozen):
     """The outcome of :func:`compare`; ``exit_code`` is 0 pass, 1 fail."""
 
     skill: str
@@ -280,23 +269,31 @@ def power_advice(
 # ---------------------------------------------------------------------------------------- comparing
 
 
-def check_pins(base: BaselineRecord, new: BaselineRecord) -> None:
-    """Refuse a comparison whose pins differ, naming the field (exit 3)."""
+def check_pins(base: BaselineRecord, new: BaselineRecord, *, drift: bool = False) -> None:
+    """Refuse a comparison whose pins differ, naming the field (exit 3). ``drift``: the model snapshot
+    may differ — the comparison is then a drift report, for information, never a gate."""
     if base.skill != new.skill:
         raise RefusedError(f"skill differs: baseline is of {base.skill!r}, new record of {new.skill!r}")
-    for field in ("corpus_version", "model", "rubric_version"):
+    pinned = ("corpus_version", "rubric_version") if drift else ("corpus_version", "model", "rubric_version")
+    for field in pinned:
         a, b = getattr(base, field), getattr(new, field)
         if a != b:
             raise RefusedError(
                 f"{field} differs: baseline {a} vs new {b}; the baseline is expired — record a new one "
                 "(skillreach baseline record --commit) instead of comparing"
             )
+    a_rt, b_rt = base.runtime, new.runtime
+    if a_rt.name == b_rt.name and a_rt.version and b_rt.version and a_rt.version != b_rt.version:
+        raise RefusedError(
+            f"runtime version differs: baseline {a_rt} vs new {b_rt}; the baseline is expired — record a new "
+            "one (skillreach baseline record --commit) instead of comparing"
+        )
 
 
 def _within_var(
     base_pc: Mapping[str, CaseOutcomes], new_pc: Mapping[str, CaseOutcomes], metric: str, ids: Sequence[str]
 ) -> float:
-    bg, ng = _groups(base_pc, metric), _groups(new_pc, metric)
+    bg, ng = case_values(base_pc, metric), case_values(new_pc, metric)
     parts = []
     for i in ids:
         b, n = bg[i], ng[i]
@@ -349,9 +346,12 @@ def compare(
     new: BaselineRecord,
     gates: GateConfig | Mapping[str, float] | None = None,
     strict: bool = False,
+    *,
+    drift: bool = False,
 ) -> Comparison:
-    """Gate ``new`` against ``base`` (module docstring). Raises RefusedError when the pins differ."""
-    check_pins(base, new)
+    """Gate ``new`` against ``base`` (module docstring). Raises RefusedError when the pins differ;
+    ``drift``: the same paired differences across a changed model snapshot (the service's drift report)."""
+    check_pins(base, new, drift=drift)
     if gates is None:
         gates = GateConfig()
     gate_map = gates.model_dump() if isinstance(gates, GateConfig) else {**GateConfig().model_dump(), **gates}
@@ -366,7 +366,7 @@ def compare(
     runs = new.runs_per_case
     for metric in METRICS:
         gate = float(gate_map[metric])
-        bg, ng = _groups(base.per_case, metric), _groups(new.per_case, metric)
+        bg, ng = case_values(base.per_case, metric), case_values(new.per_case, metric)
         brates = {k: sum(v) / len(v) for k, v in bg.items()}
         nrates = {k: sum(v) / len(v) for k, v in ng.items()}
         paired = sorted(set(brates) & set(nrates))

@@ -53,11 +53,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from skillreach import __version__
-from skillreach.errors import InputError
-from skillreach.models import Catalog, Query, QueryKind, Skill, Usage, sha256_hex
+from skillreach.errors import InputError, MalformedReply
+from skillreach.models import Catalog, Frozen, Query, QueryKind, Skill, Usage, sha256_hex
 
 __all__ = [
     "CHECKPOINT_SCHEMA",
@@ -129,18 +129,10 @@ _QUOTED = re.compile(r"[\"“”]([^\"“”\n]{3,160})[\"“”]")
 _TAG = re.compile(r"<(/?)\s*skill_body", re.IGNORECASE)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MalformedReply(ValueError):
-    """The model's reply held no JSON list of drafts."""
-
-
 # ------------------------------------------------------------------------------------------ params
 
 
-class GenerationParams(_Frozen):
+class GenerationParams(Frozen):
     """What a generation is pinned to (recorded in the checkpoint and the provenance)."""
 
     model: str = DEFAULT_GENERATOR_MODEL
@@ -286,7 +278,7 @@ def _fit(text: str, limit: int) -> str:
 # --------------------------------------------------------------------------------------- requests
 
 
-class ShownBody(_Frozen):
+class ShownBody(Frozen):
     """A masked body as the model saw it. ``label`` is ``SKILL`` or ``RIVAL-n``."""
 
     label: str
@@ -294,7 +286,7 @@ class ShownBody(_Frozen):
     text: str
 
 
-class GenerationRequest(_Frozen):
+class GenerationRequest(Frozen):
     """One rendered request: everything the Messages API call needs, and what citations are checked on."""
 
     target: str
@@ -474,7 +466,7 @@ def parse_reply(text: str) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ results
 
 
-class TargetResult(_Frozen):
+class TargetResult(Frozen):
     """What one target's request(s) produced; ``error`` set means the target failed."""
 
     target: str
@@ -490,7 +482,7 @@ class TargetResult(_Frozen):
         return self.error is None
 
 
-class LeakEntry(_Frozen):
+class LeakEntry(Frozen):
     query_id: str
     kind: str
     skill: str
@@ -498,7 +490,7 @@ class LeakEntry(_Frozen):
     text: str
 
 
-class TargetReport(_Frozen):
+class TargetReport(Frozen):
     target: str
     status: Literal["generated", "resumed", "failed", "skipped"]
     error: str | None = None
@@ -511,7 +503,7 @@ class TargetReport(_Frozen):
     notes: tuple[str, ...] = ()
 
 
-class GenerationReport(_Frozen):
+class GenerationReport(Frozen):
     schema_version: int = 1
     kind_counts: dict[str, int]
     dropped: dict[str, int]
@@ -530,7 +522,7 @@ class GenerationReport(_Frozen):
         return sum(t.requests for t in self.targets if t.status != "resumed")
 
 
-class Assembly(_Frozen):
+class Assembly(Frozen):
     queries: tuple[Query, ...]
     report: GenerationReport
 
@@ -885,7 +877,7 @@ def report_path(out: str | os.PathLike[str]) -> Path:
     return out.with_name(out.name + ".report.json")
 
 
-class CheckpointHeader(_Frozen):
+class CheckpointHeader(Frozen):
     kind: str = CHECKPOINT_KIND
     schema_version: int = CHECKPOINT_SCHEMA
     catalog_digest: str

@@ -25,12 +25,11 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import jinja2
 
-from skillreach.errors import ProbeFailed
+from skillreach.errors import JudgeReplyError, ProbeFailed
 from skillreach.models import ProbeRecord, Query, ToolCall, Usage, sha256_hex
 
 __all__ = [
     "FAKE_JUDGE_MODEL",
-    "JUDGES",
     "TEMPLATE_NAME",
     "FakeJudge",
     "Judge",
@@ -38,7 +37,6 @@ __all__ = [
     "JudgeRequest",
     "JudgeResult",
     "default_judge_model",
-    "get_judge",
     "grade_probes",
     "parse_grade",
     "render_judge_prompt",
@@ -50,12 +48,6 @@ TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE_NAME = "judge.j2"
 FAKE_JUDGE_MODEL = "fake-judge-1"
 
-JUDGES: dict[str, str] = {
-    "fake": "skillreach.judge:FakeJudge",
-    "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
-}
-
-
 def default_judge_model() -> str:
     """The judge model when none is given: ``$SKILLREACH_JUDGE_MODEL``, else the offline fake judge.
 
@@ -65,10 +57,6 @@ def default_judge_model() -> str:
     import os
 
     return os.environ.get("SKILLREACH_JUDGE_MODEL") or FAKE_JUDGE_MODEL
-
-
-class JudgeReplyError(ProbeFailed):
-    """The judge's reply held no grade in [0, 1]."""
 
 
 @lru_cache(maxsize=1)
@@ -222,14 +210,6 @@ class FakeJudge:
 
     async def aclose(self) -> None:
         return None
-
-
-def get_judge(name: str, **options: object) -> Judge:
-    """The judge called ``name`` (``fake`` or ``anthropic``); an unknown name lists the known ones."""
-    from skillreach._registry import build_named
-
-    judge: Judge = build_named(JUDGES, name, "judge", **options)
-    return judge
 
 
 def _needs_grade(query: Query | None, probe: ProbeRecord) -> bool:

@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from skillreach.errors import NotFoundError, SkillParseError, SkillreachError
-from skillreach.skills import NoFrontmatterError, find_skill_files, read_frontmatter
+from skillreach.errors import LintFailed, NoFrontmatterError, NotFoundError, SkillParseError
+from skillreach.skills import find_skill_files, read_frontmatter
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -45,6 +45,7 @@ __all__ = [
     "Finding",
     "LintFailed",
     "LintReport",
+    "description_findings",
     "format_github",
     "format_text",
     "lint",
@@ -93,12 +94,6 @@ _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\{\{\s*[\w.-]+\s*\}\}"), "{0}"),
     (re.compile(r"\blorem ipsum\b", re.IGNORECASE), "lorem ipsum"),
 )
-
-
-class LintFailed(SkillreachError):
-    """Lint found errors (exit 1). Raised by the CLI after the report was printed."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -266,6 +261,25 @@ def _check_description(path: str, value: object, line: int, out: list[Finding]) 
             )
         )
     return value
+
+
+def description_findings(text: str, path: str = "", line: int = 1) -> list[Finding]:
+    """What ``lint`` says about one description alone: missing, XML tags, too short or long, and
+    template placeholders (``skillreach optimize`` filters its candidates with it)."""
+    out: list[Finding] = []
+    value = _check_description(path, text, line, out)
+    marks = _placeholders(value) if value else []
+    if marks:
+        out.append(
+            Finding(
+                "warning",
+                "placeholder",
+                f"description holds template placeholder(s) {', '.join(marks)}; fill them in",
+                path,
+                line,
+            )
+        )
+    return out
 
 
 def _check_file(path: str, out: list[Finding]) -> _Checked | None:

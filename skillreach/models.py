@@ -17,6 +17,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Catalog",
     "Checks",
+    "Frozen",
     "OutputCheck",
     "ProbeRecord",
     "Provenance",
@@ -41,14 +42,16 @@ def sha256_hex(data: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _Frozen(BaseModel):
+class Frozen(BaseModel):
+    """The base of every record: frozen, and unknown fields refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --------------------------------------------------------------------------------------------- skills
 
 
-class Skill(_Frozen):
+class Skill(Frozen):
     """One parsed SKILL.md. ``path`` is the file, ``folder`` its directory (both as given, absolute)."""
 
     name: str
@@ -75,7 +78,7 @@ class Skill(_Frozen):
         return bool(self.frontmatter.get("disable-model-invocation", False))
 
 
-class Catalog(_Frozen):
+class Catalog(Frozen):
     """The skills resident for a probe. ``digest`` covers names, descriptions and bodies."""
 
     id: str
@@ -128,7 +131,7 @@ class QueryKind(StrEnum):
     out_of_scope = "out_of_scope"
 
 
-class ToolPattern(_Frozen):
+class ToolPattern(Frozen):
     """A required or forbidden action: a tool (name, or ``*`` for any) whose arguments match ``pattern``.
 
     ``pattern`` is a regular expression searched in the JSON of the call's input (case-sensitive).
@@ -138,7 +141,7 @@ class ToolPattern(_Frozen):
     pattern: str = ""
 
 
-class OutputCheck(_Frozen):
+class OutputCheck(Frozen):
     """An assertion over the agent's final answer. Exactly one of the fields is set."""
 
     contains: str | None = None
@@ -152,7 +155,7 @@ class OutputCheck(_Frozen):
         return self
 
 
-class Checks(_Frozen):
+class Checks(Frozen):
     """What compliance (requires/forbids) and task quality (output/rubric) are judged on."""
 
     requires: tuple[ToolPattern, ...] = ()
@@ -175,7 +178,7 @@ class Checks(_Frozen):
         return self.model_dump(mode="json", exclude_defaults=True)
 
 
-class Query(_Frozen):
+class Query(Frozen):
     id: str
     text: str
     expected_skill: str | None = None
@@ -222,7 +225,7 @@ class Query(_Frozen):
         }
 
 
-class Provenance(_Frozen):
+class Provenance(Frozen):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     origin: str = "authored"  # authored | generated | imported
@@ -233,7 +236,7 @@ class Provenance(_Frozen):
     digest: str = ""
 
 
-class QuerySet(_Frozen):
+class QuerySet(Frozen):
     catalog_id: str = "all"
     queries: tuple[Query, ...]
     provenance: Provenance = Field(default_factory=Provenance)
@@ -258,7 +261,7 @@ class QuerySet(_Frozen):
 # --------------------------------------------------------------------------------------------- probes
 
 
-class Usage(_Frozen):
+class Usage(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
@@ -278,14 +281,14 @@ class Usage(_Frozen):
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
 
-class ToolCall(_Frozen):
+class ToolCall(Frozen):
     """A tool call the agent made after its skill was loaded (recorded, never executed)."""
 
     tool: str
     input: dict[str, Any] = Field(default_factory=dict)
 
 
-class ProbeRecord(_Frozen):
+class ProbeRecord(Frozen):
     """One line of ``probes.jsonl``. ``invoked`` is the raw sequence kept by the trajectory tracker."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -297,6 +300,8 @@ class ProbeRecord(_Frozen):
     turns: int = 0
     early_exit: bool = False
     runtime: str = ""
+    runtime_version: str | None = None
+    """What the runtime said its version is (``claude --version``, the SDK's version …)."""
     model: str | None = None
     resolved_model: str | None = None
     usage: Usage = Field(default_factory=Usage)

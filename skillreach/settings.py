@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
 
-__all__ = ["GateConfig", "Price", "Settings", "load_settings"]
+__all__ = ["GateConfig", "Price", "Settings", "load_settings", "read_config_file"]
 
 
 class Price(BaseModel):
@@ -91,6 +91,17 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
 
     claude_path: str = "claude"
+    pi_path: str = "pi"
+    goose_path: str = "goose"
+    agy_path: str = "agy"
+    """The agent CLIs' programs (``SKILLREACH_PI_PATH`` …): read here, once, never by a runtime."""
+    baselines_dir: str = "baselines"
+    """Where baseline records live in the skills' git repository (relative to its top)."""
+    baselines_branch: str = "skillreach/baselines"
+    """The branch the service commits re-recorded baselines to (nobody's working tree is touched)."""
+    judge_model: str | None = None
+    """The rubric judge of compliance studies (a Messages API model); offline runtimes default to the
+    offline fake judge, a live study with rubrics and no judge stops before spending."""
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'skillreach.db').as_posix()}"
@@ -122,7 +133,7 @@ def _suggest(key: str) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, Any]:
     from skillreach._yaml import YamlProblem, load_limited
 
     try:
@@ -168,7 +179,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     """Build the settings: ``overrides`` (CLI flags, ``None`` = not given) > file > environment > default."""
-    file_values = _read_config_file(config) if config is not None else {}
+    file_values = read_config_file(config) if config is not None else {}
     flags = {k: v for k, v in overrides.items() if v is not None}
     try:
         # init kwargs beat the environment in pydantic-settings; merge file first, then flags.

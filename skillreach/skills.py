@@ -35,7 +35,7 @@ from typing import Any, Literal
 import yaml
 
 from skillreach._yaml import YamlProblem, load_limited
-from skillreach.errors import InputError, NotFoundError, SkillParseError
+from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
 from skillreach.models import Skill
 
 __all__ = [
@@ -85,10 +85,6 @@ MAX_FRONTMATTER_NODES = 5_000
 
 
 # ------------------------------------------------------------------------------------------ parsing
-
-
-class NoFrontmatterError(SkillParseError):
-    """A ``SKILL.md`` with no frontmatter at all (e.g. a nested phase document): not a skill."""
 
 
 @dataclass(frozen=True)

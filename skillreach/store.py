@@ -521,12 +521,13 @@ class Store:
     # -------------------------------------------------------------------------------- baselines
 
     def add_baseline(self, record: Mapping[str, Any], *, study_id: str | None = None) -> BaselineRow:
+        runtime = record.get("runtime")
         with self.writing() as s:
             row = BaselineRow(
                 baseline_id=str(record["baseline_id"]),
                 skill=str(record["skill"]),
                 model=record.get("model"),
-                runtime=record.get("runtime"),
+                runtime=runtime.get("name") if isinstance(runtime, Mapping) else runtime,
                 corpus_version=record.get("corpus_version"),
                 skill_version=record.get("skill_version"),
                 study_id=study_id,

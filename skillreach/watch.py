@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CORPUS_CHANGED",
     "MODEL_SNAPSHOT_CHANGED",
+    "PIN_EVENTS",
+    "RUBRIC_CHANGED",
+    "RUNTIME_VERSION_CHANGED",
     "SKILL_ADDED",
     "SKILL_CHANGED",
     "SKILL_REMOVED",
@@ -22,12 +26,21 @@ __all__ = [
     "diff_catalog",
     "diff_model",
     "events_for",
+    "pin_events",
+    "pin_snapshot",
 ]
 
 SKILL_ADDED = "skillreach.skill.added"
 SKILL_CHANGED = "skillreach.skill.changed"
 SKILL_REMOVED = "skillreach.skill.removed"
 MODEL_SNAPSHOT_CHANGED = "skillreach.model.snapshot.changed"
+CORPUS_CHANGED = "skillreach.corpus.changed"
+RUBRIC_CHANGED = "skillreach.rubric.changed"
+RUNTIME_VERSION_CHANGED = "skillreach.runtime.version.changed"
+
+PIN_EVENTS = {"corpus": CORPUS_CHANGED, "rubric": RUBRIC_CHANGED, "runtime": RUNTIME_VERSION_CHANGED}
+"""The pins of a baseline besides the model (the snapshot has its own event), by the key prefix under
+which :func:`pin_snapshot` keeps them."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,44 @@ def diff_model(runtime: str, alias: str, previous: str | None, current: str | No
     if previous is None or current is None or previous == current:
         return None
     return ModelChange(runtime, alias, previous, current)
+
+
+def pin_snapshot(
+    corpus_digest: str, rubrics: Mapping[str, str | None], runtime: str, runtime_version: str | None
+) -> dict[str, str]:
+    """What a baseline is pinned to besides the skills and the model, as one snapshot (key → value):
+    ``corpus`` → the query set's digest, ``rubric:<skill>`` → its rubric version, ``runtime:<name>`` → the
+    runtime's version (when known)."""
+    snap = {"corpus": corpus_digest}
+    snap.update({f"rubric:{skill}": v for skill, v in rubrics.items() if v})
+    if runtime_version:
+        snap[f"runtime:{runtime}"] = runtime_version
+    return snap
+
+
+def pin_events(source: str, diff: CatalogDiff) -> list[WatchEvent]:
+    """One event per changed pin of a :func:`pin_snapshot` diff (a new or dropped rubric is a change
+    too); the first snapshot is no change."""
+    events: list[WatchEvent] = []
+    if diff.first:
+        return events
+    changes = {k: (old, new) for k, (old, new) in diff.changed.items()}
+    changes.update({k: ("", new) for k, new in diff.added.items()})
+    changes.update({k: (old, "") for k, old in diff.removed.items()})
+    for key, (old, new) in sorted(changes.items()):
+        kind, _, name = key.partition(":")
+        event = PIN_EVENTS.get(kind)
+        if event is None:
+            continue
+        rid = f"skillreach.{kind}.{name or 'queries'}"
+        payload: dict[str, Any] = {"source": source, "previous": old or None, "current": new or None}
+        if kind == "rubric":
+            payload["skill"] = name
+        if kind == "runtime":
+            payload["runtime"] = name
+        events.append(WatchEvent(event, {"prefect.resource.id": rid, "prefect.resource.name": name or kind,
+                                         "skillreach.source": source}, payload))
+    return events
 
 
 def events_for(

@@ -1,8 +1,8 @@
 """What every task shares: a logger that works with or without a Prefect run, the progress registry,
-and whether a Prefect API is there to talk to.
+whether a Prefect API is there, and the study's runtime and store built from its configuration.
 
 The CLI runs a study in-process without any Prefect server (``study.fn``), calling each task's ``.fn``;
-see :func:`flows._compose.call`. Nothing here may then start Prefect's temporary server.
+see :func:`skillreach.flows._compose.call`. Nothing here may then start Prefect's temporary server.
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
+from skillreach.store import Store, open_store
+from skillreach.study.config import StudyConfig
+from skillreach.study.contract import Runtime
 
-__all__ = ["api_url", "in_prefect_run", "logger", "progress_for", "set_progress"]
+__all__ = ["api_url", "in_prefect_run", "logger", "progress_for", "runtime_for", "set_progress", "store_for"]
 
 ProgressCallback = Callable[[ProbeRecord], None]
 
@@ -59,3 +63,22 @@ def set_progress(key: str, callback: ProgressCallback | None) -> None:
 def progress_for(key: str) -> ProgressCallback | None:
     with _lock:
         return _progress.get(key)
+
+
+def runtime_for(config: StudyConfig) -> Runtime:
+    """The study's runtime, built from its resolved configuration (API keys stay in the SDKs' own
+    environment variables, read by the SDK at the point of use)."""
+    from skillreach.runtimes import get_runtime
+
+    options: dict[str, Any] = dict(config.runtime_options)
+    if config.model is not None:
+        options.setdefault("model", config.model)
+    try:
+        return get_runtime(config.runtime, settings=config.settings(), **options)
+    except TypeError as exc:
+        raise ConfigError(f"runtime_options for {config.runtime!r}: {exc}") from exc
+
+
+def store_for(config: StudyConfig) -> Store:
+    """The study's store: its ``database_url``, else SQLite under its ``home``."""
+    return open_store(config.settings())

@@ -1,8 +1,8 @@
 """Delivering gate-breach alerts: a Prefect event when a server with the alert automation is there,
 else a direct post to the webhooks of ``SKILLREACH_ALERT_WEBHOOKS``. Every alert is stored.
 
-The webhook URLs are read from the environment here and only passed to the HTTP client; they never
-reach a log line, a payload, a flow parameter or the database.
+The webhook URLs come from the study's configuration (a secret field, never dumped) and are only passed
+to the HTTP client; they never reach a log line, a payload, a flow parameter or the database.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.alerts import GATE_BREACHED, send_alert
 from skillreach.study import StudyConfig
-from skillreach.tasks._context import api_url, in_prefect_run, logger
-from skillreach.tasks.store import store_for
+from skillreach.tasks._context import api_url, in_prefect_run, logger, store_for
 
 __all__ = ["ALERT_AUTOMATION", "automation_exists", "deliver_alerts"]
 
@@ -37,7 +36,7 @@ def _emit(payload: dict[str, Any]) -> bool:
     from prefect.events import emit_event
 
     ev = emit_event(
-        GATE_BREACHED,
+        str(payload.get("event") or GATE_BREACHED),
         resource={
             "prefect.resource.id": f"skillreach.skill.{payload['skill']}",
             "prefect.resource.name": str(payload["skill"]),
@@ -51,11 +50,9 @@ def _emit(payload: dict[str, Any]) -> bool:
 @task(name="deliver_alerts", tags=["skillreach", "alerts"], cache_policy=NO_CACHE)
 async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict[str, Any]]) -> list[str]:
     """Store and deliver one alert per breach; returns each alert's delivery (event|posted|failed|none)."""
-    from skillreach.settings import load_settings
-
     if not breaches:
         return []
-    urls = list(load_settings().alert_webhooks)
+    urls = config.webhook_urls()
     via_prefect = in_prefect_run() and api_url() is not None and await automation_exists()
     out: list[str] = []
     with store_for(config) as store:

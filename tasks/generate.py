@@ -25,7 +25,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillreach.errors import ConfigError, InputError, ProbeFailed, SkillreachError, TransientProbeError
+from skillreach.errors import ConfigError, InputError, SkillreachError, TransientProbeError
 from skillreach.generation import (
     Checkpoint,
     CheckpointHeader,
@@ -45,6 +45,7 @@ from skillreach.generation import (
     write_report,
 )
 from skillreach.models import Catalog, QuerySet, Usage
+from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
 
 __all__ = [
     "GenerateOptions",
@@ -162,15 +163,6 @@ def _is_transient(task: Any, task_run: Any, state: Any) -> bool:
     return isinstance(getattr(state, "data", None), TransientProbeError)
 
 
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        message = body["error"].get("message")
-        if isinstance(message, str):
-            return message[:200]
-    return type(exc).__name__
-
-
 async def _create(client: Any, request: GenerationRequest, params: GenerationParams) -> Any:
     """One Messages API call; vendor errors translated (see the module docstring)."""
     import anthropic
@@ -188,35 +180,25 @@ async def _create(client: Any, request: GenerationRequest, params: GenerationPar
         )
     except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
         raise ConfigError(
-            f"the Messages API refused the credentials ({exc.status_code}: {_api_message(exc)}); "
+            f"the Messages API refused the credentials ({exc.status_code}: {api_message(exc)}); "
             "check ANTHROPIC_API_KEY"
         ) from exc
     except anthropic.NotFoundError as exc:
         raise ConfigError(
-            f"--model {params.model}: the Messages API does not know it ({_api_message(exc)})"
+            f"--model {params.model}: the Messages API does not know it ({api_message(exc)})"
         ) from exc
-    except anthropic.APIStatusError as exc:
-        status = exc.status_code
-        detail = _api_message(exc)
-        if status in (408, 409, 429) or status >= 500:
-            raise TransientProbeError(
-                f"{request.target}: Messages API {status} after retries: {detail}"
-            ) from exc
-        if status == 400 and params.temperature is not None and "temperature" in detail.lower():
+    except anthropic.APIError as exc:
+        err = translate_error(exc)  # the one map of the SDK's errors (runtime, judge, generator)
+        if err is None:
+            raise
+        detail = api_message(exc)
+        if (
+            isinstance(exc, anthropic.BadRequestError)
+            and params.temperature is not None
+            and "temperature" in detail.lower()
+        ):
             raise ConfigError(f"--temperature: the Messages API refused it ({detail}); leave it out") from exc
-        raise ProbeFailed(f"{request.target}: Messages API {status}: {detail}") from exc
-    except anthropic.APIConnectionError as exc:  # includes timeouts
-        raise TransientProbeError(f"{request.target}: {type(exc).__name__} after retries") from exc
-
-
-def _usage(message: Any) -> Usage:
-    u = getattr(message, "usage", None)
-    return Usage(
-        input_tokens=getattr(u, "input_tokens", 0) or 0,
-        output_tokens=getattr(u, "output_tokens", 0) or 0,
-        cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
-        cache_read_input_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-    )
+        raise type(err)(f"{request.target}: {err.message} (after the SDK's retries)") from exc
 
 
 async def ask(request: GenerationRequest, options: GenerateOptions, client: Any = None) -> TargetResult:
@@ -232,7 +214,7 @@ async def ask(request: GenerationRequest, options: GenerateOptions, client: Any 
     try:
         for attempt in (1, 2):
             message = await _create(client, request, options.params)
-            usage = usage + _usage(message)
+            usage = usage + usage_of(message)
             resolved = getattr(message, "model", None) or resolved
             text = "".join(
                 getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"

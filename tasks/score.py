@@ -10,10 +10,9 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.study import StudyConfig
-from skillreach.tasks._context import in_prefect_run, logger
-from skillreach.tasks.store import store_for
-from skillreach.tasks.study import StudyInputs, StudyPlan
+from skillreach.study.config import StudyConfig
+from skillreach.study.plan import StudyInputs, StudyPlan
+from skillreach.tasks._context import in_prefect_run, logger, store_for
 
 __all__ = ["HEADLINE_METRICS", "Scored", "describe", "fail_study", "headline", "publish_run", "score_study"]
 
@@ -50,15 +49,20 @@ def headline(artifact: Any) -> dict[str, Any]:
 
 
 @task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
-async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> Scored:
-    """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``
-    and ``report.html``; record both in the store."""
+async def score_study(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, kind: str = "study"
+) -> Scored:
+    """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``,
+    ``study.json`` (with a copy of the query set) and ``report.html``; record them in the store."""
     from skillreach.artifacts import RuntimeInfo, write_artifact
     from skillreach.reports import render_html
     from skillreach.scoring import score
-    from skillreach.tasks.grade import graded_records
+    from skillreach.study.grading import graded_records, judge_model_of, needs_grading
 
-    records = graded_records(config, inputs, plan)  # probes.jsonl, with the judge's grades put on
+    # probes.jsonl, with the judge's grades put on
+    records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries,
+                             judge_model_of(config, live=False))
+    needs_judge = needs_grading(inputs.query_set.queries, records, compliance=config.compliance)
     artifact = score(
         inputs.query_set,
         records,
@@ -69,11 +73,31 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
             resolved_model=plan.resolved_model,
             max_turns=config.max_turns,
             early_exit=config.early_exit,
+            # the version the probes report (CLI or SDK), the newest one when a resume spans an upgrade
+            version=next((v for r in reversed(records) if (v := getattr(r, "runtime_version", None))), None),
         ),
         attempts=config.attempts,
     )
+    from skillreach.study.folder import write_study_file
+
     artifact_path = plan.out / "artifact.json"
     artifact = write_artifact(artifact, artifact_path)
+    write_study_file(
+        plan.out,
+        study_id=plan.study_id,
+        kind=kind,
+        config=config.public_dict(),
+        query_set=inputs.query_set,
+        query_set_source=str(inputs.queries_path),
+        catalog_id=inputs.catalog.id,
+        catalog_digest=inputs.catalog.digest,
+        runtime=config.runtime,
+        runtime_version=artifact.runtime.version,
+        model=config.model,
+        resolved_model=plan.resolved_model,
+        judge_model=judge_model_of(config, live=False) if needs_judge else None,
+        fingerprint=plan.fingerprint,
+    )
     report_path = plan.out / "report.html"
     report_path.write_text(render_html(artifact), encoding="utf-8")
     with store_for(config) as store:
@@ -87,7 +111,7 @@ async def score_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan)
 def describe(error: BaseException | str) -> str:
     """One line for the study row: our errors' messages as they are, others as type: text, redacted."""
     from skillreach.errors import SkillreachError
-    from skillreach.study import redact
+    from skillreach.study.config import redact
 
     if isinstance(error, str):
         text = error

@@ -7,12 +7,11 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
 from skillreach.study import StudyConfig
-from skillreach.tasks._context import api_url, in_prefect_run, logger
-from skillreach.tasks.store import store_for
-from skillreach.tasks.study import SkillsFound, probe_options, runtime_for
+from skillreach.study.plan import SkillsFound, probe_options
+from skillreach.tasks._context import api_url, in_prefect_run, logger, runtime_for, store_for
 from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 
-__all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model"]
+__all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model", "snapshot_pins"]
 
 
 @task(name="snapshot_catalog", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
@@ -34,7 +33,7 @@ async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDi
 @task(name="snapshot_model", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
 async def snapshot_model(config: StudyConfig) -> ModelChange | None:
     """Resolve the configured model alias to its snapshot now; a change from the last one is returned."""
-    from skillreach.probing import resolve_model
+    from skillreach.study.runner import resolve_model
 
     try:
         runtime = runtime_for(config)
@@ -54,6 +53,41 @@ async def snapshot_model(config: StudyConfig) -> ModelChange | None:
         if previous != current:
             store.record_model_snapshot(config.runtime, alias, current)
     return diff_model(config.runtime, alias, previous, current)
+
+
+@task(name="snapshot_pins", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEvent]:
+    """Compare the query set's digest, every skill's rubric version and the runtime's version with their
+    last snapshot; the changes are events (``skillreach.corpus.changed``, ``.rubric.changed``,
+    ``.runtime.version.changed``) that re-baseline with the same gate-first rules."""
+    from skillreach.baselines import current_rubric_version
+    from skillreach.study.grading import judge_model_of
+    from skillreach.study.plan import assemble_inputs
+    from skillreach.watch import diff_catalog, pin_events, pin_snapshot
+
+    try:
+        inputs = assemble_inputs(config, found, logger())
+    except SkillreachError as exc:
+        logger().warning("could not read the query set to watch its pins: %s", exc.message)
+        return []
+    qs = inputs.query_set
+    judge = judge_model_of(config, live=False)
+    rubrics = {s: current_rubric_version(qs, s, judge) for s in inputs.catalog.names}
+    runtime = runtime_for(config)
+    try:
+        version_of = getattr(runtime, "version", None)
+        version = (await version_of()) if callable(version_of) else version_of
+    finally:
+        await runtime.aclose()
+    current = pin_snapshot(qs.provenance.digest or qs.compute_digest(), rubrics, config.runtime,
+                           str(version) if version else None)
+    key = f"{found.source}#pins"
+    with store_for(config) as store:
+        previous = store.last_catalog_snapshot(key)
+        diff = diff_catalog(previous, current)
+        if diff.first or not diff.empty:
+            store.snapshot_catalog(key, current, current["corpus"])
+    return pin_events(found.source, diff)
 
 
 @task(name="emit_watch_events", tags=["skillreach", "watch", "events"], cache_policy=NO_CACHE)

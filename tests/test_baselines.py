@@ -13,6 +13,7 @@ from skillreach.baselines import (
     BaselineRecord,
     changes_between,
     cohort_split,
+    corpus_location,
     corpus_version,
     expiry,
     metric_value,
@@ -159,9 +160,9 @@ def test_record_shape_matches_the_spec(tmp_path: Path) -> None:
     assert data["baseline_id"].startswith("deploy@")
     assert data["skill"] == "deploy"
     assert data["skill_version"].startswith("sha256:")
-    assert data["corpus_version"].endswith("@" + query_set().compute_digest())
+    assert data["corpus_version"] == query_set().compute_digest()
     assert data["model"] == "fake-model-20260101"
-    assert data["runtime"] == "fake"
+    assert data["runtime"] == {"name": "fake", "version": None}  # spec: runtime {name, version}
     assert data["runs_per_case"] == 2
     assert data["cases"] == {"positive": 3, "negative": 3}
     assert set(data["metrics"]) == {"activation", "false_activation", "compliance", "task_quality"}
@@ -290,11 +291,27 @@ def test_corpus_version_in_git(tmp_path: Path) -> None:
     qpath = write_query_set(qs, repo / "evals" / "queries.json")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "corpus")
-    version, commit = corpus_version(qpath, qs)
-    assert version == f"evals/queries.json@{qs.compute_digest()}"
+    assert corpus_version(qs) == qs.compute_digest()  # the pin is the content
+    shown, commit = corpus_location(qpath)
+    assert shown == "evals/queries.json"  # the path is information
     assert commit == git(repo, "rev-parse", "HEAD")
     qpath.write_text(qpath.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    assert corpus_version(qpath, qs) == (version, None)  # modified: no commit to name
+    assert corpus_location(qpath) == (shown, None)  # modified: no commit to name
+
+
+def test_the_same_sealed_set_at_another_path_pins_the_same(tmp_path: Path) -> None:
+    """Pins by content: a copy of the query set elsewhere is the same corpus, and the gate compares."""
+    art, qpath = make_artifact(tmp_path)
+    copy = tmp_path / "elsewhere" / "renamed.json"
+    copy.parent.mkdir()
+    copy.write_bytes(qpath.read_bytes())
+    a = record_baseline(art, qpath, "deploy")
+    b = record_baseline(art, copy, "deploy")
+    assert a.corpus_version == b.corpus_version == query_set().compute_digest()
+    assert a.corpus_path != b.corpus_path
+    from skillreach.gates import compare
+
+    assert compare(a, b).results  # not refused
 
 
 # ------------------------------------------------------------------------------------------- --commit
@@ -331,7 +348,8 @@ def test_record_commit_writes_and_commits_only_the_baseline(
     assert main(args) == 0
     rec = read_baseline(repo / "baselines" / "deploy.json")
     assert rec.skill_version == "git:" + git(repo, "rev-parse", "HEAD~1:skills/deploy")
-    assert rec.corpus_version.startswith("queries.json@sha256:")
+    assert rec.corpus_version.startswith("sha256:")
+    assert rec.corpus_path == "queries.json"
     assert git(repo, "log", "-1", "--format=%s") == "baseline deploy: first baseline"
     assert git(repo, "show", "--name-only", "--format=", "HEAD") == "baselines/deploy.json"
     assert "unrelated.txt" in git(repo, "diff", "--cached", "--name-only")  # still staged, not committed
@@ -466,7 +484,8 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
     try:
         assert main(["baseline", "status", "--baselines", str(bdir)]) == 0
         assert "current" in capsys.readouterr().out
-        assert main(["baseline", "status", "--baselines", str(bdir), "--model", "claude-opus-4-1"]) == 3
+        # spec: status reports (exit 0); check and compare are the gates that refuse an expired record
+        assert main(["baseline", "status", "--baselines", str(bdir), "--model", "claude-opus-4-1"]) == 0
         out = capsys.readouterr()
         assert "expired" in out.out
         assert "model changed" in out.out
@@ -474,8 +493,8 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
         qs = query_set()
         extra = Query(id="d9", text="deploy on friday", expected_skill="deploy")
         write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, extra)), source="t"), qpath)
-        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 3
-        rows = json.loads(capsys.readouterr().out)
+        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["baselines"]
         assert rows[0]["expired"] is True
         assert rows[0]["reasons"][0].startswith("corpus changed")
     finally:

@@ -13,7 +13,6 @@ description), probed in process, recorded, committed, and gated by ``check --cha
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -124,6 +123,8 @@ def script(broad: bool) -> dict[str, Any]:
         s[c] = ["pdf"]
     for c in OOS:
         s[c] = []
+    for i in (1, 2, 3):  # the study flow's canary: skill-naming queries reach a skill
+        s[f"canary-{i}"] = ["pdf"]
     return s
 
 
@@ -157,7 +158,7 @@ def make_repo(tmp_path: Path) -> Path:
 
 
 def run_study(repo: Path, cfg_name: str, out: str) -> Path:
-    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.cli.baseline_cmds import _run_study
     from skillreach.study import StudyConfig
 
     cfg = StudyConfig.build(
@@ -166,7 +167,7 @@ def run_study(repo: Path, cfg_name: str, out: str) -> Path:
         queries=repo / "evals" / "queries.json",
         out=repo / out,
     )
-    _, _ = asyncio.run(_study_in_process(cfg, None))
+    _run_study(cfg, None, in_process=True)
     return repo / out / "artifact.json"
 
 
@@ -418,7 +419,7 @@ def test_check_expired_baseline_is_not_compared(
     assert "not compared: deploy (expired)" in captured.err
     result = json.loads(captured.out)["results"][0]
     assert result["status"] == "expired"
-    assert "corpus changed: evals/queries.json@sha256:" in result["message"]
+    assert "corpus changed: sha256:" in result["message"]
 
 
 def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -468,10 +469,10 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the in-process study records to ./.skillreach; keep it out of the repo
     from skillreach.baselines import record_baseline
-    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.cli.baseline_cmds import _run_study
     from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
-    from skillreach.probing import read_probes
     from skillreach.study import StudyConfig
+    from skillreach.study.probe_log import read_probes
 
     write_skill(tmp_path / "skills", "deploy", NARROW, BODY)
     write_skill(tmp_path / "skills", "pdf", "Merge PDF files.")
@@ -498,6 +499,7 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
                     ]
                 },
                 "b": ["pdf"],
+                **{f"canary-{i}": ["deploy"] for i in (1, 2, 3)},  # the study flow's canary sees the harness
             }
         ),
         encoding="utf-8",
@@ -511,7 +513,7 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
         runtime_options={"script": str(spath)},
         out=tmp_path / "out",
     )
-    art, _ = asyncio.run(_study_in_process(cfg, None))
+    art = _run_study(cfg, None, in_process=True)
     graded = {
         p.attempt: p.rubric_grade for p in read_probes(tmp_path / "out" / "probes.jsonl") if p.query_id == "a"
     }

@@ -60,18 +60,26 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
 
     triggers = [DeploymentEventTrigger(**t) for t in BY_NAME["rebaseline-all"]["triggers"]]
     expected = {e for t in triggers for e in t.expect}
-    assert expected == {"skillreach.skill.added", "skillreach.model.snapshot.changed"}
+    assert expected == {"skillreach.skill.added", "skillreach.model.snapshot.changed",
+                        "skillreach.corpus.changed", "skillreach.rubric.changed",
+                        "skillreach.runtime.version.changed", "skillreach.baseline.expired"}
     # the resources the watch flow emits match the triggers' resource filters
-    from skillreach.watch import diff_catalog, diff_model, events_for
+    from skillreach.watch import diff_catalog, diff_model, events_for, pin_events, pin_snapshot
 
     change = diff_model("anthropic", "claude-x", "a", "b")
     assert change is not None
     events = events_for("src", diff_catalog({}, {"pdf": "d"}), [change])
-    for ev in events:
+    old = pin_snapshot("sha256:a", {"pdf": "sha256:r1"}, "claude-code", "2.1.0")
+    new = pin_snapshot("sha256:b", {"pdf": "sha256:r2"}, "claude-code", "2.2.0")
+    pins = pin_events("src", diff_catalog(old, new))
+    assert sorted(e.event for e in pins) == ["skillreach.corpus.changed", "skillreach.rubric.changed",
+                                            "skillreach.runtime.version.changed"]
+    for ev in [*events, *pins]:
         [trig] = [t for t in triggers if ev.event in t.expect]
-        pattern = trig.match.root["prefect.resource.id"] if hasattr(trig.match, "root") else (
+        raw = trig.match.root["prefect.resource.id"] if hasattr(trig.match, "root") else (
             trig.match["prefect.resource.id"])
-        assert ev.resource["prefect.resource.id"].startswith(str(pattern).rstrip("*"))
+        patterns = raw if isinstance(raw, list) else [raw]
+        assert any(ev.resource["prefect.resource.id"].startswith(str(p).rstrip("*")) for p in patterns)
     # parameters come from the event
     assert triggers[0].parameters == {"reason": "{{ event.event }}", "skill": "{{ event.payload.skill }}"}
     from uuid import uuid4
@@ -89,7 +97,8 @@ def test_alert_automation_validates() -> None:
 
     ids = [uuid4(), uuid4()]
     a = alert_automation(ids)
-    assert a.trigger.expect == {"skillreach.gate.breached"}
+    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.model.drift",
+                                "skillreach.baseline.expired", "skillreach.skill.no_queries"}
     assert [act.block_document_id for act in a.actions] == ids
     # the body template renders the payload's fields (rendered with jinja like Prefect does)
     import jinja2
@@ -98,8 +107,21 @@ def test_alert_automation_validates() -> None:
 
     payload = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
                              baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
-    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload})
+    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload,
+                                                                      "event": payload["event"]})
     assert text == slack_message(payload)["text"]
+    from skillreach.alerts import BASELINE_EXPIRED, MODEL_DRIFT, notice_payload
+
+    drift = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
+                           baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05,
+                           event=MODEL_DRIFT)
+    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": drift, "event": MODEL_DRIFT})
+    assert text == slack_message(drift)["text"]
+    assert text.startswith("skillreach drift: pdf activation")
+    notice = notice_payload(BASELINE_EXPIRED, skill="pdf", message="baseline expired", run_link="http://ui/r")
+    env = jinja2.Environment()
+    text = env.from_string(ALERT_BODY).render(event={"payload": notice, "event": BASELINE_EXPIRED})
+    assert text == slack_message(notice)["text"]
 
 
 def test_serve_environment_points_prefect_at_the_local_server() -> None:

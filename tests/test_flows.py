@@ -3,7 +3,6 @@ example, batching and resume, the cost cap, gates and alerts, rebaseline/nightly
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -12,85 +11,17 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from prefect.logging import disable_run_logger
 
 from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
 from skillreach.flows.study import study
 from skillreach.models import Query
 from skillreach.store import Store
-from skillreach.study import StudyConfig, batch_key, batch_pairs, redact, study_id_for
+from skillreach.study import StudyConfig, redact
+from skillreach.study.plan import batch_key, batch_pairs, study_id_for
 from skillreach.tasks._context import set_progress
-from tests.test_alerts import WebhookSink
-
-SKILLS = {
-    "alpha": "Convert spreadsheets and CSV tables into charts. Use when the user wants a chart from data.",
-    "beta": "Write and fix Dockerfiles and container images. Use for docker build problems.",
-    "gamma": "Translate text between human languages. Use when the user asks for a translation.",
-}
-
-
-def make_skills(root: Path, names: dict[str, str] = SKILLS) -> Path:
-    for name, desc in names.items():
-        d = root / name
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {desc}\n---\n# {name}\n\nSteps.\n")
-    return root
-
-
-def make_queries(path: Path) -> Path:
-    queries = []
-    for name in SKILLS:
-        for i in range(4):
-            queries.append({"id": f"{name}-{i}", "text": f"please help with {name} task {i}",
-                            "expected_skill": name, "kind": "implicit"})
-    queries.append({"id": "oos-0", "text": "what's the weather", "expected_skill": None,
-                    "kind": "out_of_scope"})
-    path.write_text(json.dumps({"catalog_id": "all", "queries": queries}), encoding="utf-8")
-    return path
-
-
-def script(path: Path, *, broken: str | None = None) -> Path:
-    """A fake runtime that activates the expected skill, except for ``broken``'s queries."""
-    entries: dict[str, Any] = {"*": [], **{f"canary-{i}": list(SKILLS) for i in (1, 2, 3)}}
-    for name in SKILLS:
-        for i in range(4):
-            entries[f"{name}-{i}"] = [] if name == broken else [name]
-    path.write_text(json.dumps(entries), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
-    monkeypatch.delenv("SKILLREACH_ALERT_WEBHOOKS", raising=False)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    return {
-        "skills": make_skills(tmp_path / "skills"),
-        "queries": make_queries(tmp_path / "queries.json"),
-        "good": script(tmp_path / "good.json"),
-        "bad": script(tmp_path / "bad.json", broken="alpha"),
-        "home": tmp_path / "home",
-        "root": tmp_path,
-    }
-
-
-def cfg(world: dict[str, Path], out: str, runtime_script: str = "good", **kw: Any) -> StudyConfig:
-    kw.setdefault("attempts", 2)
-    return StudyConfig(skills=(world["skills"],), queries=world["queries"], runtime="fake",
-                       runtime_options={"script": str(world[runtime_script])}, out=world["root"] / out,
-                       home=world["home"], **kw)
-
-
-def run(flow: Any, *args: Any, **kwargs: Any) -> Any:
-    with disable_run_logger():
-        return asyncio.run(flow.fn(*args, **kwargs))
-
-
-def store_of(world: dict[str, Path]) -> Store:
-    return Store(f"sqlite:///{world['home'] / 'skillreach.db'}")
-
+from tests.helpers.webhooks import WebhookSink
+from tests.helpers.world import cfg, make_skills, run, store_of
 
 # ------------------------------------------------------------------------------------------ study
 
@@ -399,7 +330,7 @@ def test_cli_config_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> None:
     from datetime import UTC, datetime
 
-    from skillreach.study import default_out_dir
+    from skillreach.study.plan import default_out_dir
 
     config = cfg(world, "x").model_copy(update={"out": None})
     a = run(study, config)

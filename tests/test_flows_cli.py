@@ -11,12 +11,9 @@ import pytest
 
 from skillreach.artifacts import read_artifact
 from skillreach.cli import main
-from skillreach.probing import read_probes
-from tests import test_flows
+from skillreach.study.probe_log import read_probes
 from tests.fakes.messages_api import MessagesAPI
-from tests.test_flows_cost import SNAPSHOT, responder
-
-world = test_flows.world  # the fixture: three skills, 13 queries, fake scripts, chdir to tmp_path
+from tests.helpers.live import SNAPSHOT, responder
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -143,7 +140,7 @@ def test_run_grades_rubrics_with_the_judge_it_is_given(world: dict[str, Path],
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
-    from tests.test_flows_grading import ANSWERS, RUBRIC, with_rubrics
+    from tests.helpers.rubrics import ANSWERS, RUBRIC, with_rubrics
 
     monkeypatch.setenv("SKILLREACH_JUDGE_MODEL", "claude-haiku-4-5")  # the flag wins over it
     with_rubrics(world)

@@ -11,27 +11,14 @@ import pytest
 
 from skillreach.errors import BudgetExceeded
 from skillreach.flows.study import study
-from skillreach.probing import estimate_cost, read_probes
 from skillreach.settings import Settings
-from skillreach.study import StudyConfig, describe_estimate
+from skillreach.study import StudyConfig
+from skillreach.study.cost import describe_estimate, estimate_cost
+from skillreach.study.probe_log import read_probes
 from skillreach.tasks._context import set_progress
-from tests import test_flows
-from tests.fakes.messages_api import MessagesAPI, ScriptResponder
-from tests.test_flows import SKILLS, run, store_of
-
-world = test_flows.world  # the fixture: three skills, 13 queries, a home for the store
-
-MODEL = "claude-sonnet-4-6"
-SNAPSHOT = "claude-sonnet-4-6-20260115"  # what the stand-in resolves the alias to
-
-
-def responder() -> ScriptResponder:
-    """The agent loads the skill a query is about (the canaries name it outright)."""
-    script: dict[str, list[Any]] = {}
-    for name in SKILLS:
-        script[f"with {name} task"] = [name]
-        script[f"the {name} skill"] = [name]
-    return ScriptResponder(script)
+from tests.fakes.messages_api import MessagesAPI
+from tests.helpers.live import MODEL, SNAPSHOT, responder
+from tests.helpers.world import cfg, run, store_of
 
 
 def live(world: dict[str, Path], api: MessagesAPI, out: str, **kw: Any) -> StudyConfig:
@@ -150,7 +137,7 @@ def test_an_estimate_over_the_cap_is_said_up_front_and_the_cap_keeps_results(
 def test_offline_runtimes_have_no_estimate(world: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="skillreach")
     shown = Shown()
-    config = test_flows.cfg(world, "offline")
+    config = cfg(world, "offline")
     set_progress(str(config.out), shown)
     try:
         run(study, config)
@@ -179,7 +166,7 @@ def test_a_paid_runtime_without_a_price_says_there_is_no_estimate(world: dict[st
 
     from skillreach.tasks.study import StudyPlan, assemble_catalog, estimate_spend
 
-    base = test_flows.cfg(world, "unpriced")
+    base = cfg(world, "unpriced")
     inputs = asyncio.run(assemble_catalog.fn(base))
     plan = StudyPlan(study_id="st-x", out=world["root"] / "unpriced", probes_path=world["root"] / "p.jsonl",
                      fingerprint="fp", resolved_model=None, token="t", batches=((("alpha-0", 1),),), done=0,

@@ -4,7 +4,6 @@ study of ``skillreach check`` running the same tasks."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,32 +14,10 @@ from skillreach.flows.service import nightly_compliance
 from skillreach.flows.study import study
 from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
-from skillreach.probing import read_probes
-from skillreach.study import apply_grades, grade_key, needs_grading, valid_grades
-from tests import test_flows
-from tests.test_flows import cfg, run, store_of
-
-world = test_flows.world  # the fixture: skills, queries and fake scripts in tmp_path
-
-RUBRIC = "Names the rollback plan."
-# FakeJudge keywords of RUBRIC: names, rollback, plan
-ANSWERS = {
-    "alpha-0": ("chart done; rollback plan ready", 2 / 3),
-    "alpha-1": ("chart done", 0.0),
-    "alpha-2": ("names the rollback plan", 1.0),
-}
-
-
-def with_rubrics(world: dict[str, Path]) -> None:
-    data = json.loads(world["queries"].read_text())
-    for q in data["queries"]:
-        if q["id"] in ANSWERS:
-            q["checks"] = {"rubric": RUBRIC}
-    world["queries"].write_text(json.dumps(data))
-    entries = json.loads(world["good"].read_text())
-    for qid, (text, _) in ANSWERS.items():
-        entries[qid] = {"invoked": ["alpha"], "final_text": text}
-    world["good"].write_text(json.dumps(entries))
+from skillreach.study.grading import apply_grades, grade_key, needs_grading, valid_grades
+from skillreach.study.probe_log import read_probes
+from tests.helpers.rubrics import ANSWERS, RUBRIC, with_rubrics
+from tests.helpers.world import cfg, run, store_of
 
 
 class Counting:
@@ -150,16 +127,14 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``check --in-process`` is the flow's own tasks: same fingerprint, grades in graded.jsonl, the
     study in the store; and a re-check probes afresh."""
-    import asyncio
 
-    from skillreach.cli.baseline_cmds import _study_in_process
+    from skillreach.cli.baseline_cmds import _run_study
 
     monkeypatch.delenv("SKILLREACH_JUDGE_MODEL", raising=False)
     with_rubrics(world)
     judge = Counting(monkeypatch)
     config = cfg(world, "check", compliance=True, gate=False)
-    art, qpath = asyncio.run(_study_in_process(config, None))
-    assert qpath == world["queries"]
+    art = _run_study(config, None, in_process=True)
     assert len(judge.calls) == 6
     flow_result = run(study, config.model_copy(update={"out": world["root"] / "flow"}))
     probes = read_probes(world["root"] / "check/probes.jsonl")
@@ -170,7 +145,7 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
         kinds = sorted(row.kind for row in s.studies())
     assert kinds == ["check", "study"]
     judge.calls.clear()
-    asyncio.run(_study_in_process(config, None))
+    _run_study(config, None, in_process=True)
     assert len(judge.calls) == 6  # a check re-probes and re-grades: it measures the skills as they are now
     assert len(read_probes(world["root"] / "check/probes.jsonl")) == 26
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_alerts import WebhookSink
-from tests.test_flows import cfg, make_queries, make_skills, run, script
+from tests.helpers.webhooks import WebhookSink
+from tests.helpers.world import cfg, make_queries, make_skills, run, script
 
 pytestmark = pytest.mark.integration
 
@@ -262,7 +262,7 @@ def test_prefect_retries_a_batch_after_an_infrastructure_failure(
     prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import skillreach.flows.study as study_module
-    import skillreach.probing as probing
+    import skillreach.study.runner as probing
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
@@ -290,8 +290,8 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
     """The grading and cost-estimate tasks run as task runs of a real flow run (parameters and results
     go through Prefect), and their output is the in-process one's."""
     from skillreach.flows.study import study
-    from skillreach.probing import read_probes
-    from tests.test_flows_grading import ANSWERS, with_rubrics
+    from skillreach.study.probe_log import read_probes
+    from tests.helpers.rubrics import ANSWERS, with_rubrics
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
@@ -326,3 +326,15 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
 
     names = asyncio.run(task_names())
     assert {"estimate_spend", "grade_rubrics", "score"} <= names, names
+
+
+def test_a_week_in_the_life_as_tracked_flow_runs(prefect_server: None, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The week of tests/test_service_week.py, every flow a tracked run on the real Prefect server."""
+    from tests.helpers.week import make_week, play_week
+
+    def tracked(flow: Any, **parameters: Any) -> Any:
+        return asyncio.run(flow(**parameters))
+
+    play_week(make_week(tmp_path, monkeypatch), tracked, capsys)

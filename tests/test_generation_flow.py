@@ -32,7 +32,7 @@ from skillreach.tasks.generate import (
     prepare_generation,
 )
 from tests.fakes.messages_api import MessagesAPI, request_text
-from tests.test_generation import SKILLS, leaked_phrases, write_skills
+from tests.helpers.generation import SKILLS, leaked_phrases, write_skills
 
 SNAPSHOT = "claude-sonnet-5-5-20261001"
 ALIASES = {"claude-sonnet-5-5": SNAPSHOT, "claude-opus-5": "claude-opus-5-20260801"}
@@ -143,7 +143,7 @@ async def test_generates_a_sealed_set_with_provenance(skills_dir: Path, tmp_path
     out = tmp_path / "gen.json"
     outcome = await run(options(skills_dir, out))
 
-    qs = verify_query_set(out)  # H2's verify: the digest holds
+    qs = verify_query_set(out)  # the digest holds
     prov = qs.provenance.model_dump()
     assert prov["origin"] == "generated"
     assert prov["generator_model"] == SNAPSHOT == outcome.generator_model

@@ -8,12 +8,10 @@ from typing import Any
 import pytest
 
 from skillreach import judge as judge_mod
-from skillreach.errors import NotFoundError, ProbeFailed
+from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed, TransientProbeError
 from skillreach.judge import (
     FakeJudge,
-    JudgeReplyError,
     JudgeRequest,
-    get_judge,
     grade_probes,
     parse_grade,
     render_judge_prompt,
@@ -126,6 +124,8 @@ async def test_grade_probes_failure_is_data() -> None:
 
 
 def test_get_judge() -> None:
+    from skillreach.runtimes import get_judge
+
     assert isinstance(get_judge("fake"), FakeJudge)
     with pytest.raises(NotFoundError, match="known judges: anthropic, fake"):
         get_judge("nope")
@@ -160,7 +160,7 @@ async def test_anthropic_judge_against_messages_api(monkeypatch: pytest.MonkeyPa
         assert "<rubric>\nmentions preflight\n</rubric>" in body["messages"][0]["content"]
 
         api.inject(400, message="max_tokens: too large", error_type="invalid_request_error")
-        with pytest.raises(ProbeFailed, match="400: max_tokens: too large"):
+        with pytest.raises(ProbeFailed, match="judge: HTTP 400 invalid_request_error: max_tokens: too large"):
             await judge.grade(_req("x", "y"))
         await client.close()
 
@@ -178,7 +178,7 @@ async def test_anthropic_judge_retries_transient_errors() -> None:
         assert result.grade == 0.9
         assert len(api.message_requests) == 2
         api.inject(429, times=3, retry_after=0.01)
-        with pytest.raises(ProbeFailed, match="rate limited"):
+        with pytest.raises(TransientProbeError, match="judge: HTTP 429 rate_limit_error: "):
             await judge.grade(_req("preflight", "r"))
         await client.close()
 

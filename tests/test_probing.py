@@ -18,22 +18,19 @@ import pytest
 
 from skillreach.errors import BudgetExceeded, ConfigError, HarnessBlind, InputError, NotFoundError
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill
-from skillreach.probing import (
-    JsonlSink,
-    ListSink,
-    canary_check,
-    canary_queries,
-    completed_pairs,
-    estimate_cost,
-    fingerprint,
-    latest_records,
-    pending_pairs,
-    read_probes,
-    run_probes,
-)
 from skillreach.runtimes.fake import FakeRuntime
 from skillreach.settings import Price
 from skillreach.study.contract import Outcome, ProbeOptions, Tracker
+from skillreach.study.cost import estimate_cost
+from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
+from skillreach.study.runner import (
+    ListSink,
+    canary_check,
+    canary_queries,
+    fingerprint,
+    pending_pairs,
+    run_probes,
+)
 from tests.conftest import REPO
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, query_text
 
@@ -319,7 +316,8 @@ DRIVER = textwrap.dedent(
     from skillreach.runtimes._retry import RetryPolicy
     from skillreach.study.contract import ProbeOptions
     from skillreach.models import Catalog, Query
-    from skillreach.probing import JsonlSink, run_probes
+    from skillreach.study.probe_log import JsonlSink
+    from skillreach.study.runner import run_probes
 
     base_url, catalog_json, queries_json, out, fp = sys.argv[1:6]
     catalog = Catalog.model_validate_json(open(catalog_json).read())

@@ -316,7 +316,7 @@ def test_stand_in_reply_helpers() -> None:
 
 
 async def test_run_probes_in_batch_mode_puts_every_probe_of_the_slice_in_one_batch() -> None:
-    from skillreach.probing import ListSink, run_probes
+    from skillreach.study.runner import ListSink, run_probes
 
     cat = make_catalog()
     with MessagesAPI(ScriptResponder(default=["pdf"]), batch_polls=0) as api:
@@ -339,7 +339,7 @@ async def test_run_probes_in_batch_mode_puts_every_probe_of_the_slice_in_one_bat
 
 async def test_canary_against_a_model_that_never_calls_skill_is_blind() -> None:
     from skillreach.errors import HarnessBlind
-    from skillreach.probing import canary_check
+    from skillreach.study.runner import canary_check
 
     with MessagesAPI(ScriptResponder(default=[{"text": "I will just answer."}])) as api:
         rt = runtime(api)

@@ -10,9 +10,9 @@ import os
 import pytest
 
 from skillreach.models import Catalog, Query, Skill
-from skillreach.probing import canary_check
 from skillreach.runtimes.anthropic import AnthropicRuntime
 from skillreach.study.contract import ProbeOptions, Tracker
+from skillreach.study.runner import canary_check
 
 pytestmark = pytest.mark.live
 

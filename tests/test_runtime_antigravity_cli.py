@@ -13,6 +13,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import Query
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes.antigravity_cli import AgyStream, AntigravityCliRuntime
+from skillreach.settings import load_settings
 from skillreach.study.contract import Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, stub_knobs
 from tests.fakes.kit import probe as run_probe
@@ -102,5 +103,9 @@ def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         AntigravityCliRuntime(agy_path=str(tmp_path / "nope"))
     with pytest.raises(ConfigError, match="credentials_dir"):
         AntigravityCliRuntime(agy_path=str(STUB), credentials_dir=tmp_path / "missing")
-    monkeypatch.setenv("SKILLREACH_AGY_PATH", str(STUB))
-    assert isinstance(get_runtime("antigravity-cli"), AntigravityCliRuntime)
+    monkeypatch.setenv("SKILLREACH_AGY_PATH", str(STUB))  # a setting: read by the settings, not the runtime
+    rt = get_runtime("antigravity-cli", settings=load_settings())
+    assert rt.executable == str(STUB)  # type: ignore[attr-defined]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match="agy program not found"):
+        get_runtime("antigravity-cli")

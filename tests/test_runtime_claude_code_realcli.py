@@ -8,7 +8,7 @@ Opt-in by availability: the binary comes from ``SKILLREACH_REAL_CLAUDE`` or the 
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,21 +18,10 @@ from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text
+from tests.helpers.clis import real_claude
 
 pytestmark = pytest.mark.realcli
 
-CACHE = Path(os.environ.get("SKILLREACH_CLAUDE_CACHE", Path.home() / ".cache" / "skillreach" / "claude-code"))
-
-
-def real_claude() -> str | None:
-    explicit = os.environ.get("SKILLREACH_REAL_CLAUDE")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    for arch in ("linux-x64", "linux-arm64"):
-        candidate = CACHE / "node_modules" / "@anthropic-ai" / f"claude-code-{arch}" / "claude"
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
 
 
 def alive(pid: int) -> bool:
@@ -50,7 +39,8 @@ def hold_hooks_left() -> list[str]:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "time.sleep(3600)" in cmd and "rollback" in cmd and alive(int(proc.name)):
+        mine = sys.executable in cmd  # the machine may be shared: only hooks this interpreter started
+        if mine and "time.sleep(" in cmd and "rollback" in cmd and alive(int(proc.name)):
             left.append(cmd)
     return left
 

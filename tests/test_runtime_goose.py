@@ -14,6 +14,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Skill
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes.goose import GooseRuntime, GooseStream
+from skillreach.settings import load_settings
 from skillreach.study.contract import Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
@@ -155,5 +156,8 @@ def test_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         GooseRuntime(goose_path=str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="no known endpoint variable"):
         GooseRuntime(goose_path=str(STUB), provider="bedrock", base_url="http://x")
-    monkeypatch.setenv("SKILLREACH_GOOSE_PATH", str(STUB))
-    assert isinstance(get_runtime("goose"), GooseRuntime)
+    monkeypatch.setenv("SKILLREACH_GOOSE_PATH", str(STUB))  # a setting: read by the settings, not the runtime
+    assert get_runtime("goose", settings=load_settings()).executable == str(STUB)  # type: ignore[attr-defined]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match="goose program not found"):
+        get_runtime("goose")

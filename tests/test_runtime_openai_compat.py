@@ -237,7 +237,8 @@ async def test_compliance_mode_offers_the_tool_environment() -> None:
 
 
 async def test_through_the_probe_runner(tmp_path: Any) -> None:
-    from skillreach.probing import JsonlSink, canary_check, read_probes, run_probes
+    from skillreach.study.probe_log import JsonlSink, read_probes
+    from skillreach.study.runner import canary_check, run_probes
 
     queries = [
         q("please undo the deploy", "rollback"),

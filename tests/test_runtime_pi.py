@@ -4,9 +4,7 @@ stream, and the REAL pi CLI against the local Messages API stand-in (``realcli``
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +15,14 @@ from skillreach.models import Catalog, Skill
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes._agentcli import skill_for_path
 from skillreach.runtimes.pi import PiRuntime, parse_pi_events
+from skillreach.settings import load_settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
+from tests.helpers.clis import PI_CACHE, real_pi
 
 FAKES = Path(__file__).parent / "fakes"
 STUB = FAKES / "pi_stub" / "pi"
-# Where .ci/run installs the real CLI from npm (the realcli test skips when it is not there).
-PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "skillreach" / "pi"))
 
 
 def make_catalog(tmp_path: Path) -> Catalog:
@@ -156,8 +154,11 @@ def test_configuration_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         PiRuntime(pi_path=str(tmp_path / "nope"))
     with pytest.raises(ConfigError, match="models_json"):
         runtime(models_json=tmp_path / "missing.json")
-    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))
-    assert isinstance(get_runtime("pi", model="m"), PiRuntime)
+    monkeypatch.setenv("SKILLREACH_PI_PATH", str(STUB))  # a setting: read by the settings, not the runtime
+    assert get_runtime("pi", model="m", settings=load_settings()).executable == str(STUB)  # type: ignore[attr-defined]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match="pi program not found"):
+        get_runtime("pi", model="m")
 
 
 def test_skill_for_path(tmp_path: Path) -> None:
@@ -191,20 +192,7 @@ def test_recorded_real_stream_is_understood() -> None:
 # ----------------------------------------------------------------------------- the real pi CLI
 
 
-def _real_pi() -> str | None:
-    for candidate in (
-        os.environ.get("SKILLREACH_TEST_PI"),
-        shutil.which("pi"),
-        str(PI_CACHE / "node_modules" / ".bin" / "pi"),
-    ):
-        if (
-            candidate
-            and Path(candidate).is_file()
-            and os.access(candidate, os.X_OK)
-            and Path(candidate).resolve() != STUB.resolve()
-        ):
-            return candidate
-    return None
+_real_pi = real_pi
 
 
 @pytest.mark.realcli

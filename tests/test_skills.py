@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skillreach.errors import InputError, NotFoundError, SkillParseError
+from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
 from skillreach.skills import (
-    NoFrontmatterError,
     discover,
     find_skill_files,
     load_skills,

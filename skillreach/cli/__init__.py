@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Each module defines ``register(app)``; a module that is not there yet is skipped.
+# Each module defines ``register(app)``.
 _COMMAND_MODULES = (
     "skills_cmds",  # lint, overlap
     "queries_cmds",  # queries seal|verify|import (defines ``queries_app``)
@@ -32,17 +32,15 @@ _COMMAND_MODULES = (
     "run_cmds",  # run, serve
     "doctor_cmds",  # doctor
     "baseline_cmds",  # baseline record|compare, check
+    "diff_cmds",  # diff
+    "sweep_cmds",  # sweep
+    "cluster_cmds",  # cluster
+    "optimize_cmds",  # optimize, uplift
 )
 
 try:
     for _mod in _COMMAND_MODULES:
-        try:
-            _module = importlib.import_module(f"skillreach.cli.{_mod}")
-        except ModuleNotFoundError as exc:  # pragma: no cover - only while a group is being written
-            if exc.name != f"skillreach.cli.{_mod}":
-                raise
-            continue
-        _module.register(app)
+        importlib.import_module(f"skillreach.cli.{_mod}").register(app)
 except KeyboardInterrupt:  # Ctrl-C while the command is still starting: the same one line
     print("skillreach: interrupted", file=sys.stderr)
     raise SystemExit(130) from None

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -72,7 +71,14 @@ def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
 
 
 def _guess_queries(artifact_path: Path) -> Path | None:
-    """A study folder written by ``skillreach run`` may hold the query set it ran, or name it."""
+    """A study folder written by ``skillreach run`` holds the query set it ran (``study.json`` names it)."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        return read_study_file(artifact_path.parent).query_set_path(artifact_path.parent)
+    except SkillreachError:
+        pass  # an older folder: look for the copies it may hold
     for name in ("queries.json", "query_set.json"):
         cand = artifact_path.parent / name
         if cand.is_file():
@@ -86,6 +92,18 @@ def _guess_queries(artifact_path: Path) -> Path | None:
         if isinstance(q, str) and Path(q).is_file():
             return Path(q)
     return None
+
+
+def _study_judge(artifact_path: Path) -> str:
+    """The judge the study folder says graded its rubrics, else the default judge."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study.folder import read_study_file
+
+    try:
+        judge = read_study_file(artifact_path.parent).judge_model
+    except SkillreachError:
+        judge = None
+    return _judge_model_default(judge)
 
 
 def _judge_model_default(given: str | None) -> str:
@@ -140,7 +158,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             "pass --skills DIR"
         )
     record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=_judge_model_default(judge_model)
+        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact)
     )
     console = _err_console()
     if folder is None:
@@ -180,10 +198,22 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
                 f"({old.cases if old else 0} cases), new cases {_fmt(new.value)} ({new.cases} cases)"
             )
     if commit:
-        sha = _git_commit_file(
-            target, f"baseline {skill}: " + "; ".join(changes_between(previous, record)), record
-        )
-        console.print(f"  committed {sha[:12]}: {', '.join(changes_between(previous, record))}")
+        repo = _work_tree_repo(baselines_dir)
+        changes = "; ".join(changes_between(previous, record))
+        done = repo.commit([record], subject=f"baseline {skill}: {changes}")
+        if done.sha is None:
+            raise InputError(f"{target}: the baseline is unchanged; nothing to commit")
+        console.print(f"  committed {done.sha[:12]}: {', '.join(changes_between(previous, record))}")
+
+
+def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:
+    """The baseline store of the repository holding ``baselines_dir`` (its folder relative to the top)."""
+    from skillreach.baseline_store import BaselineRepo
+
+    top = _require_git(baselines_dir)
+    anchor = baselines_dir.resolve()
+    folder = os.path.relpath(anchor, top.resolve()) if anchor.is_relative_to(top.resolve()) else "baselines"
+    return BaselineRepo(top, folder=Path(folder).as_posix(), branch=branch)
 
 
 def _require_git(path: Path) -> Path:
@@ -198,29 +228,6 @@ def _require_git(path: Path) -> Path:
     if top is None:
         raise InputError(f"{path}: not inside a git work tree; --commit needs one (or use --out FILE)")
     return top
-
-
-def _git_commit_file(path: Path, subject: str, record: BaselineRecord) -> str:
-    import subprocess
-
-    from skillreach.baselines import _git, metrics_line
-    from skillreach.errors import InputError
-
-    top = _require_git(path)
-
-    rel = os.path.relpath(path.resolve(), top.resolve())
-    body = f"{subject}\n\n{metrics_line(record)}\nskill_version {record.skill_version}\n"
-    body += f"corpus {record.corpus_version}\n"
-    body += f"model {record.model}; runtime {record.runtime}; runs per case {record.runs_per_case}\n"
-    for args in (["add", "--", rel], ["commit", "-q", "-m", body, "--", rel]):
-        proc = subprocess.run(["git", *args], cwd=top, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            msg = (proc.stderr or proc.stdout).strip().splitlines()
-            detail = msg[-1] if msg else f"exit {proc.returncode}"
-            if "nothing to commit" in (proc.stdout + proc.stderr) or "no changes added" in proc.stdout:
-                raise InputError(f"{path}: the baseline is unchanged; nothing to commit")
-            raise InputError(f"{path}: git {args[0]} failed: {detail}")
-    return _git(["rev-parse", "HEAD"], top) or ""
 
 
 # ------------------------------------------------------------------------------------------- compare
@@ -282,17 +289,10 @@ def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
 
     The config file may be a study file: its study-only keys (runtime options, …) are left to the study.
     """
-    from skillreach.errors import ConfigError
     from skillreach.gates import parse_gate_overrides
-    from skillreach.settings import _read_config_file, load_settings
-    from skillreach.study import STUDY_ONLY_KEYS
+    from skillreach.study import StudyConfig
 
-    values = _read_config_file(config) if config is not None else {}
-    try:
-        settings = load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS})
-    except ConfigError as exc:
-        raise ConfigError(f"{config}: {exc.message}") from exc
-    return parse_gate_overrides(settings.gates, overrides)
+    return parse_gate_overrides(StudyConfig.build(config).gates, overrides)
 
 
 def compare_cmd(  # noqa: PLR0917 - a typer command
@@ -304,13 +304,27 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
         [], "--gate", metavar="METRIC=VALUE", help="Override a gate, e.g. activation=-0.1 (repeatable)."
     ),
     config: Path | None = typer.Option(None, "--config", help="Settings file with a [gates] table."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Group-sequential gate over planned looks (docs/spec/metrics.md): its verdict and the probes "
+        "a staged run saves decide the exit code.",
+    ),
+    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
 
     from skillreach.baselines import read_baseline
     from skillreach.gates import compare
 
-    cmp = compare(read_baseline(base), read_baseline(new), _gates(config, gate), strict)
+    base_rec, new_rec = read_baseline(base), read_baseline(new)
+    gates = _gates(config, gate)
+    cmp = compare(base_rec, new_rec, gates, strict)
+    if staged:
+        from skillreach.cli._staged import staged_outcome
+
+        staged_outcome(base_rec, new_rec, gates, cmp, strict=strict, looks=looks, as_json=as_json)
+        return
     if as_json:
         sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
     else:
@@ -372,44 +386,95 @@ def status_cmd(
     model: str | None = typer.Option(None, "--model", help="The model now configured (alias or snapshot)."),
     judge_model: str | None = typer.Option(None, "--judge-model", help="The judge now configured."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout alone."),
+    branch: str = typer.Option(
+        "skillreach/baselines", "--branch", help="The service's baseline branch (what waits there is shown)."
+    ),
 ) -> None:
-    """Every stored baseline: current, or expired (model, corpus or rubric changed). Exit 3 if any expired."""
+    """Every stored baseline: pins, age, current or expired (model, corpus, rubric or runtime changed),
+    candidates waiting for `baseline accept`, and the service's commits not merged yet."""
+    from datetime import UTC, datetime
+
     from rich.table import Table
 
-    from skillreach.errors import NotFoundError, RefusedError
+    from skillreach.baseline_store import BaselineRepo
+    from skillreach.errors import InputError, NotFoundError
 
     files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
-    if not files:
+    try:
+        service: BaselineRepo | None = _work_tree_repo(baselines_dir, branch=branch)
+    except InputError:  # not in git: the files alone
+        service = None
+    candidates = service.skills(candidates=True) if service is not None else []
+    waiting = service.waiting() if service is not None else []
+    if not files and not candidates and not waiting:
         raise NotFoundError(
             f"{baselines_dir}: no baseline records; record one with skillreach baseline record"
         )
+    now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for f in files:
         rec, reasons = _current_expiry(f, model=model, judge_model=judge_model)
-        rows.append(
-            {"file": str(f), "baseline_id": rec.baseline_id, "expired": bool(reasons), "reasons": reasons}
-        )
+        created = datetime.fromisoformat(rec.created_at.replace("Z", "+00:00"))
+        rows.append({"file": str(f), "skill": rec.skill, "baseline_id": rec.baseline_id,
+                     "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
+                     "age_days": round((now - created).total_seconds() / 86400, 1),
+                     "expired": bool(reasons), "reasons": reasons})
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-    else:
-        table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
-        for col in ("baseline", "status", "why"):
-            table.add_column(col)
-        for r in rows:
-            status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
-            table.add_row(str(r["baseline_id"]), status, "; ".join(r["reasons"]) or "")
-        make_console().print(table)
-    expired = [r for r in rows if r["expired"]]
-    if expired:
-        names = ", ".join(str(r["baseline_id"]) for r in expired)
-        raise RefusedError(f"{len(expired)} baseline(s) expired: {names}; re-record them (exit 3)")
+        sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
+                                    indent=2, ensure_ascii=False) + "\n")
+        return
+    console = make_console()
+    table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
+    for col in ("baseline", "model", "runtime", "age (days)", "status", "why"):
+        table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
+    for r in rows:
+        status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
+        table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
+                      "; ".join(r["reasons"]) or "")
+    console.print(table)
+    for r in rows:  # the reasons whole, one line each: a table cell may fold them
+        if r["expired"]:
+            console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
+                          highlight=False, soft_wrap=True)
+    if candidates:
+        console.print(f"candidates waiting on {branch} (a gate breached; accept with "
+                      f"skillreach baseline accept NAME): {', '.join(candidates)}")
+    if waiting:
+        console.print(f"{len(waiting)} commit(s) on {branch} not merged yet:")
+        for line in waiting:
+            console.print(f"  {line}", markup=False, highlight=False)
+
+
+def accept_cmd(
+    name: str = typer.Argument(..., metavar="NAME", help="The skill whose candidate record to accept."),
+    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    branch: str = typer.Option(
+        "skillreach/baselines", "--branch", help="The service's baseline branch, where candidates wait."
+    ),
+) -> None:
+    """Accept a skill's candidate record (one a gate breached during re-baselining) as its baseline, in
+    its own commit: on the service branch when the candidate waits there, else in the working tree."""
+    from skillreach.errors import NotFoundError
+
+    service = _work_tree_repo(baselines_dir, branch=branch)
+    repo = service if service.read(name, candidate=True) is not None else _work_tree_repo(baselines_dir)
+    if repo.read(name, candidate=True) is None:
+        raise NotFoundError(f"skill {name!r}: no candidate record on {branch} or under "
+                            f"{baselines_dir}/candidates; see skillreach baseline status")
+    cand = repo.read(name, candidate=True)
+    done = repo.commit(subject=f"baseline accept {name}: candidate {cand.baseline_id} becomes the baseline",
+                       why=["accepted by a person after a gate breached during re-baselining"], accept=[name])
+    where = branch if repo.branch else "the working tree"
+    _err_console().print(f"accepted {cand.baseline_id} as {name}'s baseline on {where} "
+                         f"(commit {(done.sha or '')[:12]})")
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
-    """The query set a record's corpus_version names, resolved against the git top of ``anchor``."""
+    """The query set a record was measured on (``corpus_path``), resolved against the git top of
+    ``anchor``; records of the older form name it in ``corpus_version`` (``path@digest``)."""
     from skillreach.baselines import git_toplevel
 
-    shown = record.corpus_version.rsplit("@", 1)[0]
+    shown = record.corpus_path or record.corpus_version.rsplit("@", 1)[0]
     p = Path(shown)
     if p.is_absolute():
         return p
@@ -430,7 +495,7 @@ def _current_expiry(
         qs = load_query_set(qpath)
     except SkillreachError as exc:
         return rec, [f"corpus {qpath} unreadable: {exc.message}"]
-    corpus, _ = corpus_version(qpath, qs)
+    corpus = corpus_version(qs)
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
     return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
 
@@ -438,52 +503,21 @@ def _current_expiry(
 # --------------------------------------------------------------------------------------------- check
 
 
-async def _study_in_process(cfg: StudyConfig, judge_model: str | None) -> tuple[Any, Path]:
-    """One study without Prefect, by the study flow's own tasks (``.fn``): the catalog, the plan (and
-    the study row in the store), the probe batches, the rubric grades (``graded.jsonl``) and the score
-    (``artifact.json``). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from skillreach.tasks.grade import GRADED_FILE, check_judge, grade_study
-    from skillreach.tasks.score import fail_study, score_study
-    from skillreach.tasks.study import assemble_catalog, prepare_study, probe_batch
+def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+    """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
+    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped."""
+    from skillreach.cli.run_cmds import run_study
+    from skillreach.study.grading import GRADED_FILE
 
-    queries = cfg.queries
-    assert queries is not None
     out = cfg.out or Path(".skillreach") / "check"
     from skillreach._paths import ensure_folder
 
     ensure_folder(out, flag="--out")
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    inputs = await assemble_catalog.fn(cfg)
-    await check_judge.fn(cfg, inputs)
     for stale in ("probes.jsonl", GRADED_FILE):
         (out / stale).unlink(missing_ok=True)
-    plan = await prepare_study.fn(cfg, inputs, "check")
-    spent = plan.spent_usd
-    try:
-        for i, pairs in enumerate(plan.batches):
-            summary = await probe_batch.fn(cfg, inputs, plan, pairs, batch=i, spent_before=spent)
-            spent += summary["cost_usd"]
-        await grade_study.fn(cfg, inputs, plan)
-        scored = await score_study.fn(cfg, inputs, plan)
-    except BaseException as exc:  # what was probed and graded stays recorded
-        await fail_study.fn(cfg, plan, exc)
-        raise
-    return scored.artifact, queries
-
-
-def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
-    import importlib.util
-
-    if not in_process and importlib.util.find_spec("skillreach.flows.study") is not None:
-        from skillreach.flows.study import study  # H5's flow
-
-        result = asyncio.run(study(cfg.model_copy(update={"judge_model": judge_model or cfg.judge_model})))
-        art = getattr(result, "artifact", None)
-        if art is None:
-            art = _read_artifact_any(Path(result.artifact_path))
-        return art
-    art, _ = asyncio.run(_study_in_process(cfg, judge_model))
-    return art
+    result = run_study(cfg, use_prefect=False if in_process else None, kind="check")
+    return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
 
 
 def _annotate(level: str, file: str | None, title: str, message: str) -> str:
@@ -538,13 +572,19 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
     ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Probe in stages and stop when the verdict is known (group-sequential gate).",
+    ),
+    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
     inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
-    from skillreach.errors import InputError, RefusedError
-    from skillreach.gates import GateFailed, compare
+    from skillreach.errors import GateFailed, InputError, RefusedError
+    from skillreach.gates import compare
     from skillreach.study import StudyConfig
 
     if not changed:
@@ -602,7 +642,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
         qpath = _corpus_path(rec, bpath.parent)
-        key = (str(qpath), runtime or rec.runtime, model or rec.model, rec.runs_per_case)
+        key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))
     for (qpath_s, rt, mdl, runs), members in groups.items():
         needs_compliance = any(
@@ -625,6 +665,25 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
             f"{runs} runs per case"
         )
+        if staged:
+            from skillreach.cli._staged import staged_annotations, staged_check_group
+
+            for name, entry, st in staged_check_group(
+                cfg,
+                members,
+                Path(qpath_s),
+                gates,
+                looks=looks,
+                strict=strict,
+                folder_of=lambda n: _find_skill_folder(n, dirs),
+                console=console,
+                quiet=as_json,
+                in_process=in_process,
+            ):
+                results.append(entry)
+                for level, title, msg in staged_annotations(name, st, strict=strict):
+                    lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
+            continue
         art = _run_study(cfg, members[0][1].judge_model, in_process)
         for name, rec in members:
             folder = _find_skill_folder(name, dirs)
@@ -754,6 +813,7 @@ def register(app: typer.Typer) -> None:
     baseline_app.command("record")(record_cmd)
     baseline_app.command("compare")(compare_cmd)
     baseline_app.command("status")(status_cmd)
+    baseline_app.command("accept")(accept_cmd)
     baseline_app.command("show")(show_cmd)
     app.add_typer(baseline_app, name="baseline")
     app.command("check")(check_cmd)

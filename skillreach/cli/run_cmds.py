@@ -18,9 +18,9 @@ from typing import Any
 import typer
 
 from skillreach._console import make_console
-from skillreach.errors import InputError
+from skillreach.errors import ConfigError, InputError
 
-__all__ = ["has_batch_mode", "prefect_server_up", "register", "run_study"]
+__all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
 
 
 class _Progress:
@@ -56,7 +56,9 @@ class _Progress:
     def estimate(self, line: str, over_cap: bool) -> None:
         """The cost estimate of a live run, before its first probe (``tasks.study.estimate_spend``)."""
         style = "yellow" if over_cap else "dim"
-        self.bar.console.print(f"[{style}]cost estimate: {line}", markup=True, highlight=False)
+        from rich.markup import escape
+
+        self.bar.console.print(f"[{style}]cost estimate: {escape(line)}", markup=True, highlight=False)
 
     def __call__(self, record: Any) -> None:
         if record.error:
@@ -81,18 +83,10 @@ def prefect_server_up(timeout_s: float = 1.5) -> str | None:
 
 
 def has_batch_mode(runtime: str) -> bool:
-    """Whether the runtime called ``runtime`` takes ``batch=True`` (a batch API at half price)."""
-    import importlib
-    import inspect
+    """Whether the runtime called ``runtime`` has a batch mode (``batch_mode``: a batch API at half price)."""
+    from skillreach.runtimes import REGISTRY, capability
 
-    from skillreach.runtimes import REGISTRY
-
-    target = REGISTRY.get(runtime)
-    if target is None:
-        return False
-    module_name, _, cls_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
-    return "batch" in inspect.signature(cls).parameters
+    return runtime in REGISTRY and capability(runtime, "batch_mode")
 
 
 PROBE_BYTES = 2_048
@@ -103,10 +97,10 @@ def _max_probes(config: Path | None, flag: int | None) -> int:
     """The ceiling: ``--max-probes`` > config file > ``SKILLREACH_MAX_PROBES`` > default."""
     if flag is not None:
         return flag
-    from skillreach.settings import _read_config_file, load_settings
+    from skillreach.settings import load_settings, read_config_file
     from skillreach.study import STUDY_ONLY_KEYS
 
-    values = _read_config_file(config) if config is not None else {}
+    values = read_config_file(config) if config is not None else {}
     return load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS}).max_probes
 
 
@@ -183,8 +177,11 @@ def _check_store() -> None:
     open_store(load_settings()).close()
 
 
-def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = None) -> Any:
-    """Run the study flow: tracked by Prefect when a server answers, in-process otherwise."""
+def run_study(
+    config: Any, *, progress: Any = None, use_prefect: bool | None = None, kind: str = "study"
+) -> Any:
+    """Run the study flow: tracked by Prefect when a server answers, in-process otherwise (the same
+    flow's body, ``study.fn``)."""
     from skillreach.flows.study import study
     from skillreach.tasks._context import set_progress
 
@@ -194,8 +191,8 @@ def run_study(config: Any, *, progress: Any = None, use_prefect: bool | None = N
     set_progress(key, progress)
     try:
         if use_prefect:
-            return asyncio.run(study(config))
-        return asyncio.run(study.fn(config))
+            return asyncio.run(study(config, kind))
+        return asyncio.run(study.fn(config, kind))
     finally:
         set_progress(key, None)
 
@@ -258,6 +255,14 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="N",
         help="Refuse a study planning more probes (queries × attempts) than N (default 1,000,000).",
     ),
+    keep_errors: bool = typer.Option(
+        False,
+        "--keep-errors",
+        help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
@@ -286,11 +291,12 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         max_cost=max_cost,
         compliance=True if compliance else None,
         judge_model=judge_model,
+        keep_errors=True if keep_errors else None,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
-    from skillreach.runtimes import REGISTRY, get_runtime
+    from skillreach.runtimes import REGISTRY, check_runtime_options, get_runtime
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
@@ -313,6 +319,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
             f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
         )
     check_planned_probes(cfg, _max_probes(config, max_probes))
+    try:  # a misspelt runtime option stops the run before anything starts, the file named
+        check_runtime_options(cfg.runtime, cfg.runtime_options)
+    except ConfigError as exc:
+        raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     from skillreach._paths import ensure_folder
@@ -329,13 +339,18 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         )
     console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
-    if not log.handlers:
+    if not any(isinstance(h, RichHandler) for h in log.handlers):
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
-        log.setLevel(logging.WARNING)
         log.propagate = False  # Prefect's console handler on the root logger would print it again
+    for handler in log.handlers:
+        if isinstance(handler, RichHandler):
+            handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    log.setLevel(logging.DEBUG)
+    log_file = _log_file(cfg.out or default_out_dir(cfg))
+    log.addHandler(log_file)
     if cfg.is_example:
         console.print(
-            f"[dim]no --skills/--queries: running the bundled example offline (runtime {cfg.runtime})"
+            f"[dim]no --skills/--queries: running the bundled example (runtime {cfg.runtime})"
         )
     server = prefect_server_up()
     if server is not None:
@@ -347,6 +362,8 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
+        log.removeHandler(log_file)
+        log_file.close()
     out_console = make_console()
     try:
         from skillreach.reports import print_scorecard
@@ -367,6 +384,24 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         out_console.print(f"  {label:9} {path}")
     if result.breaches:
         out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
+    errors = result.artifact.outcomes.errors if result.artifact is not None else {}
+    if errors:
+        console.print(errored_line(len(errors), errors[min(errors)]), markup=False, highlight=False)
+
+
+def errored_line(count: int, first: str) -> str:
+    """The one line a run prints about its errored probes (the records hold each error)."""
+    first_line = first.strip().splitlines()[0] if first.strip() else "no message"
+    return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
+
+
+def _log_file(out: Path) -> logging.Handler:
+    """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs)."""
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    return handler
 
 
 def serve_cmd(

@@ -32,8 +32,8 @@ def lint_cmd(
     config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
-    from skillreach.errors import InputError
-    from skillreach.lint import LintFailed, format_github, format_text, lint
+    from skillreach.errors import InputError, LintFailed
+    from skillreach.lint import format_github, format_text, lint
     from skillreach.settings import load_settings
 
     if budget is not None and budget < 1:

@@ -9,19 +9,32 @@ the probe stops the moment the expected skill is invoked; nothing after that is 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, ToolCall, Usage
-from skillreach.settings import Price
+from skillreach.settings import Price, Settings
 
-__all__ = ["Outcome", "ProbeOptions", "Runtime", "Tracker", "compliance_answer", "cost_of"]
+__all__ = [
+    "Outcome",
+    "ProbeOptions",
+    "Runtime",
+    "RuntimeOptions",
+    "Tracker",
+    "check_options",
+    "compliance_answer",
+    "cost_of",
+    "default_settings",
+]
 
 
 @dataclass(frozen=True)
 class ProbeOptions:
-    """What every probe of a study shares. ``compliance``: keep going after the target (issue 6)."""
+    """What every probe of a study shares. ``compliance``: keep going after the target."""
 
     max_turns: int = 3
     early_exit: bool = True
@@ -29,6 +42,9 @@ class ProbeOptions:
     timeout_s: float = 120.0
     compliance: bool = False
     step_budget: int = 8
+    keep_answer: bool = False
+    """Report the agent's last text as ``final_text`` even when the expected skill was never loaded
+    (``skillreach uplift``: task quality without the skill). Off for studies."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -109,6 +125,8 @@ def compliance_answer(tracker: Tracker, text: str | None) -> str | None:
     (``skillreach.compliance.evaluate_probe``). Otherwise ``text`` as it is."""
     if tracker.options.compliance and tracker.expected_loaded:
         return text or ""
+    if tracker.options.keep_answer:
+        return text or ""
     return text
 
 
@@ -145,14 +163,74 @@ class Outcome:
         return cls(invoked=list(tracker.invoked), early_exit=tracker.early_exit, **kwargs)  # type: ignore[arg-type]
 
 
+class RuntimeOptions(BaseModel):
+    """The options a runtime takes from a study's ``runtime_options``: each runtime declares one subclass
+    as its ``Options``; an unknown or misspelt key is refused (:func:`check_options`) with the valid ones
+    named. Dependencies that are not configuration (a client, a retry policy for tests) are constructor
+    arguments only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_options(
+    runtime: str, options_model: type[RuntimeOptions], options: dict[str, Any]
+) -> dict[str, Any]:
+    """``options`` validated against a runtime's ``Options``: the keys given, with their values coerced.
+
+    A misspelt or unknown key, or a value of the wrong type, is a :class:`ConfigError` naming the option
+    and the valid ones (``runtime_options.<key>``: what the user wrote in the config file).
+    """
+    valid = sorted(options_model.model_fields)
+    unknown = [k for k in options if k not in options_model.model_fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, valid, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(
+            f"runtime_options.{key}: the {runtime} runtime has no option {key!r}; {hint}"
+            f"valid options: {', '.join(valid) or 'none'}"
+        )
+    try:
+        checked = options_model.model_validate(options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"runtime_options.{where}: {err['msg']} (the {runtime} runtime)") from exc
+    return {k: getattr(checked, k) for k in options}
+
+
+def default_settings() -> Settings:
+    """The settings' defaults, for a runtime built without a ``settings`` object (tests, scripts).
+
+    Never read from the environment here: a runtime gets its settings from the task that builds it
+    (one resolved configuration), so a config file and a flag reach every runtime alike."""
+    return Settings.model_construct()
+
+
 @runtime_checkable
 class Runtime(Protocol):
-    """One agent runtime. ``name`` is its registry name."""
+    """One agent runtime. ``name`` is its registry name; the capabilities are class attributes:
+
+    - ``paid``: it bills per token from the price table (a cost estimate is said before a run);
+    - ``cached_listing``: the stable prefix (system prompt + skill listing) is served from the prompt
+      cache after the first request;
+    - ``batch_mode``: it has a batch API at half price (``--batch``);
+    - ``wants_all_probes``: run every probe in flight at once (true for a runtime in batch mode).
+    """
 
     name: ClassVar[str]
+    paid: ClassVar[bool]
+    cached_listing: ClassVar[bool]
+    batch_mode: ClassVar[bool]
+    wants_all_probes: bool
 
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
         """Run one probe, reporting invocations to ``tracker``; failures become ``Outcome.error``."""
+        ...
+
+    async def version(self) -> str | None:
+        """The runtime's version (``claude --version``, the SDK's version …), asked once and cached;
+        ``None`` when it cannot be told. Recorded on every probe (``ProbeRecord.runtime_version``)."""
         ...
 
     async def aclose(self) -> None:

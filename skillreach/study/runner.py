@@ -1,18 +1,19 @@
-"""Running probes: the asyncio loop inside one batch of work, the probe log, resume, canaries, cost.
+"""Running probes: the asyncio loop inside one batch of work, the fingerprint, the model snapshot, the
+canaries.
 
-Pure of Prefect and of network clients: a runtime (``runtimes/``) is passed in. The Prefect batch task
-(``tasks/``) calls :func:`run_probes` for its slice of (query, attempt) pairs.
+Pure of Prefect and of network clients: a runtime (``skillreach.runtimes``) is passed in. The Prefect
+batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for its slice of pairs.
 
 - :func:`run_probes` runs the pairs with at most ``concurrency`` in flight. Each finished probe is
   written to the sink (``probes.jsonl``: appended, flushed, fsynced) **before** anything else happens
   with it, so a probe already paid for survives a crash. A probe that fails after its retries is a
   record with ``error`` (never an empty selection). ``cost_cap`` stops starting new probes once the
   spend reaches it; the probes in flight finish and are written, then :class:`BudgetExceeded` is raised.
-- Resume: :func:`completed_pairs` gives the (query, attempt) pairs already recorded without error
-  under the same :func:`fingerprint`; a record under another fingerprint never counts.
+- Resume: :func:`skillreach.study.probe_log.completed_pairs` gives the (query, attempt) pairs already
+  recorded without error under the same :func:`fingerprint`; a record under another fingerprint never
+  counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
   when none activates anything, instead of reporting 0 % everywhere.
-- :func:`estimate_cost` gives the expected spend of a live run before it starts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -34,27 +34,21 @@ from skillreach.errors import (
     ProbeFailed,
 )
 from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha256_hex
-from skillreach.settings import Price
 from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
-from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
 
 __all__ = [
-    "JsonlSink",
     "ListSink",
     "ProbeSink",
+    "TeeSink",
     "canary_check",
     "canary_queries",
-    "completed_pairs",
-    "estimate_cost",
     "fingerprint",
-    "latest_records",
     "pending_pairs",
-    "read_probes",
     "resolve_model",
     "run_probes",
 ]
 
-log = logging.getLogger("skillreach.probing")
+log = logging.getLogger("skillreach.runner")
 
 FINGERPRINT_VERSION = 1
 
@@ -136,6 +130,28 @@ class ListSink:
         self.records.append(record)
 
 
+class TeeSink:
+    """The log first (``probes.jsonl``, fsynced: the probe is paid for), then the store in small groups.
+
+    ``store`` is anything with ``add_probes(study_id, records)``; ``flush`` writes what is pending.
+    """
+
+    def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
+        self.log, self.store, self.study_id, self.every = log, store, study_id, every
+        self.pending: list[ProbeRecord] = []
+
+    def write(self, record: ProbeRecord) -> None:
+        self.log.write(record)
+        self.pending.append(record)
+        if len(self.pending) >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.add_probes(self.study_id, self.pending)
+            self.pending = []
+
+
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
     """The pairs still to run, in their order."""
     return [(q, a) for q, a in pairs if (q.id, a) not in done]
@@ -153,6 +169,7 @@ def _record(
     options: ProbeOptions,
     fp: str,
     started: float,
+    runtime_version: str | None = None,
 ) -> ProbeRecord:
     return ProbeRecord(
         query_id=query.id,
@@ -162,6 +179,7 @@ def _record(
         turns=outcome.turns,
         early_exit=outcome.early_exit,
         runtime=runtime.name,
+        runtime_version=runtime_version,
         model=options.model or getattr(runtime, "model", None),
         resolved_model=outcome.resolved_model,
         usage=outcome.usage,
@@ -175,6 +193,19 @@ def _record(
     )
 
 
+async def runtime_version(runtime: Runtime) -> str | None:
+    """The runtime's version (its ``version()``; None for a runtime without one or when it fails)."""
+    ask = getattr(runtime, "version", None)
+    if ask is None:
+        return None
+    try:
+        version: str | None = await ask()
+    except Exception:  # a version is provenance, never a reason to stop a study
+        log.info("runtime %s could not tell its version", runtime.name, exc_info=True)
+        return None
+    return version
+
+
 async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
     try:
         return await runtime.select(query, catalog, tracker)
@@ -183,7 +214,9 @@ async def _probe_once(runtime: Runtime, query: Query, catalog: Catalog, tracker:
     except ProbeFailed as exc:
         return Outcome.from_tracker(tracker, error=exc.message)
     except Exception as exc:  # a runtime's bug is this probe's error, not the end of the study
-        log.exception("runtime %s failed on query %s", runtime.name, query.id)
+        # data, not an alarm: the record carries the error, the run says how many at the end, and the
+        # traceback goes to the log file (``--debug`` prints it)
+        log.info("runtime %s failed on query %s", runtime.name, query.id, exc_info=True)
         return Outcome.from_tracker(tracker, error=f"{type(exc).__name__}: {exc}")
 
 
@@ -211,6 +244,7 @@ async def run_probes(
     if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
         concurrency = max(concurrency, len(pairs))
     sem = asyncio.Semaphore(concurrency)
+    version = await runtime_version(runtime)
     offload = bool(getattr(sink, "thread_safe", False))
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
@@ -234,6 +268,7 @@ async def run_probes(
                 options=options,
                 fp=fingerprint,
                 started=started,
+                runtime_version=version,
             )
             if offload:
                 await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
@@ -332,51 +367,3 @@ async def canary_check(
         f"outright activated one with runtime {runtime.name!r}{why}. Check the runtime's set-up "
         "(skills folder, tool name, model) before spending on a study"
     )
-
-
-# ------------------------------------------------------------------------------------------- cost
-
-
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / 4)
-
-
-def estimate_cost(
-    n_probes: int,
-    catalog: Catalog,
-    price: Price | None,
-    *,
-    turns_per_probe: float = 1.5,
-    query_tokens: int = 60,
-    output_tokens_per_turn: int = 80,
-    system_tokens: int = 150,
-    cached: bool = True,
-    batch: bool = False,
-) -> float | None:
-    """Expected USD of ``n_probes`` live probes: probes × expected tokens × price (``None``: no price).
-
-    Turn 1 shows the listing (names + descriptions), the system prompt and the query; every further
-    turn adds an average skill body and the previous answer. With caching, the stable prefix is
-    written once and read by every later request.
-    """
-    if price is None:
-        return None
-    if n_probes <= 0:
-        return 0.0
-    listing = sum(len(s.name) + len(s.description) + 4 for s in catalog.skills)
-    prefix = _tokens(listing) + system_tokens + 120
-    bodies = [len(s.body) for s in catalog.skills] or [0]
-    body = _tokens(sum(bodies) // len(bodies))
-    turns = max(1.0, turns_per_probe)
-    extra = turns - 1.0
-    # tail tokens (not the prefix) per probe: the query every turn, bodies and answers after turn 1
-    tail = query_tokens * turns + (body + output_tokens_per_turn) * extra * (turns / 2 + 0.5)
-    requests = n_probes * turns
-    out_tokens = n_probes * turns * output_tokens_per_turn
-    if cached:
-        usd = prefix * price.cache_write + (requests - 1) * prefix * price.cache_read
-    else:
-        usd = requests * prefix * price.input
-    usd += n_probes * tail * price.input + out_tokens * price.output
-    usd /= 1_000_000
-    return usd * (0.5 if batch else 1.0)

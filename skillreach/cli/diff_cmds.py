@@ -1,0 +1,100 @@
+"""``skillreach diff A B``: did my edit help, or is it noise? A paired A/B comparison of two studies.
+
+Runs the ``diff`` flow (``flows/diff.py``): a tracked Prefect flow run when a server answers
+(``PREFECT_API_URL``), in-process otherwise. Exit 0 done, 2 bad input, 3 refused (a wall, or arms that
+differ in more than ``--vary`` says, without ``--force``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+__all__ = ["register", "run_diff"]
+
+
+def run_diff(use_prefect: bool | None = None, **params: Any) -> Any:
+    """Run the diff flow: tracked by Prefect when a server answers, in-process otherwise."""
+    from skillreach.cli.run_cmds import prefect_server_up
+    from skillreach.flows.diff import diff
+
+    if use_prefect is None:
+        use_prefect = prefect_server_up() is not None
+    return asyncio.run(diff(**params) if use_prefect else diff.fn(**params))
+
+
+def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
+    a: Path = typer.Argument(..., metavar="A", help="Study folder of the baseline arm (artifact.json)."),
+    b: Path = typer.Argument(..., metavar="B", help="Study folder of the changed arm."),
+    vary: str | None = typer.Option(
+        None,
+        "--vary",
+        metavar="AXIS",
+        help="What was meant to change: description, rival, scope, runtime or model. The pins and "
+        "digests of both arms are checked; anything else that moved refuses the diff (exit 3).",
+    ),
+    force: bool = typer.Option(False, "--force", help="Report even when more than --vary moved (warned)."),
+    skill: str | None = typer.Option(
+        None,
+        "--skill",
+        metavar="NAME",
+        help="The skill under edit: its description is 'description', other skills' edits are 'rival'.",
+    ),
+    queries: Path | None = typer.Option(
+        None, "--queries", metavar="FILE", help="The sealed query set both arms ran, to show query texts."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="The diff as JSON on stdout alone."),
+    html: Path | None = typer.Option(None, "--html", metavar="FILE", help="Write the HTML page here."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", metavar="FILE", help="Write a markdown summary here (a PR comment)."
+    ),
+    resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the bootstrap."),
+) -> None:
+    """Compare two studies of the same sealed query set, paired over queries: Δ top-1, Δ reachability,
+    Δ macro-F1 with 95 % intervals, McNemar's exact test, per-skill Δ recall / precision and the
+    queries that flipped (won, lost, stolen from neighbours)."""
+    from rich.console import Console
+
+    from skillreach.diff import AXES
+    from skillreach.errors import InputError
+
+    if vary is not None and vary not in AXES:
+        raise InputError(f"--vary {vary}: use one of {', '.join(AXES)}")
+    for arm in (a, b):
+        if not arm.exists():
+            raise InputError(f"{arm}: no such study folder; pass a folder written by skillreach run")
+    if queries is not None and not queries.is_file():
+        raise InputError(f"--queries {queries}: no such file")
+    result = run_diff(
+        a=a,
+        b=b,
+        vary=vary,
+        force=force,
+        skill=skill,
+        queries=queries,
+        html=html,
+        markdown=markdown,
+        resamples=resamples,
+        seed=seed,
+    )
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    from skillreach.reports.diff import print_diff
+
+    console = Console()
+    if not console.is_terminal:  # piped: 80 columns by default, too narrow for the intervals
+        console = Console(width=max(console.width, 120))
+    print_diff(result, console)
+    for label, path in (("html", html), ("markdown", markdown)):
+        if path is not None:
+            console.print(f"  {label:9} {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diff")(diff_cmd)

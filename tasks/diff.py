@@ -1,0 +1,85 @@
+"""The ``diff`` flow's tasks: load two arms, compare them, write the reports.
+
+Each wraps a core function of :mod:`skillreach.diff` / :mod:`skillreach.reports.diff`; the file I/O is
+here, never in the flow.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from skillreach.diff import Arm, DiffResult
+
+__all__ = ["Arms", "compare_arms", "load_arms", "write_diff_reports"]
+
+
+@dataclass(frozen=True)
+class Arms:
+    a: Arm
+    b: Arm
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+@task(name="load_arms", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def load_arms(a: Path, b: Path, queries: Path | None = None) -> Arms:
+    """Both arms' artifacts (digests verified) and, with ``queries``, the query texts."""
+    from skillreach.diff import load_arm, query_texts
+
+    arm_a, arm_b = load_arm(Path(a), "A"), load_arm(Path(b), "B")
+    texts = query_texts(queries, arm_a.artifact.queries_digest, arm_a)
+    return Arms(a=arm_a, b=arm_b, texts=texts)
+
+
+@task(name="compare_arms", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def compare_arms(
+    arms: Arms,
+    *,
+    vary: str | None = None,
+    force: bool = False,
+    skill: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> DiffResult:
+    """The paired diff B − A; walls and corroboration refuse with exit 3."""
+    from skillreach.diff import diff_arms
+
+    return diff_arms(
+        arms.a, arms.b, vary=vary, force=force, skill=skill, texts=arms.texts, resamples=resamples, seed=seed
+    )
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write to a temporary name beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+@task(name="write_diff_reports", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def write_diff_reports(
+    result: DiffResult,
+    *,
+    html: Path | None = None,
+    markdown: Path | None = None,
+    json_out: Path | None = None,
+) -> list[Path]:
+    """The HTML page, the markdown summary and the JSON, where asked for."""
+    from skillreach.reports.diff import render_diff_html, render_diff_markdown
+
+    written: list[Path] = []
+    if html is not None:
+        written.append(_write(Path(html), render_diff_html(result)))
+    if markdown is not None:
+        written.append(_write(Path(markdown), render_diff_markdown(result)))
+    if json_out is not None:
+        written.append(_write(Path(json_out), result.model_dump_json(indent=2) + "\n"))
+    return written

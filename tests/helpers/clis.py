@@ -1,0 +1,63 @@
+"""The real agent CLIs (npm) that ``.ci/run`` installs into ``~/.cache/skillreach/``; the ``realcli``
+tests skip, never pass, without them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["CLAUDE_CACHE", "PI_CACHE", "real_claude", "real_pi"]
+
+CLAUDE_CACHE = Path(
+    os.environ.get("SKILLREACH_CLAUDE_CACHE", Path.home() / ".cache" / "skillreach" / "claude-code")
+)
+PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "skillreach" / "pi"))
+_PI_STUB = Path(__file__).resolve().parents[1] / "fakes" / "pi_stub" / "pi"
+
+
+def real_claude() -> str | None:
+    """The real ``claude`` binary: ``SKILLREACH_REAL_CLAUDE``, else the npm cache."""
+    explicit = os.environ.get("SKILLREACH_REAL_CLAUDE")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    for arch in ("linux-x64", "linux-arm64"):
+        candidate = CLAUDE_CACHE / "node_modules" / "@anthropic-ai" / f"claude-code-{arch}" / "claude"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def real_pi() -> str | None:
+    """The real ``pi``: ``SKILLREACH_TEST_PI``, else ``pi`` on PATH, else the npm cache (never the stub)."""
+    for candidate in (
+        os.environ.get("SKILLREACH_TEST_PI"),
+        shutil.which("pi"),
+        str(PI_CACHE / "node_modules" / ".bin" / "pi"),
+    ):
+        if (
+            candidate
+            and Path(candidate).is_file()
+            and os.access(candidate, os.X_OK)
+            and Path(candidate).resolve() != _PI_STUB.resolve()
+        ):
+            return candidate
+    return None
+
+
+def hold_hooks_left() -> list[str]:
+    """Command lines of claude-code's hold hooks (started by this interpreter) still alive."""
+    import sys
+
+    left = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if sys.executable in cmd and "hold-%d" in cmd and state not in ("Z", "X"):
+            left.append(cmd)
+    return left

@@ -1,0 +1,326 @@
+"""The staged (group-sequential) gate of docs/spec/metrics.md "Staged comparison"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skillreach.cli import main
+from skillreach.gates import Verdict, gate_verdict
+from skillreach.sequential import (
+    obf_boundaries,
+    obf_spent,
+    plan_stages,
+    stage_order,
+    staged_compare,
+    staged_from_records,
+)
+from skillreach.stats import paired_t_interval
+from tests.helpers.staged import GIT_ENV, commit_baseline, git, make_record, run_study, write_skill
+
+# ------------------------------------------------------------------------------------- boundaries
+
+
+@pytest.mark.parametrize(
+    ("fractions", "published"),
+    [
+        # Lan–DeMets O'Brien–Fleming-type spending, two-sided α = 0.05 (gsDesign sfLDOF / ldbounds tables)
+        ((0.5, 1.0), (2.9626, 1.9686)),
+        ((0.25, 0.5, 0.75, 1.0), (4.3326, 2.9631, 2.3590, 2.0141)),
+        ((0.2, 0.4, 0.6, 0.8, 1.0), (4.8769, 3.3569, 2.6803, 2.2898, 2.0310)),
+    ],
+)
+def test_boundaries_equal_published_tables(
+    fractions: tuple[float, ...], published: tuple[float, ...]
+) -> None:
+    assert obf_boundaries(fractions) == pytest.approx(published, abs=2e-3)
+
+
+def test_spending_reaches_alpha_and_one_look_is_the_fixed_test() -> None:
+    assert obf_spent(1.0) == pytest.approx(0.05)
+    assert obf_spent(0.5) < obf_spent(0.75) < obf_spent(1.0)
+    assert obf_boundaries((1.0,)) == pytest.approx((1.959963984540054,))
+
+
+def test_boundaries_cross_with_probability_alpha_under_brownian_motion() -> None:
+    """Differential check by simulation: the chance of crossing any look is α, and each look spends
+    what the spending function says."""
+    fractions = (0.3, 0.55, 0.8, 1.0)
+    c = np.array(obf_boundaries(fractions))
+    rng = np.random.default_rng(3)
+    n = 400_000
+    steps = np.diff((0.0, *fractions))
+    s = np.cumsum(rng.standard_normal((n, 4)) * np.sqrt(steps), axis=1)
+    z = np.abs(s / np.sqrt(fractions))
+    crossed = (z >= c).any(axis=1).mean()
+    assert crossed == pytest.approx(0.05, abs=0.002)
+    first = (z[:, 0] >= c[0]).mean()
+    assert first == pytest.approx(obf_spent(0.3), abs=5e-4)
+
+
+def test_plan_stages() -> None:
+    assert plan_stages(60, 4) == [15, 30, 45, 60]
+    assert plan_stages(10, 4) == [3, 5, 8, 10]
+    assert plan_stages(3, 4) == [3]  # too few cases for two per stage: one look, the fixed test
+    assert plan_stages(0) == []
+
+
+# ------------------------------------------------------------------------------------- simulation
+
+N_SIMS, CASES, RUNS, GATE = 2000, 60, 3, -0.05
+
+
+def _simulate(drop: float, seed: int) -> tuple[float, float, float]:
+    """(fixed breach rate, staged breach rate, mean probes staged / fixed) over N_SIMS comparisons.
+
+    Each comparison: 60 cases of 3 runs, case activation rates p ~ Beta(8, 2), the baseline and the
+    new record drawn independently, the new one with p − drop.
+    """
+    rng = np.random.default_rng(seed)
+    ids = [f"case-{i:02d}" for i in range(CASES)]
+    probes = dict.fromkeys(ids, RUNS)
+    fixed = staged = used = 0
+    for _ in range(N_SIMS):
+        p = rng.beta(8, 2, CASES)
+        base = rng.binomial(RUNS, p) / RUNS
+        new = rng.binomial(RUNS, np.clip(p - drop, 0, 1)) / RUNS
+        d = new - base
+        mean, lo, hi = paired_t_interval(list(d))
+        fixed += gate_verdict("activation", GATE, mean, lo, hi) is Verdict.breach
+        st = staged_compare({"activation": dict(zip(ids, d, strict=True))}, {"activation": GATE}, ids, probes)
+        assert st.finished
+        staged += st.verdict is Verdict.breach
+        used += st.probes_used
+    return fixed / N_SIMS, staged / N_SIMS, used / (N_SIMS * CASES * RUNS)
+
+
+def test_simulation_false_breach_rate_savings_and_power() -> None:
+    mc_se = (0.05 * 0.95 / N_SIMS) ** 0.5
+    _, false_breach, _ = _simulate(0.0, seed=11)
+    assert false_breach <= 0.05 + 2 * mc_se, false_breach
+    fixed_power, staged_power, probe_share = _simulate(0.2, seed=12)
+    print(
+        f"false breach {false_breach:.4f}; drop 0.2: power fixed {fixed_power:.4f} staged "
+        f"{staged_power:.4f}, probes {100 * (1 - probe_share):.1f} % fewer"
+    )
+    assert probe_share <= 0.70, probe_share
+    assert abs(staged_power - fixed_power) <= 0.02
+
+
+# ------------------------------------------------------------------------------------- comparisons
+
+
+def test_staged_compare_stops_at_a_clear_breach_and_counts_probes() -> None:
+    ids = [f"q{i:02d}" for i in range(40)]
+    rng = np.random.default_rng(0)
+    diffs = {i: float(v) for i, v in zip(ids, -0.6 + 0.1 * rng.standard_normal(40), strict=True)}
+    st = staged_compare({"activation": diffs}, {"activation": -0.05}, ids, dict.fromkeys(ids, 2))
+    assert st.verdict is Verdict.breach
+    assert st.looks_taken == 1
+    assert (st.cases_used, st.probes_used, st.probes_planned, st.probes_saved) == (10, 20, 80, 60)
+    assert "60 probes saved" in st.sentence()
+
+
+def test_staged_compare_waits_for_every_metric_and_reports_partial_plans() -> None:
+    ids = [f"q{i:02d}" for i in range(40)]
+    rng = np.random.default_rng(1)
+    act = {i: float(v) for i, v in zip(ids[:20], 0.02 * rng.standard_normal(20), strict=True)}
+    fa = {i: (0.6 if j % 2 else -0.4) for j, i in enumerate(ids[20:])}  # Δ +0.1 (gate +0.03), sd 0.51
+    gates = {"activation": -0.05, "false_activation": 0.03}
+    order = stage_order(ids, seed=5)
+    st = staged_compare({"activation": act, "false_activation": fa}, gates, order, dict.fromkeys(ids, 1))
+    by = {m.metric: m for m in st.metrics}
+    assert by["activation"].verdict is Verdict.ok
+    assert by["false_activation"].verdict is Verdict.inconclusive  # noisy: decided only at the end
+    assert st.looks_taken == 4
+    assert st.verdict is Verdict.inconclusive
+    # only two stages probed so far: not finished, no verdict yet
+    seen = set(order[:20])
+    partial = staged_compare(
+        {
+            "activation": {k: v for k, v in act.items() if k in seen},
+            "false_activation": {k: v for k, v in fa.items() if k in seen},
+        },
+        gates,
+        order,
+        dict.fromkeys(ids, 1),
+        planned={"activation": list(act), "false_activation": list(fa)},
+        probed_looks=2,
+    )
+    assert not partial.finished
+    assert partial.verdict is None
+    assert partial.looks_taken == 2
+
+
+def _records(drop_cases: int) -> tuple[object, object]:
+    """60 positive cases of 3 runs; the new record loses activation on ``drop_cases`` cases."""
+    base = {f"q{i:02d}": [1, 1, 1] for i in range(60)}
+    base.update({f"q{i:02d}": [1, 0, 1] for i in range(0, 60, 7)})
+    new = {k: list(v) for k, v in base.items()}
+    for i in range(drop_cases):
+        new[f"q{i:02d}"] = [0, 0, 0]
+    for i in range(40, 44):
+        new[f"q{i:02d}"] = [1, 1, 0]
+    return make_record(base), make_record(new, skill_version="git:2222", bid="deploy@new")
+
+
+def test_staged_from_records_replays_the_plan() -> None:
+    base, new = _records(drop_cases=30)
+    st = staged_from_records(base, new, {"activation": -0.05})  # type: ignore[arg-type]
+    assert st.verdict is Verdict.breach
+    assert st.looks_taken < st.looks_planned
+    assert st.probes_planned == 180
+    assert st.probes_saved > 0
+
+
+def _write(rec: object, path: Path) -> Path:
+    from skillreach.baselines import write_baseline
+
+    return write_baseline(rec, path)  # type: ignore[arg-type]
+
+
+def test_cli_compare_staged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, new = _records(drop_cases=30)
+    b, n = _write(base, tmp_path / "base.json"), _write(new, tmp_path / "new.json")
+    assert main(["baseline", "compare", str(b), str(n), "--staged", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    st = out["staged"]
+    assert st["verdict"] == "breach"
+    assert st["probes_saved"] == st["probes_planned"] - st["probes_used"] > 0
+    assert main(["baseline", "compare", str(b), str(n), "--staged"]) == 1
+    captured = capsys.readouterr()
+    assert "probes saved" in captured.out
+    assert "staged verdict: breach → exit 1" in captured.out
+    assert "staged gate failed" in captured.err
+    assert "Traceback" not in captured.err
+    same, _ = _records(drop_cases=0)
+    s2 = _write(
+        make_record(
+            {k: list(v.activated) for k, v in same.per_case.items()},  # type: ignore[attr-defined]
+            skill_version="git:3",
+            bid="deploy@same",
+        ),
+        tmp_path / "same.json",
+    )
+    assert main(["baseline", "compare", str(b), str(s2), "--staged", "--looks", "3"]) == 0
+    assert "staged verdict: ok → exit 0" in capsys.readouterr().out
+    assert main(["baseline", "compare", str(b), str(n), "--staged", "--looks", "0"]) == 2
+
+
+# ------------------------------------------------------------------------------- check --changed --staged
+
+
+def test_check_changed_staged_stops_early_on_a_clear_drop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """40 web cases always reach ``deploy``; a rewritten description loses two in three of them. The
+    staged check stops before the plan is exhausted, says breach, and reports the probes it saved."""
+    import yaml
+
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    from skillreach.models import Query, QuerySet
+    from skillreach.queries import seal, write_query_set
+
+    web = [f"web{i:02d}" for i in range(40)]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write_skill(repo / "skills", "deploy", "Deploy the web service to production.", "# deploy\n")
+    write_skill(repo / "skills", "pdf", "Merge, split and fill PDF files.", "# pdf\n")
+    qs = [Query(id=c, text=f"ship the web app {c}", expected_skill="deploy") for c in web]
+    qs += [Query(id=f"pdf{i}", text=f"merge the pdfs {i}", expected_skill="pdf") for i in range(4)]
+    write_query_set(seal(QuerySet(catalog_id="s", queries=tuple(qs)), source="t"), repo / "q.json")
+    (repo / "evals").mkdir()
+    (repo / "q.json").rename(repo / "evals" / "queries.json")
+    (repo / "ci").mkdir()
+    for name, lost in (("narrow", False), ("broad", True)):
+        script = {c: ([] if lost and i % 3 else ["deploy"]) for i, c in enumerate(web)}
+        script.update({f"pdf{i}": ["pdf"] for i in range(4)})
+        script.update({f"canary-{i}": ["pdf"] for i in (1, 2, 3)})  # the study flow's canary
+        (repo / "ci" / f"{name}.json").write_text(json.dumps(script), encoding="utf-8")
+        (repo / "ci" / f"{name}.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "runtime": "fake",
+                    "attempts": 2,
+                    "runtime_options": {"script": str(repo / "ci" / f"{name}.json")},
+                }
+            ),
+            encoding="utf-8",
+        )
+    (repo / ".gitignore").write_text(".skillreach/\nout/\n", encoding="utf-8")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "skills and corpus")
+    monkeypatch.chdir(repo)
+    commit_baseline(repo, run_study(repo, repo / "ci" / "narrow.yaml", repo / "out" / "narrow"), "deploy")
+    write_skill(repo / "skills", "deploy", "Deploy things.", "# deploy\n")
+    git(repo, "commit", "-q", "-am", "deploy: shorter description")
+    capsys.readouterr()
+    args = ["check", "--changed", "--since", "HEAD~1", "--skills", "skills", "--in-process"]
+    args += ["--config", str(repo / "ci" / "broad.yaml"), "--out", str(repo / "out" / "check")]
+    code = main([*args, "--staged", "--json", "--annotations"])
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    lines = captured.out.splitlines()
+    payload = json.loads("\n".join(line for line in lines if not line.startswith("::")))
+    (entry,) = payload["results"]
+    assert entry["status"] == "breach"
+    st = entry["staged"]
+    assert st["looks_taken"] < st["looks_planned"]
+    assert st["probes_saved"] > 0
+    assert st["probes_planned"] == 88  # 44 cases × 2 runs
+    assert any("activation (staged) breach at look" in line for line in lines if line.startswith("::error"))
+    assert "staged: probed" in captured.err
+    probes = (repo / "out" / "check" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(probes) == st["probes_used"] < 88  # the later stages were never probed
+    assert main([*args, "--staged"]) == 1  # the same, for a person: tables, the saving, one error line
+    captured = capsys.readouterr()
+    assert "staged gate" in captured.out
+    assert f"{st['probes_saved']} probes saved" in captured.out
+    assert "check: gate failed for deploy" in captured.err
+
+
+def test_staged_gate_carries_the_new_cases_cohort() -> None:
+    """A broadened description reaches cases the baseline never did, and breaks the rules there: the
+    staged gate breaches on ``compliance (new cases)`` as the fixed gate does."""
+    old = {f"web{i:02d}": [1, 1] for i in range(20)}
+    infra = {f"inf{i:02d}": [0, 0] for i in range(20)}
+    base = make_record({**old, **infra}, compliance={c: [True, True] for c in old}, bid="deploy@base")
+    new = make_record(
+        {**old, **{c: [1, 1] for c in infra}},
+        compliance={**{c: [True, True] for c in old}, **{c: [False, False] for c in infra}},
+        skill_version="git:2",
+        bid="deploy@new",
+    )
+    st = staged_from_records(base, new, {"activation": -0.05, "compliance": -0.05})  # type: ignore[arg-type]
+    by = {m.metric: m for m in st.metrics}
+    assert by["compliance (new cases)"].planned_cases == 20
+    assert by["compliance (new cases)"].verdict is Verdict.breach
+    assert st.verdict is Verdict.breach
+
+
+def test_real_entry_point_staged_compare(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "skillreach"
+    base, new = _records(drop_cases=30)
+    b, n = _write(base, tmp_path / "base.json"), _write(new, tmp_path / "new.json")
+    proc = subprocess.run(
+        [str(exe), "baseline", "compare", str(b), str(n), "--staged", "--looks", "4"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "staged verdict: breach → exit 1" in proc.stdout
+    assert proc.stderr.startswith("skillreach: error: deploy: staged gate failed: activation breach at look")
+    assert "Traceback" not in proc.stderr

@@ -393,7 +393,7 @@ def build_world(root: Path) -> list[Case]:
     # skill
     for variant, raw, lint_code, needles in SKILL_VARIANTS:
         folder = _write_skills(root, variant, raw)
-        file_needles = ("bad/SKILL.md", *needles)
+        file_needles = ("bad/SKILL.md", *needles) if needles else ()
         add(Case("skill", f"lint-{variant}", ("lint", str(folder)), lint_code, file_needles))
         if variant in OVERLAP_TOO:
             add(Case("skill", f"overlap-{variant}", ("overlap", str(folder), "--top", "2"), 0, ()))

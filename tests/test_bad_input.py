@@ -322,7 +322,7 @@ CONFIGS: dict[str, tuple[str, bytes, tuple[str, ...]]] = {
     ),
     "nul-yaml": ("c.yaml", b"attempts: 1\0\n", ("c.yaml:1", "NUL byte")),
     "nul-toml": ("c.toml", b"attempts = 1\0\n", ("c.toml:1", "NUL byte")),
-    "max-cost": ("c.toml", b"max_cost = 5\n", ("c.toml", "max_cost", "max_cost_usd")),
+    "flag-named-key": ("c.toml", b"budget = 5\n", ("c.toml", "budget", "listing_budget_chars")),
     "misspelt": ("c.yaml", b"attemps: 3\n", ("c.yaml", "attemps", "did you mean attempts")),
     "attempts-1e9": ("c.toml", b"attempts = 1e9\n", ("attempts", "max_probes")),
     "attempts-zero": ("c.toml", b"attempts = 0\n", ("c.toml", "attempts")),

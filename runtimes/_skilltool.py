@@ -32,6 +32,7 @@ __all__ = [
     "SkillDialogue",
     "ToolAnswer",
     "classify_sdk_error",
+    "endpoint_error",
     "error_detail",
     "retry_after",
     "skill_body",
@@ -200,3 +201,51 @@ def classify_sdk_error(
         cause = exc.__cause__
         return TransientProbeError(f"connection failed ({type(cause).__name__ if cause else 'dropped'})")
     return None
+
+
+# ------------------------------------------------------------------------------ endpoint messages
+
+_UNREACHABLE = (
+    "connection refused",
+    "name or service not known",
+    "nodename nor servname",
+    "no route to host",
+)
+
+
+def _unreachable(exc: BaseException) -> str | None:
+    """``connection refused`` (or a name that does not resolve) somewhere in the exception's chain."""
+    import errno
+    import socket
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen and len(seen) < 12:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        if isinstance(cur, socket.gaierror):
+            return "the host name does not resolve"
+        text = str(cur).lower()
+        for marker in _UNREACHABLE:
+            if marker in text:
+                return "the host name does not resolve" if "name" in marker else marker
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def endpoint_error(err: ProbeFailed, exc: BaseException, url: str, origin: str) -> ProbeFailed:
+    """``err`` (from :func:`classify_sdk_error`) with the endpoint and the setting that chose it named.
+
+    A refused connection or an unresolvable host is final at once (no retries: nothing listens there);
+    an HTTP 404 names the URL first, since a wrong base URL answers 404 for every model.
+    """
+    where = f"{url} (set by {origin})"
+    why = _unreachable(exc)
+    if why is not None:
+        return ProbeFailed(f"cannot reach {where}: {why}; start the server or fix {origin}")
+    if isinstance(err, TransientProbeError) and err.message.startswith("connection failed"):
+        return TransientProbeError(f"{err.message} to {where}", err.retry_after)
+    if err.message.startswith("HTTP 404"):
+        return ProbeFailed(f"{err.message} at {where}; check {origin}, then --model")
+    return err

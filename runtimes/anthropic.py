@@ -48,6 +48,7 @@ import itertools
 import json
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -60,7 +61,7 @@ from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._anthropic_common import translate_error, usage_of
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
-from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, skill_tool
+from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, endpoint_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
@@ -267,6 +268,7 @@ class AnthropicRuntime:
         self._tools: dict[int, tuple[Catalog, dict[str, Any], dict[bool, bytes]]] = {}
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
         self.http = "client"
+        self._base_url_given = bool(base_url)
         if client is not None:
             self._clients: list[Any] = [client]
         else:
@@ -302,8 +304,22 @@ class AnthropicRuntime:
         self.stats.waits_s += wait
         log.warning("retry %d after %.2fs: %s", attempt, wait, err.message)
 
+    @property
+    def endpoint(self) -> tuple[str, str]:
+        """(the base URL requests go to, the setting that chose it) for error messages."""
+        url = str(getattr(self.client, "base_url", "") or "").rstrip("/") or "the API"
+        if self._base_url_given:
+            return url, "runtime_options.base_url"
+        if os.environ.get("ANTHROPIC_BASE_URL"):
+            return url, "ANTHROPIC_BASE_URL"
+        return url, "the SDK default (ANTHROPIC_BASE_URL unset)"
+
+    def _classify(self, exc: BaseException) -> ProbeFailed | None:
+        err = classify_error(exc)
+        return endpoint_error(err, exc, *self.endpoint) if err is not None else None
+
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
-        return await retrying(call, policy=self.policy, classify=classify_error, on_retry=self._on_retry)
+        return await retrying(call, policy=self.policy, classify=self._classify, on_retry=self._on_retry)
 
     async def _create_once(self, params: dict[str, Any], body: bytes) -> dict[str, Any]:
         """One request (``body`` is ``params`` as JSON); the message as the API's JSON (raw bytes: no
@@ -386,6 +402,8 @@ class AnthropicRuntime:
         try:
             info = await self._retrying(lambda: self.client.models.retrieve(model))
         except ProbeFailed as exc:
+            if exc.message.startswith("cannot reach") or "(set by " in exc.message:
+                raise ConfigError(exc.message) from exc  # the endpoint is wrong, not the model
             raise ConfigError(f"model {model!r}: {exc.message}; check --model") from exc
         self._resolved[model] = str(info.id)
         return self._resolved[model]

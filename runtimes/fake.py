@@ -80,6 +80,16 @@ class FakeRuntime:
         self.calls: list[tuple[str, int]] = []
         """(query id, attempt) of every probe run, in order (tests count duplicates with it)."""
 
+    @property
+    def blind_hint(self) -> str | None:
+        """Why every canary selected nothing, when the reason is the missing script."""
+        if self.script:
+            return None
+        return (
+            "it has no script, so it selects no skill; pass runtime_options: {script: FILE.json} "
+            "(query id → skills) in --config, or use --runtime keyword"
+        )
+
     def _entry(self, query: Query, attempt: int) -> dict[str, Any]:
         raw = self.script.get(query.id, self.script.get("*", []))
         entry = self._normalise(raw, query.id)

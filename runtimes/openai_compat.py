@@ -38,7 +38,13 @@ from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._ratelimit import TokenBucket
 from skillreach.runtimes._retry import RetryPolicy, retrying
-from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, classify_sdk_error, skill_tool
+from skillreach.runtimes._skilltool import (
+    SYSTEM_PROMPT,
+    SkillDialogue,
+    classify_sdk_error,
+    endpoint_error,
+    skill_tool,
+)
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
@@ -140,6 +146,7 @@ class OpenAICompatRuntime:
             )
         self.model: str = chosen
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._base_url_given = bool(base_url)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY_PLACEHOLDER
         self.timeout_s = timeout_s or s.timeout_s
         self.policy = retry_policy or RetryPolicy(
@@ -184,11 +191,24 @@ class OpenAICompatRuntime:
             await self._rpm.acquire(1)
             return await self._get_client().chat.completions.create(**request)
 
+    @property
+    def endpoint(self) -> tuple[str, str]:
+        """(the base URL requests go to, the setting that chose it) for error messages."""
+        if self._base_url_given:
+            return str(self.base_url), "runtime_options.base_url"
+        if self.base_url:
+            return self.base_url, "OPENAI_BASE_URL"
+        return "https://api.openai.com/v1", "the SDK default (OPENAI_BASE_URL unset)"
+
+    def _classify(self, exc: BaseException) -> ProbeFailed | None:
+        err = classify_error(exc)
+        return endpoint_error(err, exc, *self.endpoint) if err is not None else None
+
     async def _create(self, request: dict[str, Any]) -> Any:
         return await retrying(
             lambda: self._create_once(request),
             policy=self.policy,
-            classify=classify_error,
+            classify=self._classify,
             on_retry=self._on_retry,
         )
 

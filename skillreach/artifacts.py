@@ -726,6 +726,9 @@ def read_artifact(path: str | os.PathLike[str]) -> Artifact:
 
 
 def _read_artifact(path: Path) -> Artifact:
+    from skillreach._paths import refuse_special_file
+
+    refuse_special_file(path, "artifact.json a study wrote")
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:

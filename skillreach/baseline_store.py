@@ -25,7 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillreach.baselines import BaselineRecord, git_output, git_toplevel, metrics_line, parse_baseline
+from skillreach.baselines import (
+    BaselineRecord,
+    git_output,
+    git_toplevel,
+    metrics_line,
+    parse_baseline,
+    seal_baseline,
+)
 from skillreach.errors import InputError
 
 __all__ = ["DEFAULT_BRANCH", "BaselineRepo", "Committed"]
@@ -158,8 +165,8 @@ class BaselineRepo:
         self, records: Sequence[BaselineRecord], candidates: Sequence[BaselineRecord], accept: Sequence[str]
     ) -> tuple[dict[str, str], list[str], list[str]]:
         """(path → content to write, paths to delete, skills accepted)."""
-        files = {self.path_of(r.skill): r.model_dump_json(indent=2) + "\n" for r in records}
-        files.update({self.path_of(r.skill, candidate=True): r.model_dump_json(indent=2) + "\n"
+        files = {self.path_of(r.skill): seal_baseline(r).model_dump_json(indent=2) + "\n" for r in records}
+        files.update({self.path_of(r.skill, candidate=True): seal_baseline(r).model_dump_json(indent=2) + "\n"
                       for r in candidates})
         delete = [self.path_of(r.skill, candidate=True) for r in records]  # a fresh record supersedes
         accepted: list[str] = []
@@ -168,7 +175,7 @@ class BaselineRepo:
             if cand is None:
                 raise InputError(f"skill {skill!r}: no candidate record waits under "
                                  f"{self.path_of(skill, candidate=True)}; see skillreach baseline status")
-            files[self.path_of(skill)] = cand.model_dump_json(indent=2) + "\n"
+            files[self.path_of(skill)] = seal_baseline(cand).model_dump_json(indent=2) + "\n"
             delete.append(self.path_of(skill, candidate=True))
             accepted.append(skill)
         return files, delete, accepted

@@ -34,9 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field, ValidationError, field_validator
 
-from skillreach.errors import InputError, NotFoundError
+from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import NO_SKILL, Frozen, QuerySet
 from skillreach.stats import clustered_wilson
 
@@ -47,6 +48,7 @@ __all__ = [
     "CaseOutcomes",
     "MetricValue",
     "RuntimePin",
+    "baseline_digest",
     "case_rates",
     "changes_between",
     "cohort_split",
@@ -57,6 +59,7 @@ __all__ = [
     "metric_value",
     "read_baseline",
     "record_baseline",
+    "seal_baseline",
     "skill_version",
     "write_baseline",
 ]
@@ -129,6 +132,9 @@ class BaselineRecord(Frozen):
     artifact_digest: str | None = None
     catalog_digest: str | None = None
     tool_version: str = ""
+    digest: str | None = None
+    """``sha256:<hex>`` of the canonical JSON of every other field (:func:`seal_baseline`); verified on
+    every read, so an edited value or an emptied ``per_case`` is refused rather than gated."""
 
     @field_validator("runtime", mode="before")
     @classmethod
@@ -422,7 +428,7 @@ def record_baseline(
     metrics = {m: metric_value(per_case, m) for m in METRICS}
     from skillreach import __version__ as tool_version
 
-    return BaselineRecord(
+    record = BaselineRecord(
         baseline_id=f"{skill}@{stamp.strftime('%Y-%m-%dT%H:%M:%SZ')}",
         skill=skill,
         created_at=stamp.isoformat().replace("+00:00", "Z"),
@@ -448,23 +454,38 @@ def record_baseline(
         catalog_digest=getattr(getattr(artifact, "catalog", None), "digest", None),
         tool_version=str(tool_version),
     )
+    return seal_baseline(record)
 
 
 # ------------------------------------------------------------------------------------------ file I/O
+
+
+def baseline_digest(data: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` of canonical JSON (keys sorted, no whitespace, UTF-8) of ``data`` but ``digest``."""
+    body = {k: v for k, v in data.items() if k != "digest"}
+    return "sha256:" + hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def seal_baseline(record: BaselineRecord) -> BaselineRecord:
+    """``record`` with its ``digest`` set (the same scheme as artifacts)."""
+    return record.model_copy(update={"digest": baseline_digest(record.model_dump(mode="json"))})
 
 
 def write_baseline(record: BaselineRecord, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        path.write_text(seal_baseline(record).model_dump_json(indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot write the baseline ({exc.strerror}); check --out") from exc
     return path
 
 
 def read_baseline(path: str | os.PathLike[str]) -> BaselineRecord:
+    from skillreach._paths import refuse_special_file
+
     path = Path(path)
+    refuse_special_file(path, "baseline record (baselines/NAME.json)")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -488,6 +509,20 @@ def parse_baseline(text: str, where: str) -> BaselineRecord:
     version = data.get("schema_version", BASELINE_SCHEMA_VERSION)
     if version != BASELINE_SCHEMA_VERSION:
         raise InputError(f"{where}: baseline schema_version {version!r} is not supported; re-record it")
+    stored = data.get("digest")
+    if not isinstance(stored, str) or not stored:
+        raise TamperedError(
+            f"{where}: the baseline record carries no digest; re-record it with skillreach baseline record"
+        )
+    try:
+        actual = baseline_digest(data)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise InputError(f"{where}: not a baseline record ({exc})") from exc
+    if actual != stored:
+        raise TamperedError(
+            f"{where}: digest does not match the content (stored {stored[:19]}…, content {actual[:19]}…); "
+            "the record was changed after it was written — re-record it"
+        )
     try:
         return BaselineRecord.model_validate(data)
     except ValidationError as exc:

@@ -10,7 +10,9 @@
 3. **Verdict** for a gate g: a metric where lower is worse (activation, compliance, task quality) has
    g ≤ 0: **breach** when d̂ < g and the upper end < 0; **inconclusive** when d̂ < g and the upper end
    ≥ 0; **ok** otherwise. False activation (higher is worse) mirrors it with g ≥ 0. A metric with no
-   paired case is **n/a** (not gated; the reason is said).
+   paired case is **n/a** (not gated; the reason is said). A comparison in which *no* metric has a
+   paired case is refused (:class:`~skillreach.errors.RefusedError`): nothing was gated, so it is
+   never *ok*.
 4. **Cohorts.** Cases rated in the new record only — never reached under the baseline (a broadened
    description pulls in new work) — cannot be paired. They form the *new cases* cohort, gated with the
    same gate and the same t interval on dᵢ = new rate of case i − the baseline's pooled value (the
@@ -200,7 +202,7 @@ def t_test_power(effect: float, sd: float, k: int, alpha: float = ALPHA) -> floa
         return 0.0
     if sd <= 0:
         return 1.0 if effect != 0 else alpha
-    from scipy import stats as sps  # here, not at the top: scipy.stats costs seconds to import
+    from scipy import stats as sps  # ~1 s to import: only an inconclusive gate needs it
 
     df = k - 1
     crit = float(sps.t.ppf(1 - alpha / 2, df))
@@ -459,6 +461,12 @@ def compare(
                 f"{metric}: {len(dropped)} case(s) rated in the baseline have no {metric} probe in the new "
                 f"record (e.g. {dropped[0]}): not compared"
             )
+    if not any(r.cohort == "paired" and r.k > 0 for r in results):
+        raise RefusedError(
+            f"{new.skill}: no case rated in both records (baseline {base.baseline_id}: "
+            f"{len(base.per_case)} cases, new {new.baseline_id}: {len(new.per_case)}); nothing to gate — "
+            "re-record the baseline on the same query set"
+        )
     cohorts: dict[str, dict[str, dict[str, Any] | None]] = {}
     for metric in ("compliance", "task_quality"):
         split = cohort_split(new, base, metric)

@@ -535,6 +535,7 @@ def _skill_of_label(ctx: _Ctx, row: Mapping[str, Any], where: str, skill: str | 
 def _read_labels(ctx: _Ctx, skill: str | None) -> list[Query]:
     queries: list[Query] = []
     counters: dict[str, int] = {}
+    mapped: dict[str, int] = {}  # labels that are not our kinds, and how many rows carried them
     for where, row in _json_rows(ctx):
         if not isinstance(row, Mapping):
             raise InputError(
@@ -564,7 +565,14 @@ def _read_labels(ctx: _Ctx, skill: str | None) -> list[Query]:
         kind = QueryKind(label_kind) if label_kind in QueryKind.__members__ else QueryKind.implicit
         if kind is QueryKind.out_of_scope or kind is QueryKind.neighbor_negative:
             kind = QueryKind.implicit
+        if label_kind and label_kind != kind.value:
+            mapped[label_kind] = mapped.get(label_kind, 0) + 1
         queries.append(_make(where, id=qid, text=text, expected_skill=target, kind=kind, notes=notes))
+    for label, count in sorted(mapped.items()):
+        ctx.warnings.append(
+            f"kind {label!r} ({count} row{'s' if count != 1 else ''}) is not a skillreach kind for a "
+            "positive row; imported as implicit"
+        )
     return queries
 
 

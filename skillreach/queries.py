@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from skillreach import __version__
+from skillreach._yaml import YamlProblem, load_limited
 from skillreach.compliance import validate_checks
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import Catalog, Provenance, Query, QueryKind, QuerySet, sha256_hex
@@ -50,6 +50,11 @@ __all__ = [
 
 QUERY_FIELDS = ("id", "text", "expected_skill", "acceptable_skills", "kind", "notes", "checks")
 """The keys of one query, in the order files are written (and the CSV columns)."""
+
+MAX_QUERY_FILE_BYTES = 64 * 2**20
+"""A query file larger than this is refused before it is read."""
+MAX_QUERY_NODES = 2_000_000
+"""YAML nodes a query set may hold (about 100,000 queries); aliases are refused."""
 
 _KINDS = ", ".join(k.value for k in QueryKind)
 _KIND_VALUES = frozenset(k.value for k in QueryKind)
@@ -74,30 +79,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _json_loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (YAML 1.2 forbids it)."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            first = seen.get(key)
-        except TypeError:  # an unhashable key: the base constructor reports it
-            continue
-        if first is not None:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first on line {first}); keep one", key_node.start_mark
-            )
-        seen[key] = key_node.start_mark.line + 1
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except RecursionError as exc:  # ``[[[[…`` thousands deep
+        raise json.JSONDecodeError("nested too deeply", text, 0) from exc
 
 
 @dataclass(frozen=True)
@@ -141,9 +126,18 @@ def read_query_file(path: str | Path) -> QuerySet:
         raise NotFoundError(
             f"{path}: no such query file; pass a JSON, JSONL, CSV or YAML query set"
             if not path.exists()
-            else f"{path}: is a directory, not a query file; pass a JSON, JSONL, CSV or YAML file"
+            else f"{path}: is a folder, not a query file; pass a JSON, JSONL, CSV or YAML file"
+            if path.is_dir()
+            else f"{path}: not a regular file (a FIFO, device or socket); pass a JSON, JSONL, CSV or YAML "
+            "file"
         )
     try:
+        size = path.stat().st_size
+        if size > MAX_QUERY_FILE_BYTES:
+            raise InputError(
+                f"{path}: {size:,} bytes, more than the {MAX_QUERY_FILE_BYTES // 2**20} MiB a query set may "
+                "hold; split it"
+            )
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
@@ -278,13 +272,9 @@ def _rows_from_csv(text: str, path: Path) -> list[_Row]:
 
 def _rows_from_yaml(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}{line}: invalid YAML ({problem}); fix the syntax") from exc
+        data, node = load_limited(text, max_bytes=MAX_QUERY_FILE_BYTES, max_nodes=MAX_QUERY_NODES)
+    except YamlProblem as exc:
+        raise InputError(f"{path}:{exc.line}: invalid YAML ({exc.what}); fix the syntax") from exc
     catalog_id: Any = "all"
     provenance: Any = None
     seq_node: Any = node

@@ -12,7 +12,6 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
@@ -72,6 +71,9 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
     max_cost_usd: float | None = None
+    max_probes: int = Field(default=1_000_000, ge=1)
+    """Ceiling on a study's planned probes (queries × attempts): above it ``run`` refuses before
+    building anything (``--max-probes``, ``SKILLREACH_MAX_PROBES``)."""
 
     catalog: str = "full"
     skill_precedence: Literal["first", "last"] = "first"
@@ -79,7 +81,7 @@ class Settings(BaseSettings):
     neighborhood_k: int = 10
     neighborhood_size: int = 20
     seed: int = 0
-    listing_budget_chars: int = 15000
+    listing_budget_chars: int = Field(default=15000, ge=1)
     """Warn when the catalog listing (names + descriptions) exceeds this many characters."""
 
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
@@ -112,15 +114,62 @@ class Settings(BaseSettings):
         return self.prices[best] if best else None
 
 
+MAX_CONFIG_BYTES = 1 * 2**20
+"""A config file larger than this is refused before it is parsed."""
+MAX_CONFIG_NODES = 20_000
+"""YAML nodes a config file may hold (aliases are refused, see :mod:`skillreach._yaml`)."""
+
+_FLAG_NAMES = {"max_cost": "max_cost_usd", "budget": "listing_budget_chars", "precedence": "skill_precedence"}
+"""Keys people write after the CLI flag, and the setting they mean."""
+
+
+def _suggest(key: str) -> str:
+    """``; did you mean max_cost_usd?`` for a misspelt or flag-named key, else ``""``."""
+    import difflib
+
+    if key in _FLAG_NAMES:
+        return f"; the setting is {_FLAG_NAMES[key]} (the flag is --{key.replace('_', '-')})"
+    close = difflib.get_close_matches(key, list(Settings.model_fields), n=1, cutoff=0.7)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
+    from skillreach._yaml import YamlProblem, load_limited
+
     try:
+        if not path.is_file():
+            what = (
+                "is a folder"
+                if path.is_dir()
+                else "no such file"
+                if not path.exists()
+                else "not a regular file"
+            )
+            raise ConfigError(
+                f"{path}: cannot read config file ({what}); pass a TOML or YAML file to --config"
+            )
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path}: {size:,} bytes, more than a config file may hold (1 MiB); check --config"
+            )
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file ({exc.strerror}); check --config") from exc
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise ConfigError(f"{path}:{line}: a NUL byte (\\0) is not allowed in a config file; remove it")
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data, _ = load_limited(text, max_bytes=MAX_CONFIG_BYTES, max_nodes=MAX_CONFIG_NODES)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid toml: {exc}") from exc
+    except YamlProblem as exc:
+        raise ConfigError(f"{path}:{exc.line}: invalid YAML ({exc.what}); fix the syntax") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -139,12 +188,15 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         field = str(exc).split('"')[1] if '"' in str(exc) else "a setting"
         env = f"SKILLREACH_{field.upper()}"
         raise ConfigError(
-            f"environment variable {env}: not valid JSON for {field!r} (a list is written "
-            '\'["https://…"]\')'
+            f"environment variable {env}: not valid JSON for {field!r} (a list is written '[\"https://…\"]')"
         ) from exc
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "settings"
         where = f"{config}: " if config is not None and err["loc"] and err["loc"][0] in file_values else ""
-        hint = "unknown setting; check its spelling" if err["type"] == "extra_forbidden" else err["msg"]
+        hint = (
+            f"unknown setting{_suggest(field) or '; check its spelling'}"
+            if err["type"] == "extra_forbidden"
+            else err["msg"]
+        )
         raise ConfigError(f"{where}{field}: {hint}") from exc

@@ -27,13 +27,14 @@ import base64
 import datetime
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from skillreach._yaml import YamlProblem, load_limited
 from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
 from skillreach.models import Skill
 
@@ -75,37 +76,15 @@ SKIPPED_DIRS = frozenset(
 
 Precedence = Literal["first", "last"]
 
+MAX_SKILL_FILE_BYTES = 4 * 2**20
+"""A SKILL.md larger than this is refused (it is a short document an agent loads whole)."""
+MAX_FRONTMATTER_BYTES = 64 * 2**10
+"""The frontmatter (name, description and a few keys) may not exceed this many bytes."""
+MAX_FRONTMATTER_NODES = 5_000
+"""… nor this many YAML nodes. Aliases are refused outright (see :mod:`skillreach._yaml`)."""
+
 
 # ------------------------------------------------------------------------------------------ parsing
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (YAML 1.2 forbids it)."""
-
-
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, yaml.Node] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            first = seen.get(key)
-        except TypeError:  # unhashable key: let the base constructor report it
-            continue
-        if first is not None:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key {key!r} (first given on line {first.start_mark.line + 1} of the frontmatter)",
-                key_node.start_mark,
-            )
-        seen[key] = key_node
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _construct_unique_mapping,
-)
 
 
 @dataclass(frozen=True)
@@ -160,9 +139,18 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
     """
     spath = os.path.abspath(os.fspath(path))
     try:
-        raw = Path(spath).read_bytes()
+        if not stat.S_ISREG(os.stat(spath).st_mode):
+            raise SkillParseError(
+                spath, 1, "not a regular file (a FIFO, device or socket); pass a SKILL.md file"
+            )
+        with open(spath, "rb") as fh:
+            raw = fh.read(MAX_SKILL_FILE_BYTES + 1)
     except OSError as exc:
         raise SkillParseError(spath, 1, f"cannot read the file ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_SKILL_FILE_BYTES:
+        raise SkillParseError(
+            spath, 1, f"larger than {MAX_SKILL_FILE_BYTES // 2**20} MiB; a SKILL.md is a short document"
+        )
     lines = _decode(spath, raw).split("\n")
 
     start = 0
@@ -182,19 +170,12 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
         )
     offset = start + 1  # 0-based YAML line 0 is file line offset + 1
     yaml_text = "\n".join(lines[start + 1 : end])
-    loader = _UniqueKeyLoader(yaml_text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = offset + (mark.line + 1 if mark is not None else 0)
-        what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise SkillParseError(spath, line, f"invalid YAML in the frontmatter: {what}") from exc
-    except yaml.YAMLError as exc:
-        raise SkillParseError(spath, offset, f"invalid YAML in the frontmatter: {exc}") from exc
-    finally:
-        loader.dispose()
+        data, node = load_limited(
+            yaml_text, max_bytes=MAX_FRONTMATTER_BYTES, max_nodes=MAX_FRONTMATTER_NODES, line_offset=offset
+        )
+    except YamlProblem as exc:
+        raise SkillParseError(spath, exc.line, f"invalid YAML in the frontmatter: {exc.what}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):

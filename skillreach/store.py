@@ -34,7 +34,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -240,23 +240,44 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
-def _make_engine(url: str) -> Engine:
+_USE = "use sqlite:///PATH or postgresql+psycopg://…"
+
+
+def _make_engine(url: str, origin: str = "database_url") -> Engine:
+    """The engine of ``url``; every bad URL, missing driver or unusable folder is one ConfigError naming
+    ``origin`` (the setting or variable the URL came from)."""
+    scheme = url.split("://", maxsplit=1)[0] if "://" in url else url[:20]
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise ConfigError(f"database_url: not a database URL ({url.split('://', maxsplit=1)[0]}://…); "
-                          "use sqlite:///PATH or postgresql+psycopg://…") from exc
+        raise ConfigError(f"{origin}: not a database URL ({scheme}://…); {_USE}") from exc
     if parsed.get_backend_name() == "sqlite":
         db = parsed.database
-        if db and db != ":memory:":
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        if db and db != ":memory:" and not db.startswith("file:"):
+            from skillreach._paths import ensure_folder
+            from skillreach.errors import InputError
+
+            try:
+                ensure_folder(Path(db).parent, flag=origin)
+            except InputError as exc:
+                raise ConfigError(exc.message) from exc
         engine = create_engine(parsed, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return create_engine(parsed, pool_pre_ping=True)
+    try:
+        return create_engine(parsed, pool_pre_ping=True)
+    except NoSuchModuleError as exc:
+        raise ConfigError(
+            f"{origin}: no database dialect {parsed.drivername!r} ({scheme}://…); {_USE}"
+        ) from exc
+    except ImportError as exc:  # the dialect is known but its driver is not installed (mysql → MySQLdb)
+        raise ConfigError(
+            f"{origin}: the driver for {parsed.drivername} ({exc.name or 'its DB-API module'}) is not "
+            f"installed; install it or {_USE}"
+        ) from exc
 
 
 def _alembic_config(connection: Connection) -> Any:
@@ -299,9 +320,9 @@ def migrate(engine: Engine) -> None:
 class Store:
     """The database behind the service. ``Store(url)`` opens it and applies pending migrations."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, origin: str = "database_url") -> None:
         self.url = url
-        self.engine = _make_engine(url)
+        self.engine = _make_engine(url, origin)
         try:
             migrate(self.engine)
         except OperationalError as exc:
@@ -621,6 +642,6 @@ def open_store(settings: Any = None, *, home: Path | None = None) -> Store:
 
     settings = settings or load_settings()
     if settings.database_url:
-        return Store(settings.database_url)
+        return Store(settings.database_url, origin="database_url (SKILLREACH_DATABASE_URL)")
     base = home or settings.home
-    return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}")
+    return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}", origin="home (SKILLREACH_HOME)")

@@ -21,6 +21,7 @@ from skillreach.baselines import (
     read_baseline,
     record_baseline,
     skill_version,
+    write_baseline,
 )
 from skillreach.cli import main
 from skillreach.errors import InputError, NotFoundError
@@ -475,7 +476,7 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
     bdir = tmp_path / "baselines"
     bdir.mkdir()
     # the corpus path in the record is relative to the cwd outside git; write the record beside it
-    (bdir / "deploy.json").write_text(rec.model_dump_json(), encoding="utf-8")
+    write_baseline(rec, bdir / "deploy.json")
     import os
 
     cwd = os.getcwd()
@@ -536,7 +537,7 @@ def test_cohort_split_against_a_reference(tmp_path: Path) -> None:
 def test_show_prints_pins_and_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rec, _ = _rec(tmp_path)
     path = tmp_path / "deploy.json"
-    path.write_text(rec.model_dump_json(), encoding="utf-8")
+    write_baseline(rec, path)
     assert main(["baseline", "show", str(path)]) == 0
     out = capsys.readouterr().out
     assert rec.baseline_id in out

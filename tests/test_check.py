@@ -244,6 +244,13 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     ), annotations
     assert not any("activation (paired) breach" in line for line in annotations)
     assert "gate failed for deploy" in captured.err
+    # check is a merge gate: the inconclusive paired compliance fails too, and says what would decide it
+    assert "inconclusive: deploy compliance: " in captured.err
+    assert "would decide it; pass --lenient to let an inconclusive gate pass" in captured.err
+    assert any(
+        line.startswith("::error file=skills/deploy/SKILL.md,title=skillreach gate%3A inconclusive::")
+        for line in annotations
+    ), annotations
     text = summary.read_text(encoding="utf-8")
     assert "## skillreach check" in text
     assert "| deploy | activation | paired |" in text

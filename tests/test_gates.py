@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value
+from skillreach.baselines import (
+    BaselineRecord,
+    CaseCounts,
+    CaseOutcomes,
+    baseline_digest,
+    metric_value,
+    write_baseline,
+)
 from skillreach.cli import main
 from skillreach.errors import ConfigError, RefusedError
 from skillreach.gates import (
@@ -342,8 +349,7 @@ def test_metric_without_data_is_na() -> None:
 
 
 def _write(rec: BaselineRecord, path: Path) -> Path:
-    path.write_text(rec.model_dump_json(indent=2), encoding="utf-8")
-    return path
+    return write_baseline(rec, path)
 
 
 def test_cli_compare_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -389,6 +395,7 @@ def test_cli_compare_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "no such baseline record" in capsys.readouterr().err
     rec = json.loads(make_record({"q": [1]}).model_dump_json())
     rec["metrics"]["activation"]["n"] = "many"
+    rec["digest"] = baseline_digest(rec)  # sealed, so the field itself is what is wrong
     (tmp_path / "r.json").write_text(json.dumps(rec), encoding="utf-8")
     assert main(["baseline", "compare", str(tmp_path / "r.json"), str(tmp_path / "r.json")]) == 2
     assert "field metrics.activation" in capsys.readouterr().err
@@ -430,12 +437,13 @@ def test_a_record_compared_with_itself_is_ok(acts: dict[str, list[int]]) -> None
 def test_interval_contains_the_mean_and_verdict_follows_the_rule(
     a: dict[str, list[int]], b: dict[str, list[int]]
 ) -> None:
+    paired = sorted(set(a) & set(b))
+    if not paired:  # nothing to gate: refused, never ok
+        with pytest.raises(RefusedError, match="no case rated in both records"):
+            compare(make_record(a), make_record(b, bid="n"))
+        return
     cmp = compare(make_record(a), make_record(b, bid="n"))
     r = _result(cmp, "activation")
-    paired = sorted(set(a) & set(b))
-    if not paired:
-        assert r.verdict is Verdict.na
-        return
     assert r.ci95 is not None
     assert r.mean_diff is not None
     assert r.ci95[0] <= r.mean_diff <= r.ci95[1]
@@ -472,3 +480,42 @@ def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
         "the baseline is expired — record a new one (skillreach baseline record --commit) "
         "instead of comparing"
     )
+
+
+def test_a_tampered_baseline_is_refused_never_gated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Editing a value or emptying per_case breaks the seal: exit 2, even with --strict."""
+    cases = [f"q{i:02d}" for i in range(20)]
+    base = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}), tmp_path / "base.json")
+    new = _write(make_record({c: [0, 0, 0, 0, 0] for c in cases}, bid="n"), tmp_path / "new.json")
+    edited = json.loads(new.read_text(encoding="utf-8"))
+    edited["metrics"]["activation"]["value"] = 1.0
+    (tmp_path / "edited.json").write_text(json.dumps(edited), encoding="utf-8")
+    emptied = json.loads(new.read_text(encoding="utf-8"))
+    emptied["per_case"] = {}
+    (tmp_path / "emptied.json").write_text(json.dumps(emptied), encoding="utf-8")
+    unsealed = json.loads(new.read_text(encoding="utf-8"))
+    del unsealed["digest"]
+    (tmp_path / "unsealed.json").write_text(json.dumps(unsealed), encoding="utf-8")
+    for name, what in (
+        ("edited", "digest does not match the content"),
+        ("emptied", "digest does not match the content"),
+        ("unsealed", "the baseline record carries no digest"),
+    ):
+        for extra in ([], ["--strict"]):
+            assert main(["baseline", "compare", str(base), str(tmp_path / f"{name}.json"), *extra]) == 2
+            err = capsys.readouterr().err
+            assert f"{name}.json: {what}" in err
+            assert len(err.strip().splitlines()) == 1
+
+
+def test_a_comparison_with_no_paired_case_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _write(make_record({"q01": [1, 1], "q02": [1, 1]}), tmp_path / "base.json")
+    new = _write(make_record({"q03": [0, 0], "q04": [0, 0]}, bid="n"), tmp_path / "new.json")
+    assert main(["baseline", "compare", str(base), str(new)]) == 3
+    err = capsys.readouterr().err
+    assert "no case rated in both records" in err
+    assert "nothing to gate" in err

@@ -172,6 +172,10 @@ def test_obra_superpowers_labels(corpora: Path) -> None:
     explicit = [q for q in qs.queries if q.id.startswith("explicit-skill-requests/")]
     assert len(explicit) == 9
     assert all(q.notes.startswith("explicit request") for q in explicit)
+    # the mapping of the 'explicit' label is said once, with its count
+    warnings = import_queries(path, catalog=names_under(corpora / "obra__superpowers")).warnings
+    said = "kind 'explicit' (9 rows) is not a skillreach kind for a positive row; imported as implicit"
+    assert said in warnings
 
 
 def test_notion_labels_and_evaluations(corpora: Path) -> None:

@@ -419,8 +419,12 @@ async def test_canary_passes_when_activations_are_seen() -> None:
 async def test_canary_blind_harness_stops_before_spending() -> None:
     with pytest.raises(HarnessBlind, match="the harness cannot see activations"):
         await canary_check(FakeRuntime({"*": []}), CATALOG, ProbeOptions())
-    with pytest.raises(HarnessBlind, match="errors: claude: API Error"):
+    # every canary probe failed: the runtime never answered, so the failure is named, not "blind"
+    with pytest.raises(ConfigError, match="'fake' failed on every canary probe: claude: API Error"):
         await canary_check(FakeRuntime({"*": {"error": "claude: API Error"}}), CATALOG, ProbeOptions())
+    # the fake runtime without a script says that is why
+    with pytest.raises(HarnessBlind, match="it has no script"):
+        await canary_check(FakeRuntime(), CATALOG, ProbeOptions())
     with pytest.raises(InputError, match="empty"):
         await canary_check(FakeRuntime(), Catalog(id="e", skills=()), ProbeOptions())
 

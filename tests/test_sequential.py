@@ -177,8 +177,9 @@ def test_staged_from_records_replays_the_plan() -> None:
 
 
 def _write(rec: object, path: Path) -> Path:
-    path.write_text(rec.model_dump_json(), encoding="utf-8")  # type: ignore[attr-defined]
-    return path
+    from skillreach.baselines import write_baseline
+
+    return write_baseline(rec, path)  # type: ignore[arg-type]
 
 
 def test_cli_compare_staged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,8 +38,16 @@ _COMMAND_MODULES = (
     "optimize_cmds",  # optimize, uplift
 )
 
-for _mod in _COMMAND_MODULES:
-    importlib.import_module(f"skillreach.cli.{_mod}").register(app)
+try:
+    for _mod in _COMMAND_MODULES:
+        importlib.import_module(f"skillreach.cli.{_mod}").register(app)
+except KeyboardInterrupt:  # Ctrl-C while the command is still starting: the same one line
+    print("skillreach: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
+
+
+_INTERRUPTED = 130
+_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,18 +60,34 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except KeyboardInterrupt:
-        print("skillreach: interrupted; results written so far are kept", file=sys.stderr)
-        return 130
-    except typer.Abort:
-        return 130
-    except typer.TyperException as exc:  # usage errors from typer's bundled click
-        show = getattr(exc, "show", None)
-        if show is None:
+    except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
+        print(_INTERRUPTED_LINE, file=sys.stderr)
+        return _INTERRUPTED
+    except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
+        print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
+        return 2
+    except typer.TyperException as exc:  # usage errors from typer's bundled click: one line too
+        message = getattr(exc, "format_message", None)
+        if message is None:
             raise
-        show()
+        ctx = getattr(exc, "ctx", None)
+        path = getattr(ctx, "command_path", None) or "skillreach"
+        text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
+        print(f"skillreach: error: {text}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
+    if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
+        print(_INTERRUPTED_LINE, file=sys.stderr)
     return rv if isinstance(rv, int) else 0
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``PATH: what went wrong; check the path`` from an OS error no command translated."""
+    where = exc.filename if exc.filename is not None else None
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if where is None:
+        return f"{what}; check the paths and folders given"
+    dest = f" → {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{where}{dest}: {what}; check this path"
 
 
 def _console_main() -> None:  # pragma: no cover

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from skillreach._console import make_console, strip_control
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -39,9 +41,8 @@ baseline_app = typer.Typer(
 
 
 def _err_console() -> Console:
-    from rich.console import Console
 
-    return Console(stderr=True)
+    return make_console(stderr=True)
 
 
 def _fmt(v: float | None, signed: bool = False) -> str:
@@ -174,11 +175,18 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         _require_git(target if target is not None else baselines_dir)
     previous: BaselineRecord | None = None
     if commit and target is not None and target.is_file():
-        previous = read_baseline(target)
+        from skillreach.errors import TamperedError
+
+        try:
+            previous = read_baseline(target)
+        except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
+            console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
     if target is None:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
         return
-    write_baseline(record, target)
+    from skillreach._paths import ensure_parent
+
+    write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
     console.print(f"baseline {record.baseline_id} → {target}")
     console.print(f"  {metrics_line(record)}")
     if previous is not None:
@@ -305,7 +313,6 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
-    from rich.console import Console
 
     from skillreach.baselines import read_baseline
     from skillreach.gates import compare
@@ -321,7 +328,7 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     if as_json:
         sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
     else:
-        print_comparison(cmp, Console())
+        print_comparison(cmp, make_console())
     failure = cmp.failure()
     if failure is not None:
         raise failure  # exit 1, one line on stderr
@@ -334,13 +341,12 @@ def show_cmd(
     record: Path = typer.Argument(..., metavar="RECORD", help="A baseline record."),
 ) -> None:
     """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases)."""
-    from rich.console import Console
     from rich.table import Table
 
     from skillreach.baselines import METRICS, read_baseline
 
     rec = read_baseline(record)
-    console = Console(soft_wrap=True)  # hashes stay on one line
+    console = make_console(soft_wrap=True)  # hashes stay on one line
     console.print(f"[bold]{rec.baseline_id}[/]  ({rec.created_at})")
     origin = {"git": "", "uncommitted": " (uncommitted changes: content digest)", "content": " (outside git)"}
     console.print(f"  skill    {rec.skill} {rec.skill_version}{origin[rec.skill_version_origin]}")
@@ -388,7 +394,6 @@ def status_cmd(
     candidates waiting for `baseline accept`, and the service's commits not merged yet."""
     from datetime import UTC, datetime
 
-    from rich.console import Console
     from rich.table import Table
 
     from skillreach.baseline_store import BaselineRepo
@@ -418,7 +423,7 @@ def status_cmd(
         sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
                                     indent=2, ensure_ascii=False) + "\n")
         return
-    console = Console()
+    console = make_console()
     table = Table(title=f"baselines in {baselines_dir}", title_justify="left")
     for col in ("baseline", "model", "runtime", "age (days)", "status", "why"):
         table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
@@ -505,6 +510,9 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"
+    from skillreach._paths import ensure_folder
+
+    ensure_folder(out, flag="--out")
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
     for stale in ("probes.jsonl", GRADED_FILE):
         (out / stale).unlink(missing_ok=True)
@@ -513,18 +521,19 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
 
 
 def _annotate(level: str, file: str | None, title: str, message: str) -> str:
-    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks."""
+    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks;
+    control characters (a carriage return included) are dropped, not escaped."""
 
     def prop(v: str) -> str:
         return (
-            v.replace("%", "%25")
-            .replace("\r", "%0D")
+            strip_control(v)
+            .replace("%", "%25")
             .replace("\n", "%0A")
             .replace(":", "%3A")
             .replace(",", "%2C")
         )
 
-    msg = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    msg = strip_control(message).replace("%", "%25").replace("\n", "%0A")
     props = ([f"file={prop(file)}"] if file else []) + [f"title={prop(title)}"]
     return f"::{level} {','.join(props)}::{msg}"
 
@@ -545,7 +554,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
     model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
     out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
-    strict: bool = typer.Option(False, "--strict", help="An inconclusive gate fails too."),
+    strict: bool = typer.Option(
+        False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."
+    ),
+    lenient: bool = typer.Option(
+        False, "--lenient", help="An inconclusive gate passes (exit 0); a breach still fails."
+    ),
     gate: list[str] = typer.Option(
         [], "--gate", metavar="METRIC=VALUE", help="Override a gate (repeatable)."
     ),
@@ -565,8 +579,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     ),
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
-    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach)."""
-    from rich.console import Console
+    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
+    inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
 
     from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
     from skillreach.errors import GateFailed, InputError, RefusedError
@@ -575,7 +589,11 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 
     if not changed:
         raise InputError("skillreach check needs --changed (the only mode so far)")
-    console = Console(stderr=as_json)
+    if strict and lenient:
+        raise InputError("--strict and --lenient contradict each other; pass one")
+    # A merge gate: an inconclusive result is not a pass unless asked for.
+    strict = not lenient
+    console = make_console(stderr=as_json)
     dirs = list(skills) or [Path("skills")]
     for d in dirs:
         if not d.is_dir():
@@ -640,7 +658,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             model=model_flag,
             attempts=runs,
             compliance=needs_compliance or None,
-            out=out,
+            out=out or Path(".skillreach") / "check",  # the documented default, with or without Prefect
             gate=False,  # gated here, against the committed baselines
         )
         console.print(
@@ -704,7 +722,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(_step_summary(rev, how, changes, results, code))
+            fh.write(strip_control(_step_summary(rev, how, changes, results, code)))
     if as_json:
         payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
@@ -719,10 +737,39 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         if r["status"] in ("breach", "unparseable") or (strict and r["status"] == "inconclusive")
     ]
     if code == 1:
-        raise GateFailed(f"check: gate failed for {', '.join(failed)}")
+        undecided = _undecided(results)
+        raise GateFailed(
+            f"check: gate failed for {', '.join(failed)}"
+            + (
+                f"; inconclusive: {undecided}; pass --lenient to let an inconclusive gate pass"
+                if undecided
+                else ""
+            )
+        )
     if code == 3:
         held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
         raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
+
+
+def _undecided(results: list[dict[str, Any]]) -> str:
+    """What would decide each inconclusive gate, e.g. ``demo activation: 12 cases at 1 runs each (now 7)``."""
+    parts: list[str] = []
+    for r in results:
+        for g in (r.get("comparison") or {}).get("results", []):
+            if g["verdict"] != "inconclusive":
+                continue
+            power = g.get("power") or {}
+            need = power.get("cases_needed")
+            runs = power.get("runs_per_case_needed")
+            how = [f"{need} cases at {power.get('runs_per_case')} runs each (now {g['k']})"] if need else []
+            if runs:
+                how.append(f"{runs} runs per case (now {power.get('runs_per_case')})")
+            parts.append(
+                f"{r['skill']} {g['metric']}"
+                + (f" ({g['cohort']})" if g["cohort"] != "paired" else "")
+                + (": " + " or ".join(how) + " would decide it" if how else ": no feasible study decides it")
+            )
+    return "; ".join(parts)
 
 
 def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import typer
 
+from skillreach._console import make_console
+
 __all__ = ["KEY_VARIABLES", "collect", "mask_url", "register"]
 
 KEY_VARIABLES = (
@@ -58,6 +60,9 @@ _CLI = {
     "antigravity-cli": ("agy", "SKILLREACH_AGY_PATH", "install the Antigravity CLI (agy) and sign in"),
 }
 _OFFLINE = {"fake", "keyword", "retriever"}
+_NEEDS_KEY = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+"""Runtimes that cannot make a request without one of these variables (openai-compatible can: local
+servers take no key)."""
 
 
 @dataclass
@@ -217,6 +222,11 @@ def collect(config: Path | None = None) -> Report:
         version = "unknown"
     report = Report(skillreach_version=version, python=f"{platform.python_version()} ({sys.executable})")
     report.runtimes = [_runtime_status(n, REGISTRY[n], settings.claude_path) for n in sorted(REGISTRY)]
+    for status in report.runtimes:
+        needed = _NEEDS_KEY.get(status.name)
+        if status.usable and needed and not any(os.environ.get(v) for v in needed):
+            status.usable = False
+            status.detail = f"{status.detail}; set {' or '.join(needed)}".lstrip("; ")
     report.keys = {var: ("set" if os.environ.get(var) else "not set") for var in KEY_VARIABLES}
     report.base_urls = {
         var: (mask_url(os.environ[var]) if os.environ.get(var) else None) for var in BASE_URL_VARIABLES
@@ -228,10 +238,9 @@ def collect(config: Path | None = None) -> Report:
 
 
 def _print(report: Report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     console.print(f"[bold]skillreach[/bold] {report.skillreach_version} · Python {report.python}")
     runtimes = Table(title="Runtimes", title_justify="left")
     runtimes.add_column("runtime")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from skillreach._console import make_console
 from skillreach.cli.queries_cmds import queries_app
 from skillreach.errors import InputError
 
@@ -140,7 +141,6 @@ def generate_cmd(
 def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> None:
     import asyncio
 
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from skillreach.flows.generate_queries import generate_queries
@@ -149,7 +149,7 @@ def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> 
     from skillreach.tasks.generate import GenerateOptions
 
     assert isinstance(options, GenerateOptions)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     if resumed:
         err.print(f"resuming: {resumed} target(s) already in the checkpoint are not asked again")
     failures: list[str] = []

@@ -85,7 +85,9 @@ def seal_cmd(
         generator_model=previous.generator_model,
         **kept,
     )
-    write_query_set(sealed, out)
+    from skillreach._paths import ensure_parent
+
+    write_query_set(sealed, ensure_parent(out, flag="--out"))
     typer.echo(f"sealed {_summary(sealed)} → {out}")
     typer.echo(f"digest {sealed.provenance.digest}")
 
@@ -141,6 +143,8 @@ def import_cmd(
     result = import_queries(path, fmt=fmt, skill=skill, catalog=_skill_names(skills), catalog_id=catalog_id)
     for warning in result.warnings:
         _warn(warning)
-    write_query_set(result.query_set, out)
+    from skillreach._paths import ensure_parent
+
+    write_query_set(result.query_set, ensure_parent(out, flag="--out"))
     typer.echo(f"imported {_summary(result.query_set)} from {path} ({result.format}) → {out}")
     typer.echo(f"digest {result.query_set.provenance.digest}")

@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from skillreach._console import make_console
 from skillreach.errors import ConfigError, InputError
 
 __all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
@@ -85,6 +86,94 @@ def has_batch_mode(runtime: str) -> bool:
     from skillreach.runtimes import REGISTRY, capability
 
     return runtime in REGISTRY and capability(runtime, "batch_mode")
+
+
+PROBE_BYTES = 2_048
+"""A rough upper bound of the memory one planned probe costs through probing and scoring."""
+
+
+def _max_probes(config: Path | None, flag: int | None) -> int:
+    """The ceiling: ``--max-probes`` > config file > ``SKILLREACH_MAX_PROBES`` > default."""
+    if flag is not None:
+        return flag
+    from skillreach.settings import load_settings, read_config_file
+    from skillreach.study import STUDY_ONLY_KEYS
+
+    values = read_config_file(config) if config is not None else {}
+    return load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS}).max_probes
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1024 or unit == "PB":
+            return f"{n:,.0f} {unit}"
+        n /= 1024
+    return f"{n:,.0f} PB"  # pragma: no cover
+
+
+def check_planned_probes(cfg: Any, ceiling: int) -> None:
+    """Refuse (or ask, on a terminal) a study whose planned probes exceed ``ceiling`` — before the
+    plan, the catalog or the probe log is built. Counts queries × attempts (a target's catalog can only
+    plan fewer)."""
+    if cfg.attempts > ceiling:
+        n_queries: int | None = None
+        planned = cfg.attempts
+    else:
+        from skillreach.queries import load_query_set
+
+        if cfg.queries is not None:
+            qpath = cfg.queries
+        else:
+            from skillreach.example import EXAMPLE_QUERIES
+
+            qpath = EXAMPLE_QUERIES
+        n_queries = len(load_query_set(qpath).queries)
+        planned = n_queries * cfg.attempts
+    if planned <= ceiling:
+        return
+    shape = f"{n_queries:,} queries × " if n_queries is not None else "at least 1 query × "
+    line = (
+        f"attempts: {planned:,} planned probes ({shape}{cfg.attempts:,} attempts, about "
+        f"{_human_bytes(planned * PROBE_BYTES)} of memory) exceed max_probes {ceiling:,}"
+    )
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        if typer.confirm(f"{line}; run anyway?", default=False, err=True):
+            return
+        raise typer.Exit(1)
+    raise InputError(f"{line}; lower --attempts, or raise --max-probes (SKILLREACH_MAX_PROBES)")
+
+
+def other_configuration(out: Path, runtime: str, model: str | None) -> str | None:
+    """What configuration the probes already in ``out`` ran, when it is not ``runtime``/``model``."""
+    import json
+
+    probes = out / "probes.jsonl"
+    try:
+        with probes.open("rb") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    try:
+        rec = json.loads(first)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    was_runtime, was_model = rec.get("runtime"), rec.get("model")
+    if was_runtime and was_runtime != runtime:
+        return f"runtime {was_runtime!r}"
+    if model and was_model and was_model != model:
+        return f"model {was_model!r}"
+    return None
+
+
+def _check_store() -> None:
+    """Open the store the study will write to, before anything is built: a bad database URL, a missing
+    driver or an unusable SKILLREACH_HOME is one line now, not after the catalog and the plan."""
+    from skillreach.settings import load_settings
+    from skillreach.store import open_store
+
+    open_store(load_settings()).close()
 
 
 def run_study(
@@ -157,6 +246,16 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         metavar="M",
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Probe into an --out folder that holds probes of another runtime or model."
+    ),
+    max_probes: int | None = typer.Option(
+        None,
+        "--max-probes",
+        min=1,
+        metavar="N",
+        help="Refuse a study planning more probes (queries × attempts) than N (default 1,000,000).",
+    ),
     keep_errors: bool = typer.Option(
         False,
         "--keep-errors",
@@ -169,7 +268,6 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
     bundled example offline."""
-    from rich.console import Console
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig, default_out_dir
@@ -216,13 +314,31 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
                 "(Message Batches API, half price) or drop it"
             )
         cfg = cfg.model_copy(update={"runtime_options": {**cfg.runtime_options, "batch": True}})
+    if bool(cfg.skills) != (cfg.queries is not None):
+        missing = "--queries FILE" if cfg.queries is None else "--skills DIR"
+        raise InputError(
+            f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
+        )
+    check_planned_probes(cfg, _max_probes(config, max_probes))
     try:  # a misspelt runtime option stops the run before anything starts, the file named
         check_runtime_options(cfg.runtime, cfg.runtime_options)
     except ConfigError as exc:
         raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
     if cfg.out is None:
         cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
-    console = Console(stderr=True)
+    from skillreach._paths import ensure_folder
+
+    assert cfg.out is not None
+    ensure_folder(cfg.out, flag="--out")
+    _check_store()
+    other = None if force else other_configuration(cfg.out, cfg.runtime, cfg.model)
+    if other is not None:
+        raise InputError(
+            f"--out {cfg.out}: holds probes of {other}, not runtime {cfg.runtime!r}"
+            + (f" model {cfg.model!r}" if cfg.model else "")
+            + "; pass another --out, or --force to add this configuration beside them"
+        )
+    console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
     if not any(isinstance(h, RichHandler) for h in log.handlers):
         log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
@@ -249,7 +365,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         progress.stop()
         log.removeHandler(log_file)
         log_file.close()
-    out_console = Console()
+    out_console = make_console()
     try:
         from skillreach.reports import print_scorecard
         from skillreach.reports.gate_file import read_gate

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from skillreach._console import make_console
+
 if TYPE_CHECKING:
     from skillreach.artifacts import Artifact
 
@@ -21,11 +23,12 @@ _MD_HELP = (
 )
 
 
-def _write_text(path: Path, text: str, what: str, *, append: bool = False) -> None:
+def _write_text(path: Path, text: str, what: str, *, flag: str, append: bool = False) -> None:
+    from skillreach._paths import ensure_parent
     from skillreach.errors import InputError
 
+    ensure_parent(path, flag=flag)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a" if append else "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
@@ -45,7 +48,8 @@ def write_reports(
     from skillreach.reports import render_html, render_markdown
 
     if html is not None:
-        _write_text(html, render_html(artifact, gate=gate, not_compared=not_compared), "HTML report")
+        _write_text(html, render_html(artifact, gate=gate, not_compared=not_compared), "HTML report",
+                    flag="--html")
     if markdown is not None:
         text = render_markdown(artifact, gate=gate, not_compared=not_compared)
         if str(markdown) == "-":
@@ -53,13 +57,15 @@ def write_reports(
         else:
             summary = os.environ.get("GITHUB_STEP_SUMMARY")
             append = bool(summary) and Path(summary).resolve() == markdown.resolve()  # type: ignore[arg-type]
-            _write_text(markdown, text, "markdown summary", append=append)
+            _write_text(markdown, text, "markdown summary", flag="--markdown", append=append)
 
 
 def _read_probes(path: Path) -> object:
+    from skillreach._paths import refuse_special_file
     from skillreach.errors import InputError
     from skillreach.scoring import ProbeTable
 
+    refuse_special_file(path, "probes.jsonl a study wrote")
     try:
         with path.open("rb") as fh:
             return ProbeTable.from_lines(fh, source=str(path))
@@ -81,24 +87,28 @@ def score_cmd(
         help="Skill folders: the catalog's skills become the labels. Without it, the labels are the skills "
         "seen in the queries and probes (catalog strategy 'inferred').",
     ),
-    out: Path = typer.Option(
-        ..., "--out", help="Where to write artifact.json (a folder: FOLDER/artifact.json)."
+    out: str = typer.Option(
+        ...,
+        "--out",
+        help="Where to write artifact.json (a folder, or a path ending in '/': FOLDER/artifact.json).",
     ),
     html: Path | None = typer.Option(None, "--html", help=_HTML_HELP),
     markdown: Path | None = typer.Option(None, "--markdown", help=_MD_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
-    from rich.console import Console
 
+    from skillreach._paths import as_folder, ensure_parent
     from skillreach.artifacts import write_artifact
+    from skillreach.errors import InputError
     from skillreach.queries import load_query_set
     from skillreach.reports import print_scorecard
     from skillreach.scoring import ProbeTable, score
 
-    err = Console(stderr=True)
-    if out.is_dir():
-        out = out / "artifact.json"
+    err = make_console(stderr=True)
+    out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")
+    if html is not None:
+        ensure_parent(html, flag="--html")
     catalog = None
     if skills:
         from skillreach.catalog import build_catalog
@@ -112,11 +122,13 @@ def score_cmd(
     with err.status(f"reading {probes} and scoring…"):
         table = _read_probes(probes)
         assert isinstance(table, ProbeTable)
-        artifact = write_artifact(score(query_set, table, catalog), out)
+        if len(table) == 0:
+            raise InputError(f"{probes}: holds no probes; run the study first (nothing to score)")
+        artifact = write_artifact(score(query_set, table, catalog), out_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
-        print_scorecard(artifact, Console(stderr=str(markdown) == "-"))
-        err.print(f"artifact written to {out}", markup=False, highlight=False)
+        print_scorecard(artifact, make_console(stderr=str(markdown) == "-"))
+        err.print(f"artifact written to {out_path}", markup=False, highlight=False)
 
 
 def report_cmd(
@@ -130,8 +142,6 @@ def report_cmd(
     """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request.
 
     The study's gate report (``gate.json`` beside the artifact, written by ``run``) is shown as well."""
-    from rich.console import Console
-
     from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
     from skillreach.reports.gate_file import read_gate
@@ -142,7 +152,8 @@ def report_cmd(
     gate, not_compared = read_gate(artifact_path.parent, artifact.digest) or (None, [])
     write_reports(artifact, html=html, markdown=markdown, gate=gate, not_compared=not_compared)
     if not quiet:
-        print_scorecard(artifact, Console(stderr=str(markdown) == "-"), gate=gate, not_compared=not_compared)
+        print_scorecard(artifact, make_console(stderr=str(markdown) == "-"), gate=gate,
+                        not_compared=not_compared)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from skillreach._console import make_console
+
 __all__ = ["register"]
 
 
@@ -55,7 +57,6 @@ def overlap_cmd(
 
     Skills are listed most-threatened first (highest rival score relative to the skill's self-score).
     """
-    from rich.console import Console
     from rich.table import Table
 
     from skillreach.bm25 import CAVEAT, rivals
@@ -86,7 +87,7 @@ def overlap_cmd(
         }
         sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
         return
-    console = Console()
+    console = make_console()
     table = Table(title=f"BM25 rivals of {len(skills)} skills (top {top})", show_lines=False)
     table.add_column("skill", overflow="fold")
     table.add_column("self", justify="right")

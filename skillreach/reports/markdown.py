@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from skillreach._console import strip_control
 from skillreach.artifacts import Artifact
 from skillreach.reports._format import fmt_num, fmt_rate
 from skillreach.reports._view import (
@@ -41,8 +42,8 @@ _MD_SPECIAL = str.maketrans(
 
 
 def md_escape(value: object) -> str:
-    """Text safe inside a markdown table cell: no markup, no HTML, no line break."""
-    return str(value).translate(_MD_SPECIAL)
+    """Text safe inside a markdown table cell: no markup, no HTML, no line break, no control character."""
+    return strip_control(str(value).translate(_MD_SPECIAL))
 
 
 @functools.cache

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skillreach._console import make_console
 from skillreach.artifacts import Artifact
 from skillreach.reports._format import fmt_num, fmt_rate
 from skillreach.reports._view import (
@@ -34,7 +35,7 @@ def print_scorecard(
 ) -> None:
     """Headline figures, the weakest skills, compliance and task quality per skill, the gate report
     (when ``gate`` is given), the top collisions and the error count."""
-    console = console or Console()
+    console = console or make_console()
     gates = gate_view(gate, not_compared)
     a = artifact
     model = a.runtime.resolved_model or a.runtime.model

@@ -354,6 +354,13 @@ async def canary_check(
     if any(r.invoked for r in sink.records):
         return sink.records
     errors = sorted({r.error for r in sink.records if r.error})
+    if errors and all(r.error for r in sink.records):  # it never answered: say why, not "blind"
+        raise ConfigError(
+            f"runtime {runtime.name!r} failed on every canary probe: {'; '.join(errors)[:400]}"
+        )
+    hint = getattr(runtime, "blind_hint", None)  # a runtime that knows why it selects nothing says so
+    if hint:
+        raise HarnessBlind(f"the harness cannot see activations with runtime {runtime.name!r}: {hint}")
     why = f"; errors: {'; '.join(errors)[:300]}" if errors else ""
     raise HarnessBlind(
         f"the harness cannot see activations: none of {len(queries)} canary queries naming a skill "

@@ -51,6 +51,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "pi_path": ('pi_path = "/opt/pi"', "/opt/pi"),
     "goose_path": ('goose_path = "/opt/goose"', "/opt/goose"),
     "agy_path": ('agy_path = "/opt/agy"', "/opt/agy"),
+    "max_probes": ("max_probes = 5000", 5000),
     "judge_model": ('judge_model = "claude-haiku-4-5"', "claude-haiku-4-5"),
     "baselines_dir": ('baselines_dir = "records"', "records"),
     "baselines_branch": ('baselines_branch = "bots/baselines"', "bots/baselines"),

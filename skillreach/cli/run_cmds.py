@@ -92,17 +92,6 @@ PROBE_BYTES = 2_048
 """A rough upper bound of the memory one planned probe costs through probing and scoring."""
 
 
-def _max_probes(config: Path | None, flag: int | None) -> int:
-    """The ceiling: ``--max-probes`` > config file > ``SKILLREACH_MAX_PROBES`` > default."""
-    if flag is not None:
-        return flag
-    from skillreach.settings import load_settings, read_config_file
-    from skillreach.study import STUDY_ONLY_KEYS
-
-    values = read_config_file(config) if config is not None else {}
-    return load_settings(None, **{k: v for k, v in values.items() if k not in STUDY_ONLY_KEYS}).max_probes
-
-
 def _human_bytes(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
         if n < 1024 or unit == "PB":
@@ -293,6 +282,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         compliance=True if compliance else None,
         judge_model=judge_model,
         keep_errors=True if keep_errors else None,
+        max_probes=max_probes,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
@@ -319,7 +309,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         raise InputError(
             f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
         )
-    check_planned_probes(cfg, _max_probes(config, max_probes))
+    check_planned_probes(cfg, cfg.max_probes)
     try:  # a misspelt runtime option stops the run before anything starts, the file named
         check_runtime_options(cfg.runtime, cfg.runtime_options)
     except ConfigError as exc:

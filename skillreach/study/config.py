@@ -73,6 +73,8 @@ class StudyConfig(Frozen):
     pi_path: str = "pi"
     goose_path: str = "goose"
     agy_path: str = "agy"
+    max_probes: int = Field(default=1_000_000, ge=1)
+    """The most probes a study may plan; above it the command refuses (or asks) before building it."""
     keep_errors: bool = False
     """Keep errored probes on resume instead of probing those pairs again."""
     # what it costs, how it is judged and gated

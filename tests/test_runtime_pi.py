@@ -230,7 +230,9 @@ async def test_real_pi_against_the_messages_api_stand_in(tmp_path: Path) -> None
     assert out.error is None, out.error
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit
-    assert n_early == 2  # the process was ended before pi sent the read result back
+    # the process is ended as soon as the target's read is seen; pi may already have sent that read's
+    # result back (a race with the kill), but never asked for anything after it
+    assert n_early in (2, 3)
     assert out2.invoked == ["secrets", "rollback", "pdf"]
     assert out2.final_text == "done"
     first = api.requests[0]

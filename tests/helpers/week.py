@@ -137,7 +137,7 @@ def play_week(world: dict[str, Any], run: Callable[..., Any], capsys: pytest.Cap
         texts = alerts(sink)
         assert [t for t in texts if " beta " in t or "beta:" in t] == [
             t for t in texts if t.startswith("skillreach gate breach: beta activation")]
-        assert len([t for t in texts if "beta" in t]) == 1  # exactly one alert names the neighbour
+        assert len([t for t in texts if "beta" in t]) == 1, texts  # exactly one alert names the neighbour
         assert any(t.startswith("skillreach skillreach.skill.no_queries: delta") for t in texts)
         assert all("SECRET" not in t for t in texts)
         assert git(repo, "rev-list", "--count", "main..skillreach/baselines") == "2"  # one more commit

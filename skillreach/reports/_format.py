@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jinja2
+
 __all__ = ["METRIC_HELP", "METRIC_TITLES", "fmt_ci", "fmt_num", "fmt_rate"]
 
 NULL = "n/a"
@@ -52,3 +54,21 @@ def fmt_rate(value: float | None, ci: Sequence[float] | None = None, digits: int
     if value is None:
         return NULL
     return f"{fmt_num(value, digits)} {fmt_ci(ci, digits)}".rstrip()
+
+
+def template_env(*, html: bool) -> jinja2.Environment:
+    """A Jinja2 environment over ``skillreach/templates`` with the shared number filters (``num``, ``ci``,
+    ``rate``, ``json``): autoescaped for HTML, not for markdown (whose cells go through ``md``). Each
+    report adds its own filters to the environment it caches."""
+    import json
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("skillreach", "templates"),
+        autoescape=html,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=not html,
+    )
+    env.filters.update(num=fmt_num, ci=fmt_ci, rate=fmt_rate, json=json.dumps)
+    return env

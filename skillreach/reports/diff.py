@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from skillreach.diff import Delta, DiffResult
-from skillreach.reports._format import METRIC_TITLES, fmt_num
+from skillreach.reports._format import METRIC_TITLES, fmt_num, template_env
 from skillreach.reports.markdown import md_escape
 
 __all__ = ["fmt_delta", "print_diff", "render_diff_html", "render_diff_markdown"]
@@ -126,15 +126,7 @@ def _bar(d: Delta, scale: float) -> _Bar:
 
 @functools.cache
 def _env(html: bool) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("skillreach", "templates"),
-        autoescape=html,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["num"] = fmt_num
+    env = template_env(html=html)
     env.filters["delta"] = fmt_delta
     env.filters["md"] = md_escape
     env.globals["title"] = _title

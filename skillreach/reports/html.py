@@ -8,7 +8,6 @@ with autoescaping on, so skill names, descriptions and query texts always render
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ import jinja2
 
 from skillreach.artifacts import Artifact
 from skillreach.models import NO_SKILL
-from skillreach.reports._format import fmt_ci, fmt_num, fmt_rate
+from skillreach.reports._format import template_env
 from skillreach.reports._view import (
     COHORT_TITLES,
     class_rows,
@@ -39,18 +38,7 @@ _ORANGE = ((255, 247, 237), (194, 65, 12))  # off-diagonal: the share sent elsew
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("skillreach", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = fmt_num
-    env.filters["ci"] = fmt_ci
-    env.filters["rate"] = fmt_rate
-    env.filters["json"] = json.dumps
-    return env
+    return template_env(html=True)
 
 
 def _mix(scale: tuple[tuple[int, int, int], tuple[int, int, int]], t: float) -> str:

@@ -10,7 +10,7 @@ import jinja2
 
 from skillreach._console import strip_control
 from skillreach.artifacts import Artifact
-from skillreach.reports._format import fmt_num, fmt_rate
+from skillreach.reports._format import template_env
 from skillreach.reports._view import (
     COHORT_TITLES,
     class_rows,
@@ -48,17 +48,8 @@ def md_escape(value: object) -> str:
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("skillreach", "templates"),
-        autoescape=False,  # markdown: every interpolated text goes through the ``md`` filter
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = template_env(html=False)  # markdown: every interpolated text goes through the ``md`` filter
     env.filters["md"] = md_escape
-    env.filters["num"] = fmt_num
-    env.filters["rate"] = fmt_rate
     env.filters["signed"] = _signed
     return env
 

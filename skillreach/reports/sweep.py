@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from skillreach.reports._format import fmt_ci, fmt_num, fmt_rate
+from skillreach.reports._format import fmt_rate, template_env
 from skillreach.sweep import METRIC_NAMES, SweepResult
 
 __all__ = ["CurveGeometry", "curve_geometry", "render_sweep_html"]
@@ -78,17 +78,7 @@ def curve_geometry(result: SweepResult) -> CurveGeometry:
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("skillreach", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = fmt_num
-    env.filters["ci"] = fmt_ci
-    env.filters["rate"] = fmt_rate
-    return env
+    return template_env(html=True)
 
 
 def render_sweep_html(result: SweepResult) -> str:

@@ -17,7 +17,15 @@ from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study,
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, publish_report, publish_run, score_study
-from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
+from skillreach.tasks.study import (
+    assemble_catalog,
+    canary,
+    estimate_spend,
+    prepare_study,
+    probe_batch,
+    probe_on_workers,
+    use_task_workers,
+)
 
 __all__ = ["study"]
 
@@ -38,10 +46,15 @@ async def study(config: StudyConfig | None = None, kind: str = "study") -> Study
     try:
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
-        for i, pairs in enumerate(plan.batches):
-            summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
+        if plan.batches and await use_task_workers(config):  # task workers on any machine, shared store
+            summary = await probe_on_workers(config, inputs, plan)
             spent += summary["cost_usd"]
             ran += summary["probes"]
+        else:  # one machine: the batches one after another in this process
+            for i, pairs in enumerate(plan.batches):
+                summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
+                spent += summary["cost_usd"]
+                ran += summary["probes"]
         await call(grade_study, config, inputs, plan)
         scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()

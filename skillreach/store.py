@@ -10,11 +10,13 @@ redacted before they are stored and alert payloads carry no webhook URL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -34,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -54,6 +56,8 @@ __all__ = [
     "StudyRow",
     "open_store",
 ]
+
+log = logging.getLogger("skillreach.store")
 
 HEAD = "0001"
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -314,6 +318,50 @@ def migrate(engine: Engine) -> None:
             command.upgrade(_alembic_config(conn), "head")
 
 
+class _SessionLock:
+    """A connection that holds a session-level advisory lock; ``close`` ends its database session."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.invalidate()  # the DB-API connection is closed, not pooled: the session and its lock end
+        self.conn.close()
+
+
+def _insert_for(backend: str) -> Any:
+    """The dialect's ``insert`` (both have ``on_conflict_do_update``)."""
+    if backend == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
+
+
+T = TypeVar("T")
+
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+"""Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
+
+
+def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
+    """``fn()``, tried again with backoff while the database connection is lost or refused
+    (``OperationalError`` / an invalidated connection). The pool is pre-pinged, so a fresh try gets a
+    fresh connection; ``fn`` must be idempotent (the probe upsert is)."""
+    for wait in (*delays, None):
+        try:
+            return fn()
+        except (OperationalError, DBAPIError) as exc:
+            if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
+                raise
+            log.warning("database connection lost (%s); trying again in %.1fs",
+                        str(exc.orig).splitlines()[0] if exc.orig else exc, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 # ------------------------------------------------------------------------------------------- store
 
 
@@ -450,36 +498,87 @@ class Store:
 
     # ----------------------------------------------------------------------------------- probes
 
-    def add_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
-        """Insert probe records; a (query, attempt) already stored for this study is replaced."""
-        recs = list(records)
-        if not recs:
+    def _upsert_probes(self, study_id: str, records: Iterable[ProbeRecord], *, only_over_errors: bool) -> int:
+        """One ``INSERT … ON CONFLICT (study, query, attempt) DO UPDATE`` for ``records`` (the study id is
+        derived from the options fingerprint, so the key holds it); retried with backoff when the
+        connection is lost (the statement is idempotent). Returns the rows inserted or replaced."""
+        rows = [
+            {"study_id": study_id, "query_id": r.query_id, "attempt": r.attempt,
+             "fingerprint": r.fingerprint, "error": r.error, "cost_usd": r.cost_usd,
+             "record": r.model_dump(mode="json"), "created_at": _now()}
+            for r in records
+        ]
+        if not rows:
             return 0
-        with self.writing() as s:
-            keys = {(r.query_id, r.attempt) for r in recs}
-            existing = s.scalars(
-                select(ProbeRow).where(
-                    ProbeRow.study_id == study_id,
-                    ProbeRow.query_id.in_({k[0] for k in keys}),
-                )
-            )
-            for row in existing:
-                if (row.query_id, row.attempt) in keys:
-                    s.delete(row)
-            s.flush()
-            for r in recs:
-                s.add(
-                    ProbeRow(
-                        study_id=study_id,
-                        query_id=r.query_id,
-                        attempt=r.attempt,
-                        fingerprint=r.fingerprint,
-                        error=r.error,
-                        cost_usd=r.cost_usd,
-                        record=r.model_dump(mode="json"),
-                    )
-                )
+        insert = _insert_for(self.backend)
+        stmt = insert(ProbeRow).values(rows)
+        excluded = stmt.excluded
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[ProbeRow.study_id, ProbeRow.query_id, ProbeRow.attempt],
+            set_={"fingerprint": excluded.fingerprint, "error": excluded.error, "cost_usd": excluded.cost_usd,
+                  "record": excluded.record, "created_at": excluded.created_at},
+            where=ProbeRow.error.is_not(None) if only_over_errors else None,
+        ).returning(ProbeRow.id)
+
+        def write() -> int:
+            with self.writing() as s:
+                return len(s.execute(stmt).all())
+
+        return _retry_lost_connection(write)
+
+    def add_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
+        """Insert probe records; a (query, attempt) already stored for this study is replaced (a graded
+        record over its ungraded one, a resumed probe over its error)."""
+        recs = list(records)
+        self._upsert_probes(study_id, recs, only_over_errors=False)
         return len(recs)
+
+    def record_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
+        """Insert probe records **once**: a (query, attempt) already stored without error is kept and the
+        new record dropped (``ON CONFLICT … DO UPDATE … WHERE error IS NOT NULL``), so a retried batch or a
+        second worker never duplicates a record; an errored one is replaced. Returns the rows written."""
+        return self._upsert_probes(study_id, records, only_over_errors=True)
+
+    def finished_pairs(
+        self, study_id: str, pairs: Iterable[tuple[str, int]] | None = None
+    ) -> set[tuple[str, int]]:
+        """The (query id, attempt) pairs the study has without error (among ``pairs`` when given)."""
+        stmt = select(ProbeRow.query_id, ProbeRow.attempt).where(
+            ProbeRow.study_id == study_id, ProbeRow.error.is_(None)
+        )
+        wanted = set(pairs) if pairs is not None else None
+        if wanted is not None:
+            stmt = stmt.where(ProbeRow.query_id.in_({q for q, _ in wanted}))
+
+        def read() -> set[tuple[str, int]]:
+            with self.session() as s:
+                got = {(str(q), int(a)) for q, a in s.execute(stmt)}
+            return got & wanted if wanted is not None else got
+
+        return _retry_lost_connection(read)
+
+    # one PostgreSQL advisory lock per batch run: held by the worker's connection while it probes, so a
+    # worker that died (its connection closed by the kernel) is seen by the study as a free lock
+    def hold_lock(self, key: str) -> Any:
+        """A connection holding the session-level advisory lock ``key`` (PostgreSQL; ``None`` elsewhere).
+        Its ``close()`` ends the database session, releasing the lock (it never goes back to the pool)."""
+        if self.backend != "postgresql":
+            return None
+        conn = self.engine.connect()
+        conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), {"k": key})
+        conn.commit()
+        return _SessionLock(conn)
+
+    def lock_free(self, key: str) -> bool:
+        """Whether nobody holds the advisory lock ``key`` (taken and released at once when free)."""
+        if self.backend != "postgresql":
+            return False
+        with self.engine.connect() as conn:
+            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(hashtext(:k))"), {"k": key}).scalar())
+            if got:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": key})
+            conn.commit()
+            return got
 
     def probes(self, study_id: str) -> list[ProbeRecord]:
         stmt = (

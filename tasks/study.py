@@ -9,6 +9,7 @@ the batch's provenance lets a re-run skip finished batches.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from datetime import timedelta
@@ -32,8 +33,8 @@ from skillreach.study.plan import (
     probe_options,
     study_id_for,
 )
-from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
-from skillreach.tasks._context import logger, progress_for, runtime_for, store_for
+from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes, write_probes
+from skillreach.tasks._context import api_url, logger, progress_for, runtime_for, store_for
 
 __all__ = [
     "assemble_catalog",
@@ -42,6 +43,10 @@ __all__ = [
     "estimate_spend",
     "prepare_study",
     "probe_batch",
+    "probe_batch_remote",
+    "probe_on_workers",
+    "task_workers_seen",
+    "use_task_workers",
 ]
 
 
@@ -266,3 +271,197 @@ async def probe_batch(
     }
 
 
+
+# --------------------------------------------------------------------------- batches on task workers
+#
+# With a Prefect server, a shared (PostgreSQL) store and task workers serving ``probe_batch_remote``
+# (``skillreach worker``), a study's batches are Prefect background tasks: ``.delay()`` puts each on the
+# server's queue and any worker on any machine takes it. Parameters travel through Prefect's task
+# scheduling storage (small: the catalog, the batch's queries, the pairs); results do not travel at all —
+# every record is in the store, inserted once, and ``probes.jsonl`` is written from the store at the end.
+
+BATCH_TASK = "probe_batch_remote"
+CRASH_CHECKS = 2
+"""A started batch whose advisory lock is free this many polls in a row lost its worker."""
+MAX_RESUBMITS = 5
+
+
+class _StoreSink:
+    """Each finished probe straight into the shared store (insert-once), from worker threads: the store
+    is the probe log of a distributed study."""
+
+    thread_safe = True
+
+    def __init__(self, store: Any, study_id: str) -> None:
+        self.store, self.study_id = store, study_id
+
+    def write(self, record: Any) -> None:
+        self.store.record_probes(self.study_id, [record])
+
+
+@task(
+    name=BATCH_TASK,
+    tags=["skillreach", "probe"],
+    retries=2,
+    retry_delay_seconds=[5, 30],
+    retry_condition_fn=_retry_unless_our_error,
+    cache_policy=NO_CACHE,
+    result_serializer="json",
+)
+async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
+    """One batch on a task worker (``skillreach worker``): ``work`` is plain JSON (the study's public
+    configuration, the catalog, the batch's queries and pairs); the worker adds its own secrets (the
+    store's URL) from the configuration it resolved when it started. Pairs the store already has
+    without error are skipped; each probe is inserted into the store as it finishes."""
+    from skillreach.models import Catalog, Query
+    from skillreach.study.runner import run_probes
+    from skillreach.tasks._context import worker_config
+
+    config = StudyConfig.model_validate(work["config"]).with_secrets_from(worker_config())
+    catalog = Catalog.model_validate(work["catalog"])
+    by_id = {q["id"]: Query.model_validate(q) for q in work["queries"]}
+    pairs = [(str(q), int(a)) for q, a in work["pairs"]]
+    study_id = str(work["study_id"])
+    runtime = runtime_for(config)
+    with store_for(config) as store:
+        held = store.hold_lock(str(work["lock"]))  # released by the kernel if this process dies
+        try:
+            finished = store.finished_pairs(study_id, pairs)
+            todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
+            records = await run_probes(
+                runtime, catalog, todo, options=probe_options(config), sink=_StoreSink(store, study_id),
+                concurrency=config.concurrency, fingerprint=str(work["fingerprint"]),
+                cost_cap=config.max_cost, spent_before=float(work.get("spent_before", 0.0)),
+            )
+        finally:
+            await runtime.aclose()
+            if held is not None:
+                held.close()
+    return {"batch": work["batch"], "probes": len(records), "errors": sum(1 for r in records if r.error),
+            "skipped": len(pairs) - len(todo)}
+
+
+def _store_is_shared(config: StudyConfig) -> bool:
+    url = config.database_url.get_secret_value() if config.database_url else ""
+    return url.startswith("postgresql")
+
+
+async def task_workers_seen() -> int:
+    """How many task workers the Prefect server knows that serve ``probe_batch_remote`` (0 without a
+    server)."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        response = await client._client.post(  # no public client method for /task_workers/filter in 3.9
+            "/task_workers/filter", json={"task_worker_filter": {"task_keys": [probe_batch_remote.task_key]}}
+        )
+        response.raise_for_status()
+        return len(response.json())
+
+
+async def use_task_workers(config: StudyConfig) -> bool:
+    """Distribute the batches when this is a tracked run, the store is shared and a worker serves them;
+    otherwise they run in this process, one after another (the single-machine path)."""
+    from skillreach.tasks._context import in_prefect_run
+
+    if not in_prefect_run() or api_url() is None or not _store_is_shared(config):
+        return False
+    try:
+        n = await task_workers_seen()
+    except Exception:  # an old server without the endpoint: run in-process
+        logger().info("could not ask the Prefect server for task workers; probing in this process")
+        return False
+    if n:
+        logger().info("probing on %d task worker(s) (%s)", n, BATCH_TASK)
+    return n > 0
+
+
+def _work_for(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, batch: int, tries: int
+) -> dict[str, Any]:
+    by_id = inputs.query_set.by_id()
+    pairs = plan.batches[batch]
+    return {
+        "config": config.model_dump(mode="json"),
+        "catalog": inputs.catalog.model_dump(mode="json"),
+        "queries": [by_id[q].model_dump(mode="json") for q in sorted({q for q, _ in pairs})],
+        "pairs": [[q, a] for q, a in pairs],
+        "study_id": plan.study_id,
+        "fingerprint": plan.fingerprint,
+        "batch": batch,
+        "lock": f"{plan.study_id}/{batch}/{tries}",
+        "spent_before": plan.spent_usd,
+    }
+
+
+async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan,
+                           *, poll_s: float = 1.0) -> dict[str, Any]:
+    """Submit every batch as a background task, wait for all, and write ``probes.jsonl`` from the store.
+
+    A batch whose worker died (its task run started, its PostgreSQL advisory lock free: the kernel
+    closed the dead worker's connection) is marked Crashed and submitted again; the new run skips what
+    the store has, so only the probes in flight at the kill are paid twice. A batch that fails after
+    Prefect's retries fails the study.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
+    from prefect.states import Crashed
+
+    from skillreach.errors import ProbeFailed
+
+    futures: dict[int, tuple[Any, int]] = {}
+    for i in range(len(plan.batches)):
+        futures[i] = (probe_batch_remote.delay(_work_for(config, inputs, plan, i, 0)), 0)
+    suspect: dict[int, int] = {}
+    resubmitted = 0
+
+    async def lost_worker(client: Any, store: Any, i: int, future: Any, *, tries: int, state: Any) -> bool:
+        """Whether batch ``i``'s run lost its worker (marking it Crashed when this poll decides it)."""
+        if state.is_crashed():
+            return True
+        if not (state.is_running() or state.is_pending()):
+            return False  # scheduled: still in the server's queue
+        free = await asyncio.to_thread(store.lock_free, f"{plan.study_id}/{i}/{tries}")
+        suspect[i] = suspect.get(i, 0) + 1 if free else 0
+        if suspect[i] < CRASH_CHECKS:
+            return False
+        await client.set_task_run_state(
+            future.task_run_id, Crashed(message="its worker stopped (its store lock is free)"), force=True
+        )
+        return True
+
+    with store_for(config) as store:
+        async with get_client() as client:
+            while futures:
+                await asyncio.sleep(poll_s)
+                ids = [f.task_run_id for f, _ in futures.values()]
+                runs = {r.id: r for r in await client.read_task_runs(
+                    task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                for i, (future, tries) in list(futures.items()):
+                    run = runs.get(future.task_run_id)
+                    state = run.state if run is not None else None
+                    if state is None:
+                        continue
+                    if state.is_completed():
+                        del futures[i]
+                    elif state.is_failed() or state.is_cancelled():
+                        raise ProbeFailed(f"batch {i} {state.name.lower()}: {state.message or 'no message'}")
+                    elif await lost_worker(client, store, i, future, tries=tries, state=state):
+                        if tries >= MAX_RESUBMITS:
+                            raise ProbeFailed(f"batch {i} lost its worker {tries + 1} times; see the workers")
+                        logger().warning("batch %d lost its worker; submitting it again", i)
+                        suspect.pop(i, None)
+                        resubmitted += 1
+                        work = _work_for(config, inputs, plan, i, tries + 1)
+                        futures[i] = (probe_batch_remote.delay(work), tries + 1)
+        records = await asyncio.to_thread(store.probes, plan.study_id)
+    current = [r for r in records if r.fingerprint == plan.fingerprint]
+    await asyncio.to_thread(write_probes, plan.probes_path, current)
+    ran = max(0, len(current) - plan.done)
+    return {
+        "batches": len(plan.batches),
+        "probes": ran,
+        "errors": sum(1 for r in current if r.error),
+        "cost_usd": round(sum(r.cost_usd or 0.0 for r in current) - plan.spent_usd, 6),
+        "resubmitted": resubmitted,
+    }

@@ -105,6 +105,7 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
                        stdout=subprocess.DEVNULL)
         result = _upsert_in(env)
         log(f"serve: alert automation: {result}")
+        log(f"serve: shared rate limits: {_limits_in(env)}")
         log(f"serve: worker on pool {pool!r} — UI at {api.removesuffix('/api')} — Ctrl-C stops everything")
         worker = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
                                   env=env, cwd=REPO, start_new_session=True)
@@ -126,6 +127,15 @@ def _upsert_in(env: dict[str, str]) -> str:
         "import asyncio, json; from skillreach.deployments.automations import upsert_automations; "
         "print(json.dumps(asyncio.run(upsert_automations())))"
     )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+
+
+def _limits_in(env: dict[str, str]) -> str:
+    """The provider rate limits every worker shares (deployments/limits.py), from the settings."""
+    code = ("import asyncio, json; from skillreach.deployments.limits import ensure_from_settings; "
+            "print(json.dumps(asyncio.run(ensure_from_settings())))")
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
                          text=True)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"

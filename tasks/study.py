@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -281,8 +282,8 @@ async def probe_batch(
 # every record is in the store, inserted once, and ``probes.jsonl`` is written from the store at the end.
 
 BATCH_TASK = "probe_batch_remote"
-CRASH_CHECKS = 2
-"""A started batch whose advisory lock is free this many polls in a row lost its worker."""
+CRASH_AFTER_S = 15.0
+"""A running batch whose advisory lock stays free this long (every poll) lost its worker."""
 MAX_RESUBMITS = 5
 
 
@@ -305,8 +306,7 @@ class _StoreSink:
     retries=2,
     retry_delay_seconds=[5, 30],
     retry_condition_fn=_retry_unless_our_error,
-    cache_policy=NO_CACHE,
-    result_serializer="json",
+    cache_policy=NO_CACHE,  # the store says what is done; parameters go pickled through scheduling storage
 )
 async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
     """One batch on a task worker (``skillreach worker``): ``work`` is plain JSON (the study's public
@@ -322,9 +322,9 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
     by_id = {q["id"]: Query.model_validate(q) for q in work["queries"]}
     pairs = [(str(q), int(a)) for q, a in work["pairs"]]
     study_id = str(work["study_id"])
-    runtime = runtime_for(config)
     with store_for(config) as store:
-        held = store.hold_lock(str(work["lock"]))  # released by the kernel if this process dies
+        held = store.hold_lock(str(work["lock"]))  # first: released by the kernel if this process dies
+        runtime = runtime_for(config)
         try:
             finished = store.finished_pairs(study_id, pairs)
             todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
@@ -376,6 +376,16 @@ async def use_task_workers(config: StudyConfig) -> bool:
     return n > 0
 
 
+def _submit(work: dict[str, Any]) -> Any:
+    """``probe_batch_remote.delay(work)`` outside the flow run's context: Prefect would pickle that
+    context (the Flow object holds a thread lock) into the task's parameters and fail. The batch runs
+    are tagged with the study instead of nested under its flow run."""
+    import contextvars
+
+    task_ = probe_batch_remote.with_options(tags=["skillreach", "probe", str(work["study_id"])])
+    return contextvars.Context().run(task_.delay, work)
+
+
 def _work_for(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, batch: int, tries: int
 ) -> dict[str, Any]:
@@ -405,31 +415,42 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
     """
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
-    from prefect.states import Crashed
+    from prefect.states import Cancelled, Crashed
 
     from skillreach.errors import ProbeFailed
 
     futures: dict[int, tuple[Any, int]] = {}
     for i in range(len(plan.batches)):
-        futures[i] = (probe_batch_remote.delay(_work_for(config, inputs, plan, i, 0)), 0)
-    suspect: dict[int, int] = {}
+        futures[i] = (_submit(_work_for(config, inputs, plan, i, 0)), 0)
+    suspect: dict[int, float] = {}  # batch -> when its lock was first seen free while it ran
     resubmitted = 0
 
     async def lost_worker(client: Any, store: Any, i: int, future: Any, *, tries: int, state: Any) -> bool:
         """Whether batch ``i``'s run lost its worker (marking it Crashed when this poll decides it)."""
         if state.is_crashed():
             return True
-        if not (state.is_running() or state.is_pending()):
-            return False  # scheduled: still in the server's queue
-        free = await asyncio.to_thread(store.lock_free, f"{plan.study_id}/{i}/{tries}")
-        suspect[i] = suspect.get(i, 0) + 1 if free else 0
-        if suspect[i] < CRASH_CHECKS:
+        if not state.is_running():
+            return False  # scheduled or pending: not started yet
+        if not await asyncio.to_thread(store.lock_free, f"{plan.study_id}/{i}/{tries}"):
+            suspect.pop(i, None)
             return False
+        if time.monotonic() - suspect.setdefault(i, time.monotonic()) < CRASH_AFTER_S:
+            return False  # starting (the lock comes first thing) or finishing: look again
         await client.set_task_run_state(
             future.task_run_id, Crashed(message="its worker stopped (its store lock is free)"), force=True
         )
         return True
 
+    def resubmit(i: int, tries: int) -> None:
+        nonlocal resubmitted
+        if tries >= MAX_RESUBMITS:
+            raise ProbeFailed(f"batch {i} lost its worker {tries + 1} times; see the workers")
+        logger().warning("batch %d lost its worker; submitting it again", i)
+        suspect.pop(i, None)
+        resubmitted += 1
+        futures[i] = (_submit(_work_for(config, inputs, plan, i, tries + 1)), tries + 1)
+
+    progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
     with store_for(config) as store:
         async with get_client() as client:
             while futures:
@@ -437,23 +458,32 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
                 ids = [f.task_run_id for f, _ in futures.values()]
                 runs = {r.id: r for r in await client.read_task_runs(
                     task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                waiting: list[int] = []
                 for i, (future, tries) in list(futures.items()):
                     run = runs.get(future.task_run_id)
                     state = run.state if run is not None else None
                     if state is None:
                         continue
+                    if state.is_completed() or state.is_running():
+                        progress = time.monotonic()
                     if state.is_completed():
                         del futures[i]
                     elif state.is_failed() or state.is_cancelled():
                         raise ProbeFailed(f"batch {i} {state.name.lower()}: {state.message or 'no message'}")
                     elif await lost_worker(client, store, i, future, tries=tries, state=state):
-                        if tries >= MAX_RESUBMITS:
-                            raise ProbeFailed(f"batch {i} lost its worker {tries + 1} times; see the workers")
-                        logger().warning("batch %d lost its worker; submitting it again", i)
-                        suspect.pop(i, None)
-                        resubmitted += 1
-                        work = _work_for(config, inputs, plan, i, tries + 1)
-                        futures[i] = (probe_batch_remote.delay(work), tries + 1)
+                        resubmit(i, tries)
+                    elif state.is_scheduled() or state.is_pending():
+                        waiting.append(i)
+                if waiting and time.monotonic() - progress >= CRASH_AFTER_S:
+                    # nothing of this study runs, yet batches wait: a worker took them off the server's
+                    # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
+                    # would be refused by the server; the new runs skip what the store has.
+                    for i in waiting:
+                        future, tries = futures[i]
+                        held = Cancelled(message="held by a worker that stopped")
+                        await client.set_task_run_state(future.task_run_id, held, force=True)
+                        resubmit(i, tries)
+                    progress = time.monotonic()
         records = await asyncio.to_thread(store.probes, plan.study_id)
     current = [r for r in records if r.fingerprint == plan.fingerprint]
     await asyncio.to_thread(write_probes, plan.probes_path, current)

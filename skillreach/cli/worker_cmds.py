@@ -82,13 +82,20 @@ def worker_cmd(
     from pathlib import Path
 
     cfg = check_worker_environment(Path(config) if config else None)
+    import asyncio
+
     from prefect.task_worker import serve
 
+    from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
     from skillreach.tasks._context import set_worker_config
     from skillreach.tasks.study import probe_batch_remote
 
     set_worker_config(cfg)
-    print(f"worker: serving probe batches ({batches} at a time); Ctrl-C stops", file=sys.stderr)
+    asyncio.run(ensure_from_settings(replace=False))  # limits `serve` did not create: from this machine
+    limits = asyncio.run(existing_limits())
+    install_shared_limits(limits)
+    shared = f"; shared rate limits: {', '.join(sorted(limits))}" if limits else ""
+    print(f"worker: serving probe batches ({batches} at a time){shared}; Ctrl-C stops", file=sys.stderr)
     serve(probe_batch_remote, limit=batches)
 
 

@@ -49,7 +49,7 @@ async def ensure_rate_limits(
     """Create (``replace``: or update) the limits of each runtime on the Prefect server at
     ``PREFECT_API_URL``; returns name → (slots, decay per second) of the limits it wrote."""
     from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
     written: dict[str, tuple[int, float]] = {}
     async with get_client() as client:
@@ -62,7 +62,13 @@ async def ensure_rate_limits(
                     except ObjectNotFound:
                         pass
                 slots, decay = limit_shape(per_window, window_s)
-                await client.upsert_global_concurrency_limit_by_name(name, slots, slot_decay_per_second=decay)
+                upsert = client.upsert_global_concurrency_limit_by_name
+                try:
+                    await upsert(name, slots, slot_decay_per_second=decay)
+                except ObjectAlreadyExists:  # another worker created it between the read and the write
+                    if not replace:
+                        continue
+                    await upsert(name, slots, slot_decay_per_second=decay)
                 written[name] = (slots, decay)
     return written
 
@@ -76,27 +82,30 @@ def _acquire(name: str) -> Callable[[int], Awaitable[None]]:
     return acquire
 
 
-def install_shared_limits(existing: dict[str, int]) -> None:
-    """Make the runtimes of this process draw on the server's limits in ``existing`` (name → slots; the
-    worker reads them once when it starts); a limit the server does not have stays in-process."""
+def install_shared_limits(existing: dict[str, tuple[int, float]]) -> None:
+    """Make the runtimes of this process draw on the server's limits in ``existing`` (name → slots, decay
+    per second; the worker reads them once when it starts), whatever limit a study names: the server's
+    is the provider key's. A limit the server does not have stays in-process (the study's own)."""
     from skillreach.runtimes._ratelimit import SharedRateLimit, set_shared_limits
 
     def factory(runtime: str, kind: str, per_minute: float | None) -> Any:
         name = limit_name(runtime, kind)
-        if per_minute is None or name not in existing:
+        if name not in existing:
             return None
-        return SharedRateLimit(name, _acquire(name), per_minute=per_minute, max_slots=existing[name])
+        slots, decay = existing[name]
+        return SharedRateLimit(name, _acquire(name), per_minute=decay * 60 + slots, max_slots=slots)
 
     set_shared_limits(factory)
 
 
-async def existing_limits() -> dict[str, int]:
-    """skillreach's active global limits on the server: name → slots."""
+async def existing_limits() -> dict[str, tuple[int, float]]:
+    """skillreach's active global limits on the server: name → (slots, slot decay per second)."""
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
         limits = await client.read_global_concurrency_limits(limit=200)
-    return {lim.name: lim.limit for lim in limits if lim.name.startswith("skillreach-") and lim.active}
+    return {lim.name: (lim.limit, float(lim.slot_decay_per_second or 0.0)) for lim in limits
+            if lim.name.startswith("skillreach-") and lim.active and lim.slot_decay_per_second}
 
 
 API_RUNTIMES = ["anthropic", "openai-compatible"]

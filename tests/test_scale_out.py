@@ -66,3 +66,34 @@ def test_three_workers_one_killed_every_probe_recorded_once_and_paid_at_most_twi
     paid = len(api.message_requests) - CANARIES  # one request a probe (the skill is found at turn 1)
     assert total <= paid <= total + CONCURRENCY, (paid, total, in_flight_at_kill)
     assert "study st-" in out
+
+
+def test_one_rate_limit_holds_across_three_workers(pg_url: str, tmp_path: Path) -> None:
+    """R requests per window across three workers, measured at the stand-in: no window holds more than R.
+    The window is scaled to 6 s (the limit's slot decay scaled the same way) to keep the test short."""
+    r, window = 12, 6.0
+    skills, queries = study_world(tmp_path, 20)
+    with stand_in(0.2) as api, Cluster(tmp_path, pg_url, api.base_url, batch_size=10) as cluster:
+        written = cluster.python(
+            "import asyncio, json; from skillreach.deployments.limits import ensure_rate_limits; "
+            "print(json.dumps(asyncio.run(ensure_rate_limits("
+            f"['anthropic'], {r}, None, window_s={window}))))")
+        assert "skillreach-anthropic-requests" in written
+        cluster.start_workers(3, extra_env={"SKILLREACH_REQUESTS_PER_MINUTE": str(r)})
+        proc = cluster.run_study(skills, queries, tmp_path / "out", attempts=3, concurrency=CONCURRENCY)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    times = sorted(c.at for c in api.message_requests
+                   if not _text(c.body).startswith("Use the "))  # the flow's canaries are not on a worker
+    assert len(times) == 60
+    busiest = max(sum(1 for t in times[i:] if t < start + window) for i, start in enumerate(times))
+    assert busiest <= r, f"{busiest} requests in {window} s (limit {r})"
+    # and the limit did the pacing: unlimited, 12 in flight at 200 ms would take about 1 s
+    slots, decay = 1, (r - 1) / window
+    assert times[-1] - times[0] >= 0.8 * (len(times) - slots) / decay
+
+
+def _text(body: object) -> str:
+    from tests.fakes.messages_api import query_text
+
+    return query_text(body) if isinstance(body, dict) else ""

@@ -84,19 +84,23 @@ def worker_cmd(
     cfg = check_worker_environment(Path(config) if config else None)
     import asyncio
 
-    from prefect.task_worker import serve
+    from prefect.task_worker import aserve
 
     from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
     from skillreach.tasks._context import set_worker_config
     from skillreach.tasks.study import probe_batch_remote
 
     set_worker_config(cfg)
-    asyncio.run(ensure_from_settings(replace=False))  # limits `serve` did not create: from this machine
-    limits = asyncio.run(existing_limits())
-    install_shared_limits(limits)
-    shared = f"; shared rate limits: {', '.join(sorted(limits))}" if limits else ""
-    print(f"worker: serving probe batches ({batches} at a time){shared}; Ctrl-C stops", file=sys.stderr)
-    serve(probe_batch_remote, limit=batches)
+
+    async def work() -> None:  # one event loop for the limits and the worker
+        await ensure_from_settings(replace=False)  # limits `serve` did not create: from this machine
+        limits = await existing_limits()
+        install_shared_limits(limits)
+        shared = f"; shared rate limits: {', '.join(sorted(limits))}" if limits else ""
+        print(f"worker: serving probe batches ({batches} at a time){shared}; Ctrl-C stops", file=sys.stderr)
+        await aserve(probe_batch_remote, limit=batches)
+
+    asyncio.run(work())
 
 
 def register(app: typer.Typer) -> None:

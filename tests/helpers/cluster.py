@@ -135,6 +135,12 @@ class Cluster:
                              timeout=120, check=False)
         return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else -1
 
+    def python(self, code: str) -> str:
+        """Run ``code`` in a fresh interpreter against the cluster (its own Prefect settings); its stdout."""
+        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True,
+                             timeout=300, check=True, cwd=REPO)
+        return out.stdout
+
     def wait_for_workers(self, n: int, timeout_s: float = 180) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -267,6 +267,11 @@ def _print(report: Report) -> None:
     where.add_row("store (database URL)", report.store_url)
     where.add_row("home", report.home)
     console.print(where)
+    if report.prefect_api_url:  # distributed probing: the server, the batch workers it sees, the store
+        from skillreach.cli.worker_cmds import worker_lines
+
+        for line in worker_lines():
+            console.print(line, markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -236,7 +236,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="Probe into an --out folder that holds probes of another runtime or model."
+        False,
+        "--force",
+        help="Probe into an --out folder that holds probes of another configuration (runtime, model, "
+        "catalog, query set, attempts, options).",
     ),
     max_probes: int | None = typer.Option(
         None,
@@ -309,6 +312,8 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         raise InputError(
             f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
         )
+    if not force:  # the study's fingerprint is checked against the folder's probes once it is known
+        cfg = cfg.model_copy(update={"exclusive_out": True})
     check_planned_probes(cfg, cfg.max_probes)
     try:  # a misspelt runtime option stops the run before anything starts, the file named
         check_runtime_options(cfg.runtime, cfg.runtime_options)

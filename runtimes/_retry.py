@@ -4,22 +4,70 @@ Runtimes translate vendor exceptions into :class:`~skillreach.errors.TransientPr
 retry: 429, 529, 5xx, timeouts, dropped connections) or :class:`~skillreach.errors.ProbeFailed` (not
 worth one: a 4xx). :func:`retrying` retries the first kind at most ``policy.max_retries`` times and
 then raises the last one; the second kind is raised at once. Every wait is reported to ``on_retry``
-so a run can show it, and ``sleep`` can be swapped in tests.
+so a run can show it, and ``sleep`` can be swapped in tests. Every wait is also told to the
+process's retry listeners (:func:`watch_retries`): the CLI's progress display counts retries and
+rate-limit waits while probing, whatever runtime retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
 from skillreach.errors import ProbeFailed, TransientProbeError
 
-__all__ = ["RetryPolicy", "retrying"]
+__all__ = ["RetryPolicy", "RetryTally", "is_rate_limit", "retrying", "watch_retries"]
 
 T = TypeVar("T")
+
+RetryListener = Callable[[TransientProbeError, float], None]
+_listeners: list[RetryListener] = []
+_listeners_lock = threading.Lock()
+_RATE_LIMIT = re.compile(r"\b(429|529)\b|rate.?limit|overloaded", re.IGNORECASE)
+
+
+def is_rate_limit(err: TransientProbeError) -> bool:
+    """Whether the provider refused for load (HTTP 429 / 529, a rate-limit or overloaded error)."""
+    return bool(_RATE_LIMIT.search(err.message))
+
+
+@contextmanager
+def watch_retries(listener: RetryListener) -> Iterator[None]:
+    """Call ``listener(error, wait_s)`` before every retry's wait in this process while inside."""
+    with _listeners_lock:
+        _listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _listeners_lock:
+            _listeners.remove(listener)
+
+
+@dataclass
+class RetryTally:
+    """A running count of retries, those that waited out a rate limit, and the seconds waited."""
+
+    retries: int = 0
+    rate_limited: int = 0
+    waited_s: float = 0.0
+
+    def add(self, err: TransientProbeError, wait: float) -> None:
+        self.retries += 1
+        self.rate_limited += is_rate_limit(err)
+        self.waited_s += wait
+
+    def text(self) -> str:
+        if not self.retries:
+            return "0 retries"
+        plural = "y" if self.retries == 1 else "ies"
+        limited = f", {self.rate_limited} rate-limited" if self.rate_limited else ""
+        return f"{self.retries} retr{plural}{limited} ({self.waited_s:.1f} s waited)"
 
 
 @dataclass(frozen=True)
@@ -74,5 +122,9 @@ async def retrying(
             wait = policy.delay(attempt, err.retry_after)
             if on_retry is not None:
                 on_retry(attempt + 1, err, wait)
+            with _listeners_lock:
+                listeners = tuple(_listeners)
+            for listener in listeners:
+                listener(err, wait)
             await sleep(wait)
             attempt += 1

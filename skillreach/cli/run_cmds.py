@@ -33,11 +33,15 @@ class _Progress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[errors]} errors"),
+            TextColumn("{task.fields[retries]}"),
             TimeElapsedColumn(),
             console=console,
             transient=False,
         )
-        self.task = self.bar.add_task("probes", total=None, errors=0)
+        from skillreach.runtimes._retry import RetryTally
+
+        self.tally = RetryTally()
+        self.task = self.bar.add_task("probes", total=None, errors=0, retries=self.tally.text())
         self.errors = 0
         self.started = False
 
@@ -58,6 +62,11 @@ class _Progress:
         from rich.markup import escape
 
         self.bar.console.print(f"[{style}]cost estimate: {escape(line)}", markup=True, highlight=False)
+
+    def retried(self, err: Any, wait: float) -> None:
+        """A runtime is about to wait and retry (``runtimes._retry.watch_retries``)."""
+        self.tally.add(err, wait)
+        self.bar.update(self.task, retries=self.tally.text())
 
     def __call__(self, record: Any) -> None:
         if record.error:
@@ -354,8 +363,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
     progress = _Progress(console)
+    from skillreach.runtimes._retry import watch_retries
+
     try:
-        result = run_study(cfg, progress=progress, use_prefect=server is not None)
+        with watch_retries(progress.retried):
+            result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
         log.removeHandler(log_file)

@@ -104,3 +104,31 @@ def test_listeners_hear_every_retry_before_its_wait_and_only_while_watching() ->
     asyncio.run(retrying(call, policy=policy, classify=classify, sleep=sleep))
     assert len(heard) == 3  # no longer watching
     assert RetryTally().text() == "0 retries"
+
+
+def test_the_rate_limiters_own_waits_are_counted_too() -> None:
+    """``requests_per_minute`` / ``input_tokens_per_minute`` throttle in the runtime's token bucket:
+    each wait reaches the listeners (error ``None``) and the progress line counts them apart."""
+    from skillreach.runtimes._ratelimit import TokenBucket
+
+    heard: list[tuple[TransientProbeError | None, float]] = []
+    tally = RetryTally()
+
+    def hear(err: TransientProbeError | None, wait: float) -> None:
+        heard.append((err, wait))
+        tally.add(err, wait)
+
+    async def three() -> None:
+        bucket = TokenBucket(1200, burst=1)  # 20 a second, one at a time
+        for _ in range(3):
+            await bucket.acquire(1)
+
+    with watch_retries(hear):
+        asyncio.run(three())
+    assert len(heard) == 2  # the first request goes at once, the next two wait
+    assert all(err is None and 0 < wait <= 0.06 for err, wait in heard)
+    assert (tally.retries, tally.throttled) == (0, 2)
+    assert re.fullmatch(r"0 retries; 2 rate-limit waits \(0\.\d s\)", tally.text()), tally.text()
+    tally.add(TransientProbeError("HTTP 429 rate_limit_error: slow down", 1.0), 1.0)
+    both = r"1 retry, 1 rate-limited \(1\.0 s waited\); 2 rate-limit waits \(0\.\d s\)"
+    assert re.fullmatch(both, tally.text()), tally.text()

@@ -499,6 +499,11 @@ class StagedDiff(_Frozen):
     def probes_saved(self) -> int:
         return self.probes_planned - self.probes_used
 
+    @property
+    def finished(self) -> bool:
+        """Decided (better / worse), or every planned look taken."""
+        return self.decided_at is not None or self.looks_taken >= self.looks_planned
+
     def sentence(self) -> str:
         pct = 100.0 * self.probes_saved / self.probes_planned if self.probes_planned else 0.0
         return (
@@ -515,6 +520,7 @@ def staged_diff(
     looks: int = DEFAULT_LOOKS,
     seed: int = 0,
     alpha: float = ALPHA,
+    probed_looks: int | None = None,
 ) -> StagedDiff:
     """The staged test of a paired A/B difference (``diffs[query]`` = B − A of one query).
 
@@ -526,6 +532,9 @@ def staged_diff(
     diff's verdict with c′_K (*no detectable change* when the interval holds 0). There is no futility
     boundary: a diff with no true change runs to its last look, as a fixed design would, at the same
     level. ``probes_per_case``: the probes of both arms per query (what a stage costs).
+    ``probed_looks``: only the first that many stages are probed yet (a diff probing B stage by stage):
+    the test stops there undecided (:attr:`StagedDiff.finished` false) when no boundary is crossed;
+    ``diffs`` of the stages not probed yet are never read.
     """
     order = stage_order(list(diffs), seed)
     stages = plan_stages(len(order), looks)
@@ -557,6 +566,8 @@ def staged_diff(
         if decision != "go on":
             verdict = decision
             decided_at = k if decision in ("better", "worse") else None
+            break
+        if probed_looks is not None and k >= probed_looks:
             break
     used = order[: stages[len(taken) - 1]]
     return StagedDiff(

@@ -35,12 +35,15 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from rank_bm25 import BM25Okapi
 
 from skillreach.models import Skill
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions that build an index load it
+    import scipy.sparse as sp
 
 __all__ = [
     "BLOCK_CELLS",
@@ -186,6 +189,8 @@ class BM25Index:
     """A sparse BM25 index over ``documents`` (texts, or token lists already made by :func:`tokenize`)."""
 
     def __init__(self, documents: Sequence[str | Sequence[str]], *, k1: float = K1, b: float = B) -> None:
+        import scipy.sparse as sp
+
         self.k1 = k1
         self.b = b
         docs = [tokenize(d) if isinstance(d, str) else list(d) for d in documents]
@@ -232,6 +237,8 @@ class BM25Index:
 
     def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
         """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
+        import scipy.sparse as sp
+
         rows: list[int] = []
         cols: list[int] = []
         vals: list[int] = []
@@ -270,6 +277,8 @@ class BM25Index:
         threshold for big inputs (≥ 1,000 × 1,000) and uses the sparse product alone otherwise; ``0``
         forces the sparse product alone.
         """
+        import scipy.sparse as sp
+
         q: sp.csr_matrix = queries if isinstance(queries, sp.csr_matrix) else self.query_matrix(queries)
         n_queries = int(q.shape[0])
         if self.n_docs == 0:
@@ -287,6 +296,8 @@ class BM25Index:
 
     def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
         """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""
+        import scipy.sparse as sp
+
         cached = self._splits.get(dense_df)
         if cached is None:
             high = np.flatnonzero(self.df >= dense_df)

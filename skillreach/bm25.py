@@ -196,14 +196,12 @@ class BM25Index:
         docs = [tokenize(d) if isinstance(d, str) else list(d) for d in documents]
         self.n_docs = len(docs)
         first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        for i, doc in enumerate(docs):
-            counts = Counter(doc)
-            rows.extend([i] * len(counts))
-            cols.extend(map(first_seen.__getitem__, counts))
-            tfs.extend(counts.values())
+        # One C-level pass over every token: its term code; the sparse constructor sums repeats into
+        # term frequencies (integers, so exactly the counts).
+        cols = np.fromiter(
+            map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64
+        )
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
         remap = np.empty(len(first_seen), dtype=np.int64)
@@ -211,10 +209,11 @@ class BM25Index:
         self.vocabulary: dict[str, int] = {t: j for j, t in enumerate(terms)}
         n_terms = len(terms)
 
-        row_arr = np.asarray(rows, dtype=np.int64)
-        col_arr = remap[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, dtype=np.int64)
-        tf_arr = np.asarray(tfs, dtype=np.float64)
+        row_arr = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        col_arr = remap[cols] if len(cols) else cols
+        tf_arr = np.ones(len(cols), dtype=np.float64)
         self.tf = sp.csr_matrix((tf_arr, (row_arr, col_arr)), shape=(self.n_docs, n_terms))
+        self.tf.sum_duplicates()
         self.tf.sort_indices()
         self.doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
         self.avgdl = float(sum(len(d) for d in docs)) / self.n_docs if self.n_docs else 0.0

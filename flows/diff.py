@@ -29,11 +29,13 @@ async def diff(
     markdown: Path | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
 ) -> DiffResult:
-    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.diff`)."""
+    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.diff`);
+    with ``looks``, where a staged comparison would have stopped."""
     arms = await call(load_arms, a, b, queries)
     result: DiffResult = await call(
-        compare_arms, arms, vary=vary, force=force, skill=skill, resamples=resamples, seed=seed
+        compare_arms, arms, vary=vary, force=force, skill=skill, resamples=resamples, seed=seed, looks=looks
     )
     await call(write_diff_reports, result, html=html, markdown=markdown)
     return result

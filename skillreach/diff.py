@@ -25,6 +25,10 @@ within the arm, so each query weighs the same whatever the number of attempts.
   test of c in b + c at ½ (1 when b + c = 0).
 - Verdict on Δ top-1: ``better`` when the interval's lower end > 0, ``worse`` when its upper end < 0,
   otherwise ``no detectable change``.
+- **Staged** (``looks``): the same Δ top-1, tested after each of ``looks`` stages of the paired
+  queries (a seeded shuffle) against the two-sided O'Brien–Fleming boundary
+  (:func:`skillreach.sequential.staged_diff`): where a staged run would have stopped, its verdict and
+  the probes (of both arms) it would have saved.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from skillreach._querystats import ArmQueries, bootstrap_weights, clip, f1_macro
 from skillreach.artifacts import Artifact, ProbeOutcome, read_artifact
 from skillreach.errors import InputError, RefusedError
 from skillreach.models import NO_SKILL
+from skillreach.sequential import StagedDiff, staged_diff
 from skillreach.stats import paired_t_interval
 from skillreach.study.folder import STUDY_FILE, StudyFile, read_study_file
 
@@ -180,6 +185,8 @@ class DiffResult(_Frozen):
     skills: list[SkillDelta]
     resamples: int
     seed: int
+    staged: StagedDiff | None = None
+    """With ``--staged``: the group-sequential replay of Δ top-1 over the paired queries."""
 
     def delta(self, metric: str) -> Delta:
         return next(d for d in self.headline if d.metric == metric)
@@ -436,8 +443,10 @@ def diff_arms(
     texts: Mapping[str, str] | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
 ) -> DiffResult:
-    """The paired diff B − A (see the module docstring). Walls and corroboration raise first."""
+    """The paired diff B − A (see the module docstring). Walls and corroboration raise first.
+    ``looks``: also replay the staged design with that many planned looks."""
     check_walls(a, b)
     if skill is not None and skill not in set(a.artifact.catalog.skills) | set(b.artifact.catalog.skills):
         raise InputError(f"--skill {skill}: not resident in either arm's catalog")
@@ -480,6 +489,13 @@ def diff_arms(
     else:
         verdict = "no detectable change"
     skills = _skill_deltas(qids, labels, meta=meta, qa=qa, qb=qb, weights=weights)
+    staged = None
+    if looks is not None:
+        probes: dict[str, int] = defaultdict(int)
+        for o in (*a.artifact.outcomes, *b.artifact.outcomes):
+            probes[o.query_id] += 1
+        per_query = {q: float(qb.top1[i] - qa.top1[i]) for i, q in enumerate(qids)}
+        staged = staged_diff(per_query, {q: probes[q] for q in qids}, looks=looks, seed=seed)
     return DiffResult(
         a=_info(a),
         b=_info(b),
@@ -499,6 +515,7 @@ def diff_arms(
         skills=skills,
         resamples=resamples,
         seed=seed,
+        staged=staged,
     )
 
 

@@ -45,12 +45,22 @@ async def compare_arms(
     skill: str | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
 ) -> DiffResult:
-    """The paired diff B − A; walls and corroboration refuse with exit 3."""
+    """The paired diff B − A (with ``looks``, its staged replay too); walls and corroboration refuse
+    with exit 3."""
     from skillreach.diff import diff_arms
 
     return diff_arms(
-        arms.a, arms.b, vary=vary, force=force, skill=skill, texts=arms.texts, resamples=resamples, seed=seed
+        arms.a,
+        arms.b,
+        vary=vary,
+        force=force,
+        skill=skill,
+        texts=arms.texts,
+        resamples=resamples,
+        seed=seed,
+        looks=looks,
     )
 
 

@@ -54,7 +54,16 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--markdown", metavar="FILE", help="Write a markdown summary here (a PR comment)."
     ),
     resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the bootstrap and of the stage order."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Also test Δ top-1 in stages (O'Brien–Fleming α-spending over --looks): where a staged "
+        "comparison stops, its verdict and the probes it saves.",
+    ),
+    looks: int = typer.Option(
+        4, "--looks", min=1, metavar="K", help="Planned looks of --staged (fewer with under 2 queries each)."
+    ),
 ) -> None:
     """Compare two studies of the same sealed query set, paired over queries: Δ top-1, Δ reachability,
     Δ macro-F1 with 95 % intervals, McNemar's exact test, per-skill Δ recall / precision and the
@@ -82,6 +91,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         markdown=markdown,
         resamples=resamples,
         seed=seed,
+        looks=looks if staged else None,
     )
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")

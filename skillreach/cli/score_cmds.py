@@ -46,6 +46,8 @@ def write_reports(
 ) -> None:
     """Write the HTML and/or markdown reports of ``artifact`` (``-`` = stdout for markdown), with the
     study's gate report and its skills' uplift when there are."""
+    if html is None and markdown is None:
+        return  # not even the import: jinja2 and the templates cost ~0.3 s
     from skillreach.reports import render_html, render_markdown
 
     if html is not None:
@@ -103,7 +105,6 @@ def score_cmd(
     from skillreach.artifacts import write_artifact
     from skillreach.errors import InputError
     from skillreach.queries import load_query_set
-    from skillreach.reports import print_scorecard
     from skillreach.scoring import ProbeTable, score
 
     err = make_console(stderr=True)
@@ -128,6 +129,8 @@ def score_cmd(
         artifact = write_artifact(score(query_set, table, catalog), out_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
+        from skillreach.reports import print_scorecard  # jinja2 and the templates: not for --quiet
+
         print_scorecard(artifact, make_console(stderr=str(markdown) == "-"))
         err.print(f"artifact written to {out_path}", markup=False, highlight=False)
 

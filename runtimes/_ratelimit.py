@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from skillreach.runtimes._retry import tell_listeners
+
 __all__ = ["SharedRateLimit", "TokenBucket", "limiter", "set_shared_limits"]
 
 
@@ -50,6 +52,7 @@ class TokenBucket:
             while self.level < need:
                 wait = (need - self.level) / self.rate
                 self.waited_s += wait
+                tell_listeners(None, wait)  # the progress display counts rate-limit waits
                 await asyncio.sleep(wait)
                 self._refill()
             self.level -= need

@@ -105,6 +105,10 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
                      extra=dict(sorted(config.runtime_options.items())))
     out = config.out or claim_out_dir(default_out_dir(config, kind=kind))
     existing = read_probes(out / "probes.jsonl", missing_ok=True)
+    if config.exclusive_out:  # `skillreach run --out DIR` without --force: one configuration per folder
+        from skillreach.study.out_guard import check_out_folder
+
+        check_out_folder(out, existing, fingerprint=fp, config=config, inputs=inputs, resolved_model=resolved)
     study_id = study_id_for(fp, out)
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0

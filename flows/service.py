@@ -6,6 +6,7 @@ the bundled example) and composes tasks; no SQL, HTTP or file I/O in the flow bo
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from prefect import flow
@@ -21,10 +22,23 @@ from skillreach.watch import MODEL_SNAPSHOT_CHANGED, events_for
 __all__ = ["nightly_compliance", "rebaseline_all", "watch"]
 
 
-async def _run_study(cfg: StudyConfig, kind: str) -> StudyResult:
+async def _run_study(cfg: StudyConfig, kind: str, slot: str | None = None) -> StudyResult:
     # a subflow (a child run) inside a Prefect run; plain code otherwise
-    result: StudyResult = await call(study, cfg, kind)
+    result: StudyResult = await call(study, cfg, kind, slot)
     return result
+
+
+def _slot(given: str | None, fmt: str) -> str | None:
+    """The schedule slot of this flow run (its expected start, e.g. ``2026-12-01``): part of the
+    study's default folder, so a retry or a re-run in the same slot resumes and the next starts fresh.
+    ``None`` outside a Prefect run (the study's folder is then its fingerprint's alone)."""
+    from prefect.context import FlowRunContext
+
+    if given:
+        return given
+    ctx = FlowRunContext.get()
+    start = getattr(ctx.flow_run, "expected_start_time", None) if ctx and ctx.flow_run else None
+    return start.astimezone(UTC).strftime(fmt) if start is not None else None
 
 
 @flow(name="rebaseline-all")
@@ -34,6 +48,8 @@ async def rebaseline_all(
     reason: str = "manual",
     skill: str | None = None,
     model_snapshot: str | None = None,
+    *,
+    slot: str | None = None,
 ) -> dict[str, Any]:
     """Re-probe every skill, gate each against its stored baseline, then re-record — never silently.
 
@@ -42,7 +58,8 @@ async def rebaseline_all(
     one commit. After ``skillreach.model.snapshot.changed`` the pins differ by design: the same paired
     differences are a drift report (``skillreach.model.drift`` for each skill that moved past its gate)
     and every record is re-recorded under the new pin. ``reason``, ``skill`` and ``model_snapshot`` come
-    from the triggering event.
+    from the triggering event; the study's folder is per hour of the run's expected start (``slot``), so
+    a retried or re-run re-baselining resumes.
     """
     drift = reason == MODEL_SNAPSHOT_CHANGED
     why = reason if not skill else f"{reason} ({skill})"
@@ -50,7 +67,7 @@ async def rebaseline_all(
         why += f" → {model_snapshot}"
     cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=True, drift=drift,
                      reason=why)
-    result = await _run_study(cfg, "rebaseline")
+    result = await _run_study(cfg, "rebaseline", _slot(slot, "%Y-%m-%dT%H"))
     return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
             "study_id": result.study_id, "out": str(result.out), "statuses": result.statuses,
             "alerts": len(result.breaches)}
@@ -58,12 +75,13 @@ async def rebaseline_all(
 
 @flow(name="nightly-compliance")
 async def nightly_compliance(
-    config: StudyConfig | None = None, config_file: str | None = None
+    config: StudyConfig | None = None, config_file: str | None = None, slot: str | None = None
 ) -> dict[str, Any]:
     """The nightly study with compliance checks on (the agent goes on after the target), gated
-    against the stored baselines; a breach alerts."""
+    against the stored baselines; a breach alerts. The study's folder is per night (``slot``, the
+    run's expected start date in UTC): re-running a crashed nightly the same day resumes it."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
-    result = await _run_study(cfg, "compliance")
+    result = await _run_study(cfg, "compliance", _slot(slot, "%Y-%m-%d"))
     return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
             "statuses": result.statuses}
 

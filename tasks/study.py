@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
+from skillreach.store import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import (
     SkillsFound,
@@ -33,7 +35,7 @@ from skillreach.study.plan import (
     study_id_for,
 )
 from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
-from skillreach.tasks._context import logger, progress_for, runtime_for, store_for
+from skillreach.tasks._context import logger, progress_for, runtime_for, set_progress, store_for
 
 __all__ = [
     "assemble_catalog",
@@ -42,6 +44,7 @@ __all__ = [
     "estimate_spend",
     "prepare_study",
     "probe_batch",
+    "release_study",
 ]
 
 
@@ -80,12 +83,54 @@ def _finished_pairs(plan: StudyPlan) -> set[tuple[str, int]]:
         return pairs
 
 
-@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
-async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "study") -> StudyPlan:
-    """Resolve the model snapshot, fix the fingerprint, open the study in the store, plan the batches.
+# study id -> the lock this process holds on it, from prepare_study until release_study
+_locks: dict[str, StudyLock] = {}
 
-    A study re-run into the same folder with the same fingerprint resumes: pairs already in
-    ``probes.jsonl`` without error are not run again.
+
+def _hold_study_lock(config: StudyConfig, study_id: str, out: Path) -> None:
+    """Take the study's lock for the rest of the study (:class:`StudyLocked` naming the holder when
+    another process, or another flow of this one, runs it)."""
+    lock = lock_study(config.settings(), study_id, out, holder=lock_holder(_flow_run_id()))
+    with _finished_lock:
+        _locks[study_id] = lock
+
+
+def _release_study_lock(study_id: str) -> None:
+    with _finished_lock:
+        lock = _locks.pop(study_id, None)
+    if lock is not None:
+        lock.release()
+
+
+@task(name="release_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def release_study(plan: StudyPlan) -> None:
+    """Give back the study's lock (at the end of the study, however it ended)."""
+    _release_study_lock(plan.study_id)
+
+
+def _progress_of(config: StudyConfig, out: Path) -> Any:
+    """The progress display of a study; one started with no ``--out`` is registered under ``None``
+    until its folder is known, then under the folder (where the probe batches look it up)."""
+    callback = progress_for(str(out))
+    if callback is None and config.out is None:
+        callback = progress_for(str(None))
+        if callback is not None:
+            set_progress(str(out), callback)
+            if hasattr(callback, "folder"):
+                callback.folder(out)
+    return callback
+
+
+@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def prepare_study(
+    config: StudyConfig, inputs: StudyInputs, kind: str = "study", slot: str | None = None
+) -> StudyPlan:
+    """Resolve the model snapshot, fix the fingerprint, take the study's lock, open the study in the
+    store, plan the batches.
+
+    A study given no ``--out`` writes under a folder derived from its fingerprint (and a scheduled
+    run's ``slot``); a study re-run into the same folder with the same fingerprint resumes: pairs
+    already in ``probes.jsonl`` without error are not run again.
     """
     from skillreach.study.runner import fingerprint, resolve_model
 
@@ -97,9 +142,22 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         await runtime.aclose()
     fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
                      extra=dict(sorted(config.runtime_options.items())))
-    out = config.out or claim_out_dir(default_out_dir(config, kind=kind))
-    existing = read_probes(out / "probes.jsonl", missing_ok=True)
+    out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
     study_id = study_id_for(fp, out)
+    _hold_study_lock(config, study_id, out)
+    try:
+        return await _plan_locked(config, inputs, kind, fp=fp, resolved=resolved, out=out,
+                                  study_id=study_id)
+    except BaseException:
+        _release_study_lock(study_id)
+        raise
+
+
+async def _plan_locked(
+    config: StudyConfig, inputs: StudyInputs, kind: str, *, fp: str, resolved: str | None, out: Path,
+    study_id: str,
+) -> StudyPlan:
+    existing = read_probes(out / "probes.jsonl", missing_ok=True)
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
         plan = plan_study(config, inputs, out=out, fingerprint=fp, resolved_model=resolved,
@@ -123,7 +181,7 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
             store.add_probes(study_id, latest_records(existing, fp))
     with _finished_lock:
         _finished[(str(plan.probes_path.resolve()), fp)] = completed_pairs(existing, fp)
-    callback = progress_for(str(out))
+    callback = _progress_of(config, out)
     if callback is not None and hasattr(callback, "plan"):
         callback.plan(plan.total, plan.done)
     if plan.done:

@@ -37,6 +37,20 @@ def test_entrypoints_import_to_async_flows(name: str) -> None:
         assert set(trig.get("parameters", {})) <= params
 
 
+def test_scheduled_and_triggered_deployments_run_one_at_a_time() -> None:
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
+
+    strategies = {}
+    for name in ("nightly-compliance", "rebaseline-all", "watch"):
+        limit = BY_NAME[name]["concurrency_limit"]
+        assert limit["limit"] == 1
+        strategies[name] = ConcurrencyOptions(collision_strategy=limit["collision_strategy"]).collision_strategy
+    assert strategies == {"nightly-compliance": ConcurrencyLimitStrategy.ENQUEUE,
+                          "rebaseline-all": ConcurrencyLimitStrategy.CANCEL_NEW,
+                          "watch": ConcurrencyLimitStrategy.CANCEL_NEW}
+    assert "concurrency_limit" not in BY_NAME["study"]  # different studies on demand may run together
+
+
 def test_schedules_parse_with_prefect() -> None:
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 

@@ -76,14 +76,31 @@ async def rebaseline_all(
 @flow(name="nightly-compliance")
 async def nightly_compliance(
     config: StudyConfig | None = None, config_file: str | None = None, slot: str | None = None
-) -> dict[str, Any]:
+) -> Any:
     """The nightly study with compliance checks on (the agent goes on after the target), gated
-    against the stored baselines; a breach alerts. The study's folder is per night (``slot``, the
+    against the stored baselines; a breach alerts, and a tracked run with a breach ends ``Failed(name=
+    "Breached")`` (its data the same summary). The study's folder is per night (``slot``, the
     run's expected start date in UTC): re-running a crashed nightly the same day resumes it."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
     result = await _run_study(cfg, "compliance", _slot(slot, "%Y-%m-%d"))
-    return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
-            "statuses": result.statuses}
+    summary = {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
+               "statuses": result.statuses}
+    return _breached(summary, result) if result.breaches else summary
+
+
+def _breached(summary: dict[str, Any], result: StudyResult) -> Any:
+    """A tracked nightly with a breach ends ``Failed`` named ``Breached`` (not green in the UI; no flow
+    retry: a retry would measure the same breach again); in-process, the summary as it is."""
+    from skillreach.tasks._context import in_prefect_run
+
+    if not in_prefect_run():
+        return summary
+    from prefect.states import Failed
+
+    skills = sorted({str(b.get("skill")) for b in result.breaches if b.get("skill")})
+    message = (f"{len(result.breaches)} gate breach(es) in study {result.study_id}"
+               + (f": {', '.join(skills)}" if skills else "") + f"; see {result.out}")
+    return Failed(name="Breached", message=message, data=summary)
 
 
 @flow(name="watch")

@@ -44,7 +44,8 @@ def test_scheduled_and_triggered_deployments_run_one_at_a_time() -> None:
     for name in ("nightly-compliance", "rebaseline-all", "watch"):
         limit = BY_NAME[name]["concurrency_limit"]
         assert limit["limit"] == 1
-        strategies[name] = ConcurrencyOptions(collision_strategy=limit["collision_strategy"]).collision_strategy
+        options = ConcurrencyOptions(collision_strategy=limit["collision_strategy"])
+        strategies[name] = options.collision_strategy
     assert strategies == {"nightly-compliance": ConcurrencyLimitStrategy.ENQUEUE,
                           "rebaseline-all": ConcurrencyLimitStrategy.CANCEL_NEW,
                           "watch": ConcurrencyLimitStrategy.CANCEL_NEW}

@@ -31,6 +31,11 @@ def prefect_env(port: int) -> dict[str, str]:
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("DO_NOT_TRACK", "1")
+    # flow runs send heartbeats; the zombie automation (deployments/automations.py) marks a run whose
+    # heartbeats stop as Crashed
+    from skillreach.deployments.automations import HEARTBEAT_S
+
+    env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
     env["PWD"] = str(REPO)  # prefect.yaml's pull step: the flows run from this checkout
     return env
 

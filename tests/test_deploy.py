@@ -165,3 +165,33 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     _stop(proc, grace_s=0.5)
     assert proc.poll() is not None
     assert time.monotonic() - t0 < 15
+
+
+def test_the_zombie_and_run_alert_automations_validate() -> None:
+    from datetime import timedelta
+    from uuid import uuid4
+
+    from prefect.client.schemas.objects import StateType
+
+    from skillreach.deployments.automations import run_alert_automation, zombie_automation
+
+    zombie = zombie_automation(heartbeat=30)
+    assert zombie.trigger.posture.value == "Proactive"
+    assert zombie.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert "prefect.flow-run.Crashed" in zombie.trigger.expect
+    assert zombie.trigger.for_each == {"prefect.resource.id"}
+    assert zombie.trigger.within == timedelta(seconds=90)
+    assert zombie.actions[0].state == StateType.CRASHED
+    ids = [uuid4()]
+    alert = run_alert_automation(ids)
+    assert alert.trigger.expect == {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}
+    related = {tuple(sorted(spec.root.items())) for spec in alert.trigger.match_related}
+    assert (("prefect.resource.id", "prefect.tag.skillreach"), ("prefect.resource.role", "tag")) in related
+    assert [a.block_document_id for a in alert.actions] == ids
+
+
+def test_serve_turns_flow_run_heartbeats_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillreach.deployments.serve import prefect_env
+
+    monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    assert prefect_env(4200)["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30"

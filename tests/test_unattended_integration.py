@@ -8,6 +8,7 @@ Integration (``prefect_test_harness``, ~20 s to start on these machines, then ~3
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,12 +21,18 @@ from tests.helpers.world import cfg, make_queries, make_skills, run, script
 pytestmark = pytest.mark.integration
 
 
+UI = "http://skillreach.example:4200"
+"""Where people open the Prefect UI (``PREFECT_UI_URL``): the alert links point there, not at 127.0.0.1."""
+
+
 @pytest.fixture(scope="module")
 def prefect_server() -> Iterator[None]:
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PREFECT_UI_URL", UI)
+        with prefect_test_harness(server_startup_timeout=120):
+            yield
 
 
 def test_a_nightly_with_a_breach_ends_breached_and_a_rerun_the_same_night_resumes(
@@ -80,3 +87,77 @@ async def _run_count(flow_run_id: Any) -> int:
     async with get_client() as client:
         flow_run = await client.read_flow_run(flow_run_id)
     return int(flow_run.run_count)
+
+
+def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(prefect_server: None) -> None:
+    """The zombie automation (a 5 s heartbeat here, so a 15 s window) marks a run of a skillreach
+    deployment whose heartbeats stopped Crashed; the run alert posts exactly one message for it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.events import emit_event
+    from prefect.states import Running
+
+    from skillreach.deployments import automations
+    from skillreach.flows.service import watch
+    from tests.helpers.webhooks import WebhookSink
+
+    names = (automations.ALERT_AUTOMATION, automations.RUN_ALERT_AUTOMATION, automations.ZOMBIE_AUTOMATION)
+
+    async def counts() -> list[int]:
+        async with get_client() as client:
+            return [len(await client.read_automations_by_name(n)) for n in names]
+
+    with WebhookSink() as sink:
+        url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
+        asyncio.run(automations.upsert_automations([url]))
+        done = asyncio.run(automations.upsert_automations([url]))  # idempotent: replaces, never adds
+        assert done["webhooks"] == 1
+        assert asyncio.run(counts()) == [1, 1, 1]
+
+        async def start_a_run() -> Any:
+            async with get_client() as client:
+                for old in await client.read_automations_by_name(automations.ZOMBIE_AUTOMATION):
+                    await client.delete_automation(old.id)
+                await automations._create(client, automations.zombie_automation(heartbeat=5))
+                deployment_id = await (await watch.to_deployment(name="watch", tags=["skillreach"])).apply()
+                flow_run = await client.create_flow_run_from_deployment(deployment_id)
+                await client.set_flow_run_state(flow_run.id, Running(), force=True)
+                return flow_run.id
+
+        time.sleep(2)  # the trigger service loads the automations
+        flow_run_id = asyncio.run(start_a_run())
+        emit_event(event="prefect.flow-run.heartbeat",
+                   resource={"prefect.resource.id": f"prefect.flow-run.{flow_run_id}"})
+        started = time.monotonic()  # ... and no heartbeat after that one: the process "died"
+
+        async def state_type() -> StateType | None:
+            async with get_client() as client:
+                run = await client.read_flow_run(flow_run_id)
+            return run.state.type if run.state else None
+
+        async def crashed() -> bool:
+            return await state_type() == StateType.CRASHED
+
+        assert asyncio.run(_wait(crashed, 90)), f"still {asyncio.run(state_type())}"
+        took = time.monotonic() - started
+
+        async def alerted() -> bool:
+            return len(sink.requests) >= 1
+
+        assert asyncio.run(_wait(alerted, 45)), "the run alert posted nothing"
+        time.sleep(5)  # a duplicate would arrive now
+    assert len(sink.requests) == 1, sink.requests
+    text = sink.requests[0]["body"]["text"]
+    assert text.startswith("skillreach skillreach.run.crashed: watch/watch run ")
+    assert "ended Crashed: no heartbeat for 15 s" in text
+    assert text.endswith(f" — {UI}/runs/flow-run/{flow_run_id}")
+    assert 10 <= took <= 90
+
+
+async def _wait(predicate: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await predicate():
+            return True
+        await asyncio.sleep(0.5)
+    return False

@@ -15,11 +15,12 @@ from skillreach.flows._compose import call
 from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
+from skillreach.tasks.crashes import crash_children, crash_studies
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
 from skillreach.watch import MODEL_SNAPSHOT_CHANGED, events_for
 
-__all__ = ["nightly_compliance", "rebaseline_all", "watch"]
+__all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
 
 
 async def _run_study(cfg: StudyConfig, kind: str, slot: str | None = None) -> StudyResult:
@@ -125,3 +126,18 @@ async def watch(config: StudyConfig | None = None, config_file: str | None = Non
         "events": [e.event for e in events],
         "emitted": emitted,
     }
+
+
+@flow(name="resolve-crashed")
+async def resolve_crashed(
+    flow_run_id: str, config: StudyConfig | None = None, config_file: str | None = None
+) -> dict[str, Any]:
+    """A skillreach deployment run crashed (``flow_run_id``: its id, or the event's
+    ``prefect.flow-run.<id>``): its unfinished child runs are marked Crashed and the studies they ran
+    ``crashed`` in the store, so nothing stays Running. Re-running the deployment resumes the study."""
+    run_id = flow_run_id.rsplit(".", 1)[-1]
+    cfg = await call(resolve_config, config, config_file)
+    message = f"the parent run {run_id} crashed; re-run its deployment to resume"
+    runs = await call(crash_children, run_id, message)
+    studies = await call(crash_studies, cfg, runs, message)
+    return {"flow_run_id": run_id, "runs": runs, "studies": studies}

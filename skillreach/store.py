@@ -96,7 +96,7 @@ class StudyRow(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=_now)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed|crashed
     kind: Mapped[str] = mapped_column(String(32), default="study")  # study|rebaseline|compliance
     out_dir: Mapped[str] = mapped_column(Text)
     runtime: Mapped[str] = mapped_column(String(64))
@@ -598,6 +598,17 @@ class Store:
         )
         with self.session() as s:
             return s.scalars(stmt).first()
+
+    def crash_studies(self, flow_run_ids: Iterable[str], *, error: str) -> list[str]:
+        """Studies of these flow runs still marked running become ``crashed`` (their runs died: the
+        probes already written stay; a re-run resumes). Returns their ids."""
+        ids = [str(i) for i in flow_run_ids]
+        with self.writing() as s:
+            rows = list(s.scalars(select(StudyRow).where(StudyRow.flow_run_id.in_(ids),
+                                                         StudyRow.status == "running")))
+            for row in rows:
+                row.status, row.finished_at, row.error = "crashed", _now(), error
+            return [row.id for row in rows]
 
     # ----------------------------------------------------------------------------------- alerts
 

@@ -16,7 +16,7 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 
 def test_the_four_deployments_are_there() -> None:
-    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch"}
+    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
     assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
 
 
@@ -195,3 +195,17 @@ def test_serve_turns_flow_run_heartbeats_on(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
     assert prefect_env(4200)["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30"
+
+
+def test_resolve_crashed_fires_on_a_crashed_skillreach_deployment_run() -> None:
+    from uuid import uuid4
+
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    dep = BY_NAME["resolve-crashed"]
+    assert "skillreach" not in dep["tags"]  # neither alerts nor triggers itself
+    [trig] = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+    assert trig.expect == {"prefect.flow-run.Crashed"}
+    assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
+    trig.set_deployment_id(uuid4())
+    assert trig.as_automation().actions[0].type == "run-deployment"

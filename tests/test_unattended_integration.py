@@ -161,3 +161,69 @@ async def _wait(predicate: Any, timeout_s: float) -> bool:
             return True
         await asyncio.sleep(0.5)
     return False
+
+
+def test_a_crashed_run_takes_its_study_subflow_and_study_row_with_it(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """resolve-crashed (triggered by prefect.flow-run.Crashed): the child run still Running is Crashed,
+    the study it was running is ``crashed`` in the store; finished children are left as they are."""
+    from prefect import flow, task
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Completed, Crashed, Running
+
+    from skillreach.flows.service import resolve_crashed
+    from skillreach.store import Store
+    from skillreach.study import StudyConfig
+
+    monkeypatch.chdir(tmp_path)
+
+    @flow(name="a-parent")
+    def parent() -> None: ...
+
+    @flow(name="study")
+    def child() -> None: ...
+
+    @task(name="subflow")
+    def step() -> None: ...
+
+    async def crash_a_run() -> tuple[Any, Any, Any]:
+        async with get_client() as client:
+            top = await client.create_flow_run(parent, tags=["skillreach"], state=Running())
+            ids = []
+            for i in range(2):
+                link = await client.create_task_run(step, flow_run_id=top.id, dynamic_key=str(i))
+                ids.append((await client.create_flow_run(child, parent_task_run_id=link.id,
+                                                         state=Running())).id)
+            await client.set_flow_run_state(ids[1], Completed(), force=True)
+            await client.set_flow_run_state(top.id, Crashed(message="no heartbeat"), force=True)
+            return top.id, ids[0], ids[1]
+
+    top, running_child, finished_child = asyncio.run(crash_a_run())
+    config = StudyConfig.build(None, home=tmp_path / "home")
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
+        for sid, run_id in (("st-crashed", running_child), ("st-done", finished_child)):
+            store.begin_study(sid, out_dir="runs/x", runtime="fake", model=None, catalog_id="all",
+                              catalog_digest="c", queries_digest="q", fingerprint="fp", attempts=1,
+                              config={}, flow_run_id=str(run_id))
+        store.finish_study("st-done")
+
+    out = asyncio.run(resolve_crashed(f"prefect.flow-run.{top}", config=config))
+    assert out["studies"] == ["st-crashed"]
+    assert set(out["runs"]) == {str(top), str(running_child), str(finished_child)}
+
+    async def states() -> list[StateType | None]:
+        async with get_client() as client:
+            runs = [await client.read_flow_run(i) for i in (running_child, finished_child)]
+        return [r.state.type if r.state else None for r in runs]
+
+    assert asyncio.run(states()) == [StateType.CRASHED, StateType.COMPLETED]
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
+        row = store.get_study("st-crashed")
+        assert row is not None
+        assert row.status == "crashed"
+        assert "re-run its deployment to resume" in (row.error or "")
+        done = store.get_study("st-done")
+        assert done is not None
+        assert done.status == "done"

@@ -209,3 +209,41 @@ def test_resolve_crashed_fires_on_a_crashed_skillreach_deployment_run() -> None:
     assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
     trig.set_deployment_id(uuid4())
     assert trig.as_automation().actions[0].type == "run-deployment"
+
+
+def test_serve_restarts_a_worker_that_dies(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from skillreach.deployments import serve
+
+    monkeypatch.setattr(serve, "RESTART_DELAY_S", (0.0,))
+    started: list[subprocess.Popen[bytes]] = []
+    lines: list[str] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        code = "import time; time.sleep(60)" if not started else "import sys; sys.exit(3)"
+        started.append(subprocess.Popen([sys.executable, "-c", code]))
+        return started[-1]
+
+    # the first "worker" is killed with SIGKILL, the second exits 3; both are restarted
+    threading.Timer(1.0, lambda: started[0].send_signal(signal.SIGKILL)).start()
+    last = serve.supervise(start, lines.append, restarts=2)
+    last.wait(10)
+    assert len(started) == 3
+    assert lines[0] == f"serve: the worker (pid {started[0].pid}) exited with code -9; restarting it in 0 s"
+    assert lines[2] == f"serve: the worker (pid {started[1].pid}) exited with code 3; restarting it in 0 s"
+    assert lines[1] == f"serve: worker restarted (pid {started[1].pid})"
+
+
+def test_the_watch_schedule_has_a_fixed_anchor() -> None:
+    from datetime import UTC, datetime
+
+    from prefect.client.schemas.schedules import IntervalSchedule
+
+    [every] = BY_NAME["watch"]["schedules"]
+    schedule = IntervalSchedule(interval=every["interval"], anchor_date=every["anchor_date"],
+                                timezone=every["timezone"])
+    assert schedule.anchor_date == datetime(2026, 1, 1, tzinfo=UTC)  # redeploying never moves it

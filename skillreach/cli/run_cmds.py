@@ -425,12 +425,14 @@ def _log_file(out: Path | None) -> logging.Handler:
 def serve_cmd(
     port: int = typer.Option(4200, "--port", help="Port of the local Prefect server (127.0.0.1)."),
     pool: str = typer.Option("skillreach", "--pool", help="Process work pool to create and serve."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address the Prefect server binds (0.0.0.0: all)."),
 ) -> None:
     """Start the Prefect deployments of prefect.yaml locally: server, work pool, deployments,
-    automations, and a worker in the foreground (schedules and event triggers live). Ctrl-C stops all."""
+    automations, and a supervised worker in the foreground (restarted if it dies; schedules and event
+    triggers live). Ctrl-C stops all."""
     from skillreach.deployments.serve import serve
 
-    raise typer.Exit(serve(port=port, pool=pool, log=lambda m: print(m, file=sys.stderr)))
+    raise typer.Exit(serve(port=port, pool=pool, host=host, log=lambda m: print(m, file=sys.stderr)))
 
 
 def register(app: typer.Typer) -> None:

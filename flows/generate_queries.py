@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 from prefect import flow
 
 from skillreach.errors import ConfigError, SkillreachError
+from skillreach.flows._compose import call
 from skillreach.generation import GenerationRequest, TargetResult
 from skillreach.tasks.generate import (
     GenerateOptions,
@@ -82,9 +84,9 @@ async def generate_queries(
     """Generate, filter, seal and write a query set (see :mod:`skillreach.generation`)."""
     return await drive(
         options,
-        prepare=prepare_generation,
-        generate=generate_target,
-        finish=finish_generation,
+        prepare=partial(call, prepare_generation),
+        generate=partial(call, generate_target),
+        finish=partial(call, finish_generation),
         on_plan=on_plan,
         on_target=on_target,
     )

@@ -12,13 +12,15 @@ from typing import Any
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
+from skillreach.tasks.corpus import generation_for, grow_corpus
 from skillreach.tasks.crashes import crash_children, crash_studies
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
-from skillreach.watch import MODEL_SNAPSHOT_CHANGED, events_for
+from skillreach.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
 
 __all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
 
@@ -58,9 +60,11 @@ async def rebaseline_all(
     as a candidate for ``skillreach baseline accept``; the ok and inconclusive ones are recorded, all in
     one commit. After ``skillreach.model.snapshot.changed`` the pins differ by design: the same paired
     differences are a drift report (``skillreach.model.drift`` for each skill that moved past its gate)
-    and every record is re-recorded under the new pin. ``reason``, ``skill`` and ``model_snapshot`` come
-    from the triggering event; the study's folder is per hour of the run's expected start (``slot``), so
-    a retried or re-run re-baselining resumes.
+    and every record is re-recorded under the new pin. A skill added without queries gets them from the
+    generation flow when a generator model is configured: the grown set is a new corpus version, every
+    skill is gated on the old set's cases, and the grown set is committed with the records made from it.
+    ``reason``, ``skill`` and ``model_snapshot`` come from the triggering event; the study's folder is per
+    hour of the run's expected start (``slot``), so a retried or re-run re-baselining resumes.
     """
     drift = reason == MODEL_SNAPSHOT_CHANGED
     why = reason if not skill else f"{reason} ({skill})"
@@ -68,10 +72,17 @@ async def rebaseline_all(
         why += f" → {model_snapshot}"
     cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=True, drift=drift,
                      reason=why)
+    grown = False
+    if skill and reason == SKILL_ADDED:  # a skill added without queries: generate them when configured
+        options = await call(generation_for, cfg, skill)
+        if options is not None:
+            outcome = await call(generate_queries, options)
+            cfg = await call(grow_corpus, cfg, skill, outcome)
+            grown = True
     result = await _run_study(cfg, "rebaseline", _slot(slot, "%Y-%m-%dT%H"))
     return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
             "study_id": result.study_id, "out": str(result.out), "statuses": result.statuses,
-            "alerts": len(result.breaches)}
+            "alerts": len(result.breaches), "queries_grown": grown}
 
 
 @flow(name="nightly-compliance")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +117,19 @@ class BaselineRepo:
         text = self._show(tip, path) if tip else None
         return parse_baseline(text, f"{self._ref()}:{path}") if text is not None else None
 
+    def read_file(self, path: str) -> str | None:
+        """A file of the repository (path from its top) as committed at :meth:`tip` — the service
+        branch's version when there is one; ``None`` when it is not there."""
+        tip = self.tip()
+        return self._show(tip, path) if tip else None
+
+    def relative(self, path: Path) -> str | None:
+        """``path`` as a repository path (``None`` when it lies outside the repository)."""
+        try:
+            return Path(os.path.realpath(path)).relative_to(os.path.realpath(self.top)).as_posix()
+        except ValueError:
+            return None
+
     def skills(self, *, candidates: bool = False) -> list[str]:
         """Skills with a record (or a candidate) at :meth:`tip`."""
         where = f"{self.folder}/{CANDIDATES}" if candidates else self.folder
@@ -144,22 +157,24 @@ class BaselineRepo:
         why: Iterable[str] = (),
         candidates: Sequence[BaselineRecord] = (),
         accept: Sequence[str] = (),
+        files: Mapping[str, str] | None = None,
         attempts: int = 20,
     ) -> Committed:
         """Write ``records`` (and ``candidates``; ``accept``: move those skills' candidates into place) in
-        one commit. Returns the commit (``sha=None`` when every file was already so)."""
+        one commit, with ``files`` (repository path → text: a grown query set beside the records made from
+        it). Returns the commit (``sha=None`` when every file was already so)."""
         body = "\n".join(why)
         lines = [f"{r.skill}: {metrics_line(r)}" for r in records]
         lines += [f"{r.skill} (candidate, a gate breached): {metrics_line(r)}" for r in candidates]
         message = subject + ("\n\n" + body if body else "") + ("\n\n" + "\n".join(lines) if lines else "")
         if self.branch:
             for _ in range(attempts):
-                done = self._commit_on_branch(records, candidates, accept, message)
+                done = self._commit_on_branch(records, candidates, accept, message, files or {})
                 if done is not None:
                     return done
             raise InputError(f"{self.top}: {self._ref()} kept moving; {attempts} tries to commit lost "
                              "the race; run again")
-        return self._commit_in_work_tree(records, candidates, accept, message)
+        return self._commit_in_work_tree(records, candidates, accept, message, files or {})
 
     def _files(
         self, records: Sequence[BaselineRecord], candidates: Sequence[BaselineRecord], accept: Sequence[str]
@@ -186,10 +201,12 @@ class BaselineRepo:
         candidates: Sequence[BaselineRecord],
         accept: Sequence[str],
         message: str,
+        extra: Mapping[str, str],
     ) -> Committed | None:
         old = git_output(["rev-parse", "--verify", "-q", f"{self._ref()}^{{commit}}"], self.top)
         base = old or self.tip()
         files, delete, accepted = self._files(records, candidates, accept)
+        files.update(extra)
         with tempfile.TemporaryDirectory(prefix="skillreach-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             if base:
@@ -218,8 +235,10 @@ class BaselineRepo:
         candidates: Sequence[BaselineRecord],
         accept: Sequence[str],
         message: str,
+        extra: Mapping[str, str],
     ) -> Committed:
         files, delete, accepted = self._files(records, candidates, accept)
+        files.update(extra)
         for path, content in files.items():
             target = self.top / path
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,7 @@ __all__ = [
     "metric_value",
     "read_baseline",
     "record_baseline",
+    "restrict_record",
     "seal_baseline",
     "skill_version",
     "write_baseline",
@@ -455,6 +456,27 @@ def record_baseline(
         tool_version=str(tool_version),
     )
     return seal_baseline(record)
+
+
+def restrict_record(
+    record: BaselineRecord, parent: QuerySet, *, judge_model: str | None = None
+) -> BaselineRecord:
+    """``record`` (of a study on a grown query set) restricted to the cases of ``parent``, pinned to
+    ``parent``'s digest: what a study of the parent set measured, so a gate can compare it with a
+    baseline recorded on the parent. Sealed again."""
+    keep = {q.id for q in parent.queries}
+    per_case = {k: v for k, v in record.per_case.items() if k in keep}
+    rubric = current_rubric_version(parent, record.skill, judge_model or record.judge_model)
+    return seal_baseline(record.model_copy(update={
+        "corpus_version": parent.provenance.digest or parent.compute_digest(),
+        "per_case": per_case,
+        "cases": CaseCounts(positive=sum(1 for c in per_case.values() if c.role == "positive"),
+                            negative=sum(1 for c in per_case.values() if c.role == "negative")),
+        "metrics": {m: metric_value(per_case, m) for m in METRICS},
+        "rubric_version": rubric,
+        "judge_model": record.judge_model if rubric is not None else None,
+        "digest": None,
+    }))
 
 
 # ------------------------------------------------------------------------------------------ file I/O

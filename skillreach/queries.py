@@ -38,6 +38,7 @@ from skillreach.models import Catalog, Provenance, Query, QueryKind, QuerySet, s
 __all__ = [
     "QUERY_FIELDS",
     "dump_query_set",
+    "grow_query_set",
     "kind_counts",
     "load_query_set",
     "query_digest",
@@ -456,6 +457,41 @@ def seal(
         **extra,
     )
     return QuerySet(catalog_id=body.catalog_id, queries=body.queries, provenance=prov)
+
+
+def grow_query_set(parent: QuerySet, generated: QuerySet, *, target: str, parent_source: str) -> QuerySet:
+    """``parent`` grown by the queries generated for ``target`` (a skill added without any), sealed as a
+    new corpus version.
+
+    Every query of ``parent`` is kept verbatim (so a study of the grown set measures the parent's cases
+    as the parent would); a generated query whose id a parent query already has is renamed
+    ``<target>-gen-<id>``; a generated text the parent already holds is dropped. The provenance names
+    the parent (``parent_digest``, ``lineage``: every ancestor's digest, oldest first) and carries the
+    generation's own provenance under ``generated``.
+    """
+    parent_digest = parent.provenance.digest or parent.compute_digest()
+    ids = {q.id for q in parent.queries}
+    texts = {" ".join(q.text.split()).lower() for q in parent.queries}
+    added: list[Query] = []
+    for q in generated.queries:
+        if " ".join(q.text.split()).lower() in texts:
+            continue
+        qid = q.id if q.id not in ids else f"{target}-gen-{q.id}"
+        ids.add(qid)
+        added.append(q.model_copy(update={"id": qid}))
+    gen_prov = generated.provenance.model_dump(mode="json")
+    gen_prov.pop("query_digests", None)
+    lineage = [*(getattr(parent.provenance, "lineage", None) or []), parent_digest]
+    return seal(
+        QuerySet(catalog_id=parent.catalog_id, queries=(*parent.queries, *added)),
+        source=f"{parent_source} grown by {len(added)} generated queries for {target}",
+        origin="grown",
+        generator_model=generated.provenance.generator_model,
+        parent_digest=parent_digest,
+        lineage=lineage,
+        grown_for=target,
+        generated=gen_prov,
+    )
 
 
 def dump_query_set(qs: QuerySet) -> str:

@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     judge_model: str | None = None
     """The rubric judge of compliance studies (a Messages API model); offline runtimes default to the
     offline fake judge, a live study with rubrics and no judge stops before spending."""
+    generator_model: str | None = None
+    """The Messages API model the service generates queries with for a skill added without any (the
+    grown set is sealed as a new corpus version); ``None``: such a skill is reported, not generated for."""
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'skillreach.db').as_posix()}"

@@ -109,15 +109,20 @@ def pin_snapshot(
     return snap
 
 
-def pin_events(source: str, diff: CatalogDiff) -> list[WatchEvent]:
+def pin_events(source: str, diff: CatalogDiff, *, grown_for: str | None = None) -> list[WatchEvent]:
     """One event per changed pin of a :func:`pin_snapshot` diff (a new or dropped rubric is a change
-    too); the first snapshot is no change."""
+    too); the first snapshot is no change. ``grown_for``: the query set changed because the service
+    grew it for that skill (its records were made from the grown set): neither the corpus change nor
+    that skill's rubric is an event."""
     events: list[WatchEvent] = []
     if diff.first:
         return events
     changes = {k: (old, new) for k, (old, new) in diff.changed.items()}
     changes.update({k: ("", new) for k, new in diff.added.items()})
     changes.update({k: (old, "") for k, old in diff.removed.items()})
+    if grown_for is not None:
+        changes.pop("corpus", None)
+        changes.pop(f"rubric:{grown_for}", None)
     for key, (old, new) in sorted(changes.items()):
         kind, _, name = key.partition(":")
         event = PIN_EVENTS.get(kind)

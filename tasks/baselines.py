@@ -8,7 +8,7 @@ Skills outside git (the bundled example) keep their baselines in the database an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prefect import task
@@ -101,6 +101,46 @@ def _new_records(config: StudyConfig, inputs: StudyInputs, artifact: Any) -> dic
     return out
 
 
+def _on_parent_cases(
+    inputs: StudyInputs, judge: str | None, new: dict[str, BaselineRecord],
+    stored: dict[str, BaselineRecord | None],
+) -> dict[str, BaselineRecord]:
+    """When the study's query set was grown from the set a stored baseline was recorded on (its
+    provenance ``lineage`` names that digest: every query of it is still there, verbatim), the skill is
+    gated on those cases (:func:`~skillreach.baselines.restrict_record`) — the same pins, the same cases —
+    instead of being refused as expired. So a skill added with generated queries is gated like any other,
+    and a breach left waiting as a candidate is still a breach the next night."""
+    lineage = set(getattr(inputs.query_set.provenance, "lineage", None) or [])
+    if not lineage:
+        return new
+    from skillreach.baselines import restrict_record
+    from skillreach.models import Provenance, QuerySet
+
+    out = dict(new)
+    for skill, rec in new.items():
+        base = stored.get(skill)
+        if base is None or base.corpus_version not in lineage:
+            continue
+        parent = QuerySet(catalog_id=inputs.query_set.catalog_id,
+                          queries=tuple(q for q in inputs.query_set.queries if q.id in base.per_case),
+                          provenance=Provenance(digest=base.corpus_version))
+        out[skill] = restrict_record(rec, parent, judge_model=judge)
+    return out
+
+
+def _grown_files(config: StudyConfig, repo: BaselineRepo) -> dict[str, str]:
+    """The grown query set, at the repository path of the set it grew from (one commit with the records
+    made from it); nothing when the study did not grow its set."""
+    if config.grown_from is None or config.queries is None:
+        return {}
+    rel = repo.relative(config.queries_origin or config.grown_from)
+    if rel is None:
+        logger().warning("%s is outside %s: the grown query set %s is not committed with the records",
+                         config.queries_origin or config.grown_from, repo.top, config.queries)
+        return {}
+    return {rel: config.queries.read_text(encoding="utf-8")}
+
+
 @task(name="baseline_config", tags=["skillreach", "baselines"], cache_policy=NO_CACHE)
 async def baseline_config(config: StudyConfig, inputs: StudyInputs) -> StudyConfig:
     """A re-baselining measures every metric of a record: compliance (and rubric grading) whenever the
@@ -131,7 +171,10 @@ async def gate_study(
     if not any(stored.values()) and not config.record_baselines:
         return GateOutcome(report=gate_report_markdown([], [], plan.study_id))
     new = _new_records(config, inputs, artifact)
-    results = gate_skills(inputs.catalog.names, stored, new, config.gates, drift=config.drift)
+    gated = _on_parent_cases(inputs, judge_model_of(config, live=False), new, stored)
+    results = gate_skills(inputs.catalog.names, stored, gated, config.gates, drift=config.drift)
+    if gated is not new:  # gated on the parent's cases; what is recorded is the grown set's record
+        results = [replace(r, new=new[r.skill]) if r.new is not None else r for r in results]
     link = run_link(plan)
     model = plan.resolved_model or config.model
     rows: list[dict[str, Any]] = []
@@ -189,7 +232,11 @@ async def record_baselines(
                f"model {plan.resolved_model or config.model}",
                *[f"{s}: {st}" for s, st in sorted(outcome.statuses.items())]]
         what = "drift report, all re-recorded" if config.drift else "gated, then re-recorded"
-        done = repo.commit(records, candidates=candidates, why=why,
+        grown = _grown_files(config, repo)
+        if grown:
+            what += f"; query set grown: {', '.join(sorted(grown))}"
+            why.insert(1, f"query set grown from {config.grown_from} to a new corpus version")
+        done = repo.commit(records, candidates=candidates, why=why, files=grown,
                            subject=f"baselines: {len(records)} re-recorded, {len(candidates)} candidate(s) — "
                                    f"{config.reason or 'manual'} ({what})")
         sha = done.sha

@@ -22,8 +22,13 @@ async def resolve_config(
     config: StudyConfig | None = None, config_file: str | None = None, **updates: Any
 ) -> StudyConfig:
     """``config`` as given, else built from ``config_file`` (or ``$SKILLREACH_STUDY_CONFIG``), else the
-    bundled example; then ``updates`` applied (what the calling flow needs, e.g. compliance=True)."""
+    bundled example; then ``updates`` applied (what the calling flow needs, e.g. compliance=True). A
+    grown version of the query set waiting on the service branch is studied instead of the working
+    tree's (:func:`skillreach.tasks.corpus.adopt_grown_corpus`)."""
     if config is None:
         path = config_file or os.environ.get(CONFIG_ENV)
         config = StudyConfig.build(Path(path)) if path else StudyConfig.build()
-    return config.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    from skillreach.tasks.corpus import adopt_grown_corpus
+
+    config = config.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    return adopt_grown_corpus(config)

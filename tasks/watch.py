@@ -86,7 +86,11 @@ async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEv
         diff = diff_catalog(previous, current)
         if diff.first or not diff.empty:
             store.snapshot_catalog(key, current, current["corpus"])
-    return pin_events(found.source, diff)
+    # the service's own growth of the set (queries generated for an added skill) is no change to react to
+    lineage = getattr(qs.provenance, "lineage", None) or []
+    own = previous is not None and previous.get("corpus") in lineage
+    grown_for = getattr(qs.provenance, "grown_for", None) if own else None
+    return pin_events(found.source, diff, grown_for=grown_for)
 
 
 @task(name="emit_watch_events", tags=["skillreach", "watch", "events"], cache_policy=NO_CACHE)

@@ -53,6 +53,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "agy_path": ('agy_path = "/opt/agy"', "/opt/agy"),
     "max_probes": ("max_probes = 5000", 5000),
     "judge_model": ('judge_model = "claude-haiku-4-5"', "claude-haiku-4-5"),
+    "generator_model": ('generator_model = "claude-gen-1"', "claude-gen-1"),
     "baselines_dir": ('baselines_dir = "records"', "records"),
     "baselines_branch": ('baselines_branch = "bots/baselines"', "bots/baselines"),
 }

@@ -33,7 +33,7 @@ _WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
-     "max_cost", "keep_errors", "drift", "reason"}
+     "max_cost", "keep_errors", "drift", "reason", "grown_from", "queries_origin"}
 )
 """The keys of a config file (or CLI flags) that belong to the study, not to :class:`Settings`."""
 
@@ -82,6 +82,8 @@ class StudyConfig(Frozen):
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     judge_model: str | None = None
     """The rubric judge; ``None``: the offline fake judge for offline runtimes (see grading)."""
+    generator_model: str | None = None
+    """Generates queries for a skill added without any (the service's re-baselining); see Settings."""
     gates: GateConfig = Field(default_factory=GateConfig)
     listing_budget_chars: int = Field(default=15000, ge=1)
     # where it goes
@@ -95,6 +97,12 @@ class StudyConfig(Frozen):
     """The model snapshot changed: compare across it as a drift report instead of a gate."""
     reason: str = ""
     """Why a re-baselining runs (the event), for the commit message."""
+    grown_from: Path | None = None
+    """The query set ``queries`` was grown from (generated queries for a newly added skill): the gate
+    compares every skill on the parent set's cases, pinned to the parent's digest."""
+    queries_origin: Path | None = None
+    """The working tree's query set that ``queries`` stands in for (a grown version of it on the service
+    branch): where a grown set is committed."""
     baselines_dir: str = "baselines"
     baselines_branch: str = "skillreach/baselines"
     # secrets: used where they are needed, never dumped

@@ -83,23 +83,32 @@ def _finished_pairs(plan: StudyPlan) -> set[tuple[str, int]]:
         return pairs
 
 
-# study id -> the lock this process holds on it, from prepare_study until release_study
-_locks: dict[str, StudyLock] = {}
+# study id -> the lock this process holds on it and how many plans of this process hold it (re-entrant
+# within a process: the lock keeps other processes out; a deployment run is a process of its own)
+_locks: dict[str, tuple[StudyLock, int]] = {}
 
 
 def _hold_study_lock(config: StudyConfig, study_id: str, out: Path) -> None:
     """Take the study's lock for the rest of the study (:class:`StudyLocked` naming the holder when
-    another process, or another flow of this one, runs it)."""
+    another process runs it)."""
+    with _finished_lock:
+        held = _locks.get(study_id)
+        if held is not None:
+            _locks[study_id] = (held[0], held[1] + 1)
+            return
     lock = lock_study(config.settings(), study_id, out, holder=lock_holder(_flow_run_id()))
     with _finished_lock:
-        _locks[study_id] = lock
+        _locks[study_id] = (lock, 1)
 
 
 def _release_study_lock(study_id: str) -> None:
     with _finished_lock:
-        lock = _locks.pop(study_id, None)
-    if lock is not None:
-        lock.release()
+        held = _locks.pop(study_id, None)
+        if held is not None and held[1] > 1:
+            _locks[study_id] = (held[0], held[1] - 1)
+            return
+    if held is not None:
+        held[0].release()
 
 
 @task(name="release_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)

@@ -24,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q $(PYTEST_ARGS)
 
 up: $(STAMP)
 	$(BIN)/skillreach serve

@@ -134,17 +134,18 @@ def write_inputs(folder: Path, qs: QuerySet, catalog: Catalog, lines: list[bytes
     return probes, queries, skills
 
 
-def stdlib_decode(path: Path) -> float:
-    """Seconds for the stdlib json module to decode every line of ``path`` (the reference)."""
-    t0 = time.perf_counter()
+def stdlib_decode(path: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds for the stdlib json module to decode every line of ``path`` (the reference)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     with path.open("rb") as fh:
         for line in fh:
             json.loads(line)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def run_command(probes: Path, queries: Path, skills: Path, out: Path) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of the whole ``skillreach score`` command in a subprocess."""
+def run_command(probes: Path, queries: Path, skills: Path, out: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS bytes) of the whole ``skillreach score`` command in a
+    subprocess."""
     exe = Path(sys.executable).parent / "skillreach"
     argv = [str(exe), "score", "--queries", str(queries), "--probes", str(probes), "--skills", str(skills)]
     argv += ["--out", str(out), "--quiet"]
@@ -153,14 +154,15 @@ def run_command(probes: Path, queries: Path, skills: Path, out: Path) -> tuple[f
         "t0 = time.perf_counter()\n"
         "rc = subprocess.run(sys.argv[1:]).returncode\n"
         "t = time.perf_counter() - t0\n"
-        "print(rc, t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(rc, t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)\n"
     )
     # A fresh wrapper per run, so RUSAGE_CHILDREN's max RSS is this command's alone.
     res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
-    rc, wall, rss_kib = res.stdout.split()
+    rc, wall, cpu, rss_kib = res.stdout.split()
     if rc != "0":
         raise SystemExit(f"skillreach score failed ({rc}): {res.stderr}")
-    return float(wall), int(rss_kib) * 1024
+    return float(wall), float(cpu), int(rss_kib) * 1024
 
 
 def main() -> None:
@@ -191,16 +193,21 @@ def main() -> None:
         probes, queries, skills = write_inputs(folder, qs, catalog, lines)
         size = probes.stat().st_size
         if not args.skip_command:
-            t_cmd, rss, t_ref = math.inf, 0, math.inf
+            t_cmd, c_cmd, rss, t_ref, c_ref = math.inf, math.inf, 0, math.inf, math.inf
             for i in range(repeat):  # interleaved, so a busy neighbour slows both sides alike
-                t_ref = min(t_ref, stdlib_decode(probes))
-                wall, peak = run_command(probes, queries, skills, folder / f"out{i}")
-                t_cmd, rss = min(t_cmd, wall), max(rss, peak)
+                wall, cpu = stdlib_decode(probes)
+                t_ref, c_ref = min(t_ref, wall), min(c_ref, cpu)
+                wall, cpu, peak = run_command(probes, queries, skills, folder / f"out{i}")
+                t_cmd, c_cmd, rss = min(t_cmd, wall), min(c_cmd, cpu), max(rss, peak)
             gib = rss / 2**30
             print(f"probes.jsonl: {size / 1e6:.0f} MB")
             print(f"stdlib json.loads, line by line (reference):   {t_ref:7.3f} s  (best of {repeat})")
             print(f"skillreach score, whole command (subprocess):  {t_cmd:7.3f} s  (best of {repeat})")
             print(f"skillreach score peak memory (max RSS):        {gib:7.3f} GiB")
+            print(
+                f"CPU seconds (less sensitive to the neighbours' load): command {c_cmd:.3f} s, "
+                f"reference {c_ref:.3f} s, ratio {c_cmd / c_ref:.2f}×"
+            )
             results.append(("skillreach score / stdlib json decode", t_cmd / t_ref, 1.0))
             results.append(("skillreach score peak memory, GiB", gib, 1.5))
         t0 = time.perf_counter()
@@ -214,15 +221,19 @@ def main() -> None:
         print(f"in process: parse (lines → ProbeRecord):       {time.perf_counter() - t0:7.3f} s  (pydantic)")
         del records
 
-    def best(fn: Callable[[], object]) -> tuple[float, object]:
-        times, out = [], None
+    cpu: dict[str, float] = {}
+
+    def best(fn: Callable[[], object], name: str = "") -> tuple[float, object]:
+        times, cpus, out = [], [], None
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = fn()
             times.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+        cpu[name] = min(cpus)
         return min(times), out
 
-    t_score, result = best(lambda: score(qs, table, catalog))
+    t_score, result = best(lambda: score(qs, table, catalog), "score")
     artifact = cast(Artifact, result)
     print(f"in process: score (ProbeTable → Artifact):     {t_score:7.3f} s  (best of {repeat})")
     print(f"       confusion cells {len(artifact.confusion):,}, collisions {len(artifact.collisions):,}")
@@ -238,7 +249,8 @@ def main() -> None:
     t_sk_int, result = best(
         lambda: precision_recall_fscore_support(
             truth_i, pred_i, labels=list(range(len(labels))), average=None, zero_division=0
-        )
+        ),
+        "sklearn",
     )
     p, r, _f, s = cast(tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], result)
     print(f"sklearn precision_recall_fscore_support, int labels:    {t_sk_int:7.3f} s")
@@ -258,6 +270,7 @@ def main() -> None:
         f"top1_accuracy {artifact.metrics.top1_accuracy:.4f}; labels {len(labels)} (incl. {NO_SKILL})"
     )
     results.append(("score alone / sklearn p_r_f_s (int labels)", t_score / t_sk_int, 1.0))
+    print(f"(score / sklearn int labels in CPU seconds = {cpu['score'] / cpu['sklearn']:.2f}×)")
     print(f"(score / sklearn string labels = {t_score / t_sk_str:.2f}×)")
     for what, value, goal in results:
         print(f"GOAL {what}: {value:.2f} (goal ≤ {goal:g}): {'met' if value <= goal else 'NOT met'}")

@@ -11,9 +11,14 @@ from prefect import flow
 
 from skillreach.diff import DiffResult
 from skillreach.flows._compose import call
-from skillreach.tasks.diff import compare_arms, load_arms, write_diff_reports
+from skillreach.sequential import StagedDiff
+from skillreach.study import StudyConfig
+from skillreach.tasks.diff import arm_b, compare_arms, diff_look, diff_stages, load_arms, write_diff_reports
+from skillreach.tasks.grade import grade_study
+from skillreach.tasks.score import fail_study, score_study
+from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
 
-__all__ = ["diff"]
+__all__ = ["diff", "probed_diff"]
 
 
 @flow(name="diff", log_prints=False)
@@ -29,11 +34,66 @@ async def diff(
     markdown: Path | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
 ) -> DiffResult:
-    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.diff`)."""
+    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.diff`);
+    with ``looks``, where a staged comparison would have stopped."""
     arms = await call(load_arms, a, b, queries)
     result: DiffResult = await call(
-        compare_arms, arms, vary=vary, force=force, skill=skill, resamples=resamples, seed=seed
+        compare_arms, arms, vary=vary, force=force, skill=skill, resamples=resamples, seed=seed, looks=looks
     )
+    await call(write_diff_reports, result, html=html, markdown=markdown)
+    return result
+
+
+@flow(name="probed-diff", log_prints=False)
+async def probed_diff(
+    a: Path,
+    b: Path,
+    skills: list[Path],
+    *,
+    secrets_from: StudyConfig | None = None,
+    vary: str | None = None,
+    force: bool = False,
+    skill: str | None = None,
+    queries: Path | None = None,
+    html: Path | None = None,
+    markdown: Path | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    looks: int = 4,
+) -> DiffResult:
+    """Arm B probed stage by stage — A's study with the skills in ``skills``, into folder ``b`` — with
+    the staged test of Δ top-1 after each stage; the probing stops as soon as it is decided. A re-run
+    into the same ``b`` resumes."""
+    arm_a, config = await call(arm_b, a, skills, b, secrets_from or StudyConfig())
+    inputs = await call(assemble_catalog, config)
+    plan = await call(prepare_study, config, inputs, "diff")
+    planned, stages = await call(diff_stages, arm_a, inputs, plan, looks, seed)
+    spent, batch = plan.spent_usd, 0
+    staged: StagedDiff | None = None
+    try:
+        await call(estimate_spend, config, inputs, plan)  # said before anything is spent
+        await call(canary, config, inputs)
+        for look, pairs in enumerate(stages, 1):
+            for i in range(0, len(pairs), config.batch_size):
+                chunk = tuple(pairs[i : i + config.batch_size])
+                summary = await call(probe_batch, config, inputs, plan, chunk, batch=batch,
+                                     spent_before=spent)
+                spent += summary["cost_usd"]
+                batch += 1
+            await call(grade_study, config, inputs, plan)
+            scored = await call(score_study, config, inputs, plan, "diff")
+            staged = await call(diff_look, arm_a, scored.artifact, planned, config.attempts,
+                                looks=looks, look=look, seed=seed)
+            if staged.finished:
+                break
+    except BaseException as exc:  # what was probed stays recorded
+        await call(fail_study, config, plan, exc)
+        raise
+    arms = await call(load_arms, a, plan.out, queries)
+    result: DiffResult = await call(compare_arms, arms, vary=vary, force=force, skill=skill,
+                                    resamples=resamples, seed=seed, partial_b=True)
+    result = result.model_copy(update={"staged": staged})
     await call(write_diff_reports, result, html=html, markdown=markdown)
     return result

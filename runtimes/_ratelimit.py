@@ -10,6 +10,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from skillreach.runtimes._retry import tell_listeners
+
 __all__ = ["TokenBucket"]
 
 
@@ -46,6 +48,7 @@ class TokenBucket:
             while self.level < need:
                 wait = (need - self.level) / self.rate
                 self.waited_s += wait
+                tell_listeners(None, wait)  # the progress display counts rate-limit waits
                 await asyncio.sleep(wait)
                 self._refill()
             self.level -= need

@@ -4,22 +4,93 @@ Runtimes translate vendor exceptions into :class:`~skillreach.errors.TransientPr
 retry: 429, 529, 5xx, timeouts, dropped connections) or :class:`~skillreach.errors.ProbeFailed` (not
 worth one: a 4xx). :func:`retrying` retries the first kind at most ``policy.max_retries`` times and
 then raises the last one; the second kind is raised at once. Every wait is reported to ``on_retry``
-so a run can show it, and ``sleep`` can be swapped in tests.
+so a run can show it, and ``sleep`` can be swapped in tests. Every wait is also told to the
+process's retry listeners (:func:`watch_retries`): the CLI's progress display counts retries and
+rate-limit waits while probing, whatever runtime retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
 from skillreach.errors import ProbeFailed, TransientProbeError
 
-__all__ = ["RetryPolicy", "retrying"]
+__all__ = ["RetryPolicy", "RetryTally", "is_rate_limit", "retrying", "tell_listeners", "watch_retries"]
 
 T = TypeVar("T")
+
+RetryListener = Callable[[TransientProbeError | None, float], None]
+"""``listener(error, wait_s)``: a retry after ``error``, or (``error`` None) a wait of the runtime's own
+rate limiter (``runtimes._ratelimit.TokenBucket``: requests or tokens per minute)."""
+_listeners: list[RetryListener] = []
+_listeners_lock = threading.Lock()
+_RATE_LIMIT = re.compile(r"\b(429|529)\b|rate.?limit|overloaded", re.IGNORECASE)
+
+
+def is_rate_limit(err: TransientProbeError) -> bool:
+    """Whether the provider refused for load (HTTP 429 / 529, a rate-limit or overloaded error)."""
+    return bool(_RATE_LIMIT.search(err.message))
+
+
+def tell_listeners(err: TransientProbeError | None, wait: float) -> None:
+    """Tell the process's listeners of a wait: a retry after ``err``, or a rate limiter's (``None``)."""
+    with _listeners_lock:
+        listeners = tuple(_listeners)
+    for listener in listeners:
+        listener(err, wait)
+
+
+@contextmanager
+def watch_retries(listener: RetryListener) -> Iterator[None]:
+    """Call ``listener(error, wait_s)`` before every retry's wait, and every wait of a rate limiter
+    (``error`` None), in this process while inside."""
+    with _listeners_lock:
+        _listeners.append(listener)
+    try:
+        yield
+    finally:
+        with _listeners_lock:
+            _listeners.remove(listener)
+
+
+@dataclass
+class RetryTally:
+    """A running count of retries, those that waited out a provider's rate limit (429 / 529), the
+    seconds waited before them, and the waits of the run's own rate limiter (``requests_per_minute``,
+    ``input_tokens_per_minute``)."""
+
+    retries: int = 0
+    rate_limited: int = 0
+    waited_s: float = 0.0
+    throttled: int = 0
+    throttled_s: float = 0.0
+
+    def add(self, err: TransientProbeError | None, wait: float) -> None:
+        if err is None:
+            self.throttled += 1
+            self.throttled_s += wait
+            return
+        self.retries += 1
+        self.rate_limited += is_rate_limit(err)
+        self.waited_s += wait
+
+    def text(self) -> str:
+        plural = "y" if self.retries == 1 else "ies"
+        limited = f", {self.rate_limited} rate-limited" if self.rate_limited else ""
+        text = f"{self.retries} retr{plural}{limited}"
+        if self.retries:
+            text += f" ({self.waited_s:.1f} s waited)"
+        if self.throttled:
+            waits = "wait" if self.throttled == 1 else "waits"
+            text += f"; {self.throttled} rate-limit {waits} ({self.throttled_s:.1f} s)"
+        return text
 
 
 @dataclass(frozen=True)
@@ -74,5 +145,6 @@ async def retrying(
             wait = policy.delay(attempt, err.retry_after)
             if on_retry is not None:
                 on_retry(attempt + 1, err, wait)
+            tell_listeners(err, wait)
             await sleep(wait)
             attempt += 1

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer
 
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import NO_SKILL, Frozen, QuerySet
@@ -47,6 +47,7 @@ __all__ = [
     "BaselineRecord",
     "CaseOutcomes",
     "MetricValue",
+    "RecordedUplift",
     "RuntimePin",
     "baseline_digest",
     "case_rates",
@@ -111,6 +112,29 @@ class RuntimePin(Frozen):
         return f"{self.name} {self.version}" if self.version else self.name
 
 
+class RecordedUplift(Frozen):
+    """The skill's task-quality uplift (``skillreach uplift``): quality with it in the catalog − quality
+    without it, paired per case, with the paired 95 % t interval over ``n`` cases, and how many cases
+    with a routing miss fell in each class (*didn't need it*, *wrongly skipped*, *unclear*)."""
+
+    value: float
+    ci95: tuple[float, float]
+    n: int
+    margin: float
+    misses: dict[str, int]
+    queries_digest: str | None = None
+    runtime: str | None = None
+    model: str | None = None
+    attempts: int | None = None
+
+    def line(self) -> str:
+        misses = ", ".join(f"{k} {v}" for k, v in self.misses.items())
+        return (
+            f"{self.value:+.3f} [{self.ci95[0]:+.3f}, {self.ci95[1]:+.3f}] over {self.n} cases"
+            + (f"; routing misses: {misses}" if misses else "")
+        )
+
+
 class BaselineRecord(Frozen):
     schema_version: int = BASELINE_SCHEMA_VERSION
     baseline_id: str
@@ -133,9 +157,20 @@ class BaselineRecord(Frozen):
     artifact_digest: str | None = None
     catalog_digest: str | None = None
     tool_version: str = ""
+    uplift: RecordedUplift | None = None
+    """Task-quality uplift of the skill when an uplift run was made for it (``baseline record
+    --uplift FILE``, or ``uplift-<skill>.json`` beside the artifact). Left out of the JSON when absent,
+    so a record written before the field existed keeps its digest."""
     digest: str | None = None
     """``sha256:<hex>`` of the canonical JSON of every other field (:func:`seal_baseline`); verified on
     every read, so an edited value or an emptied ``per_case`` is refused rather than gated."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_uplift(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("uplift", 0) is None:
+            del data["uplift"]
+        return data
 
     @field_validator("runtime", mode="before")
     @classmethod
@@ -377,12 +412,14 @@ def record_baseline(
     query_set: QuerySet | None = None,
     judge_model: str | None = None,
     now: datetime | None = None,
+    uplift: RecordedUplift | None = None,
 ) -> BaselineRecord:
     """The baseline record of ``skill`` from one study's artifact (a :class:`~skillreach.artifacts.Artifact`).
 
     ``query_set_path`` is the query set the study ran (its digest must be the artifact's
     ``queries_digest``); ``skill_folder`` the skill's folder (for ``skill_version``; without it the
-    version is the digest of what the artifact shows of the skill, origin ``content``).
+    version is the digest of what the artifact shows of the skill, origin ``content``). ``uplift``: the
+    skill's uplift when one was measured (its query set must be the study's).
     """
     from skillreach.queries import load_query_set
 
@@ -402,6 +439,11 @@ def record_baseline(
         )
     if skill == NO_SKILL:
         raise InputError(f"{NO_SKILL!r} is not a skill; pass --skill NAME")
+    if uplift is not None and uplift.queries_digest not in (None, digest):
+        raise InputError(
+            f"--uplift: measured on query set {uplift.queries_digest[:19]}…, not the study's {digest[:19]}…; "
+            "run skillreach uplift with the query set the study ran"
+        )
     per_case = per_case_outcomes(artifact, skill)
     if not per_case:
         raise InputError("the artifact holds no probes; run the study first")
@@ -454,6 +496,7 @@ def record_baseline(
         artifact_digest=getattr(artifact, "digest", None),
         catalog_digest=getattr(getattr(artifact, "catalog", None), "digest", None),
         tool_version=str(tool_version),
+        uplift=uplift,
     )
     return seal_baseline(record)
 

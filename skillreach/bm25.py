@@ -35,12 +35,15 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from rank_bm25 import BM25Okapi
 
 from skillreach.models import Skill
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions that build an index load it
+    import scipy.sparse as sp
 
 __all__ = [
     "BLOCK_CELLS",
@@ -186,19 +189,19 @@ class BM25Index:
     """A sparse BM25 index over ``documents`` (texts, or token lists already made by :func:`tokenize`)."""
 
     def __init__(self, documents: Sequence[str | Sequence[str]], *, k1: float = K1, b: float = B) -> None:
+        import scipy.sparse as sp
+
         self.k1 = k1
         self.b = b
         docs = [tokenize(d) if isinstance(d, str) else list(d) for d in documents]
         self.n_docs = len(docs)
         first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        for i, doc in enumerate(docs):
-            counts = Counter(doc)
-            rows.extend([i] * len(counts))
-            cols.extend(map(first_seen.__getitem__, counts))
-            tfs.extend(counts.values())
+        # One C-level pass over every token: its term code; the sparse constructor sums repeats into
+        # term frequencies (integers, so exactly the counts).
+        cols = np.fromiter(
+            map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64
+        )
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
         remap = np.empty(len(first_seen), dtype=np.int64)
@@ -206,10 +209,11 @@ class BM25Index:
         self.vocabulary: dict[str, int] = {t: j for j, t in enumerate(terms)}
         n_terms = len(terms)
 
-        row_arr = np.asarray(rows, dtype=np.int64)
-        col_arr = remap[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, dtype=np.int64)
-        tf_arr = np.asarray(tfs, dtype=np.float64)
+        row_arr = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        col_arr = remap[cols] if len(cols) else cols
+        tf_arr = np.ones(len(cols), dtype=np.float64)
         self.tf = sp.csr_matrix((tf_arr, (row_arr, col_arr)), shape=(self.n_docs, n_terms))
+        self.tf.sum_duplicates()
         self.tf.sort_indices()
         self.doc_len = np.asarray([len(d) for d in docs], dtype=np.float64)
         self.avgdl = float(sum(len(d) for d in docs)) / self.n_docs if self.n_docs else 0.0
@@ -232,6 +236,8 @@ class BM25Index:
 
     def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
         """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
+        import scipy.sparse as sp
+
         rows: list[int] = []
         cols: list[int] = []
         vals: list[int] = []
@@ -270,6 +276,8 @@ class BM25Index:
         threshold for big inputs (≥ 1,000 × 1,000) and uses the sparse product alone otherwise; ``0``
         forces the sparse product alone.
         """
+        import scipy.sparse as sp
+
         q: sp.csr_matrix = queries if isinstance(queries, sp.csr_matrix) else self.query_matrix(queries)
         n_queries = int(q.shape[0])
         if self.n_docs == 0:
@@ -287,6 +295,8 @@ class BM25Index:
 
     def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
         """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""
+        import scipy.sparse as sp
+
         cached = self._splits.get(dense_df)
         if cached is None:
             high = np.flatnonzero(self.df >= dense_df)

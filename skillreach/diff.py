@@ -25,6 +25,13 @@ within the arm, so each query weighs the same whatever the number of attempts.
   test of c in b + c at ½ (1 when b + c = 0).
 - Verdict on Δ top-1: ``better`` when the interval's lower end > 0, ``worse`` when its upper end < 0,
   otherwise ``no detectable change``.
+- **Staged** (``looks``): the same Δ top-1, tested after each of ``looks`` stages of the paired
+  queries (a seeded shuffle) against the two-sided O'Brien–Fleming boundary
+  (:func:`skillreach.sequential.staged_diff`): where a staged run would have stopped, its verdict and
+  the probes (of both arms) it would have saved.
+- **Probed in stages** (:func:`arm_b_config`, :func:`probed_staged_diff`): arm B is not read but probed
+  — A's study with other skills — stage by stage, the test after each stage, and the probing stops as
+  soon as Δ top-1 is decided; the probes saved are B's probes never run.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from skillreach._querystats import ArmQueries, bootstrap_weights, clip, f1_macro
 from skillreach.artifacts import Artifact, ProbeOutcome, read_artifact
 from skillreach.errors import InputError, RefusedError
 from skillreach.models import NO_SKILL
+from skillreach.sequential import StagedDiff, staged_diff
 from skillreach.stats import paired_t_interval
+from skillreach.study.config import StudyConfig
 from skillreach.study.folder import STUDY_FILE, StudyFile, read_study_file
 
 __all__ = [
@@ -54,14 +63,18 @@ __all__ = [
     "Flip",
     "McNemar",
     "SkillDelta",
+    "arm_b_config",
     "check_walls",
     "corroborate",
     "diff_arms",
+    "diff_plan",
     "infer_vary",
     "load_arm",
     "mcnemar_exact",
     "moved_axes",
+    "probed_staged_diff",
     "query_texts",
+    "top1_diffs",
 ]
 
 DIFF_SCHEMA_VERSION = 1
@@ -180,6 +193,8 @@ class DiffResult(_Frozen):
     skills: list[SkillDelta]
     resamples: int
     seed: int
+    staged: StagedDiff | None = None
+    """With ``--staged``: the group-sequential replay of Δ top-1 over the paired queries."""
 
     def delta(self, metric: str) -> Delta:
         return next(d for d in self.headline if d.metric == metric)
@@ -206,8 +221,9 @@ def _query_ids(art: Artifact) -> set[str]:
     return {o.query_id for o in art.outcomes}
 
 
-def check_walls(a: Arm, b: Arm) -> None:
-    """Refuse (exit 3) a diff that would not be a comparison: one arm twice, other queries."""
+def check_walls(a: Arm, b: Arm, *, partial_b: bool = False) -> None:
+    """Refuse (exit 3) a diff that would not be a comparison: one arm twice, other queries.
+    ``partial_b``: B is being probed in stages, so it may have run only some of A's queries."""
     if a.folder.resolve() == b.folder.resolve():
         raise RefusedError(f"{a.folder}: an arm compared with itself; pass two different study folders")
     if a.artifact.digest is not None and a.artifact.digest == b.artifact.digest:
@@ -216,7 +232,7 @@ def check_walls(a: Arm, b: Arm) -> None:
             "an arm compared with itself tells nothing"
         )
     ids_a, ids_b = _query_ids(a.artifact), _query_ids(b.artifact)
-    if ids_a != ids_b:
+    if ids_a != ids_b and not (partial_b and ids_b <= ids_a):
         only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
         parts = (
             [f"only in A: {', '.join(only_a[:5])}{' …' if len(only_a) > 5 else ''}"] if only_a else []
@@ -367,6 +383,59 @@ def _flip(
     )
 
 
+def top1_diffs(a: Artifact, b: Artifact) -> dict[str, float]:
+    """Per paired query (a scored probe in both arms): B's top-1 correctness − A's (attempt means)."""
+    rows_a, rows_b = _scored_rows(a), _scored_rows(b)
+    qids = sorted(q for q in _query_ids(a) if rows_a.get(q) and rows_b.get(q))
+    labels = sorted({str(rows_a[q][0].truth) for q in qids}
+                    | {str(o.predicted) for q in qids for o in (*rows_a[q], *rows_b[q])})
+    qa, qb = ArmQueries(rows_a, qids, labels), ArmQueries(rows_b, qids, labels)
+    return {q: float(qb.top1[i] - qa.top1[i]) for i, q in enumerate(qids)}
+
+
+def diff_plan(a: Artifact, pairs: Sequence[tuple[str, int]]) -> list[str]:
+    """The queries a probed diff tests: those of B's plan that A scored."""
+    scored = set(_scored_rows(a))
+    return sorted({q for q, _ in pairs if q in scored})
+
+
+def probed_staged_diff(
+    a: Artifact, b: Artifact, planned: Sequence[str], attempts: int, *, looks: int, look: int, seed: int
+) -> StagedDiff:
+    """The staged test after stage ``look`` of a diff that probes B stage by stage (``planned``: the
+    queries of :func:`diff_plan`; each costs B ``attempts`` probes). A query of a probed stage whose B
+    probes all failed counts as no change."""
+    diffs = top1_diffs(a, b)
+    full = {q: diffs.get(q, 0.0) for q in planned}
+    return staged_diff(full, dict.fromkeys(planned, attempts), looks=looks, seed=seed, probed_looks=look)
+
+
+def arm_b_config(a: Arm, skills: Sequence[Path], out: Path, secrets_from: StudyConfig) -> StudyConfig:
+    """Arm B of a probed diff: the study A ran (its ``study.json``: the sealed query set copied beside it,
+    runtime, the model snapshot A resolved, attempts and every option) with the skills in ``skills``,
+    written to ``out``; the database URL and webhooks from ``secrets_from``."""
+    from pydantic import ValidationError
+
+    if a.study is None:
+        raise InputError(f"{a.folder}: no {STUDY_FILE}; probing arm B needs the study A ran "
+                         "(a folder written by skillreach run)")
+    values = dict(a.study.config)
+    values.update(
+        skills=[str(p) for p in skills], queries=str(a.study.query_set_path(a.folder)), out=str(out),
+        model=a.study.model.get("resolved") or a.study.model.get("requested") or values.get("model"),
+        record_baselines=False, gate=False,
+    )
+    values = {k: v for k, v in values.items()
+              if k in StudyConfig.model_fields and k not in ("database_url", "alert_webhooks")}
+    try:
+        config = StudyConfig.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"{a.folder / STUDY_FILE}: config.{'.'.join(map(str, err['loc']))}: {err['msg']}; "
+                         "run study A again with this version of skillreach") from exc
+    return config.with_secrets_from(secrets_from)
+
+
 def _scored_rows(art: Artifact) -> dict[str, list[ProbeOutcome]]:
     rows: dict[str, list[ProbeOutcome]] = defaultdict(list)
     for o in art.outcomes:
@@ -436,9 +505,13 @@ def diff_arms(
     texts: Mapping[str, str] | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
+    partial_b: bool = False,
 ) -> DiffResult:
-    """The paired diff B − A (see the module docstring). Walls and corroboration raise first."""
-    check_walls(a, b)
+    """The paired diff B − A (see the module docstring). Walls and corroboration raise first.
+    ``looks``: also replay the staged design with that many planned looks. ``partial_b``: B was probed
+    in stages and stopped early: the pairs are the queries B ran."""
+    check_walls(a, b, partial_b=partial_b)
     if skill is not None and skill not in set(a.artifact.catalog.skills) | set(b.artifact.catalog.skills):
         raise InputError(f"--skill {skill}: not resident in either arm's catalog")
     moved = moved_axes(a.artifact, b.artifact, skill, (a.runtime_version, b.runtime_version))
@@ -446,7 +519,7 @@ def diff_arms(
     vary = infer_vary(moved, vary)
     texts = texts or {}
     rows_a, rows_b = _scored_rows(a.artifact), _scored_rows(b.artifact)
-    all_ids = sorted(_query_ids(a.artifact))
+    all_ids = sorted(_query_ids(b.artifact) if partial_b else _query_ids(a.artifact))
     qids = [q for q in all_ids if rows_a.get(q) and rows_b.get(q)]
     unpaired = [q for q in all_ids if q not in set(qids)]
     if unpaired:
@@ -480,6 +553,13 @@ def diff_arms(
     else:
         verdict = "no detectable change"
     skills = _skill_deltas(qids, labels, meta=meta, qa=qa, qb=qb, weights=weights)
+    staged = None
+    if looks is not None:
+        probes: dict[str, int] = defaultdict(int)
+        for o in (*a.artifact.outcomes, *b.artifact.outcomes):
+            probes[o.query_id] += 1
+        per_query = {q: float(qb.top1[i] - qa.top1[i]) for i, q in enumerate(qids)}
+        staged = staged_diff(per_query, {q: probes[q] for q in qids}, looks=looks, seed=seed)
     return DiffResult(
         a=_info(a),
         b=_info(b),
@@ -499,6 +579,7 @@ def diff_arms(
         skills=skills,
         resamples=resamples,
         seed=seed,
+        staged=staged,
     )
 
 

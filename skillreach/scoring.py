@@ -198,9 +198,9 @@ class _Usage(msgspec.Struct, gc=False):
     cache_read_input_tokens: _Count = 0
 
 
-class _Line(msgspec.Struct, gc=False):
-    """The fields of a probes.jsonl line that scoring reads (others are skipped undecoded). Every value
-    it accepts, the line-by-line checks of :meth:`_Builder.add_raw` accept and read the same way."""
+class _Lean(msgspec.Struct, gc=False):
+    """The fields of a probes.jsonl line that routing scores read (others are skipped undecoded). Every
+    value it accepts, the line-by-line checks of :meth:`_Builder.add_raw` accept and read the same way."""
 
     query_id: str
     attempt: Annotated[int, msgspec.Meta(ge=1)] = 1
@@ -213,14 +213,49 @@ class _Line(msgspec.Struct, gc=False):
     model: str | None = None
     resolved_model: str | None = None
     fingerprint: str | None = None
+
+
+class _Line(_Lean, gc=False):
+    """:class:`_Lean` plus the fields only compliance and quality judging read (:data:`_RICH_KEYS`)."""
+
     tool_calls: Any = None
     final_text: Any = None
     rubric_grade: Any = None
 
 
+_LEAN = msgspec.json.Decoder(_Lean)
 _DECODER = msgspec.json.Decoder(_Line)
+_RICH_MARKS = (*(f'"{k}"'.encode() for k in _RICH_KEYS), b"\\u")
+"""A block holding none of these (the rich keys, or a ``\\u`` escape that could spell one) has no rich
+line, so it is decoded without the rich fields."""
 _get = {name: attrgetter(name) for name in _Line.__struct_fields__}
+_get_names = attrgetter("runtime", "model", "resolved_model", "fingerprint")
 _is_not = operator.is_not
+
+
+class _Vocab(dict[str, int]):
+    """Name → code. Looking up a name not seen before gives it the next code and notes it in
+    ``fresh`` (``__missing__``), so a column of names becomes codes in one C-level ``map``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fresh: list[str] = []
+
+    def __missing__(self, key: str) -> int:
+        code = self[key] = len(self)
+        self.fresh.append(key)
+        return code
+
+    def codes(self, names: Iterable[str]) -> list[int]:
+        """The codes of ``names``; the names new to the vocabulary are in ``fresh`` afterwards."""
+        self.fresh = []
+        return list(map(self.__getitem__, names))
+
+    def forget_fresh(self) -> None:
+        """Take back the codes :meth:`codes` just gave (a block read again line by line)."""
+        for key in self.fresh:
+            del self[key]
+        self.fresh = []
 
 
 class _Builder:
@@ -228,8 +263,8 @@ class _Builder:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.qvocab: dict[str, int] = {}
-        self.svocab: dict[str, int] = {}
+        self.qvocab = _Vocab()
+        self.svocab = _Vocab()
         self.q: list[int] = []
         self.attempt: list[int] = []
         self.inv_flat: list[int] = []
@@ -371,34 +406,36 @@ class _Builder:
         return n_lines
 
     @staticmethod
-    def _decode_block(block: bytes, n_lines: int) -> list[_Line] | None:
+    def _decode_block(block: bytes, n_lines: int) -> Sequence[_Lean] | None:
+        lean = not any(mark in block for mark in _RICH_MARKS)
         try:
-            rows = _DECODER.decode_lines(block)
+            rows = (_LEAN if lean else _DECODER).decode_lines(block)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         return rows if len(rows) == n_lines else None  # a blank line: read line by line
 
-    def _add_rows(self, rows: list[_Line], block: bytes, line0: int) -> bool:
-        """Add decoded rows as columns; False (nothing added) when a value needs the per-line checks."""
+    def _add_rows(self, rows: Sequence[_Lean], block: bytes, line0: int) -> bool:
+        """Add decoded rows as columns; False (nothing added) when a value needs the per-line checks.
+
+        One C-level pass per column (``map`` over attribute getters and vocabulary lookups), no Python
+        code per row: names are coded as they are met (:class:`_Vocab`), and only the names new to the
+        vocabulary are checked.
+        """
         n = len(rows)
-        qids = list(map(_get["query_id"], rows))
         invoked = list(map(_get["invoked"], rows))
-        flat = list(itertools.chain.from_iterable(invoked))
-        new_q = set(qids) - self.qvocab.keys()  # codes in hash order: nothing depends on code order
-        new_s = [x for x in dict.fromkeys(flat) if x not in self.svocab]
-        if any(not x.strip() for x in new_q) or NO_SKILL in new_s:
+        q = self.qvocab.codes(map(_get["query_id"], rows))  # codes in log order: nothing depends on it
+        flat = self.svocab.codes(itertools.chain.from_iterable(invoked))
+        if any(not x.strip() for x in self.qvocab.fresh) or NO_SKILL in self.svocab.fresh:
+            self.qvocab.forget_fresh()
+            self.svocab.forget_fresh()
             return False
         # msgspec refuses what JSON cannot hold (NaN, ±inf, 1e400), so every number here is finite
         costs = [c for c in map(_get["cost_usd"], rows) if c is not None]
         durations = [d for d in map(_get["duration_ms"], rows) if d]
-        for x in new_q:
-            self.qvocab[x] = len(self.qvocab)
-        for x in new_s:
-            self.svocab[x] = len(self.svocab)
         row0 = len(self.q)
-        self.q.extend(map(self.qvocab.__getitem__, qids))
+        self.q.extend(q)
         self.attempt.extend(map(_get["attempt"], rows))
-        self.inv_flat.extend(map(self.svocab.__getitem__, flat))
+        self.inv_flat.extend(flat)
         self.inv_len.extend(map(len, invoked))
         self.lines.extend(range(line0, line0 + n))
         errors = list(map(_get["error"], rows))
@@ -409,10 +446,14 @@ class _Builder:
             self.usage[k] += sum(map(_get_usage[name], usages))
         self.costs.extend(costs)
         self.duration += sum(map(int, durations))
-        self.runtimes.update(r or "" for r in set(map(_get["runtime"], rows)))
-        for target, name in ((self.models, "model"), (self.resolved, "resolved_model"),
-                             (self.fingerprints, "fingerprint")):  # fmt: skip
-            target.update(x for x in set(map(_get[name], rows)) if x)
+        for runtime, model, resolved, fingerprint in set(map(_get_names, rows)):
+            self.runtimes.add(runtime or "")
+            for target, x in ((self.models, model), (self.resolved, resolved),
+                              (self.fingerprints, fingerprint)):  # fmt: skip
+                if x:
+                    target.add(x)
+        if not rows or not isinstance(rows[0], _Line):
+            return True
         tool_calls = list(map(_get["tool_calls"], rows))
         finals = list(map(_get["final_text"], rows))
         grades = list(map(_get["rubric_grade"], rows))

@@ -47,10 +47,12 @@ from skillreach.gates import HIGHER_IS_WORSE, Verdict, gate_verdict
 __all__ = [
     "ALPHA",
     "DEFAULT_LOOKS",
+    "DiffLook",
     "Look",
     "MetricSequence",
     "StagedCheck",
     "StagedComparison",
+    "StagedDiff",
     "obf_boundaries",
     "obf_spent",
     "plan_stages",
@@ -58,6 +60,7 @@ __all__ = [
     "stage_order",
     "stage_pairs",
     "staged_compare",
+    "staged_diff",
     "staged_from_records",
 ]
 
@@ -455,3 +458,128 @@ class StagedCheck(_Frozen):
     outcomes: dict[str, tuple[BaselineRecord, StagedComparison]]
     probes_run: int
     probes_planned: int
+
+
+# ------------------------------------------------------------------------------------------- diff
+
+
+DiffDecision = Literal["better", "worse", "go on", "no detectable change"]
+
+
+class DiffLook(_Frozen):
+    look: int
+    cases: int
+    fraction: float
+    mean_diff: float
+    ci: tuple[float, float]
+    critical: float
+    decision: DiffDecision
+
+
+class StagedDiff(_Frozen):
+    """``diff --staged``: Δ top-1 (B − A, paired per query) tested after each stage of queries against
+    the two-sided O'Brien–Fleming boundary; where it stopped, what it decided and what that saved."""
+
+    metric: str = "top1_accuracy"
+    looks_planned: int
+    looks_taken: int
+    stages: list[int]
+    """Cumulative query counts at each planned look."""
+    looks: list[DiffLook]
+    verdict: Literal["better", "worse", "no detectable change", "no pairs"]
+    decided_at: int | None
+    """The look that decided ``better`` / ``worse`` (``None``: the plan ran out, or nothing to test)."""
+    cases_used: int
+    cases_planned: int
+    probes_used: int
+    probes_planned: int
+    seed: int
+
+    @property
+    def probes_saved(self) -> int:
+        return self.probes_planned - self.probes_used
+
+    @property
+    def finished(self) -> bool:
+        """Decided (better / worse), or every planned look taken."""
+        return self.decided_at is not None or self.looks_taken >= self.looks_planned
+
+    def sentence(self) -> str:
+        pct = 100.0 * self.probes_saved / self.probes_planned if self.probes_planned else 0.0
+        return (
+            f"staged: {self.verdict} at look {self.looks_taken} of {self.looks_planned} "
+            f"({self.cases_used} of {self.cases_planned} queries, {self.probes_used} of "
+            f"{self.probes_planned} probes; {self.probes_saved} probes saved, {pct:.0f} %)"
+        )
+
+
+def staged_diff(
+    diffs: Mapping[str, float],
+    probes_per_case: Mapping[str, int],
+    *,
+    looks: int = DEFAULT_LOOKS,
+    seed: int = 0,
+    alpha: float = ALPHA,
+    probed_looks: int | None = None,
+) -> StagedDiff:
+    """The staged test of a paired A/B difference (``diffs[query]`` = B − A of one query).
+
+    The queries, in a seeded shuffle (:func:`stage_order`), are split into ``looks`` near-equal stages
+    (:func:`plan_stages`). At look k with the first nₖ queries: d̂ₖ ± c′ₖ·sd/√nₖ, c′ₖ the paired-t value
+    with the tail of the two-sided O'Brien–Fleming boundary at tₖ = nₖ / n (the repeated confidence
+    interval of :func:`staged_compare`). An interim look stops with **better** when the lower end > 0
+    and **worse** when the upper end < 0 (never with nₖ < 2 or sd = 0); the last look gives the fixed
+    diff's verdict with c′_K (*no detectable change* when the interval holds 0). There is no futility
+    boundary: a diff with no true change runs to its last look, as a fixed design would, at the same
+    level. ``probes_per_case``: the probes of both arms per query (what a stage costs).
+    ``probed_looks``: only the first that many stages are probed yet (a diff probing B stage by stage):
+    the test stops there undecided (:attr:`StagedDiff.finished` false) when no boundary is crossed;
+    ``diffs`` of the stages not probed yet are never read.
+    """
+    order = stage_order(list(diffs), seed)
+    stages = plan_stages(len(order), looks)
+    planned = sum(probes_per_case.get(c, 0) for c in order)
+    if not stages:
+        return StagedDiff(
+            looks_planned=0, looks_taken=0, stages=[], looks=[], verdict="no pairs", decided_at=None,
+            cases_used=0, cases_planned=0, probes_used=0, probes_planned=planned, seed=seed,
+        )
+    n_all = len(order)
+    crits = obf_boundaries([s / n_all for s in stages], alpha)
+    taken: list[DiffLook] = []
+    verdict: Literal["better", "worse", "no detectable change", "no pairs"] = "no detectable change"
+    decided_at: int | None = None
+    for k, (upto, z) in enumerate(zip(stages, crits, strict=True), 1):
+        arr = np.asarray([diffs[c] for c in order[:upto]], dtype=float)
+        crit = _t_critical(z, max(1, len(arr) - 1))
+        mean, lo, hi, sd = _interval(arr, crit)
+        last = k == len(stages)
+        decision: DiffDecision = "go on"
+        if last or (len(arr) >= 2 and sd > 0):
+            decision = "better" if lo > 0 else "worse" if hi < 0 else "go on"
+        if last and decision == "go on":
+            decision = "no detectable change"
+        taken.append(
+            DiffLook(look=k, cases=len(arr), fraction=upto / n_all, mean_diff=mean, ci=(lo, hi),
+                     critical=crit, decision=decision)
+        )
+        if decision != "go on":
+            verdict = decision
+            decided_at = k if decision in ("better", "worse") else None
+            break
+        if probed_looks is not None and k >= probed_looks:
+            break
+    used = order[: stages[len(taken) - 1]]
+    return StagedDiff(
+        looks_planned=len(stages),
+        looks_taken=len(taken),
+        stages=stages,
+        looks=taken,
+        verdict=verdict,
+        decided_at=decided_at,
+        cases_used=len(used),
+        cases_planned=n_all,
+        probes_used=sum(probes_per_case.get(c, 0) for c in used),
+        probes_planned=planned,
+        seed=seed,
+    )

@@ -17,17 +17,34 @@ where one was given).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from skillreach.baselines import RecordedUplift
 from skillreach.compliance import evaluate_probe
 from skillreach.errors import InputError
 from skillreach.models import ProbeRecord, Query, QuerySet
 from skillreach.stats import paired_t_interval
 
-__all__ = ["CaseUplift", "MissClass", "UpliftReport", "uplift_cases", "uplift_report"]
+__all__ = [
+    "UPLIFT_FILE",
+    "CaseUplift",
+    "MissClass",
+    "UpliftReport",
+    "read_uplift_report",
+    "recorded_uplift",
+    "uplift_cases",
+    "uplift_file",
+    "uplift_report",
+]
+
+UPLIFT_FILE = "uplift-{skill}.json"
+"""Where a study folder keeps a skill's uplift report (``skillreach uplift SKILL --json > DIR/…``): the
+baseline record and the study's report pick it up from there."""
 
 MissClass = Literal["didn't need it", "wrongly skipped", "unclear"]
 DEFAULT_MARGIN = 0.1
@@ -63,6 +80,11 @@ class UpliftReport(_Frozen):
     cases: list[CaseUplift]
     misses: dict[str, int]
     """Cases with a routing miss, by class."""
+    queries_digest: str | None = None
+    """The sealed query set both arms ran (provenance; ``None`` in reports written before it)."""
+    runtime: str | None = None
+    model: str | None = None
+    attempts: int | None = None
 
 
 def uplift_cases(query_set: QuerySet, skill: str) -> list[Query]:
@@ -90,8 +112,12 @@ def uplift_report(
     without_skill: Iterable[ProbeRecord],
     *,
     margin: float = DEFAULT_MARGIN,
+    runtime: str | None = None,
+    model: str | None = None,
+    attempts: int | None = None,
 ) -> UpliftReport:
-    """The report of the module docstring from the two arms' probe records."""
+    """The report of the module docstring from the two arms' probe records (``runtime``, ``model``,
+    ``attempts``: the provenance it carries beside the query set's digest)."""
     if not 0 <= margin < 1:
         raise InputError(f"--margin {margin}: must lie in [0, 1)")
     queries: Mapping[str, Query] = {q.id: q for q in uplift_cases(query_set, skill)}
@@ -144,4 +170,73 @@ def uplift_report(
     for row in rows:
         if row.miss is not None:
             counts[row.miss] += 1
-    return UpliftReport(skill=skill, margin=margin, uplift=value, cases=rows, misses=counts)
+    return UpliftReport(
+        skill=skill,
+        margin=margin,
+        uplift=value,
+        cases=rows,
+        misses=counts,
+        queries_digest=query_set.provenance.digest or query_set.compute_digest(),
+        runtime=runtime,
+        model=model,
+        attempts=attempts,
+    )
+
+
+def uplift_file(folder: Path, skill: str) -> Path:
+    return folder / UPLIFT_FILE.format(skill=skill)
+
+
+def read_uplift_report(path: Path, skill: str | None = None) -> UpliftReport:
+    """An uplift report written by ``skillreach uplift SKILL --json``; one-line errors naming the file."""
+    from skillreach._paths import refuse_special_file
+
+    refuse_special_file(path, "uplift report (skillreach uplift SKILL --json)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise InputError(
+            f"{path}: no such uplift report; write one with skillreach uplift SKILL --json"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the uplift report ({exc})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: line {exc.lineno}: not JSON ({exc.msg}); write it with skillreach uplift SKILL --json"
+        ) from exc
+    try:
+        report = UpliftReport.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "report"
+        raise InputError(
+            f"{path}: field {field}: {err['msg']}; write it with skillreach uplift SKILL --json"
+        ) from exc
+    if skill is not None and report.skill != skill:
+        raise InputError(
+            f"{path}: the uplift of {report.skill!r}, not of {skill!r}; pass that skill's report"
+        )
+    return report
+
+
+def recorded_uplift(report: UpliftReport, where: Path | str = "uplift report") -> RecordedUplift:
+    """What a baseline record keeps of an uplift report (refused when no case paired)."""
+    if report.uplift is None:
+        raise InputError(
+            f"{where}: no case of {report.skill!r} has quality both with the skill activated and without "
+            "it, so there is no uplift to record; add quality checks or attempts and run uplift again"
+        )
+    u = report.uplift
+    return RecordedUplift(
+        value=u.value,
+        ci95=u.ci95,
+        n=u.cases,
+        margin=report.margin,
+        misses=dict(report.misses),
+        queries_digest=report.queries_digest,
+        runtime=report.runtime,
+        model=report.model,
+        attempts=report.attempts,
+    )

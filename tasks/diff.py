@@ -15,8 +15,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.diff import Arm, DiffResult
+from skillreach.sequential import StagedDiff
+from skillreach.study.config import StudyConfig
+from skillreach.study.plan import StudyInputs, StudyPlan
 
-__all__ = ["Arms", "compare_arms", "load_arms", "write_diff_reports"]
+__all__ = ["Arms", "arm_b", "compare_arms", "diff_look", "diff_stages", "load_arms", "write_diff_reports"]
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,24 @@ async def compare_arms(
     skill: str | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    looks: int | None = None,
+    partial_b: bool = False,
 ) -> DiffResult:
-    """The paired diff B − A; walls and corroboration refuse with exit 3."""
+    """The paired diff B − A (with ``looks``, its staged replay too); walls and corroboration refuse
+    with exit 3."""
     from skillreach.diff import diff_arms
 
     return diff_arms(
-        arms.a, arms.b, vary=vary, force=force, skill=skill, texts=arms.texts, resamples=resamples, seed=seed
+        arms.a,
+        arms.b,
+        vary=vary,
+        force=force,
+        skill=skill,
+        texts=arms.texts,
+        resamples=resamples,
+        seed=seed,
+        looks=looks,
+        partial_b=partial_b,
     )
 
 
@@ -83,3 +98,37 @@ async def write_diff_reports(
     if json_out is not None:
         written.append(_write(Path(json_out), result.model_dump_json(indent=2) + "\n"))
     return written
+
+
+@task(name="arm_b", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def arm_b(a: Path, skills: list[Path], out: Path, secrets_from: StudyConfig) -> tuple[Arm, StudyConfig]:
+    """Arm A (read) and the configuration of arm B (probed): A's study with ``skills``, into ``out``."""
+    from skillreach.diff import arm_b_config, load_arm
+
+    arm_a = load_arm(Path(a), "A")
+    return arm_a, arm_b_config(arm_a, skills, Path(out), secrets_from)
+
+
+@task(name="diff_stages", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def diff_stages(
+    arm_a: Arm, inputs: StudyInputs, plan: StudyPlan, looks: int, seed: int
+) -> tuple[list[str], list[list[tuple[str, int]]]]:
+    """The queries tested (B's plan ∩ A's scored queries) and B's pending pairs by stage, in the seeded
+    order the staged test reads them."""
+    from skillreach.diff import diff_plan
+    from skillreach.sequential import stage_order, stage_pairs
+
+    pairs = [p for batch in plan.batches for p in batch]
+    planned = diff_plan(arm_a.artifact, [(q.id, 0) for q in inputs.query_set.queries])
+    return planned, stage_pairs(pairs, stage_order(planned, seed), looks)
+
+
+@task(name="diff_look", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+async def diff_look(
+    arm_a: Arm, artifact_b: object, planned: list[str], attempts: int, *, looks: int, look: int, seed: int
+) -> StagedDiff:
+    """The staged test after stage ``look`` of B's probing."""
+    from skillreach.diff import probed_staged_diff
+
+    return probed_staged_diff(arm_a.artifact, artifact_b, planned, attempts,  # type: ignore[arg-type]
+                              looks=looks, look=look, seed=seed)

@@ -19,6 +19,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
+from skillreach.models import ProbeRecord
 from skillreach.store import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import (
@@ -152,11 +153,16 @@ async def prepare_study(
     fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
                      extra=dict(sorted(config.runtime_options.items())))
     out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
+    existing = read_probes(out / "probes.jsonl", missing_ok=True)
+    if config.exclusive_out:  # `skillreach run --out DIR` without --force: one configuration per folder
+        from skillreach.study.out_guard import check_out_folder
+
+        check_out_folder(out, existing, fingerprint=fp, config=config, inputs=inputs, resolved_model=resolved)
     study_id = study_id_for(fp, out)
     _hold_study_lock(config, study_id, out)
     try:
         return await _plan_locked(config, inputs, kind, fp=fp, resolved=resolved, out=out,
-                                  study_id=study_id)
+                                  study_id=study_id, existing=existing)
     except BaseException:
         _release_study_lock(study_id)
         raise
@@ -164,9 +170,8 @@ async def prepare_study(
 
 async def _plan_locked(
     config: StudyConfig, inputs: StudyInputs, kind: str, *, fp: str, resolved: str | None, out: Path,
-    study_id: str,
+    study_id: str, existing: list[ProbeRecord],
 ) -> StudyPlan:
-    existing = read_probes(out / "probes.jsonl", missing_ok=True)
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
         plan = plan_study(config, inputs, out=out, fingerprint=fp, resolved_model=resolved,

@@ -62,4 +62,5 @@ async def report_uplift(
     from skillreach.queries import load_query_set
 
     assert config.queries is not None
-    return uplift_report(load_query_set(config.queries), skill, with_records, without_records, margin=margin)
+    return uplift_report(load_query_set(config.queries), skill, with_records, without_records, margin=margin,
+                         runtime=config.runtime, model=config.model, attempts=config.attempts)

@@ -250,3 +250,24 @@ def test_rank_best_first() -> None:
     assert zero == sorted(zero)  # ties by name
     expected = BM25Index([skill_text(s) for s in skills]).scores("extract the text of this PDF")
     assert dict(ranked)["pdf"] == pytest.approx(expected[0])
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_rivals_in_blocks_equal_the_exact_top_k_of_the_dense_matrix(block: int) -> None:
+    """The block-by-block path (a few rows scored at a time, a per-row partition for the top k) names
+    the rivals a sort of the whole exact n × n matrix names: score descending, ties by name, only
+    positive scores, never the skill itself; with the same scores and self-scores."""
+    rng = random.Random(11)
+    skills = make_skills([" ".join(rng.choices(WORDS, k=rng.randint(1, 6))) for _ in range(60)])
+    rng.shuffle(skills)  # names out of order: ties must still go by name
+    matrix = overlap_matrix(skills)
+    names = [s.name for s in skills]
+    for got, i in zip(rivals(skills, top=4, block=block), range(len(skills)), strict=True):
+        order = sorted(
+            (j for j in range(len(skills)) if j != i and matrix[i, j] > 0),
+            key=lambda j: (-round(matrix[i, j], 9), names[j]),
+        )[:4]
+        assert got.name == names[i]
+        assert got.self_score == pytest.approx(matrix[i, i], abs=1e-12)
+        assert [r.name for r in got.rivals] == [names[j] for j in order]
+        assert [r.score for r in got.rivals] == pytest.approx([matrix[i, j] for j in order], abs=1e-12)

@@ -325,6 +325,22 @@ def test_from_lines_equals_from_records() -> None:
     assert art.metrics.top1_accuracy == 1.0
 
 
+def test_a_rich_key_spelled_with_an_escape_is_still_read(tmp_path: Path) -> None:
+    """A block without the rich keys is decoded without them; one that spells a key with a \\u escape
+    (``final\\u005ftext`` is ``final_text``) is not mistaken for such a block."""
+    plain = b'{"query_id": "q1", "attempt": 1, "invoked": ["pdf"]}\n'
+    escaped = b'{"query_id": "q2", "attempt": 1, "invoked": ["pdf"], "final\\u005ftext": "done"}\n'
+    path = _file(tmp_path, [plain, escaped])
+    with path.open("rb") as fh:
+        fast = ProbeTable.from_lines(fh, source="p.jsonl")
+    slow = ProbeTable.from_lines([plain, escaped], source="p.jsonl")
+    _tables_equal(fast, slow)
+    assert sorted(fast.rich) == [1]
+    assert fast.record(1).final_text == "done"
+    with _file(tmp_path, [plain, plain]).open("rb") as fh:
+        assert ProbeTable.from_lines(fh, source="p.jsonl").rich == {}
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

@@ -186,3 +186,21 @@ def test_real_entry_point(tmp_path: Path, probes: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "top1_accuracy" in proc.stdout
     assert read_artifact(out).digest
+
+
+def test_a_quiet_score_loads_neither_scipy_nor_the_report_templates(tmp_path: Path, probes: Path) -> None:
+    """Start-up is part of ``skillreach score``'s time: with --quiet and no report it never imports
+    scipy (BM25's sparse matrices) or jinja2 (the reports), each ~0.3–0.5 s; the artifact is still
+    written."""
+    out = tmp_path / "run" / "artifact.json"
+    code = (
+        "import sys\n"
+        "from skillreach.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "print(rc, sorted(m for m in ('scipy', 'jinja2', 'skillreach.reports') if m in sys.modules))\n"
+    )
+    argv = ["score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(probes), "--skills",
+            str(EXAMPLE_SKILLS), "--out", str(out), "--quiet"]  # fmt: skip
+    res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+    assert res.stdout.split("\n")[0] == "0 []", res.stdout + res.stderr
+    assert read_artifact(out).counts.probes > 0

@@ -134,6 +134,13 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         "--judge-model",
         help="The judge that graded rubrics (default: $SKILLREACH_JUDGE_MODEL or fake).",
     ),
+    uplift: Path | None = typer.Option(
+        None,
+        "--uplift",
+        metavar="UPLIFT_JSON",
+        help="The skill's uplift report (skillreach uplift SKILL --json) to carry in the record "
+        "(default: uplift-SKILL.json beside the artifact, when there is one).",
+    ),
 ) -> None:
     """Build the baseline record of one skill from one study (spec/interfaces.md)."""
     from skillreach.baselines import (
@@ -157,8 +164,14 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             f"skill {skill!r}: no SKILL.md with that name under {', '.join(map(str, dirs))}; "
             "pass --skills DIR"
         )
+    from skillreach.uplift import read_uplift_report, recorded_uplift, uplift_file
+
+    beside = uplift_file(artifact if artifact.is_dir() else artifact.parent, skill)
+    if uplift is None and beside.is_file():
+        uplift = beside
+    lift = recorded_uplift(read_uplift_report(uplift, skill), uplift) if uplift is not None else None
     record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact)
+        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact), uplift=lift
     )
     console = _err_console()
     if folder is None:
@@ -189,6 +202,8 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
     console.print(f"baseline {record.baseline_id} → {target}")
     console.print(f"  {metrics_line(record)}")
+    if record.uplift is not None:
+        console.print(f"  uplift {record.uplift.line()}", markup=False)
     if previous is not None:
         split = cohort_split(record, previous, "compliance")
         old, new = split["baseline_cases"], split["new_cases"]
@@ -376,6 +391,13 @@ def show_cmd(
                 m, f"{mv.value:.3f}", f"[{mv.ci95[0]:.3f}, {mv.ci95[1]:.3f}]", str(mv.n), str(mv.cases)
             )
     console.print(table)
+    u = rec.uplift
+    if u is None:
+        console.print("  uplift   not measured (skillreach uplift SKILL --json, then record --uplift)")
+    else:
+        runs = f"{u.attempts} runs per case" if u.attempts else None
+        how = ", ".join(x for x in (u.runtime, u.model, runs) if x)
+        console.print(f"  uplift   {u.line()}" + (f" ({how})" if how else ""), markup=False)
 
 
 # -------------------------------------------------------------------------------------------- status

@@ -16,16 +16,18 @@ import typer
 __all__ = ["register", "run_diff"]
 
 
-def run_diff(use_prefect: bool | None = None, **params: Any) -> Any:
-    """Run the diff flow: tracked by Prefect when a server answers, in-process otherwise."""
+def run_diff(use_prefect: bool | None = None, *, probe: bool = False, **params: Any) -> Any:
+    """Run the diff flow (``probe``: the probed-diff flow): tracked by Prefect when a server answers,
+    in-process otherwise."""
     import asyncio  # here, not at the top: the CLI starts without it
 
     from skillreach.cli.run_cmds import prefect_server_up
-    from skillreach.flows.diff import diff
+    from skillreach.flows.diff import diff, probed_diff
 
+    flow: Any = probed_diff if probe else diff
     if use_prefect is None:
         use_prefect = prefect_server_up() is not None
-    return asyncio.run(diff(**params) if use_prefect else diff.fn(**params))
+    return asyncio.run(flow(**params) if use_prefect else flow.fn(**params))
 
 
 def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
@@ -54,7 +56,24 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--markdown", metavar="FILE", help="Write a markdown summary here (a PR comment)."
     ),
     resamples: int = typer.Option(2000, "--resamples", min=100, metavar="N", help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the bootstrap and of the stage order."),
+    staged: bool = typer.Option(
+        False,
+        "--staged",
+        help="Also test Δ top-1 in stages (O'Brien–Fleming α-spending over --looks): where a staged "
+        "comparison stops, its verdict and the probes it saves.",
+    ),
+    looks: int = typer.Option(
+        4, "--looks", min=1, metavar="K", help="Planned looks of --staged (fewer with under 2 queries each)."
+    ),
+    probe_skills: list[Path] = typer.Option(
+        [],
+        "--probe-skills",
+        metavar="DIR",
+        help="Probe arm B instead of reading it: A's study (query set, runtime, model snapshot, attempts, "
+        "options from A/study.json) with the skills in DIR (repeatable), into folder B. With --staged it "
+        "probes stage by stage and stops as soon as Δ top-1 is decided. A re-run resumes.",
+    ),
 ) -> None:
     """Compare two studies of the same sealed query set, paired over queries: Δ top-1, Δ reachability,
     Δ macro-F1 with 95 % intervals, McNemar's exact test, per-skill Δ recall / precision and the
@@ -66,12 +85,21 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     if vary is not None and vary not in AXES:
         raise InputError(f"--vary {vary}: use one of {', '.join(AXES)}")
-    for arm in (a, b):
+    for arm in (a,) if probe_skills else (a, b):
         if not arm.exists():
             raise InputError(f"{arm}: no such study folder; pass a folder written by skillreach run")
+    for folder in probe_skills:
+        if not folder.is_dir():
+            raise InputError(f"--probe-skills {folder}: no such folder; pass the skills folder of arm B")
     if queries is not None and not queries.is_file():
         raise InputError(f"--queries {queries}: no such file")
+    probed: dict[str, Any] = {}
+    if probe_skills:
+        from skillreach.study import StudyConfig
+
+        probed = {"probe": True, "skills": list(probe_skills), "secrets_from": StudyConfig.build()}
     result = run_diff(
+        **probed,
         a=a,
         b=b,
         vary=vary,
@@ -82,7 +110,10 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         markdown=markdown,
         resamples=resamples,
         seed=seed,
+        looks=(looks if staged else 1) if probe_skills else (looks if staged else None),
     )
+    if probe_skills and not staged:
+        result = result.model_copy(update={"staged": None})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return

@@ -33,11 +33,15 @@ class _Progress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[errors]} errors"),
+            TextColumn("{task.fields[retries]}"),
             TimeElapsedColumn(),
             console=console,
             transient=False,
         )
-        self.task = self.bar.add_task("probes", total=None, errors=0)
+        from skillreach.runtimes._retry import RetryTally
+
+        self.tally = RetryTally()
+        self.task = self.bar.add_task("probes", total=None, errors=0, retries=self.tally.text())
         self.errors = 0
         self.started = False
         self.log_handler: logging.Handler | None = None
@@ -77,6 +81,11 @@ class _Progress:
         from rich.markup import escape
 
         self.bar.console.print(f"[{style}]cost estimate: {escape(line)}", markup=True, highlight=False)
+
+    def retried(self, err: Any, wait: float) -> None:
+        """A runtime is about to wait and retry (``runtimes._retry.watch_retries``)."""
+        self.tally.add(err, wait)
+        self.bar.update(self.task, retries=self.tally.text())
 
     def __call__(self, record: Any) -> None:
         if record.error:
@@ -257,7 +266,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         help="The rubric judge (default: $SKILLREACH_JUDGE_MODEL, else the offline fake judge).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="Probe into an --out folder that holds probes of another runtime or model."
+        False,
+        "--force",
+        help="Probe into an --out folder that holds probes of another configuration (runtime, model, "
+        "catalog, query set, attempts, options).",
     ),
     max_probes: int | None = typer.Option(
         None,
@@ -330,6 +342,8 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         raise InputError(
             f"a study needs both --skills and --queries; pass {missing} (or neither, for the bundled example)"
         )
+    if not force:  # the study's fingerprint is checked against the folder's probes once it is known
+        cfg = cfg.model_copy(update={"exclusive_out": True})
     check_planned_probes(cfg, cfg.max_probes)
     try:  # a misspelt runtime option stops the run before anything starts, the file named
         check_runtime_options(cfg.runtime, cfg.runtime_options)
@@ -368,8 +382,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         console.print(f"[dim]Prefect server at {server}: the study is a tracked flow run")
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
+    from skillreach.runtimes._retry import watch_retries
+
     try:
-        result = run_study(cfg, progress=progress, use_prefect=server is not None)
+        with watch_retries(progress.retried):
+            result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
         if progress.log_handler is not None:

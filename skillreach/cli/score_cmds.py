@@ -42,16 +42,19 @@ def write_reports(
     markdown: Path | None = None,
     gate: Sequence[Any] | None = None,
     not_compared: Sequence[str] = (),
+    uplift: Sequence[Any] = (),
 ) -> None:
     """Write the HTML and/or markdown reports of ``artifact`` (``-`` = stdout for markdown), with the
-    study's gate report when there is one."""
+    study's gate report and its skills' uplift when there are."""
+    if html is None and markdown is None:
+        return  # not even the import: jinja2 and the templates cost ~0.3 s
     from skillreach.reports import render_html, render_markdown
 
     if html is not None:
-        _write_text(html, render_html(artifact, gate=gate, not_compared=not_compared), "HTML report",
-                    flag="--html")
+        _write_text(html, render_html(artifact, gate=gate, not_compared=not_compared, uplift=uplift),
+                    "HTML report", flag="--html")
     if markdown is not None:
-        text = render_markdown(artifact, gate=gate, not_compared=not_compared)
+        text = render_markdown(artifact, gate=gate, not_compared=not_compared, uplift=uplift)
         if str(markdown) == "-":
             typer.echo(text, nl=False)
         else:
@@ -102,7 +105,6 @@ def score_cmd(
     from skillreach.artifacts import write_artifact
     from skillreach.errors import InputError
     from skillreach.queries import load_query_set
-    from skillreach.reports import print_scorecard
     from skillreach.scoring import ProbeTable, score
 
     err = make_console(stderr=True)
@@ -127,6 +129,8 @@ def score_cmd(
         artifact = write_artifact(score(query_set, table, catalog), out_path)
     write_reports(artifact, html=html, markdown=markdown)
     if not quiet:
+        from skillreach.reports import print_scorecard  # jinja2 and the templates: not for --quiet
+
         print_scorecard(artifact, make_console(stderr=str(markdown) == "-"))
         err.print(f"artifact written to {out_path}", markup=False, highlight=False)
 
@@ -141,7 +145,8 @@ def report_cmd(
 ) -> None:
     """Render an artifact: the scorecard on the terminal, and HTML or markdown reports on request.
 
-    The study's gate report (``gate.json`` beside the artifact, written by ``run``) is shown as well."""
+    The study's gate report (``gate.json`` beside the artifact, written by ``run``) is shown as well, and
+    each skill's uplift kept beside it (``uplift-SKILL.json``, from ``skillreach uplift SKILL --json``)."""
     from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
     from skillreach.reports.gate_file import read_gate
@@ -149,11 +154,14 @@ def report_cmd(
     if artifact_path.is_dir():
         artifact_path = artifact_path / "artifact.json"
     artifact = read_artifact(artifact_path)
+    from skillreach.reports.uplift_file import read_uplift_reports
+
     gate, not_compared = read_gate(artifact_path.parent, artifact.digest) or (None, [])
-    write_reports(artifact, html=html, markdown=markdown, gate=gate, not_compared=not_compared)
+    uplift = read_uplift_reports(artifact_path.parent, artifact.queries_digest)
+    write_reports(artifact, html=html, markdown=markdown, gate=gate, not_compared=not_compared, uplift=uplift)
     if not quiet:
         print_scorecard(artifact, make_console(stderr=str(markdown) == "-"), gate=gate,
-                        not_compared=not_compared)
+                        not_compared=not_compared, uplift=uplift)
 
 
 def register(app: typer.Typer) -> None:

@@ -61,6 +61,8 @@ def print_diff(r: DiffResult, console: Console | None = None, *, top: int = 10) 
     console.print(f"[bold {colour}]{escape(_verdict_line(r))}[/]")
     if r.mcnemar_note:
         console.print(f"[dim]{escape(r.mcnemar_note)}[/]")
+    if r.staged is not None:
+        _print_staged(r, console)
     for title, flips in (("won", r.won), ("lost", r.lost)):
         for f in flips[:top]:
             text = f" — {escape(f.text[:80])}" if f.text else ""
@@ -86,6 +88,31 @@ def print_diff(r: DiffResult, console: Console | None = None, *, top: int = 10) 
                 escape(", ".join(s.released)),
             )
         console.print(st)
+
+
+def _print_staged(r: DiffResult, console: Console) -> None:
+    st = r.staged
+    assert st is not None
+    table = Table(
+        title=f"staged Δ top-1 ({st.looks_planned} planned looks, O'Brien–Fleming α-spending, "
+        f"seed {st.seed})",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for col in ("look", "queries", "Δ", "repeated 95% CI", "critical t", "decision"):
+        table.add_column(col, justify="right" if col in ("look", "queries", "critical t") else "left")
+    for lk in st.looks:
+        table.add_row(
+            str(lk.look),
+            str(lk.cases),
+            f"{lk.mean_diff:+.3f}",
+            f"[{lk.ci[0]:+.3f}, {lk.ci[1]:+.3f}]",
+            f"{lk.critical:.3f}",
+            lk.decision,
+        )
+    console.print(table)
+    console.print(escape(st.sentence()), highlight=False)
 
 
 # ------------------------------------------------------------------------------------------- html

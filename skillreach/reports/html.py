@@ -123,14 +123,19 @@ def _short(text: str, limit: int = 180) -> str:
 
 
 def render_html(
-    artifact: Artifact, *, gate: Sequence[Any] | None = None, not_compared: Sequence[str] = ()
+    artifact: Artifact,
+    *,
+    gate: Sequence[Any] | None = None,
+    not_compared: Sequence[str] = (),
+    uplift: Sequence[Any] = (),
 ) -> str:
     """The report as one HTML document (UTF-8, no external resource).
 
     ``gate``: the study's gate — :class:`skillreach.gates.Comparison` objects (or their JSON), or flat
     gate rows — shown as the gate report (verdicts, paired intervals, power advice) and as the
     old-cases / new-cases split of compliance and task quality; ``not_compared``: the skills whose
-    baseline could not be compared, and why.
+    baseline could not be compared, and why; ``uplift``: the skills' uplift reports
+    (:class:`skillreach.uplift.UpliftReport`), shown with their intervals and routing misses.
     """
     active, inactive = class_rows(artifact)
     gates = gate_view(gate, not_compared)
@@ -155,5 +160,6 @@ def render_html(
             quality=quality_rows(artifact, gates),
             gates=gates,
             cohort_titles=COHORT_TITLES,
+            uplift=list(uplift),
         )
     )

@@ -64,10 +64,11 @@ def render_markdown(
     top: int = 10,
     gate: Sequence[Any] | None = None,
     not_compared: Sequence[str] = (),
+    uplift: Sequence[Any] = (),
 ) -> str:
     """Headline figures with intervals, the weakest skills, compliance and task quality per skill,
-    the gate report (when ``gate`` is given, as for :func:`~skillreach.reports.render_html`),
-    collisions, attractors and errors."""
+    the gate report (when ``gate`` is given, as for :func:`~skillreach.reports.render_html`), the
+    skills' uplift (``uplift``: their uplift reports), collisions, attractors and errors."""
     active, _ = class_rows(artifact)
     gates = gate_view(gate, not_compared)
     return (
@@ -85,5 +86,6 @@ def render_markdown(
             quality=quality_rows(artifact, gates),
             gates=gates,
             cohort_titles=COHORT_TITLES,
+            uplift=list(uplift),
         )
     )

@@ -32,9 +32,11 @@ def print_scorecard(
     top: int = 5,
     gate: Sequence[Any] | None = None,
     not_compared: Sequence[str] = (),
+    uplift: Sequence[Any] = (),
 ) -> None:
-    """Headline figures, the weakest skills, compliance and task quality per skill, the gate report
-    (when ``gate`` is given), the top collisions and the error count."""
+    """Headline figures, the weakest skills, compliance and task quality per skill, the skills' uplift
+    (``uplift``: their uplift reports), the gate report (when ``gate`` is given), the top collisions and
+    the error count."""
     console = console or make_console()
     gates = gate_view(gate, not_compared)
     a = artifact
@@ -79,6 +81,12 @@ def print_scorecard(
             )
         console.print(t)
     _print_quality(a, gates, console)
+    for u in uplift:
+        misses = ", ".join(f"{k} {n}" for k, n in u.misses.items())
+        v = u.uplift
+        value = "–" if v is None else f"{v.value:+.3f} [{v.ci95[0]:+.3f}, {v.ci95[1]:+.3f}]"
+        value += "" if v is None else f" over {v.cases} cases"
+        console.print(f"uplift of {escape(u.skill)}: {value}; routing misses: {misses}", highlight=False)
     if gates is not None:
         _print_gates(gates, console)
     for col in a.collisions[:top]:

@@ -77,6 +77,9 @@ class StudyConfig(Frozen):
     """The most probes a study may plan; above it the command refuses (or asks) before building it."""
     keep_errors: bool = False
     """Keep errored probes on resume instead of probing those pairs again."""
+    exclusive_out: bool = False
+    """Refuse an ``out`` folder holding probes of another configuration (``skillreach run`` sets it,
+    unless ``--force``; studies that reuse a working folder — ``check``, ``optimize`` — leave it off)."""
     # what it costs, how it is judged and gated
     max_cost: float | None = Field(default=None, gt=0)
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))

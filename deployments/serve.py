@@ -6,7 +6,8 @@
 3. the process work pool (created when missing);
 4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent);
 5. the automations (``deployments/automations.py``, delete-by-name then create);
-6. a process worker on the pool, in the foreground. Ctrl-C stops the worker, then the server.
+6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
+   is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def prefect_env(port: int) -> dict[str, str]:
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("DO_NOT_TRACK", "1")
+    # flow runs send heartbeats; the zombie automation (deployments/automations.py) marks a run whose
+    # heartbeats stop as Crashed
+    from skillreach.deployments.automations import HEARTBEAT_S
+
+    env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
     env["PWD"] = str(REPO)  # prefect.yaml's pull step: the flows run from this checkout
     return env
 
@@ -75,8 +81,34 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
-def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print) -> int:
-    """Bring the service up and keep the worker in the foreground; returns the exit code."""
+RESTART_DELAY_S = (1.0, 5.0, 30.0)
+"""Waits before restarting a worker that died: 1 s, then 5 s, then 30 s while it keeps dying at once."""
+
+
+def supervise(start: Callable[[], subprocess.Popen[bytes]], log: Callable[[str], None],
+              *, restarts: int | None = None) -> subprocess.Popen[bytes]:
+    """Run ``start()``'s process in the foreground and restart it whenever it exits (``restarts``: how
+    many times, ``None`` for ever). Returns the last process (for the caller to stop)."""
+    proc = start()
+    done = 0
+    quick = 0
+    while restarts is None or done < restarts:
+        began = time.monotonic()
+        code = proc.wait()
+        quick = quick + 1 if time.monotonic() - began < 60 else 0
+        delay = RESTART_DELAY_S[min(quick, len(RESTART_DELAY_S) - 1)]
+        log(f"serve: the worker (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s")
+        time.sleep(delay)
+        proc = start()
+        done += 1
+        log(f"serve: worker restarted (pid {proc.pid})")
+    return proc
+
+
+def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print,
+          host: str = "127.0.0.1") -> int:
+    """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
+    the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
     env = prefect_env(port)
     api = env["PREFECT_API_URL"]
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
@@ -88,9 +120,9 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
         if wait_healthy(api, timeout_s=1):
             log(f"serve: using the Prefect server already running at {api}")
         else:
-            log(f"serve: starting a Prefect server on 127.0.0.1:{port} (state in {env['PREFECT_HOME']})")
+            log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
             server = subprocess.Popen(
-                _prefect("server", "start", "--host", "127.0.0.1", "--port", str(port)),
+                _prefect("server", "start", "--host", host, "--port", str(port)),
                 env=env, cwd=REPO, start_new_session=True,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
@@ -107,9 +139,19 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
         log(f"serve: alert automation: {result}")
         log(f"serve: shared rate limits: {_limits_in(env)}")
         log(f"serve: worker on pool {pool!r} — UI at {api.removesuffix('/api')} — Ctrl-C stops everything")
-        worker = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                                  env=env, cwd=REPO, start_new_session=True)
-        return worker.wait()
+        workers: list[subprocess.Popen[bytes]] = []
+
+        def start_worker() -> subprocess.Popen[bytes]:
+            proc = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
+                                    env=env, cwd=REPO, start_new_session=True)
+            workers[:] = [proc]
+            return proc
+
+        try:
+            supervise(start_worker, log)
+        finally:
+            worker = workers[0] if workers else None
+        return 0
     except KeyboardInterrupt:
         log("serve: stopping")
         return 0

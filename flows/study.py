@@ -24,6 +24,7 @@ from skillreach.tasks.study import (
     prepare_study,
     probe_batch,
     probe_on_workers,
+    release_study,
     use_task_workers,
 )
 
@@ -31,16 +32,19 @@ __all__ = ["study"]
 
 
 @flow(name="study", log_prints=False)
-async def study(config: StudyConfig | None = None, kind: str = "study") -> StudyResult:
+async def study(
+    config: StudyConfig | None = None, kind: str = "study", slot: str | None = None
+) -> StudyResult:
     """One study of one catalog and query set (``config``; a deployment run given none reads
-    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`."""
+    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`.
+    ``slot`` (a scheduled run's slot) is part of the default output folder's name."""
     if config is None:
         config = await call(resolve_config)
     inputs = await call(assemble_catalog, config)
     if config.record_baselines:  # a re-baselining measures every metric: compliance when there are checks
         config = await call(baseline_config, config, inputs)
     await call(check_judge, config, inputs)  # a judge that cannot be reached fails before any probe
-    plan = await call(prepare_study, config, inputs, kind)
+    plan = await call(prepare_study, config, inputs, kind, slot)  # takes the study's lock
     spent = plan.spent_usd
     ran = 0
     try:
@@ -69,6 +73,8 @@ async def study(config: StudyConfig | None = None, kind: str = "study") -> Study
     except BaseException as exc:  # the cost cap, a broken set-up, Ctrl-C: what was probed stays recorded
         await call(fail_study, config, plan, exc)
         raise
+    finally:
+        await call(release_study, plan)
     return StudyResult(
         study_id=plan.study_id,
         out=plan.out,

@@ -53,7 +53,9 @@ __all__ = [
     "ModelSnapshotRow",
     "ProbeRow",
     "Store",
+    "StudyLock",
     "StudyRow",
+    "lock_study",
     "open_store",
 ]
 
@@ -98,7 +100,7 @@ class StudyRow(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=_now)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed|crashed
     kind: Mapped[str] = mapped_column(String(32), default="study")  # study|rebaseline|compliance
     out_dir: Mapped[str] = mapped_column(Text)
     runtime: Mapped[str] = mapped_column(String(64))
@@ -696,6 +698,17 @@ class Store:
         with self.session() as s:
             return s.scalars(stmt).first()
 
+    def crash_studies(self, flow_run_ids: Iterable[str], *, error: str) -> list[str]:
+        """Studies of these flow runs still marked running become ``crashed`` (their runs died: the
+        probes already written stay; a re-run resumes). Returns their ids."""
+        ids = [str(i) for i in flow_run_ids]
+        with self.writing() as s:
+            rows = list(s.scalars(select(StudyRow).where(StudyRow.flow_run_id.in_(ids),
+                                                         StudyRow.status == "running")))
+            for row in rows:
+                row.status, row.finished_at, row.error = "crashed", _now(), error
+            return [row.id for row in rows]
+
     # ----------------------------------------------------------------------------------- alerts
 
     def add_alert(self, payload: Mapping[str, Any], *, study_id: str | None = None,
@@ -744,3 +757,140 @@ def open_store(settings: Any = None, *, home: Path | None = None) -> Store:
         return Store(settings.database_url, origin="database_url (SKILLREACH_DATABASE_URL)")
     base = home or settings.home
     return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}", origin="home (SKILLREACH_HOME)")
+
+
+# -------------------------------------------------------------------------------------- study lock
+
+LOCK_FILE = ".study-lock"
+_LOCK_POLL_S = 0.5
+
+
+def lock_holder(flow_run_id: str | None = None) -> str:
+    """Who holds a lock, as the refused process is told: the flow run, else the process and host."""
+    import os
+    import socket
+
+    return f"flow run {flow_run_id}" if flow_run_id else f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _advisory_key(study_id: str) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(study_id.encode()).digest()[:8], "big") >> 1  # fits a bigint
+
+
+class StudyLock:
+    """A study's lock, held for the whole study so two processes never probe the same study.
+
+    PostgreSQL store: a session advisory lock on its own connection (released by the server when the
+    process dies); the holder's name is that connection's ``application_name``. SQLite store: an
+    ``fcntl`` lock on ``<out>/.study-lock`` beside the probe log (released by the kernel when the process
+    dies), the holder's name written in the file.
+    """
+
+    def __init__(self, study_id: str, *, url: str | None, folder: Path, holder: str) -> None:
+        self.study_id, self.url, self.folder, self.holder = study_id, url, Path(folder), holder
+        self._conn: Connection | None = None
+        self._engine: Engine | None = None
+        self._fh: Any = None
+
+    def try_acquire(self) -> str | None:
+        """Take the lock: ``None`` when taken, else who holds it."""
+        return self._try_pg() if self.url else self._try_file()
+
+    def acquire(self, wait_s: float = 0.0) -> StudyLock:
+        """Take the lock, waiting up to ``wait_s`` seconds; :class:`StudyLocked` names the holder."""
+        import time
+
+        from skillreach.errors import StudyLocked
+
+        deadline = time.monotonic() + max(wait_s, 0.0)
+        while True:
+            holder = self.try_acquire()
+            if holder is None:
+                return self
+            if time.monotonic() >= deadline:
+                raise StudyLocked(
+                    f"study {self.study_id} ({self.folder}) is already running in "
+                    f"{holder or 'another process'}; wait for it to finish (a re-run then resumes) or stop it"
+                )
+            time.sleep(_LOCK_POLL_S)
+
+    def _try_pg(self) -> str | None:
+        assert self.url is not None
+        key = _advisory_key(self.study_id)
+        if self._engine is None:
+            self._engine = _make_engine(self.url)
+        conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        conn.execute(text("SELECT set_config('application_name', :n, false)"),
+                     {"n": f"skillreach {self.holder}"[:63]})
+        if conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
+            self._conn = conn
+            return None
+        holder = conn.execute(
+            text("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                 "AND l.classid::bigint = :hi AND l.objid::bigint = :lo"),
+            {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+        ).scalar()
+        conn.close()
+        return str(holder or "").removeprefix("skillreach ")
+
+    def _try_file(self) -> str | None:
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = (self.folder / LOCK_FILE).open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            fh.close()
+            return holder
+        fh.seek(0)
+        fh.truncate()
+        fh.write(self.holder + "\n")
+        fh.flush()
+        self._fh = fh
+        return None
+
+    def release(self) -> None:
+        """Give the lock back (idempotent)."""
+        if self._conn is not None:
+            try:
+                self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _advisory_key(self.study_id)})
+            finally:
+                self._conn.close()
+                self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+        if self._fh is not None:
+            import fcntl
+
+            fh, self._fh = self._fh, None
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None or self._fh is not None
+
+    def __enter__(self) -> StudyLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_study(
+    settings: Any, study_id: str, folder: Path, *, holder: str, wait_s: float = 0.0
+) -> StudyLock:
+    """Take study ``study_id``'s lock for the store ``settings`` name (see :class:`StudyLock`)."""
+    url = settings.database_url or None
+    if url is not None and make_url(url).get_backend_name() != "postgresql":
+        url = None  # SQLite by URL: the file lock
+    return StudyLock(study_id, url=url, folder=folder, holder=holder).acquire(wait_s)

@@ -14,12 +14,15 @@ import logging
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
+from skillreach.models import ProbeRecord
+from skillreach.store import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import (
     SkillsFound,
@@ -35,7 +38,7 @@ from skillreach.study.plan import (
     study_id_for,
 )
 from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes, write_probes
-from skillreach.tasks._context import api_url, logger, progress_for, runtime_for, store_for
+from skillreach.tasks._context import api_url, logger, progress_for, runtime_for, set_progress, store_for
 
 __all__ = [
     "assemble_catalog",
@@ -46,6 +49,7 @@ __all__ = [
     "probe_batch",
     "probe_batch_remote",
     "probe_on_workers",
+    "release_study",
     "task_workers_seen",
     "use_task_workers",
 ]
@@ -86,12 +90,63 @@ def _finished_pairs(plan: StudyPlan) -> set[tuple[str, int]]:
         return pairs
 
 
-@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
-async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "study") -> StudyPlan:
-    """Resolve the model snapshot, fix the fingerprint, open the study in the store, plan the batches.
+# study id -> the lock this process holds on it and how many plans of this process hold it (re-entrant
+# within a process: the lock keeps other processes out; a deployment run is a process of its own)
+_locks: dict[str, tuple[StudyLock, int]] = {}
 
-    A study re-run into the same folder with the same fingerprint resumes: pairs already in
-    ``probes.jsonl`` without error are not run again.
+
+def _hold_study_lock(config: StudyConfig, study_id: str, out: Path) -> None:
+    """Take the study's lock for the rest of the study (:class:`StudyLocked` naming the holder when
+    another process runs it)."""
+    with _finished_lock:
+        held = _locks.get(study_id)
+        if held is not None:
+            _locks[study_id] = (held[0], held[1] + 1)
+            return
+    lock = lock_study(config.settings(), study_id, out, holder=lock_holder(_flow_run_id()))
+    with _finished_lock:
+        _locks[study_id] = (lock, 1)
+
+
+def _release_study_lock(study_id: str) -> None:
+    with _finished_lock:
+        held = _locks.pop(study_id, None)
+        if held is not None and held[1] > 1:
+            _locks[study_id] = (held[0], held[1] - 1)
+            return
+    if held is not None:
+        held[0].release()
+
+
+@task(name="release_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def release_study(plan: StudyPlan) -> None:
+    """Give back the study's lock (at the end of the study, however it ended)."""
+    _release_study_lock(plan.study_id)
+
+
+def _progress_of(config: StudyConfig, out: Path) -> Any:
+    """The progress display of a study; one started with no ``--out`` is registered under ``None``
+    until its folder is known, then under the folder (where the probe batches look it up)."""
+    callback = progress_for(str(out))
+    if callback is None and config.out is None:
+        callback = progress_for(str(None))
+        if callback is not None:
+            set_progress(str(out), callback)
+            if hasattr(callback, "folder"):
+                callback.folder(out)
+    return callback
+
+
+@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def prepare_study(
+    config: StudyConfig, inputs: StudyInputs, kind: str = "study", slot: str | None = None
+) -> StudyPlan:
+    """Resolve the model snapshot, fix the fingerprint, take the study's lock, open the study in the
+    store, plan the batches.
+
+    A study given no ``--out`` writes under a folder derived from its fingerprint (and a scheduled
+    run's ``slot``); a study re-run into the same folder with the same fingerprint resumes: pairs
+    already in ``probes.jsonl`` without error are not run again.
     """
     from skillreach.study.runner import fingerprint, resolve_model
 
@@ -103,13 +158,26 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         await runtime.aclose()
     fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
                      extra=dict(sorted(config.runtime_options.items())))
-    out = config.out or claim_out_dir(default_out_dir(config, kind=kind))
+    out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
     existing = read_probes(out / "probes.jsonl", missing_ok=True)
     if config.exclusive_out:  # `skillreach run --out DIR` without --force: one configuration per folder
         from skillreach.study.out_guard import check_out_folder
 
         check_out_folder(out, existing, fingerprint=fp, config=config, inputs=inputs, resolved_model=resolved)
     study_id = study_id_for(fp, out)
+    _hold_study_lock(config, study_id, out)
+    try:
+        return await _plan_locked(config, inputs, kind, fp=fp, resolved=resolved, out=out,
+                                  study_id=study_id, existing=existing)
+    except BaseException:
+        _release_study_lock(study_id)
+        raise
+
+
+async def _plan_locked(
+    config: StudyConfig, inputs: StudyInputs, kind: str, *, fp: str, resolved: str | None, out: Path,
+    study_id: str, existing: list[ProbeRecord],
+) -> StudyPlan:
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
         plan = plan_study(config, inputs, out=out, fingerprint=fp, resolved_model=resolved,
@@ -133,7 +201,7 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
             store.add_probes(study_id, latest_records(existing, fp))
     with _finished_lock:
         _finished[(str(plan.probes_path.resolve()), fp)] = completed_pairs(existing, fp)
-    callback = progress_for(str(out))
+    callback = _progress_of(config, out)
     if callback is not None and hasattr(callback, "plan"):
         callback.plan(plan.total, plan.done)
     if plan.done:

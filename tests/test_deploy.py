@@ -16,7 +16,7 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 
 def test_the_four_deployments_are_there() -> None:
-    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch"}
+    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
     assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
 
 
@@ -35,6 +35,21 @@ def test_entrypoints_import_to_async_flows(name: str) -> None:
     assert set(BY_NAME[name].get("parameters", {})) <= params
     for trig in BY_NAME[name].get("triggers", []):
         assert set(trig.get("parameters", {})) <= params
+
+
+def test_scheduled_and_triggered_deployments_run_one_at_a_time() -> None:
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
+
+    strategies = {}
+    for name in ("nightly-compliance", "rebaseline-all", "watch"):
+        limit = BY_NAME[name]["concurrency_limit"]
+        assert limit["limit"] == 1
+        options = ConcurrencyOptions(collision_strategy=limit["collision_strategy"])
+        strategies[name] = options.collision_strategy
+    assert strategies == {"nightly-compliance": ConcurrencyLimitStrategy.ENQUEUE,
+                          "rebaseline-all": ConcurrencyLimitStrategy.CANCEL_NEW,
+                          "watch": ConcurrencyLimitStrategy.CANCEL_NEW}
+    assert "concurrency_limit" not in BY_NAME["study"]  # different studies on demand may run together
 
 
 def test_schedules_parse_with_prefect() -> None:
@@ -150,3 +165,85 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     _stop(proc, grace_s=0.5)
     assert proc.poll() is not None
     assert time.monotonic() - t0 < 15
+
+
+def test_the_zombie_and_run_alert_automations_validate() -> None:
+    from datetime import timedelta
+    from uuid import uuid4
+
+    from prefect.client.schemas.objects import StateType
+
+    from skillreach.deployments.automations import run_alert_automation, zombie_automation
+
+    zombie = zombie_automation(heartbeat=30)
+    assert zombie.trigger.posture.value == "Proactive"
+    assert zombie.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert "prefect.flow-run.Crashed" in zombie.trigger.expect
+    assert zombie.trigger.for_each == {"prefect.resource.id"}
+    assert zombie.trigger.within == timedelta(seconds=90)
+    assert zombie.actions[0].state == StateType.CRASHED
+    ids = [uuid4()]
+    alert = run_alert_automation(ids)
+    assert alert.trigger.expect == {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}
+    related = {tuple(sorted(spec.root.items())) for spec in alert.trigger.match_related}
+    assert (("prefect.resource.id", "prefect.tag.skillreach"), ("prefect.resource.role", "tag")) in related
+    assert [a.block_document_id for a in alert.actions] == ids
+
+
+def test_serve_turns_flow_run_heartbeats_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillreach.deployments.serve import prefect_env
+
+    monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    assert prefect_env(4200)["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30"
+
+
+def test_resolve_crashed_fires_on_a_crashed_skillreach_deployment_run() -> None:
+    from uuid import uuid4
+
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    dep = BY_NAME["resolve-crashed"]
+    assert "skillreach" not in dep["tags"]  # neither alerts nor triggers itself
+    [trig] = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+    assert trig.expect == {"prefect.flow-run.Crashed"}
+    assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
+    trig.set_deployment_id(uuid4())
+    assert trig.as_automation().actions[0].type == "run-deployment"
+
+
+def test_serve_restarts_a_worker_that_dies(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from skillreach.deployments import serve
+
+    monkeypatch.setattr(serve, "RESTART_DELAY_S", (0.0,))
+    started: list[subprocess.Popen[bytes]] = []
+    lines: list[str] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        code = "import time; time.sleep(60)" if not started else "import sys; sys.exit(3)"
+        started.append(subprocess.Popen([sys.executable, "-c", code]))
+        return started[-1]
+
+    # the first "worker" is killed with SIGKILL, the second exits 3; both are restarted
+    threading.Timer(1.0, lambda: started[0].send_signal(signal.SIGKILL)).start()
+    last = serve.supervise(start, lines.append, restarts=2)
+    last.wait(10)
+    assert len(started) == 3
+    assert lines[0] == f"serve: the worker (pid {started[0].pid}) exited with code -9; restarting it in 0 s"
+    assert lines[2] == f"serve: the worker (pid {started[1].pid}) exited with code 3; restarting it in 0 s"
+    assert lines[1] == f"serve: worker restarted (pid {started[1].pid})"
+
+
+def test_the_watch_schedule_has_a_fixed_anchor() -> None:
+    from datetime import UTC, datetime
+
+    from prefect.client.schemas.schedules import IntervalSchedule
+
+    [every] = BY_NAME["watch"]["schedules"]
+    schedule = IntervalSchedule(interval=every["interval"], anchor_date=every["anchor_date"],
+                                timezone=every["timezone"])
+    assert schedule.anchor_date == datetime(2026, 1, 1, tzinfo=UTC)  # redeploying never moves it

@@ -25,9 +25,37 @@ __all__ = ["REPO", "prefect_env", "serve", "wait_healthy"]
 REPO = Path(__file__).resolve().parents[1]
 
 
+NIGHTLY_CRON_ENV, NIGHTLY_TZ_ENV = "SKILLREACH_NIGHTLY_CRON", "SKILLREACH_NIGHTLY_TIMEZONE"
+NIGHTLY_DEFAULTS = {NIGHTLY_CRON_ENV: "0 2 * * *", NIGHTLY_TZ_ENV: "UTC"}
+"""When the nightly compliance run starts: prefect.yaml's schedule reads these (``{{ $NAME }}``)."""
+
+
+def nightly_schedule(env: dict[str, str]) -> tuple[str, str]:
+    """The nightly cron and timezone ``env`` gives (defaults filled in), checked as Prefect checks them;
+    :class:`~skillreach.errors.ConfigError` naming the variable when one is not valid."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    from skillreach.errors import ConfigError
+
+    cron = env.get(NIGHTLY_CRON_ENV) or NIGHTLY_DEFAULTS[NIGHTLY_CRON_ENV]
+    tz = env.get(NIGHTLY_TZ_ENV) or NIGHTLY_DEFAULTS[NIGHTLY_TZ_ENV]
+    try:
+        CronSchedule(cron=cron, timezone=tz)
+    except ValidationError as exc:
+        name = NIGHTLY_TZ_ENV if "timezone" in str(exc).lower() else NIGHTLY_CRON_ENV
+        what = "timezone" if name == NIGHTLY_TZ_ENV else "cron expression"
+        raise ConfigError(f"{name}={env.get(name)!r}: not a valid {what} ({exc.errors()[0]['msg']}); "
+                          f"e.g. {NIGHTLY_DEFAULTS[name]!r}") from exc
+    return cron, tz
+
+
 def prefect_env(port: int) -> dict[str, str]:
     """The environment every Prefect command of the service runs with."""
     env = dict(os.environ)
+    for name, default in NIGHTLY_DEFAULTS.items():
+        if not env.get(name):
+            env[name] = default
     env.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -111,6 +139,8 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
     the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
     env = prefect_env(port)
     api = env["PREFECT_API_URL"]
+    cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
+    log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
         signal.signal(sig, _interrupt)
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

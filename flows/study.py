@@ -69,7 +69,7 @@ async def study(
             await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
         if config.record_baselines:
             await call(record_baselines, config, inputs, plan, gates)
-        await call(publish_run, plan, scored.artifact, gates.report)
+        await call(publish_run, plan, scored.artifact, gates.report, config, kind)
     except BaseException as exc:  # the cost cap, a broken set-up, Ctrl-C: what was probed stays recorded
         await call(fail_study, config, plan, exc)
         raise

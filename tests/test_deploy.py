@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -52,10 +53,26 @@ def test_scheduled_and_triggered_deployments_run_one_at_a_time() -> None:
     assert "concurrency_limit" not in BY_NAME["study"]  # different studies on demand may run together
 
 
-def test_schedules_parse_with_prefect() -> None:
+def _rendered(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A deployment of prefect.yaml as `prefect deploy` renders it in ``env`` (it reads ``{{ $NAME }}``
+    from the process environment)."""
+    from prefect.utilities.templating import apply_values
+
+    for key in ("SKILLREACH_NIGHTLY_CRON", "SKILLREACH_NIGHTLY_TIMEZONE"):
+        monkeypatch.setenv(key, env[key])
+    rendered: dict[str, Any] = apply_values(BY_NAME[name], env, remove_notset=False)
+    return rendered
+
+
+def test_schedules_parse_with_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
-    [nightly] = BY_NAME["nightly-compliance"]["schedules"]
+    from skillreach.deployments.serve import prefect_env
+
+    # serve deploys prefect.yaml in its environment: the nightly's defaults, 02:00 UTC
+    monkeypatch.delenv("SKILLREACH_NIGHTLY_CRON", raising=False)
+    monkeypatch.delenv("SKILLREACH_NIGHTLY_TIMEZONE", raising=False)
+    [nightly] = _rendered("nightly-compliance", prefect_env(4200), monkeypatch)["schedules"]
     cron = CronSchedule(cron=nightly["cron"], timezone=nightly["timezone"])
     assert (cron.cron, cron.timezone) == ("0 2 * * *", "UTC")
     import asyncio
@@ -247,3 +264,22 @@ def test_the_watch_schedule_has_a_fixed_anchor() -> None:
     schedule = IntervalSchedule(interval=every["interval"], anchor_date=every["anchor_date"],
                                 timezone=every["timezone"])
     assert schedule.anchor_date == datetime(2026, 1, 1, tzinfo=UTC)  # redeploying never moves it
+
+
+def test_the_nightly_schedule_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from skillreach.deployments.serve import nightly_schedule, prefect_env
+    from skillreach.errors import ConfigError
+
+    monkeypatch.setenv("SKILLREACH_NIGHTLY_CRON", "30 4 * * 1-5")
+    monkeypatch.setenv("SKILLREACH_NIGHTLY_TIMEZONE", "Europe/Berlin")
+    env = prefect_env(4200)
+    assert nightly_schedule(env) == ("30 4 * * 1-5", "Europe/Berlin")
+    [nightly] = _rendered("nightly-compliance", env, monkeypatch)["schedules"]
+    assert CronSchedule(cron=nightly["cron"], timezone=nightly["timezone"]).timezone == "Europe/Berlin"
+    assert nightly["cron"] == "30 4 * * 1-5"
+    with pytest.raises(ConfigError, match="SKILLREACH_NIGHTLY_CRON='every night'"):
+        nightly_schedule({**env, "SKILLREACH_NIGHTLY_CRON": "every night"})
+    with pytest.raises(ConfigError, match="SKILLREACH_NIGHTLY_TIMEZONE='Mars/Olympus'"):
+        nightly_schedule({**env, "SKILLREACH_NIGHTLY_TIMEZONE": "Mars/Olympus"})

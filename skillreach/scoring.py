@@ -639,6 +639,24 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     return [*sorted(known | expected | invoked), NO_SKILL]
 
 
+def _acceptable_codes(acceptable: Sequence[tuple[str, ...]], ext: dict[str, int]) -> np.ndarray:
+    """(queries × widest list) label codes of every query's acceptable skills, -1 padded; a skill
+    outside ``ext`` is given the next code, in order of first appearance (queries in id order)."""
+    n = len(acceptable)
+    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
+    width = int(lengths.max()) if n else 0
+    acc = np.full((n, width), -1, dtype=np.int64)
+    if width:
+        flat = list(itertools.chain.from_iterable(acceptable))
+        for a in dict.fromkeys(flat):  # the distinct names, a few hundred at most
+            ext.setdefault(a, len(ext))
+        codes = np.fromiter(map(ext.__getitem__, flat), dtype=np.int64, count=len(flat))
+        off = _offsets(lengths)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = codes
+    return acc
+
+
 def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
     """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
     items, ids, expected, acceptable, kinds, checks, _ = qf
@@ -647,12 +665,7 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
         dup = next(a for a, b in itertools.pairwise(ids) if a == b)
         raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
     no = ext[NO_SKILL]
-    width = max(map(len, acceptable), default=0)
-    acc = np.full((n, width), -1, dtype=np.int64)
-    if width:
-        for i in itertools.compress(range(n), acceptable):  # the queries that have any
-            for j, a in enumerate(acceptable[i]):
-                acc[i, j] = ext.setdefault(a, len(ext))
+    acc = _acceptable_codes(acceptable, ext)
     # C-level passes (map over dict lookups) rather than a Python loop per query
     code: dict[str | None, int] = {None: no}
     code.update(ext)

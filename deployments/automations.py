@@ -5,6 +5,15 @@ automation of the name, then create it).
 message (``{"text": ...}``) to every webhook of ``SKILLREACH_ALERT_WEBHOOKS``. Each webhook is a Prefect
 *Custom Webhook* notification block whose URL lives only in the block's secret values (read from the
 environment at upsert time), so it is neither shown nor logged.
+
+``skillreach-run-ended-badly``: a flow run of a skillreach deployment (tag ``skillreach``) that ends
+``Crashed`` or ``Failed`` (a nightly that breached included: ``Failed`` named ``Breached``) is said to
+the same webhooks, once per run; its link is the run's UI page (``PREFECT_UI_URL``).
+
+``skillreach-crash-zombie-runs``: Prefect's documented answer to "zombie" runs. Flow runs of deployments
+send ``prefect.flow-run.heartbeat`` events (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, set by ``skillreach
+serve``); a run whose heartbeats stop for ``ZOMBIE_AFTER_HEARTBEATS`` periods without a terminal state
+is marked ``Crashed`` (which then alerts, above). Created whether or not webhooks are configured.
 """
 
 from __future__ import annotations
@@ -18,9 +27,14 @@ __all__ = [
     "ALERT_AUTOMATION",
     "ALERT_BODY",
     "ALERT_SUBJECT",
+    "HEARTBEAT_S",
+    "RUN_ALERT_AUTOMATION",
+    "ZOMBIE_AUTOMATION",
     "alert_automation",
+    "run_alert_automation",
     "upsert_automations",
     "webhook_block_name",
+    "zombie_automation",
 ]
 
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
@@ -45,6 +59,84 @@ ALERT_BODY = (
     "gate {{ '%+.3f'|format(event.payload.gate) if event.payload.gate is not none else 'n/a' }}) "
     "against baseline {{ event.payload.baseline_id }} — {{ event.payload.run_link }}{% endif %}"
 )
+
+
+RUN_ALERT_AUTOMATION = "skillreach-run-ended-badly"
+ZOMBIE_AUTOMATION = "skillreach-crash-zombie-runs"
+HEARTBEAT_S = 30
+"""The flow-run heartbeat period ``skillreach serve`` sets (Prefect's minimum)."""
+ZOMBIE_AFTER_HEARTBEATS = 3
+TERMINAL_EVENTS = frozenset({"prefect.flow-run.Completed", "prefect.flow-run.Failed",
+                             "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"})
+BAD_ENDINGS = frozenset({"prefect.flow-run.Crashed", "prefect.flow-run.Failed"})
+RUN_ALERT_SUBJECT = "skillreach {{ deployment.name }}: run {{ flow_run.name }} {{ flow_run.state.name }}"
+RUN_ALERT_BODY = (
+    "skillreach skillreach.run.{{ flow_run.state.type.value|lower }}: {{ flow.name }}/{{ deployment.name }} "
+    "run {{ flow_run.name }} ended {{ flow_run.state.name }}"
+    "{% if flow_run.state.message %}: {{ flow_run.state.message[:300] }}{% endif %}"
+    " — {{ flow_run|ui_url or 'flow run ' ~ flow_run.id }}"
+)
+
+
+def heartbeat_s() -> int:
+    """The heartbeat period flows send (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``), else :data:`HEARTBEAT_S`."""
+    import os
+
+    raw = os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY") or os.environ.get(
+        "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+    return int(raw) if raw and raw.isdigit() else HEARTBEAT_S
+
+
+def zombie_automation(heartbeat: int | None = None) -> Any:
+    """Mark a flow run Crashed when its heartbeats stop (Prefect's "detect zombie flows")."""
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    period = heartbeat or heartbeat_s()
+    return Automation(
+        name=ZOMBIE_AUTOMATION,
+        description=f"A flow run whose heartbeats stop for {ZOMBIE_AFTER_HEARTBEATS * period} s is Crashed.",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.heartbeat", *TERMINAL_EVENTS},
+            match={"prefect.resource.id": ["prefect.flow-run.*"]},
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=ZOMBIE_AFTER_HEARTBEATS * period),
+        ),
+        actions=[ChangeFlowRunState(
+            state=StateType.CRASHED,
+            message=f"no heartbeat for {ZOMBIE_AFTER_HEARTBEATS * period} s: the flow process died "
+                    "(re-run the deployment: the study resumes)",
+        )],
+    )
+
+
+def run_alert_automation(block_ids: list[Any]) -> Any:
+    """A Crashed or Failed run of a skillreach deployment, said once to every webhook."""
+    from prefect.automations import Automation
+    from prefect.events.actions import SendNotification
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    return Automation(
+        name=RUN_ALERT_AUTOMATION,
+        description="Say a Crashed or Failed run of a skillreach deployment to SKILLREACH_ALERT_WEBHOOKS.",
+        trigger=EventTrigger(
+            expect=set(BAD_ENDINGS),
+            match={"prefect.resource.id": "prefect.flow-run.*"},
+            # deployment runs only (a study subflow has no deployment): one alert per failed night
+            match_related=[{"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.skillreach"},
+                           {"prefect.resource.role": "deployment"}],
+            posture=Posture.Reactive,
+            threshold=1,
+            within=timedelta(0),
+        ),
+        actions=[SendNotification(block_document_id=b, subject=RUN_ALERT_SUBJECT, body=RUN_ALERT_BODY)
+                 for b in block_ids],
+    )
 
 
 def webhook_block_name(i: int) -> str:
@@ -96,7 +188,8 @@ async def _delete_by_name(client: Any, name: str) -> int:
 
 
 async def upsert_automations(webhooks: str | list[str] | None = None) -> dict[str, Any]:
-    """Create (or re-create) the alert automation on the configured Prefect server.
+    """Create (or re-create) the automations on the configured Prefect server: the zombie-run one
+    always, the alert ones (gate breaches, runs that ended badly) when there are webhooks.
 
     ``webhooks``: the URLs (default: ``SKILLREACH_ALERT_WEBHOOKS`` via the settings). With none there
     is nothing to send to: the automation is removed, and a CLI run posts nothing either.
@@ -111,12 +204,20 @@ async def upsert_automations(webhooks: str | list[str] | None = None) -> dict[st
         urls = parse_webhooks(webhooks)
     async with get_client() as client:
         removed = await _delete_by_name(client, ALERT_AUTOMATION)
+        await _delete_by_name(client, RUN_ALERT_AUTOMATION)
+        await _delete_by_name(client, ZOMBIE_AUTOMATION)
+        zombie = await _create(client, zombie_automation())
         if not urls:
-            return {"automation": None, "webhooks": 0, "removed": removed}
+            return {"automation": None, "webhooks": 0, "removed": removed, "zombie": zombie}
         block_ids = await _save_webhook_blocks(urls)
-        automation = alert_automation(block_ids)
-        from prefect.events.schemas.automations import AutomationCore
+        automation_id = await _create(client, alert_automation(block_ids))
+        run_alert = await _create(client, run_alert_automation(block_ids))
+    return {"automation": automation_id, "run_alert": run_alert, "webhooks": len(urls), "removed": removed,
+            "zombie": zombie}
 
-        core = AutomationCore(**automation.model_dump(exclude={"id"}))
-        automation_id = await client.create_automation(core)
-    return {"automation": str(automation_id), "webhooks": len(urls), "removed": removed}
+
+async def _create(client: Any, automation: Any) -> str:
+    from prefect.events.schemas.automations import AutomationCore
+
+    core = AutomationCore(**automation.model_dump(exclude={"id"}))
+    return str(await client.create_automation(core))

@@ -6,7 +6,8 @@
 3. the process work pool (created when missing);
 4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent);
 5. the automations (``deployments/automations.py``, delete-by-name then create);
-6. a process worker on the pool, in the foreground. Ctrl-C stops the worker, then the server.
+6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
+   is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
 """
 
 from __future__ import annotations
@@ -24,13 +25,46 @@ __all__ = ["REPO", "prefect_env", "serve", "wait_healthy"]
 REPO = Path(__file__).resolve().parents[1]
 
 
+NIGHTLY_CRON_ENV, NIGHTLY_TZ_ENV = "SKILLREACH_NIGHTLY_CRON", "SKILLREACH_NIGHTLY_TIMEZONE"
+NIGHTLY_DEFAULTS = {NIGHTLY_CRON_ENV: "0 2 * * *", NIGHTLY_TZ_ENV: "UTC"}
+"""When the nightly compliance run starts: prefect.yaml's schedule reads these (``{{ $NAME }}``)."""
+
+
+def nightly_schedule(env: dict[str, str]) -> tuple[str, str]:
+    """The nightly cron and timezone ``env`` gives (defaults filled in), checked as Prefect checks them;
+    :class:`~skillreach.errors.ConfigError` naming the variable when one is not valid."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    from skillreach.errors import ConfigError
+
+    cron = env.get(NIGHTLY_CRON_ENV) or NIGHTLY_DEFAULTS[NIGHTLY_CRON_ENV]
+    tz = env.get(NIGHTLY_TZ_ENV) or NIGHTLY_DEFAULTS[NIGHTLY_TZ_ENV]
+    try:
+        CronSchedule(cron=cron, timezone=tz)
+    except ValidationError as exc:
+        name = NIGHTLY_TZ_ENV if "timezone" in str(exc).lower() else NIGHTLY_CRON_ENV
+        what = "timezone" if name == NIGHTLY_TZ_ENV else "cron expression"
+        raise ConfigError(f"{name}={env.get(name)!r}: not a valid {what} ({exc.errors()[0]['msg']}); "
+                          f"e.g. {NIGHTLY_DEFAULTS[name]!r}") from exc
+    return cron, tz
+
+
 def prefect_env(port: int) -> dict[str, str]:
     """The environment every Prefect command of the service runs with."""
     env = dict(os.environ)
+    for name, default in NIGHTLY_DEFAULTS.items():
+        if not env.get(name):
+            env[name] = default
     env.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("DO_NOT_TRACK", "1")
+    # flow runs send heartbeats; the zombie automation (deployments/automations.py) marks a run whose
+    # heartbeats stop as Crashed
+    from skillreach.deployments.automations import HEARTBEAT_S
+
+    env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
     env["PWD"] = str(REPO)  # prefect.yaml's pull step: the flows run from this checkout
     return env
 
@@ -75,10 +109,38 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
-def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print) -> int:
-    """Bring the service up and keep the worker in the foreground; returns the exit code."""
+RESTART_DELAY_S = (1.0, 5.0, 30.0)
+"""Waits before restarting a worker that died: 1 s, then 5 s, then 30 s while it keeps dying at once."""
+
+
+def supervise(start: Callable[[], subprocess.Popen[bytes]], log: Callable[[str], None],
+              *, restarts: int | None = None) -> subprocess.Popen[bytes]:
+    """Run ``start()``'s process in the foreground and restart it whenever it exits (``restarts``: how
+    many times, ``None`` for ever). Returns the last process (for the caller to stop)."""
+    proc = start()
+    done = 0
+    quick = 0
+    while restarts is None or done < restarts:
+        began = time.monotonic()
+        code = proc.wait()
+        quick = quick + 1 if time.monotonic() - began < 60 else 0
+        delay = RESTART_DELAY_S[min(quick, len(RESTART_DELAY_S) - 1)]
+        log(f"serve: the worker (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s")
+        time.sleep(delay)
+        proc = start()
+        done += 1
+        log(f"serve: worker restarted (pid {proc.pid})")
+    return proc
+
+
+def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print,
+          host: str = "127.0.0.1") -> int:
+    """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
+    the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
     env = prefect_env(port)
     api = env["PREFECT_API_URL"]
+    cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
+    log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
         signal.signal(sig, _interrupt)
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
@@ -88,9 +150,9 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
         if wait_healthy(api, timeout_s=1):
             log(f"serve: using the Prefect server already running at {api}")
         else:
-            log(f"serve: starting a Prefect server on 127.0.0.1:{port} (state in {env['PREFECT_HOME']})")
+            log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
             server = subprocess.Popen(
-                _prefect("server", "start", "--host", "127.0.0.1", "--port", str(port)),
+                _prefect("server", "start", "--host", host, "--port", str(port)),
                 env=env, cwd=REPO, start_new_session=True,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
@@ -105,10 +167,21 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
                        stdout=subprocess.DEVNULL)
         result = _upsert_in(env)
         log(f"serve: alert automation: {result}")
+        log(f"serve: shared rate limits: {_limits_in(env)}")
         log(f"serve: worker on pool {pool!r} — UI at {api.removesuffix('/api')} — Ctrl-C stops everything")
-        worker = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                                  env=env, cwd=REPO, start_new_session=True)
-        return worker.wait()
+        workers: list[subprocess.Popen[bytes]] = []
+
+        def start_worker() -> subprocess.Popen[bytes]:
+            proc = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
+                                    env=env, cwd=REPO, start_new_session=True)
+            workers[:] = [proc]
+            return proc
+
+        try:
+            supervise(start_worker, log)
+        finally:
+            worker = workers[0] if workers else None
+        return 0
     except KeyboardInterrupt:
         log("serve: stopping")
         return 0
@@ -126,6 +199,15 @@ def _upsert_in(env: dict[str, str]) -> str:
         "import asyncio, json; from skillreach.deployments.automations import upsert_automations; "
         "print(json.dumps(asyncio.run(upsert_automations())))"
     )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+
+
+def _limits_in(env: dict[str, str]) -> str:
+    """The provider rate limits every worker shares (deployments/limits.py), from the settings."""
+    code = ("import asyncio, json; from skillreach.deployments.limits import ensure_from_settings; "
+            "print(json.dumps(asyncio.run(ensure_from_settings())))")
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
                          text=True)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"

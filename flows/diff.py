@@ -16,7 +16,14 @@ from skillreach.study import StudyConfig
 from skillreach.tasks.diff import arm_b, compare_arms, diff_look, diff_stages, load_arms, write_diff_reports
 from skillreach.tasks.grade import grade_study
 from skillreach.tasks.score import fail_study, score_study
-from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
+from skillreach.tasks.study import (
+    assemble_catalog,
+    canary,
+    estimate_spend,
+    prepare_study,
+    probe_batch,
+    release_study,
+)
 
 __all__ = ["diff", "probed_diff"]
 
@@ -68,11 +75,11 @@ async def probed_diff(
     into the same ``b`` resumes."""
     arm_a, config = await call(arm_b, a, skills, b, secrets_from or StudyConfig())
     inputs = await call(assemble_catalog, config)
-    plan = await call(prepare_study, config, inputs, "diff")
-    planned, stages = await call(diff_stages, arm_a, inputs, plan, looks, seed)
+    plan = await call(prepare_study, config, inputs, "diff")  # takes the study's lock
     spent, batch = plan.spent_usd, 0
     staged: StagedDiff | None = None
     try:
+        planned, stages = await call(diff_stages, arm_a, inputs, plan, looks, seed)
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
         for look, pairs in enumerate(stages, 1):
@@ -91,6 +98,8 @@ async def probed_diff(
     except BaseException as exc:  # what was probed stays recorded
         await call(fail_study, config, plan, exc)
         raise
+    finally:
+        await call(release_study, plan)
     arms = await call(load_arms, a, plan.out, queries)
     result: DiffResult = await call(compare_arms, arms, vary=vary, force=force, skill=skill,
                                     resamples=resamples, seed=seed, partial_b=True)

@@ -6,6 +6,7 @@ the bundled example) and composes tasks; no SQL, HTTP or file I/O in the flow bo
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from prefect import flow
@@ -16,17 +17,31 @@ from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.corpus import generation_for, grow_corpus
+from skillreach.tasks.crashes import crash_children, crash_studies
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
 from skillreach.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
 
-__all__ = ["nightly_compliance", "rebaseline_all", "watch"]
+__all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
 
 
-async def _run_study(cfg: StudyConfig, kind: str) -> StudyResult:
+async def _run_study(cfg: StudyConfig, kind: str, slot: str | None = None) -> StudyResult:
     # a subflow (a child run) inside a Prefect run; plain code otherwise
-    result: StudyResult = await call(study, cfg, kind)
+    result: StudyResult = await call(study, cfg, kind, slot)
     return result
+
+
+def _slot(given: str | None, fmt: str) -> str | None:
+    """The schedule slot of this flow run (its expected start, e.g. ``2026-12-01``): part of the
+    study's default folder, so a retry or a re-run in the same slot resumes and the next starts fresh.
+    ``None`` outside a Prefect run (the study's folder is then its fingerprint's alone)."""
+    from prefect.context import FlowRunContext
+
+    if given:
+        return given
+    ctx = FlowRunContext.get()
+    start = getattr(ctx.flow_run, "expected_start_time", None) if ctx and ctx.flow_run else None
+    return start.astimezone(UTC).strftime(fmt) if start is not None else None
 
 
 @flow(name="rebaseline-all")
@@ -36,6 +51,8 @@ async def rebaseline_all(
     reason: str = "manual",
     skill: str | None = None,
     model_snapshot: str | None = None,
+    *,
+    slot: str | None = None,
 ) -> dict[str, Any]:
     """Re-probe every skill, gate each against its stored baseline, then re-record — never silently.
 
@@ -46,7 +63,8 @@ async def rebaseline_all(
     and every record is re-recorded under the new pin. A skill added without queries gets them from the
     generation flow when a generator model is configured: the grown set is a new corpus version, every
     skill is gated on the old set's cases, and the grown set is committed with the records made from it.
-    ``reason``, ``skill`` and ``model_snapshot`` come from the triggering event.
+    ``reason``, ``skill`` and ``model_snapshot`` come from the triggering event; the study's folder is per
+    hour of the run's expected start (``slot``), so a retried or re-run re-baselining resumes.
     """
     drift = reason == MODEL_SNAPSHOT_CHANGED
     why = reason if not skill else f"{reason} ({skill})"
@@ -61,7 +79,7 @@ async def rebaseline_all(
             outcome = await call(generate_queries, options)
             cfg = await call(grow_corpus, cfg, skill, outcome)
             grown = True
-    result = await _run_study(cfg, "rebaseline")
+    result = await _run_study(cfg, "rebaseline", _slot(slot, "%Y-%m-%dT%H"))
     return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
             "study_id": result.study_id, "out": str(result.out), "statuses": result.statuses,
             "alerts": len(result.breaches), "queries_grown": grown}
@@ -69,14 +87,32 @@ async def rebaseline_all(
 
 @flow(name="nightly-compliance")
 async def nightly_compliance(
-    config: StudyConfig | None = None, config_file: str | None = None
-) -> dict[str, Any]:
+    config: StudyConfig | None = None, config_file: str | None = None, slot: str | None = None
+) -> Any:
     """The nightly study with compliance checks on (the agent goes on after the target), gated
-    against the stored baselines; a breach alerts."""
+    against the stored baselines; a breach alerts, and a tracked run with a breach ends ``Failed(name=
+    "Breached")`` (its data the same summary). The study's folder is per night (``slot``, the
+    run's expected start date in UTC): re-running a crashed nightly the same day resumes it."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
-    result = await _run_study(cfg, "compliance")
-    return {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
-            "statuses": result.statuses}
+    result = await _run_study(cfg, "compliance", _slot(slot, "%Y-%m-%d"))
+    summary = {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
+               "statuses": result.statuses}
+    return _breached(summary, result) if result.breaches else summary
+
+
+def _breached(summary: dict[str, Any], result: StudyResult) -> Any:
+    """A tracked nightly with a breach ends ``Failed`` named ``Breached`` (not green in the UI; no flow
+    retry: a retry would measure the same breach again); in-process, the summary as it is."""
+    from skillreach.tasks._context import in_prefect_run
+
+    if not in_prefect_run():
+        return summary
+    from prefect.states import Failed
+
+    skills = sorted({str(b.get("skill")) for b in result.breaches if b.get("skill")})
+    message = (f"{len(result.breaches)} gate breach(es) in study {result.study_id}"
+               + (f": {', '.join(skills)}" if skills else "") + f"; see {result.out}")
+    return Failed(name="Breached", message=message, data=summary)
 
 
 @flow(name="watch")
@@ -101,3 +137,18 @@ async def watch(config: StudyConfig | None = None, config_file: str | None = Non
         "events": [e.event for e in events],
         "emitted": emitted,
     }
+
+
+@flow(name="resolve-crashed")
+async def resolve_crashed(
+    flow_run_id: str, config: StudyConfig | None = None, config_file: str | None = None
+) -> dict[str, Any]:
+    """A skillreach deployment run crashed (``flow_run_id``: its id, or the event's
+    ``prefect.flow-run.<id>``): its unfinished child runs are marked Crashed and the studies they ran
+    ``crashed`` in the store, so nothing stays Running. Re-running the deployment resumes the study."""
+    run_id = flow_run_id.rsplit(".", 1)[-1]
+    cfg = await call(resolve_config, config, config_file)
+    message = f"the parent run {run_id} crashed; re-run its deployment to resume"
+    runs = await call(crash_children, run_id, message)
+    studies = await call(crash_studies, cfg, runs, message)
+    return {"flow_run_id": run_id, "runs": runs, "studies": studies}

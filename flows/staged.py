@@ -15,7 +15,14 @@ from skillreach.study import StudyConfig
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, score_study
 from skillreach.tasks.staged import plan_stages_of, staged_look
-from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
+from skillreach.tasks.study import (
+    assemble_catalog,
+    canary,
+    estimate_spend,
+    prepare_study,
+    probe_batch,
+    release_study,
+)
 
 __all__ = ["staged_check"]
 
@@ -33,10 +40,10 @@ async def staged_check(
     inputs = await call(assemble_catalog, config)
     await call(check_judge, config, inputs)
     plan = await call(prepare_study, config, inputs, "check")
-    stages = await call(plan_stages_of, plan, members, looks)
     outcomes: dict[str, tuple[BaselineRecord, StagedComparison]] = {}
     spent, batch, ran = plan.spent_usd, 0, 0
     try:
+        stages = await call(plan_stages_of, plan, members, looks)
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
         for look, pairs in enumerate(stages, 1):
@@ -66,4 +73,6 @@ async def staged_check(
     except BaseException as exc:  # what was probed stays recorded
         await call(fail_study, config, plan, exc)
         raise
+    finally:
+        await call(release_study, plan)  # prepare_study took the study's lock
     return StagedCheck(outcomes=outcomes, probes_run=ran, probes_planned=sum(len(p) for p in stages))

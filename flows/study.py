@@ -17,31 +17,48 @@ from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study,
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, publish_report, publish_run, score_study
-from skillreach.tasks.study import assemble_catalog, canary, estimate_spend, prepare_study, probe_batch
+from skillreach.tasks.study import (
+    assemble_catalog,
+    canary,
+    estimate_spend,
+    prepare_study,
+    probe_batch,
+    probe_on_workers,
+    release_study,
+    use_task_workers,
+)
 
 __all__ = ["study"]
 
 
 @flow(name="study", log_prints=False)
-async def study(config: StudyConfig | None = None, kind: str = "study") -> StudyResult:
+async def study(
+    config: StudyConfig | None = None, kind: str = "study", slot: str | None = None
+) -> StudyResult:
     """One study of one catalog and query set (``config``; a deployment run given none reads
-    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`."""
+    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`.
+    ``slot`` (a scheduled run's slot) is part of the default output folder's name."""
     if config is None:
         config = await call(resolve_config)
     inputs = await call(assemble_catalog, config)
     if config.record_baselines:  # a re-baselining measures every metric: compliance when there are checks
         config = await call(baseline_config, config, inputs)
     await call(check_judge, config, inputs)  # a judge that cannot be reached fails before any probe
-    plan = await call(prepare_study, config, inputs, kind)
+    plan = await call(prepare_study, config, inputs, kind, slot)  # takes the study's lock
     spent = plan.spent_usd
     ran = 0
     try:
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
-        for i, pairs in enumerate(plan.batches):
-            summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
+        if plan.batches and await use_task_workers(config):  # task workers on any machine, shared store
+            summary = await probe_on_workers(config, inputs, plan)
             spent += summary["cost_usd"]
             ran += summary["probes"]
+        else:  # one machine: the batches one after another in this process
+            for i, pairs in enumerate(plan.batches):
+                summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
+                spent += summary["cost_usd"]
+                ran += summary["probes"]
         await call(grade_study, config, inputs, plan)
         scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()
@@ -52,10 +69,12 @@ async def study(config: StudyConfig | None = None, kind: str = "study") -> Study
             await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
         if config.record_baselines:
             await call(record_baselines, config, inputs, plan, gates)
-        await call(publish_run, plan, scored.artifact, gates.report)
+        await call(publish_run, plan, scored.artifact, gates.report, config, kind)
     except BaseException as exc:  # the cost cap, a broken set-up, Ctrl-C: what was probed stays recorded
         await call(fail_study, config, plan, exc)
         raise
+    finally:
+        await call(release_study, plan)
     return StudyResult(
         study_id=plan.study_id,
         out=plan.out,

@@ -59,7 +59,7 @@ import orjson
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._anthropic_common import translate_error, usage_of
-from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._ratelimit import limiter
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, endpoint_error, skill_tool
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
@@ -259,8 +259,8 @@ class AnthropicRuntime:
             max_retries=s.max_retries if max_retries is None else max_retries
         )
         self._sem = asyncio.Semaphore(concurrency or s.concurrency)
-        self._rpm = TokenBucket(requests_per_minute or s.requests_per_minute)
-        self._itpm = TokenBucket(input_tokens_per_minute or s.input_tokens_per_minute)
+        self._rpm = limiter(self.name, "requests", requests_per_minute or s.requests_per_minute)
+        self._itpm = limiter(self.name, "input-tokens", input_tokens_per_minute or s.input_tokens_per_minute)
         self.poll_initial_s = poll_initial_s
         self.poll_max_s = poll_max_s
         self.stats = RuntimeStats()

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._ratelimit import TokenBucket
+from skillreach.runtimes._ratelimit import limiter
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import (
     SYSTEM_PROMPT,
@@ -157,7 +157,7 @@ class OpenAICompatRuntime:
         self.temperature = temperature
         self.system_prompt = system_prompt
         self._sem = asyncio.Semaphore(concurrency or s.concurrency)
-        self._rpm = TokenBucket(requests_per_minute or s.requests_per_minute)
+        self._rpm = limiter(self.name, "requests", requests_per_minute or s.requests_per_minute)
         self.retries = 0
         self._client: Any = client
 

@@ -23,6 +23,7 @@ __all__ = [
     "RefusedError",
     "SkillParseError",
     "SkillreachError",
+    "StudyLocked",
     "TamperedError",
     "TransientProbeError",
 ]
@@ -65,6 +66,10 @@ class SkillParseError(InputError):
 
 class TamperedError(InputError):
     """A sealed query set or an artifact whose digest does not match its content (exit 2)."""
+
+
+class StudyLocked(SkillreachError):
+    """Another process is running the same study (it holds the study's lock); exit 2."""
 
 
 class RefusedError(SkillreachError):

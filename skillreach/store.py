@@ -10,11 +10,13 @@ redacted before they are stored and alert payloads carry no webhook URL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -34,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -51,9 +53,13 @@ __all__ = [
     "ModelSnapshotRow",
     "ProbeRow",
     "Store",
+    "StudyLock",
     "StudyRow",
+    "lock_study",
     "open_store",
 ]
+
+log = logging.getLogger("skillreach.store")
 
 HEAD = "0001"
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -94,7 +100,7 @@ class StudyRow(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=_now)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running|done|failed|crashed
     kind: Mapped[str] = mapped_column(String(32), default="study")  # study|rebaseline|compliance
     out_dir: Mapped[str] = mapped_column(Text)
     runtime: Mapped[str] = mapped_column(String(64))
@@ -314,6 +320,50 @@ def migrate(engine: Engine) -> None:
             command.upgrade(_alembic_config(conn), "head")
 
 
+class _SessionLock:
+    """A connection that holds a session-level advisory lock; ``close`` ends its database session."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def close(self) -> None:
+        self.conn.invalidate()  # the DB-API connection is closed, not pooled: the session and its lock end
+        self.conn.close()
+
+
+def _insert_for(backend: str) -> Any:
+    """The dialect's ``insert`` (both have ``on_conflict_do_update``)."""
+    if backend == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
+
+
+T = TypeVar("T")
+
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+"""Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
+
+
+def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
+    """``fn()``, tried again with backoff while the database connection is lost or refused
+    (``OperationalError`` / an invalidated connection). The pool is pre-pinged, so a fresh try gets a
+    fresh connection; ``fn`` must be idempotent (the probe upsert is)."""
+    for wait in (*delays, None):
+        try:
+            return fn()
+        except (OperationalError, DBAPIError) as exc:
+            if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
+                raise
+            log.warning("database connection lost (%s); trying again in %.1fs",
+                        str(exc.orig).splitlines()[0] if exc.orig else exc, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 # ------------------------------------------------------------------------------------------- store
 
 
@@ -450,36 +500,87 @@ class Store:
 
     # ----------------------------------------------------------------------------------- probes
 
-    def add_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
-        """Insert probe records; a (query, attempt) already stored for this study is replaced."""
-        recs = list(records)
-        if not recs:
+    def _upsert_probes(self, study_id: str, records: Iterable[ProbeRecord], *, only_over_errors: bool) -> int:
+        """One ``INSERT … ON CONFLICT (study, query, attempt) DO UPDATE`` for ``records`` (the study id is
+        derived from the options fingerprint, so the key holds it); retried with backoff when the
+        connection is lost (the statement is idempotent). Returns the rows inserted or replaced."""
+        rows = [
+            {"study_id": study_id, "query_id": r.query_id, "attempt": r.attempt,
+             "fingerprint": r.fingerprint, "error": r.error, "cost_usd": r.cost_usd,
+             "record": r.model_dump(mode="json"), "created_at": _now()}
+            for r in records
+        ]
+        if not rows:
             return 0
-        with self.writing() as s:
-            keys = {(r.query_id, r.attempt) for r in recs}
-            existing = s.scalars(
-                select(ProbeRow).where(
-                    ProbeRow.study_id == study_id,
-                    ProbeRow.query_id.in_({k[0] for k in keys}),
-                )
-            )
-            for row in existing:
-                if (row.query_id, row.attempt) in keys:
-                    s.delete(row)
-            s.flush()
-            for r in recs:
-                s.add(
-                    ProbeRow(
-                        study_id=study_id,
-                        query_id=r.query_id,
-                        attempt=r.attempt,
-                        fingerprint=r.fingerprint,
-                        error=r.error,
-                        cost_usd=r.cost_usd,
-                        record=r.model_dump(mode="json"),
-                    )
-                )
+        insert = _insert_for(self.backend)
+        stmt = insert(ProbeRow).values(rows)
+        excluded = stmt.excluded
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[ProbeRow.study_id, ProbeRow.query_id, ProbeRow.attempt],
+            set_={"fingerprint": excluded.fingerprint, "error": excluded.error, "cost_usd": excluded.cost_usd,
+                  "record": excluded.record, "created_at": excluded.created_at},
+            where=ProbeRow.error.is_not(None) if only_over_errors else None,
+        ).returning(ProbeRow.id)
+
+        def write() -> int:
+            with self.writing() as s:
+                return len(s.execute(stmt).all())
+
+        return _retry_lost_connection(write)
+
+    def add_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
+        """Insert probe records; a (query, attempt) already stored for this study is replaced (a graded
+        record over its ungraded one, a resumed probe over its error)."""
+        recs = list(records)
+        self._upsert_probes(study_id, recs, only_over_errors=False)
         return len(recs)
+
+    def record_probes(self, study_id: str, records: Iterable[ProbeRecord]) -> int:
+        """Insert probe records **once**: a (query, attempt) already stored without error is kept and the
+        new record dropped (``ON CONFLICT … DO UPDATE … WHERE error IS NOT NULL``), so a retried batch or a
+        second worker never duplicates a record; an errored one is replaced. Returns the rows written."""
+        return self._upsert_probes(study_id, records, only_over_errors=True)
+
+    def finished_pairs(
+        self, study_id: str, pairs: Iterable[tuple[str, int]] | None = None
+    ) -> set[tuple[str, int]]:
+        """The (query id, attempt) pairs the study has without error (among ``pairs`` when given)."""
+        stmt = select(ProbeRow.query_id, ProbeRow.attempt).where(
+            ProbeRow.study_id == study_id, ProbeRow.error.is_(None)
+        )
+        wanted = set(pairs) if pairs is not None else None
+        if wanted is not None:
+            stmt = stmt.where(ProbeRow.query_id.in_({q for q, _ in wanted}))
+
+        def read() -> set[tuple[str, int]]:
+            with self.session() as s:
+                got = {(str(q), int(a)) for q, a in s.execute(stmt)}
+            return got & wanted if wanted is not None else got
+
+        return _retry_lost_connection(read)
+
+    # one PostgreSQL advisory lock per batch run: held by the worker's connection while it probes, so a
+    # worker that died (its connection closed by the kernel) is seen by the study as a free lock
+    def hold_lock(self, key: str) -> Any:
+        """A connection holding the session-level advisory lock ``key`` (PostgreSQL; ``None`` elsewhere).
+        Its ``close()`` ends the database session, releasing the lock (it never goes back to the pool)."""
+        if self.backend != "postgresql":
+            return None
+        conn = self.engine.connect()
+        conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), {"k": key})
+        conn.commit()
+        return _SessionLock(conn)
+
+    def lock_free(self, key: str) -> bool:
+        """Whether nobody holds the advisory lock ``key`` (taken and released at once when free)."""
+        if self.backend != "postgresql":
+            return False
+        with self.engine.connect() as conn:
+            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(hashtext(:k))"), {"k": key}).scalar())
+            if got:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": key})
+            conn.commit()
+            return got
 
     def probes(self, study_id: str) -> list[ProbeRecord]:
         stmt = (
@@ -597,6 +698,17 @@ class Store:
         with self.session() as s:
             return s.scalars(stmt).first()
 
+    def crash_studies(self, flow_run_ids: Iterable[str], *, error: str) -> list[str]:
+        """Studies of these flow runs still marked running become ``crashed`` (their runs died: the
+        probes already written stay; a re-run resumes). Returns their ids."""
+        ids = [str(i) for i in flow_run_ids]
+        with self.writing() as s:
+            rows = list(s.scalars(select(StudyRow).where(StudyRow.flow_run_id.in_(ids),
+                                                         StudyRow.status == "running")))
+            for row in rows:
+                row.status, row.finished_at, row.error = "crashed", _now(), error
+            return [row.id for row in rows]
+
     # ----------------------------------------------------------------------------------- alerts
 
     def add_alert(self, payload: Mapping[str, Any], *, study_id: str | None = None,
@@ -645,3 +757,140 @@ def open_store(settings: Any = None, *, home: Path | None = None) -> Store:
         return Store(settings.database_url, origin="database_url (SKILLREACH_DATABASE_URL)")
     base = home or settings.home
     return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}", origin="home (SKILLREACH_HOME)")
+
+
+# -------------------------------------------------------------------------------------- study lock
+
+LOCK_FILE = ".study-lock"
+_LOCK_POLL_S = 0.5
+
+
+def lock_holder(flow_run_id: str | None = None) -> str:
+    """Who holds a lock, as the refused process is told: the flow run, else the process and host."""
+    import os
+    import socket
+
+    return f"flow run {flow_run_id}" if flow_run_id else f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _advisory_key(study_id: str) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(study_id.encode()).digest()[:8], "big") >> 1  # fits a bigint
+
+
+class StudyLock:
+    """A study's lock, held for the whole study so two processes never probe the same study.
+
+    PostgreSQL store: a session advisory lock on its own connection (released by the server when the
+    process dies); the holder's name is that connection's ``application_name``. SQLite store: an
+    ``fcntl`` lock on ``<out>/.study-lock`` beside the probe log (released by the kernel when the process
+    dies), the holder's name written in the file.
+    """
+
+    def __init__(self, study_id: str, *, url: str | None, folder: Path, holder: str) -> None:
+        self.study_id, self.url, self.folder, self.holder = study_id, url, Path(folder), holder
+        self._conn: Connection | None = None
+        self._engine: Engine | None = None
+        self._fh: Any = None
+
+    def try_acquire(self) -> str | None:
+        """Take the lock: ``None`` when taken, else who holds it."""
+        return self._try_pg() if self.url else self._try_file()
+
+    def acquire(self, wait_s: float = 0.0) -> StudyLock:
+        """Take the lock, waiting up to ``wait_s`` seconds; :class:`StudyLocked` names the holder."""
+        import time
+
+        from skillreach.errors import StudyLocked
+
+        deadline = time.monotonic() + max(wait_s, 0.0)
+        while True:
+            holder = self.try_acquire()
+            if holder is None:
+                return self
+            if time.monotonic() >= deadline:
+                raise StudyLocked(
+                    f"study {self.study_id} ({self.folder}) is already running in "
+                    f"{holder or 'another process'}; wait for it to finish (a re-run then resumes) or stop it"
+                )
+            time.sleep(_LOCK_POLL_S)
+
+    def _try_pg(self) -> str | None:
+        assert self.url is not None
+        key = _advisory_key(self.study_id)
+        if self._engine is None:
+            self._engine = _make_engine(self.url)
+        conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        conn.execute(text("SELECT set_config('application_name', :n, false)"),
+                     {"n": f"skillreach {self.holder}"[:63]})
+        if conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
+            self._conn = conn
+            return None
+        holder = conn.execute(
+            text("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                 "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                 "AND l.classid::bigint = :hi AND l.objid::bigint = :lo"),
+            {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+        ).scalar()
+        conn.close()
+        return str(holder or "").removeprefix("skillreach ")
+
+    def _try_file(self) -> str | None:
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fh = (self.folder / LOCK_FILE).open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            fh.close()
+            return holder
+        fh.seek(0)
+        fh.truncate()
+        fh.write(self.holder + "\n")
+        fh.flush()
+        self._fh = fh
+        return None
+
+    def release(self) -> None:
+        """Give the lock back (idempotent)."""
+        if self._conn is not None:
+            try:
+                self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _advisory_key(self.study_id)})
+            finally:
+                self._conn.close()
+                self._conn = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+        if self._fh is not None:
+            import fcntl
+
+            fh, self._fh = self._fh, None
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None or self._fh is not None
+
+    def __enter__(self) -> StudyLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_study(
+    settings: Any, study_id: str, folder: Path, *, holder: str, wait_s: float = 0.0
+) -> StudyLock:
+    """Take study ``study_id``'s lock for the store ``settings`` name (see :class:`StudyLock`)."""
+    url = settings.database_url or None
+    if url is not None and make_url(url).get_backend_name() != "postgresql":
+        url = None  # SQLite by URL: the file lock
+    return StudyLock(study_id, url=url, folder=folder, holder=holder).acquire(wait_s)

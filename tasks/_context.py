@@ -19,7 +19,17 @@ from skillreach.store import Store, open_store
 from skillreach.study.config import StudyConfig
 from skillreach.study.contract import Runtime
 
-__all__ = ["api_url", "in_prefect_run", "logger", "progress_for", "runtime_for", "set_progress", "store_for"]
+__all__ = [
+    "api_url",
+    "in_prefect_run",
+    "logger",
+    "progress_for",
+    "runtime_for",
+    "set_progress",
+    "set_worker_config",
+    "store_for",
+    "worker_config",
+]
 
 ProgressCallback = Callable[[ProbeRecord], None]
 
@@ -82,3 +92,19 @@ def runtime_for(config: StudyConfig) -> Runtime:
 def store_for(config: StudyConfig) -> Store:
     """The study's store: its ``database_url``, else SQLite under its ``home``."""
     return open_store(config.settings())
+
+
+_worker: list[StudyConfig] = []
+
+
+def set_worker_config(config: StudyConfig) -> None:
+    """What ``skillreach worker`` resolved once when it started (its store URL above all): a batch sent
+    by the study carries no secret, the worker adds its own."""
+    _worker[:] = [config]
+
+
+def worker_config() -> StudyConfig:
+    if not _worker:
+        raise ConfigError("a distributed batch runs on `skillreach worker` (it knows the store's URL); "
+                          "start one with SKILLREACH_DATABASE_URL and PREFECT_API_URL set")
+    return _worker[0]

@@ -125,9 +125,28 @@ async def publish_report(scored: Scored, gates: Any) -> Path:
     return scored.report_path
 
 
+def artifact_key(config: StudyConfig | None, kind: str, study_id: str) -> str:
+    """A Prefect artifact key that stays the same from run to run of what is measured — the kind of
+    study and the skill set (skill folders, query set, runtime, model) — so the UI shows a history
+    (one study's key changes with its fingerprint, every night)."""
+    import hashlib
+    import json
+
+    if config is None:
+        return f"skillreach-{kind}-" + study_id.lower()
+    what = json.dumps([sorted(str(p) for p in config.skills), str(config.queries or ""), config.runtime,
+                       config.model or "", config.target or ""])
+    slug = "".join(c if c.isalnum() else "-" for c in kind.lower())
+    return f"skillreach-{slug}-{hashlib.sha256(what.encode()).hexdigest()[:12]}"
+
+
 @task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)
-async def publish_run(plan: StudyPlan, artifact: Any, gate_report: str) -> bool:
-    """Prefect artifacts of the run: a table of headline figures and the markdown gate report.
+async def publish_run(
+    plan: StudyPlan, artifact: Any, gate_report: str, config: StudyConfig | None = None, kind: str = "study"
+) -> bool:
+    """Prefect artifacts of the run: a table of headline figures and the markdown gate report, under
+    keys stable per kind and skill set (:func:`artifact_key`). The gate artifact always says something:
+    why nothing was gated when nothing was.
 
     Outside a Prefect run (the CLI without a server) there is nowhere to publish: returns False.
     """
@@ -144,7 +163,11 @@ async def publish_run(plan: StudyPlan, artifact: Any, gate_report: str) -> bool:
     rows += [
         {"metric": k, "value": figures[k], "ci95": ""} for k in ("probes", "scored", "errors", "cost_usd")
     ]
-    key = "skillreach-" + plan.study_id.lower()
+    key = artifact_key(config, kind, plan.study_id)
+    if not gate_report.strip():
+        why = ("gating is off for this study (gate = false)" if config is not None and not config.gate
+               else "no skill has a stored baseline to gate against yet")
+        gate_report = f"# Gate report — study `{plan.study_id}`\n\nNothing was gated: {why}.\n"
     await acreate_table_artifact(
         table=rows, key=f"{key}-headline", description=f"Headline figures of study {plan.study_id}"
     )

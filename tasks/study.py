@@ -9,15 +9,20 @@ the batch's provenance lets a re-run skip finished batches.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
+from skillreach.models import ProbeRecord
+from skillreach.store import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import (
     SkillsFound,
@@ -32,8 +37,8 @@ from skillreach.study.plan import (
     probe_options,
     study_id_for,
 )
-from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
-from skillreach.tasks._context import logger, progress_for, runtime_for, store_for
+from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes, write_probes
+from skillreach.tasks._context import api_url, logger, progress_for, runtime_for, set_progress, store_for
 
 __all__ = [
     "assemble_catalog",
@@ -42,6 +47,11 @@ __all__ = [
     "estimate_spend",
     "prepare_study",
     "probe_batch",
+    "probe_batch_remote",
+    "probe_on_workers",
+    "release_study",
+    "task_workers_seen",
+    "use_task_workers",
 ]
 
 
@@ -80,12 +90,63 @@ def _finished_pairs(plan: StudyPlan) -> set[tuple[str, int]]:
         return pairs
 
 
-@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
-async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "study") -> StudyPlan:
-    """Resolve the model snapshot, fix the fingerprint, open the study in the store, plan the batches.
+# study id -> the lock this process holds on it and how many plans of this process hold it (re-entrant
+# within a process: the lock keeps other processes out; a deployment run is a process of its own)
+_locks: dict[str, tuple[StudyLock, int]] = {}
 
-    A study re-run into the same folder with the same fingerprint resumes: pairs already in
-    ``probes.jsonl`` without error are not run again.
+
+def _hold_study_lock(config: StudyConfig, study_id: str, out: Path) -> None:
+    """Take the study's lock for the rest of the study (:class:`StudyLocked` naming the holder when
+    another process runs it)."""
+    with _finished_lock:
+        held = _locks.get(study_id)
+        if held is not None:
+            _locks[study_id] = (held[0], held[1] + 1)
+            return
+    lock = lock_study(config.settings(), study_id, out, holder=lock_holder(_flow_run_id()))
+    with _finished_lock:
+        _locks[study_id] = (lock, 1)
+
+
+def _release_study_lock(study_id: str) -> None:
+    with _finished_lock:
+        held = _locks.pop(study_id, None)
+        if held is not None and held[1] > 1:
+            _locks[study_id] = (held[0], held[1] - 1)
+            return
+    if held is not None:
+        held[0].release()
+
+
+@task(name="release_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def release_study(plan: StudyPlan) -> None:
+    """Give back the study's lock (at the end of the study, however it ended)."""
+    _release_study_lock(plan.study_id)
+
+
+def _progress_of(config: StudyConfig, out: Path) -> Any:
+    """The progress display of a study; one started with no ``--out`` is registered under ``None``
+    until its folder is known, then under the folder (where the probe batches look it up)."""
+    callback = progress_for(str(out))
+    if callback is None and config.out is None:
+        callback = progress_for(str(None))
+        if callback is not None:
+            set_progress(str(out), callback)
+            if hasattr(callback, "folder"):
+                callback.folder(out)
+    return callback
+
+
+@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+async def prepare_study(
+    config: StudyConfig, inputs: StudyInputs, kind: str = "study", slot: str | None = None
+) -> StudyPlan:
+    """Resolve the model snapshot, fix the fingerprint, take the study's lock, open the study in the
+    store, plan the batches.
+
+    A study given no ``--out`` writes under a folder derived from its fingerprint (and a scheduled
+    run's ``slot``); a study re-run into the same folder with the same fingerprint resumes: pairs
+    already in ``probes.jsonl`` without error are not run again.
     """
     from skillreach.study.runner import fingerprint, resolve_model
 
@@ -97,13 +158,26 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
         await runtime.aclose()
     fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
                      extra=dict(sorted(config.runtime_options.items())))
-    out = config.out or claim_out_dir(default_out_dir(config, kind=kind))
+    out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
     existing = read_probes(out / "probes.jsonl", missing_ok=True)
     if config.exclusive_out:  # `skillreach run --out DIR` without --force: one configuration per folder
         from skillreach.study.out_guard import check_out_folder
 
         check_out_folder(out, existing, fingerprint=fp, config=config, inputs=inputs, resolved_model=resolved)
     study_id = study_id_for(fp, out)
+    _hold_study_lock(config, study_id, out)
+    try:
+        return await _plan_locked(config, inputs, kind, fp=fp, resolved=resolved, out=out,
+                                  study_id=study_id, existing=existing)
+    except BaseException:
+        _release_study_lock(study_id)
+        raise
+
+
+async def _plan_locked(
+    config: StudyConfig, inputs: StudyInputs, kind: str, *, fp: str, resolved: str | None, out: Path,
+    study_id: str, existing: list[ProbeRecord],
+) -> StudyPlan:
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
         plan = plan_study(config, inputs, out=out, fingerprint=fp, resolved_model=resolved,
@@ -127,7 +201,7 @@ async def prepare_study(config: StudyConfig, inputs: StudyInputs, kind: str = "s
             store.add_probes(study_id, latest_records(existing, fp))
     with _finished_lock:
         _finished[(str(plan.probes_path.resolve()), fp)] = completed_pairs(existing, fp)
-    callback = progress_for(str(out))
+    callback = _progress_of(config, out)
     if callback is not None and hasattr(callback, "plan"):
         callback.plan(plan.total, plan.done)
     if plan.done:
@@ -270,3 +344,226 @@ async def probe_batch(
     }
 
 
+
+# --------------------------------------------------------------------------- batches on task workers
+#
+# With a Prefect server, a shared (PostgreSQL) store and task workers serving ``probe_batch_remote``
+# (``skillreach worker``), a study's batches are Prefect background tasks: ``.delay()`` puts each on the
+# server's queue and any worker on any machine takes it. Parameters travel through Prefect's task
+# scheduling storage (small: the catalog, the batch's queries, the pairs); results do not travel at all —
+# every record is in the store, inserted once, and ``probes.jsonl`` is written from the store at the end.
+
+BATCH_TASK = "probe_batch_remote"
+CRASH_AFTER_S = 15.0
+"""A running batch whose advisory lock stays free this long (every poll) lost its worker."""
+MAX_RESUBMITS = 5
+
+
+class _StoreSink:
+    """Each finished probe straight into the shared store (insert-once), from worker threads: the store
+    is the probe log of a distributed study."""
+
+    thread_safe = True
+
+    def __init__(self, store: Any, study_id: str) -> None:
+        self.store, self.study_id = store, study_id
+
+    def write(self, record: Any) -> None:
+        self.store.record_probes(self.study_id, [record])
+
+
+@task(
+    name=BATCH_TASK,
+    tags=["skillreach", "probe"],
+    retries=2,
+    retry_delay_seconds=[5, 30],
+    retry_condition_fn=_retry_unless_our_error,
+    cache_policy=NO_CACHE,  # the store says what is done; parameters go pickled through scheduling storage
+)
+async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
+    """One batch on a task worker (``skillreach worker``): ``work`` is plain JSON (the study's public
+    configuration, the catalog, the batch's queries and pairs); the worker adds its own secrets (the
+    store's URL) from the configuration it resolved when it started. Pairs the store already has
+    without error are skipped; each probe is inserted into the store as it finishes."""
+    from skillreach.models import Catalog, Query
+    from skillreach.study.runner import run_probes
+    from skillreach.tasks._context import worker_config
+
+    config = StudyConfig.model_validate(work["config"]).with_secrets_from(worker_config())
+    catalog = Catalog.model_validate(work["catalog"])
+    by_id = {q["id"]: Query.model_validate(q) for q in work["queries"]}
+    pairs = [(str(q), int(a)) for q, a in work["pairs"]]
+    study_id = str(work["study_id"])
+    with store_for(config) as store:
+        held = store.hold_lock(str(work["lock"]))  # first: released by the kernel if this process dies
+        runtime = runtime_for(config)
+        try:
+            finished = store.finished_pairs(study_id, pairs)
+            todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
+            records = await run_probes(
+                runtime, catalog, todo, options=probe_options(config), sink=_StoreSink(store, study_id),
+                concurrency=config.concurrency, fingerprint=str(work["fingerprint"]),
+                cost_cap=config.max_cost, spent_before=float(work.get("spent_before", 0.0)),
+            )
+        finally:
+            await runtime.aclose()
+            if held is not None:
+                held.close()
+    return {"batch": work["batch"], "probes": len(records), "errors": sum(1 for r in records if r.error),
+            "skipped": len(pairs) - len(todo)}
+
+
+def _store_is_shared(config: StudyConfig) -> bool:
+    url = config.database_url.get_secret_value() if config.database_url else ""
+    return url.startswith("postgresql")
+
+
+async def task_workers_seen() -> int:
+    """How many task workers the Prefect server knows that serve ``probe_batch_remote`` (0 without a
+    server)."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        response = await client._client.post(  # no public client method for /task_workers/filter in 3.9
+            "/task_workers/filter", json={"task_worker_filter": {"task_keys": [probe_batch_remote.task_key]}}
+        )
+        response.raise_for_status()
+        return len(response.json())
+
+
+async def use_task_workers(config: StudyConfig) -> bool:
+    """Distribute the batches when this is a tracked run, the store is shared and a worker serves them;
+    otherwise they run in this process, one after another (the single-machine path)."""
+    from skillreach.tasks._context import in_prefect_run
+
+    if not in_prefect_run() or api_url() is None or not _store_is_shared(config):
+        return False
+    try:
+        n = await task_workers_seen()
+    except Exception:  # an old server without the endpoint: run in-process
+        logger().info("could not ask the Prefect server for task workers; probing in this process")
+        return False
+    if n:
+        logger().info("probing on %d task worker(s) (%s)", n, BATCH_TASK)
+    return n > 0
+
+
+def _submit(work: dict[str, Any]) -> Any:
+    """``probe_batch_remote.delay(work)`` outside the flow run's context: Prefect would pickle that
+    context (the Flow object holds a thread lock) into the task's parameters and fail. The batch runs
+    are tagged with the study instead of nested under its flow run."""
+    import contextvars
+
+    task_ = probe_batch_remote.with_options(tags=["skillreach", "probe", str(work["study_id"])])
+    return contextvars.Context().run(task_.delay, work)
+
+
+def _work_for(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, batch: int, tries: int
+) -> dict[str, Any]:
+    by_id = inputs.query_set.by_id()
+    pairs = plan.batches[batch]
+    return {
+        "config": config.model_dump(mode="json"),
+        "catalog": inputs.catalog.model_dump(mode="json"),
+        "queries": [by_id[q].model_dump(mode="json") for q in sorted({q for q, _ in pairs})],
+        "pairs": [[q, a] for q, a in pairs],
+        "study_id": plan.study_id,
+        "fingerprint": plan.fingerprint,
+        "batch": batch,
+        "lock": f"{plan.study_id}/{batch}/{tries}",
+        "spent_before": plan.spent_usd,
+    }
+
+
+async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan,
+                           *, poll_s: float = 1.0) -> dict[str, Any]:
+    """Submit every batch as a background task, wait for all, and write ``probes.jsonl`` from the store.
+
+    A batch whose worker died (its task run started, its PostgreSQL advisory lock free: the kernel
+    closed the dead worker's connection) is marked Crashed and submitted again; the new run skips what
+    the store has, so only the probes in flight at the kill are paid twice. A batch that fails after
+    Prefect's retries fails the study.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
+    from prefect.states import Cancelled, Crashed
+
+    from skillreach.errors import ProbeFailed
+
+    futures: dict[int, tuple[Any, int]] = {}
+    for i in range(len(plan.batches)):
+        futures[i] = (_submit(_work_for(config, inputs, plan, i, 0)), 0)
+    suspect: dict[int, float] = {}  # batch -> when its lock was first seen free while it ran
+    resubmitted = 0
+
+    async def lost_worker(client: Any, store: Any, i: int, future: Any, *, tries: int, state: Any) -> bool:
+        """Whether batch ``i``'s run lost its worker (marking it Crashed when this poll decides it)."""
+        if state.is_crashed():
+            return True
+        if not state.is_running():
+            return False  # scheduled or pending: not started yet
+        if not await asyncio.to_thread(store.lock_free, f"{plan.study_id}/{i}/{tries}"):
+            suspect.pop(i, None)
+            return False
+        if time.monotonic() - suspect.setdefault(i, time.monotonic()) < CRASH_AFTER_S:
+            return False  # starting (the lock comes first thing) or finishing: look again
+        await client.set_task_run_state(
+            future.task_run_id, Crashed(message="its worker stopped (its store lock is free)"), force=True
+        )
+        return True
+
+    def resubmit(i: int, tries: int) -> None:
+        nonlocal resubmitted
+        if tries >= MAX_RESUBMITS:
+            raise ProbeFailed(f"batch {i} lost its worker {tries + 1} times; see the workers")
+        logger().warning("batch %d lost its worker; submitting it again", i)
+        suspect.pop(i, None)
+        resubmitted += 1
+        futures[i] = (_submit(_work_for(config, inputs, plan, i, tries + 1)), tries + 1)
+
+    progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
+    with store_for(config) as store:
+        async with get_client() as client:
+            while futures:
+                await asyncio.sleep(poll_s)
+                ids = [f.task_run_id for f, _ in futures.values()]
+                runs = {r.id: r for r in await client.read_task_runs(
+                    task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                waiting: list[int] = []
+                for i, (future, tries) in list(futures.items()):
+                    run = runs.get(future.task_run_id)
+                    state = run.state if run is not None else None
+                    if state is None:
+                        continue
+                    if state.is_completed() or state.is_running():
+                        progress = time.monotonic()
+                    if state.is_completed():
+                        del futures[i]
+                    elif state.is_failed() or state.is_cancelled():
+                        raise ProbeFailed(f"batch {i} {state.name.lower()}: {state.message or 'no message'}")
+                    elif await lost_worker(client, store, i, future, tries=tries, state=state):
+                        resubmit(i, tries)
+                    elif state.is_scheduled() or state.is_pending():
+                        waiting.append(i)
+                if waiting and time.monotonic() - progress >= CRASH_AFTER_S:
+                    # nothing of this study runs, yet batches wait: a worker took them off the server's
+                    # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
+                    # would be refused by the server; the new runs skip what the store has.
+                    for i in waiting:
+                        future, tries = futures[i]
+                        held = Cancelled(message="held by a worker that stopped")
+                        await client.set_task_run_state(future.task_run_id, held, force=True)
+                        resubmit(i, tries)
+                    progress = time.monotonic()
+        records = await asyncio.to_thread(store.probes, plan.study_id)
+    current = [r for r in records if r.fingerprint == plan.fingerprint]
+    await asyncio.to_thread(write_probes, plan.probes_path, current)
+    ran = max(0, len(current) - plan.done)
+    return {
+        "batches": len(plan.batches),
+        "probes": ran,
+        "errors": sum(1 for r in current if r.error),
+        "cost_usd": round(sum(r.cost_usd or 0.0 for r in current) - plan.spent_usd, 6),
+        "resubmitted": resubmitted,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,7 +17,7 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 
 def test_the_four_deployments_are_there() -> None:
-    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch"}
+    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
     assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
 
 
@@ -37,10 +38,41 @@ def test_entrypoints_import_to_async_flows(name: str) -> None:
         assert set(trig.get("parameters", {})) <= params
 
 
-def test_schedules_parse_with_prefect() -> None:
+def test_scheduled_and_triggered_deployments_run_one_at_a_time() -> None:
+    from prefect.client.schemas.objects import ConcurrencyLimitStrategy, ConcurrencyOptions
+
+    strategies = {}
+    for name in ("nightly-compliance", "rebaseline-all", "watch"):
+        limit = BY_NAME[name]["concurrency_limit"]
+        assert limit["limit"] == 1
+        options = ConcurrencyOptions(collision_strategy=limit["collision_strategy"])
+        strategies[name] = options.collision_strategy
+    assert strategies == {"nightly-compliance": ConcurrencyLimitStrategy.ENQUEUE,
+                          "rebaseline-all": ConcurrencyLimitStrategy.CANCEL_NEW,
+                          "watch": ConcurrencyLimitStrategy.CANCEL_NEW}
+    assert "concurrency_limit" not in BY_NAME["study"]  # different studies on demand may run together
+
+
+def _rendered(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A deployment of prefect.yaml as `prefect deploy` renders it in ``env`` (it reads ``{{ $NAME }}``
+    from the process environment)."""
+    from prefect.utilities.templating import apply_values
+
+    for key in ("SKILLREACH_NIGHTLY_CRON", "SKILLREACH_NIGHTLY_TIMEZONE"):
+        monkeypatch.setenv(key, env[key])
+    rendered: dict[str, Any] = apply_values(BY_NAME[name], env, remove_notset=False)
+    return rendered
+
+
+def test_schedules_parse_with_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
-    [nightly] = BY_NAME["nightly-compliance"]["schedules"]
+    from skillreach.deployments.serve import prefect_env
+
+    # serve deploys prefect.yaml in its environment: the nightly's defaults, 02:00 UTC
+    monkeypatch.delenv("SKILLREACH_NIGHTLY_CRON", raising=False)
+    monkeypatch.delenv("SKILLREACH_NIGHTLY_TIMEZONE", raising=False)
+    [nightly] = _rendered("nightly-compliance", prefect_env(4200), monkeypatch)["schedules"]
     cron = CronSchedule(cron=nightly["cron"], timezone=nightly["timezone"])
     assert (cron.cron, cron.timezone) == ("0 2 * * *", "UTC")
     import asyncio
@@ -150,3 +182,104 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     _stop(proc, grace_s=0.5)
     assert proc.poll() is not None
     assert time.monotonic() - t0 < 15
+
+
+def test_the_zombie_and_run_alert_automations_validate() -> None:
+    from datetime import timedelta
+    from uuid import uuid4
+
+    from prefect.client.schemas.objects import StateType
+
+    from skillreach.deployments.automations import run_alert_automation, zombie_automation
+
+    zombie = zombie_automation(heartbeat=30)
+    assert zombie.trigger.posture.value == "Proactive"
+    assert zombie.trigger.after == {"prefect.flow-run.heartbeat"}
+    assert "prefect.flow-run.Crashed" in zombie.trigger.expect
+    assert zombie.trigger.for_each == {"prefect.resource.id"}
+    assert zombie.trigger.within == timedelta(seconds=90)
+    assert zombie.actions[0].state == StateType.CRASHED
+    ids = [uuid4()]
+    alert = run_alert_automation(ids)
+    assert alert.trigger.expect == {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}
+    related = {tuple(sorted(spec.root.items())) for spec in alert.trigger.match_related}
+    assert (("prefect.resource.id", "prefect.tag.skillreach"), ("prefect.resource.role", "tag")) in related
+    assert [a.block_document_id for a in alert.actions] == ids
+
+
+def test_serve_turns_flow_run_heartbeats_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillreach.deployments.serve import prefect_env
+
+    monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    assert prefect_env(4200)["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"] == "30"
+
+
+def test_resolve_crashed_fires_on_a_crashed_skillreach_deployment_run() -> None:
+    from uuid import uuid4
+
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    dep = BY_NAME["resolve-crashed"]
+    assert "skillreach" not in dep["tags"]  # neither alerts nor triggers itself
+    [trig] = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+    assert trig.expect == {"prefect.flow-run.Crashed"}
+    assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
+    trig.set_deployment_id(uuid4())
+    assert trig.as_automation().actions[0].type == "run-deployment"
+
+
+def test_serve_restarts_a_worker_that_dies(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from skillreach.deployments import serve
+
+    monkeypatch.setattr(serve, "RESTART_DELAY_S", (0.0,))
+    started: list[subprocess.Popen[bytes]] = []
+    lines: list[str] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        code = "import time; time.sleep(60)" if not started else "import sys; sys.exit(3)"
+        started.append(subprocess.Popen([sys.executable, "-c", code]))
+        return started[-1]
+
+    # the first "worker" is killed with SIGKILL, the second exits 3; both are restarted
+    threading.Timer(1.0, lambda: started[0].send_signal(signal.SIGKILL)).start()
+    last = serve.supervise(start, lines.append, restarts=2)
+    last.wait(10)
+    assert len(started) == 3
+    assert lines[0] == f"serve: the worker (pid {started[0].pid}) exited with code -9; restarting it in 0 s"
+    assert lines[2] == f"serve: the worker (pid {started[1].pid}) exited with code 3; restarting it in 0 s"
+    assert lines[1] == f"serve: worker restarted (pid {started[1].pid})"
+
+
+def test_the_watch_schedule_has_a_fixed_anchor() -> None:
+    from datetime import UTC, datetime
+
+    from prefect.client.schemas.schedules import IntervalSchedule
+
+    [every] = BY_NAME["watch"]["schedules"]
+    schedule = IntervalSchedule(interval=every["interval"], anchor_date=every["anchor_date"],
+                                timezone=every["timezone"])
+    assert schedule.anchor_date == datetime(2026, 1, 1, tzinfo=UTC)  # redeploying never moves it
+
+
+def test_the_nightly_schedule_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from skillreach.deployments.serve import nightly_schedule, prefect_env
+    from skillreach.errors import ConfigError
+
+    monkeypatch.setenv("SKILLREACH_NIGHTLY_CRON", "30 4 * * 1-5")
+    monkeypatch.setenv("SKILLREACH_NIGHTLY_TIMEZONE", "Europe/Berlin")
+    env = prefect_env(4200)
+    assert nightly_schedule(env) == ("30 4 * * 1-5", "Europe/Berlin")
+    [nightly] = _rendered("nightly-compliance", env, monkeypatch)["schedules"]
+    assert CronSchedule(cron=nightly["cron"], timezone=nightly["timezone"]).timezone == "Europe/Berlin"
+    assert nightly["cron"] == "30 4 * * 1-5"
+    with pytest.raises(ConfigError, match="SKILLREACH_NIGHTLY_CRON='every night'"):
+        nightly_schedule({**env, "SKILLREACH_NIGHTLY_CRON": "every night"})
+    with pytest.raises(ConfigError, match="SKILLREACH_NIGHTLY_TIMEZONE='Mars/Olympus'"):
+        nightly_schedule({**env, "SKILLREACH_NIGHTLY_TIMEZONE": "Mars/Olympus"})

@@ -118,3 +118,85 @@ def test_doctor_real_entry_point(env: None) -> None:
 )
 def test_mask_url(url: str, masked: str) -> None:
     assert mask_url(url) == masked
+
+
+class _FakePrefectAPI:
+    """A real HTTP server on 127.0.0.1 answering the three REST calls doctor makes."""
+
+    def __init__(self, workers: list[dict[str, str]]) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, body: object, status: int = 200) -> None:
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self) -> None:
+                if self.path == "/api/health":
+                    self._send(True)
+                elif self.path == "/api/work_pools/skillreach":
+                    self._send({"name": "skillreach", "type": "process"})
+                else:
+                    self._send({"detail": "not found"}, 404)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self._send(workers if self.path == "/api/work_pools/skillreach/workers/filter" else {}, 200)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/api"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_doctor_checks_that_the_service_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from skillreach.store import Store
+
+    home = tmp_path / "home"
+    Store(f"sqlite:///{home / 'skillreach.db'}").close()  # a store with its schema
+    monkeypatch.setenv("SKILLREACH_HOME", str(home))
+    hooks = ["https://hooks.example/services/T1/B1/HOOKTOKEN1", "https://hooks.example/x/HOOKTOKEN2"]
+    monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", json.dumps(hooks))
+    (tmp_path / "study.toml").write_text('runtime = "keyword"\nattempts = 3\n', encoding="utf-8")
+    monkeypatch.setenv("SKILLREACH_STUDY_CONFIG", str(tmp_path / "study.toml"))
+    workers = [{"name": "w1", "status": "ONLINE", "last_heartbeat_time": "2026-12-01T20:00:00Z"},
+               {"name": "w0", "status": "OFFLINE", "last_heartbeat_time": "2026-11-30T20:00:00Z"}]
+    with _FakePrefectAPI(workers) as api:
+        monkeypatch.setenv("PREFECT_API_URL", api)
+        assert main(["doctor", "--json"]) == 0
+        service = json.loads(capsys.readouterr().out)["service"]
+    assert service["store"] == "ok (schema 0001)"
+    assert service["server"] == f"healthy at {api}"
+    assert service["work pool"] == "'skillreach' (process)"
+    assert service["workers"] == "2 seen, 1 online, last heartbeat 2026-12-01T20:00:00Z"
+    assert service["alert webhooks"] == "2 configured"
+    assert service["deployments' study"].endswith(
+        "study.toml: runtime keyword, catalog full, 3 attempt(s); the bundled example")
+    assert "HOOKTOKEN" not in json.dumps(service)
+
+    # nothing answers, the store is not there yet, the configuration is broken: each said in one line
+    monkeypatch.setenv("PREFECT_API_URL", api)  # the fake server is gone now
+    monkeypatch.setenv("SKILLREACH_HOME", str(tmp_path / "nowhere"))
+    monkeypatch.delenv("SKILLREACH_ALERT_WEBHOOKS")
+    (tmp_path / "study.toml").write_text("atempts = 3\n", encoding="utf-8")
+    assert main(["doctor"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"no answer at {api}" in out
+    assert "not created yet" in out
+    assert "none: alerts are stored, not sent" in out
+    assert "study.toml: atempts" in out

@@ -327,7 +327,7 @@ def test_cli_config_file_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         StudyConfig.build(tmp_path / "bad.toml")
 
 
-def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> None:
+def test_a_study_without_out_resumes_in_the_folder_of_its_fingerprint(world: dict[str, Path]) -> None:
     from datetime import UTC, datetime
 
     from skillreach.study.plan import default_out_dir
@@ -335,11 +335,21 @@ def test_studies_without_out_get_their_own_folders(world: dict[str, Path]) -> No
     config = cfg(world, "x").model_copy(update={"out": None})
     a = run(study, config)
     b = run(study, config)
-    assert a.out != b.out
+    assert a.out == b.out  # the same study: the second run resumes and probes nothing
+    assert (a.probes_resumed, b.probes_run) == (0, 0)
+    assert b.probes_resumed == a.probes_run + a.probes_resumed > 0
     assert a.out.parent == Path("runs")
-    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert default_out_dir(config, now) == Path("runs/20260102T030405Z-fake")
-    assert default_out_dir(config, now, kind="rebaseline") == Path("runs/20260102T030405Z-rebaseline-fake")
+    more = run(study, config.model_copy(update={"attempts": config.attempts + 1}))
+    assert (more.out, more.probes_resumed) == (a.out, b.probes_resumed)  # more attempts extend the study
+    other = run(study, config.model_copy(update={"runtime": "keyword", "runtime_options": {}}))
+    assert other.out != a.out
+    assert other.probes_resumed == 0
+    fp = "sha256:" + "0123456789abcdef" * 4
+    assert default_out_dir(config, fingerprint=fp) == Path("runs/study-fake-0123456789ab")
+    assert default_out_dir(config, kind="compliance", fingerprint=fp, slot="2026-12-01") == Path(
+        "runs/compliance-fake-0123456789ab-2026-12-01")
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # a sweep (no one fingerprint) keeps the time stamp
+    assert default_out_dir(config, now, kind="sweep") == Path("runs/20260102T030405Z-sweep-fake")
 
 
 def test_watch_survives_a_model_that_cannot_be_resolved(world: dict[str, Path]) -> None:

@@ -79,7 +79,8 @@ def test_a_regressed_run_alerts_once_through_the_automation(
         assert asyncio.run(one_automation())
         time.sleep(2)  # let the server's trigger service load the new automation
 
-        result = asyncio.run(study(cfg(world, "new", runtime_script="bad")))
+        new_cfg = cfg(world, "new", runtime_script="bad")
+        result = asyncio.run(study(new_cfg))
         assert [(b["skill"], b["metric"]) for b in result.breaches] == [("alpha", "activation")]
         page = result.report_path.read_text(encoding="utf-8")  # re-rendered after the gate (publish_report)
         row = 'data-gate-skill="alpha" data-gate-metric="activation" data-gate-cohort="paired" '
@@ -105,17 +106,22 @@ def test_a_regressed_run_alerts_once_through_the_automation(
         [alert] = s.alerts()
         assert (alert.delivery, alert.skill, alert.metric) == ("event", "alpha", "activation")
 
+    from skillreach.tasks.score import artifact_key
+
+    key = artifact_key(new_cfg, "study", result.study_id)
+    assert result.study_id.lower() not in key  # stable per skill set, not per study: the UI keeps a history
+    assert artifact_key(cfg(world, "another", runtime_script="good"), "study", "st-other") == key
+
     async def published() -> dict[str, Any]:
         from prefect.client.orchestration import get_client
 
-        key = f"skillreach-{result.study_id}"
         async with get_client() as client:
             table = await client.read_latest_artifacts()
         return {a.key: a for a in table if a.key and a.key.startswith(key)}
 
     arts = asyncio.run(published())
-    headline = arts[f"skillreach-{result.study_id}-headline"]
-    gates = arts[f"skillreach-{result.study_id}-gates"]
+    headline = arts[f"{key}-headline"]
+    gates = arts[f"{key}-gates"]
     assert headline.type == "table"
     assert "top1_accuracy" in json.dumps(headline.data)
     assert gates.type == "markdown"

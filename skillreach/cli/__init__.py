@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "generate_cmds",  # queries generate (adds to ``queries_app``)
     "score_cmds",  # score, report
     "run_cmds",  # run, serve
+    "worker_cmds",  # worker
     "doctor_cmds",  # doctor
     "baseline_cmds",  # baseline record|compare, check
     "diff_cmds",  # diff

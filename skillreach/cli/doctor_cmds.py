@@ -3,7 +3,10 @@
 Shows every registered runtime (installed? usable? the program found and its version, or the SDK and
 its version), which provider keys are set (only ever "set" / "not set": no value, no part of a value,
 no length), the base URLs in effect, the Prefect API URL and the store URL (passwords and secret query
-parameters masked). ``--json`` prints the same as one JSON object on stdout.
+parameters masked), and whether the service answers: the store (a query), the Prefect server (its
+health), the work pool and the workers it has seen, how many alert webhooks are configured (never their
+URLs) and the study configuration the deployments will use (``SKILLREACH_STUDY_CONFIG``). ``--json``
+prints the same as one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class Report:
     prefect_api_url: str | None = None
     store_url: str = ""
     home: str = ""
+    service: dict[str, str] = field(default_factory=dict)
+    """store, server, work pool, workers, webhooks, deployments' study → what was found."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,6 +215,96 @@ def _prefect_api_url() -> str | None:
     return mask_url(str(configured)) if configured else None
 
 
+POOL = "skillreach"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _check_store(url: str) -> str:
+    """One query against the store, without creating or migrating anything."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database or ""
+        if db and db != ":memory:" and not Path(db).exists():
+            return f"not created yet ({db}): the first run creates it"
+    args = {"connect_timeout": 3} if parsed.get_backend_name() == "postgresql" else {}
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    try:
+        engine = create_engine(parsed, connect_args=args)
+        try:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+                try:
+                    revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                except Exception:
+                    revision = None
+        finally:
+            engine.dispose()
+    except Exception as exc:
+        return f"error: {_first_line(exc)}"
+    return f"ok (schema {revision})" if revision else "ok (no schema yet: the first run creates it)"
+
+
+def _check_server(api: str | None, pool: str) -> dict[str, str]:
+    """The server's health, then the pool and its workers (REST, two-second timeouts)."""
+    if not api:
+        return {"server": "PREFECT_API_URL not set: runs are in-process; `skillreach serve` starts one"}
+    import httpx
+
+    base = api.rstrip("/")
+    shown = mask_url(base)
+    try:
+        health = httpx.get(f"{base}/health", timeout=2)
+    except httpx.HTTPError as exc:
+        return {"server": f"no answer at {shown} ({type(exc).__name__}); start it with `skillreach serve`"}
+    if health.status_code != 200:
+        return {"server": f"{shown} answered {health.status_code} to /health"}
+    found = {"server": f"healthy at {shown}"}
+    try:
+        got = httpx.get(f"{base}/work_pools/{pool}", timeout=2)
+        if got.status_code == 404:
+            found["work pool"] = f"{pool!r} missing; `skillreach serve` creates it"
+            return found
+        kind = got.json().get("type", "?")
+        found["work pool"] = f"{pool!r} ({kind})"
+        workers = httpx.post(f"{base}/work_pools/{pool}/workers/filter", json={}, timeout=2).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        found.setdefault("work pool", f"cannot read {pool!r} ({type(exc).__name__})")
+        return found
+    online = [w for w in workers if str(w.get("status", "")).upper() == "ONLINE"]
+    last = max((str(w.get("last_heartbeat_time") or "") for w in workers), default="")
+    seen = f"{len(workers)} seen, {len(online)} online" + (f", last heartbeat {last}" if last else "")
+    found["workers"] = seen if workers else "none seen: no run will start (`skillreach serve` runs one)"
+    return found
+
+
+def _deployments_study() -> str:
+    """What the deployments will measure: ``SKILLREACH_STUDY_CONFIG``, else the bundled example."""
+    from skillreach.errors import SkillreachError
+    from skillreach.study import StudyConfig
+
+    path = os.environ.get("SKILLREACH_STUDY_CONFIG")
+    if not path:
+        return "SKILLREACH_STUDY_CONFIG not set: the bundled example (offline)"
+    if not Path(path).is_file():
+        return f"error: SKILLREACH_STUDY_CONFIG={path}: no such file"
+    try:
+        cfg = StudyConfig.build(Path(path))
+    except SkillreachError as exc:
+        return f"error: {exc.message}"
+    what = "the bundled example" if cfg.is_example else (
+        f"skills {', '.join(map(str, cfg.skills))}; queries {cfg.queries}")
+    model = f" {cfg.model}" if cfg.model else ""
+    return f"{path}: runtime {cfg.runtime}{model}, catalog {cfg.catalog}, {cfg.attempts} attempt(s); {what}"
+
+
 def collect(config: Path | None = None) -> Report:
     """Everything doctor shows, as data (no secret values ever enter it)."""
     from skillreach.runtimes import REGISTRY
@@ -234,6 +329,13 @@ def collect(config: Path | None = None) -> Report:
     report.prefect_api_url = _prefect_api_url()
     report.store_url = _mask_db_url(settings.resolved_database_url())
     report.home = str(settings.home)
+    report.service["store"] = _check_store(settings.resolved_database_url())
+    api = os.environ.get("PREFECT_API_URL") or None
+    report.service.update(_check_server(api, POOL))
+    hooks = len(settings.alert_webhooks)
+    report.service["alert webhooks"] = (f"{hooks} configured" if hooks else
+                                        "none: alerts are stored, not sent (SKILLREACH_ALERT_WEBHOOKS)")
+    report.service["deployments' study"] = _deployments_study()
     return report
 
 
@@ -267,6 +369,17 @@ def _print(report: Report) -> None:
     where.add_row("store (database URL)", report.store_url)
     where.add_row("home", report.home)
     console.print(where)
+    service = Table(title="Service", title_justify="left")
+    service.add_column("check")
+    service.add_column("found")
+    for name, found in report.service.items():
+        service.add_row(name, f"[red]{found}[/red]" if found.startswith(("error", "no answer")) else found)
+    console.print(service)
+    if report.prefect_api_url:  # distributed probing: the server, the batch workers it sees, the store
+        from skillreach.cli.worker_cmds import worker_lines
+
+        for line in worker_lines():
+            console.print(line, markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -44,6 +44,25 @@ class _Progress:
         self.task = self.bar.add_task("probes", total=None, errors=0, retries=self.tally.text())
         self.errors = 0
         self.started = False
+        self.log_handler: logging.Handler | None = None
+        """``DIR/skillreach.log`` once the folder is known, a buffer before (a study given no --out)."""
+
+    def folder(self, out: Path) -> None:
+        """The study's folder is known (derived from its fingerprint): the buffered log lines go to
+        ``DIR/skillreach.log``, and every line after them."""
+        from logging.handlers import MemoryHandler
+
+        buffered = self.log_handler
+        if not isinstance(buffered, MemoryHandler):
+            return
+        handler = _log_file(out)
+        buffered.setTarget(handler)
+        buffered.flush()
+        log = logging.getLogger("skillreach")
+        log.addHandler(handler)
+        log.removeHandler(buffered)
+        buffered.close()
+        self.log_handler = handler
 
     def plan(self, total: int, done: int) -> None:
         """The study is planned: the bar appears (not before, so a set-up error is one line alone)."""
@@ -186,14 +205,16 @@ def run_study(
 
     if use_prefect is None:
         use_prefect = prefect_server_up() is not None
-    key = str(config.out)
+    key = str(config.out)  # "None" for a study given no --out, until prepare_study knows its folder
     set_progress(key, progress)
+    result: Any = None
     try:
-        if use_prefect:
-            return asyncio.run(study(config, kind))
-        return asyncio.run(study.fn(config, kind))
+        result = asyncio.run(study(config, kind) if use_prefect else study.fn(config, kind))
+        return result
     finally:
         set_progress(key, None)
+        if result is not None:
+            set_progress(str(result.out), None)
 
 
 def run_cmd(  # noqa: PLR0917 - typer passes options positionally
@@ -271,7 +292,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     bundled example offline."""
     from rich.logging import RichHandler
 
-    from skillreach.study import StudyConfig, default_out_dir
+    from skillreach.study import StudyConfig
 
     if catalog is not None and catalog not in ("full", "singleton", "neighborhood"):
         raise InputError(f"--catalog {catalog}: use full, singleton or neighborhood")
@@ -328,14 +349,12 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         check_runtime_options(cfg.runtime, cfg.runtime_options)
     except ConfigError as exc:
         raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
-    if cfg.out is None:
-        cfg = cfg.model_copy(update={"out": default_out_dir(cfg)})
     from skillreach._paths import ensure_folder
 
-    assert cfg.out is not None
-    ensure_folder(cfg.out, flag="--out")
+    if cfg.out is not None:  # else a folder derived from the study's fingerprint (a re-run resumes)
+        ensure_folder(cfg.out, flag="--out")
     _check_store()
-    other = None if force else other_configuration(cfg.out, cfg.runtime, cfg.model)
+    other = None if force or cfg.out is None else other_configuration(cfg.out, cfg.runtime, cfg.model)
     if other is not None:
         raise InputError(
             f"--out {cfg.out}: holds probes of {other}, not runtime {cfg.runtime!r}"
@@ -351,8 +370,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         if isinstance(handler, RichHandler):
             handler.setLevel(logging.DEBUG if debug else logging.WARNING)
     log.setLevel(logging.DEBUG)
-    log_file = _log_file(cfg.out or default_out_dir(cfg))
-    log.addHandler(log_file)
+    progress = _Progress(console)
+    progress.log_handler = _log_file(cfg.out)
+    log.addHandler(progress.log_handler)
     if cfg.is_example:
         console.print(
             f"[dim]no --skills/--queries: running the bundled example (runtime {cfg.runtime})"
@@ -362,7 +382,6 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         console.print(f"[dim]Prefect server at {server}: the study is a tracked flow run")
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
-    progress = _Progress(console)
     from skillreach.runtimes._retry import watch_retries
 
     try:
@@ -370,8 +389,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
             result = run_study(cfg, progress=progress, use_prefect=server is not None)
     finally:
         progress.stop()
-        log.removeHandler(log_file)
-        log_file.close()
+        if progress.log_handler is not None:
+            log.removeHandler(progress.log_handler)
+            progress.log_handler.close()
     out_console = make_console()
     try:
         from skillreach.reports import print_scorecard
@@ -405,8 +425,13 @@ def errored_line(count: int, first: str) -> str:
     return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
 
 
-def _log_file(out: Path) -> logging.Handler:
-    """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs)."""
+def _log_file(out: Path | None) -> logging.Handler:
+    """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs);
+    a buffer while the folder is not known yet (see :meth:`_Progress.folder`)."""
+    if out is None:
+        from logging.handlers import MemoryHandler
+
+        return MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
     handler.setLevel(logging.DEBUG)
@@ -417,12 +442,14 @@ def _log_file(out: Path) -> logging.Handler:
 def serve_cmd(
     port: int = typer.Option(4200, "--port", help="Port of the local Prefect server (127.0.0.1)."),
     pool: str = typer.Option("skillreach", "--pool", help="Process work pool to create and serve."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address the Prefect server binds (0.0.0.0: all)."),
 ) -> None:
     """Start the Prefect deployments of prefect.yaml locally: server, work pool, deployments,
-    automations, and a worker in the foreground (schedules and event triggers live). Ctrl-C stops all."""
+    automations, and a supervised worker in the foreground (restarted if it dies; schedules and event
+    triggers live). Ctrl-C stops all."""
     from skillreach.deployments.serve import serve
 
-    raise typer.Exit(serve(port=port, pool=pool, log=lambda m: print(m, file=sys.stderr)))
+    raise typer.Exit(serve(port=port, pool=pool, host=host, log=lambda m: print(m, file=sys.stderr)))
 
 
 def register(app: typer.Typer) -> None:

@@ -237,27 +237,41 @@ def _slug(text: str) -> str:
 
 
 def default_out_dir(
-    config: StudyConfig, now: datetime | None = None, root: Path = Path("runs"), kind: str = "study"
+    config: StudyConfig,
+    now: datetime | None = None,
+    root: Path = Path("runs"),
+    kind: str = "study",
+    *,
+    fingerprint: str | None = None,
+    slot: str | None = None,
 ) -> Path:
-    """``runs/<UTC stamp>[-<kind>]-<runtime>[-<model>]`` for a study that was given no ``--out``."""
+    """The folder of a study that was given no ``--out``, derived from what it measures:
+    ``runs/<kind>-<runtime>[-<model>]-<fingerprint[:12]>[-<slot>]``, so running the same study again
+    (a crashed nightly re-run by hand or retried by Prefect, a second ``make demo``) resumes in it.
+    ``slot`` is a scheduled run's slot (e.g. ``2026-12-01``): the next night starts a fresh folder.
+
+    Without a fingerprint (a sweep: many studies under one folder) it is the time stamp
+    ``runs/<UTC stamp>[-<kind>]-<runtime>[-<model>]``.
+    """
+    model = [_slug(config.model)] if config.model else []
+    if fingerprint is not None:
+        tail = [fingerprint.rsplit(":", 1)[-1][:12]] + ([_slug(slot)] if slot else [])
+        return root / "-".join([_slug(kind), _slug(config.runtime), *model, *tail])
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     parts = [stamp] + ([] if kind == "study" else [_slug(kind)]) + [_slug(config.runtime)]
-    if config.model:
-        parts.append(_slug(config.model))
-    return root / "-".join(parts)
+    return root / "-".join(parts + model)
 
 
 def claim_out_dir(base: Path) -> Path:
-    """A new folder for a study given no ``--out``: two runs started in the same second never share one."""
-    base.parent.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 1000):
-        candidate = base if i == 1 else base.with_name(f"{base.name}-{i}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        return candidate
-    raise ConfigError(f"{base}: too many runs started at once; pass --out DIR")
+    """The study's folder, created if new. Derived folders are shared on purpose (that is how a re-run
+    resumes); two processes never probe one study at once because the study holds a lock
+    (:func:`skillreach.store.lock_study`)."""
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{base}: cannot create the study's folder ({exc.strerror}); "
+                          "pass --out DIR") from exc
+    return base
 
 
 def study_id_for(fingerprint: str, out: Path) -> str:

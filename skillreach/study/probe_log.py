@@ -34,6 +34,7 @@ __all__ = [
     "latest_records",
     "parse_lines",
     "read_probes",
+    "write_probes",
 ]
 
 log = logging.getLogger("skillreach.probe_log")
@@ -97,6 +98,23 @@ def read_probes(
                     f"{p}:{lineno}: not a probe record ({first}); fix or remove the line"
                 ) from exc
     return records
+
+
+def write_probes(path: str | os.PathLike[str], records: Iterable[ProbeRecord]) -> int:
+    """Write a whole probe log at once (a distributed study's log, exported from the store at its end):
+    to a temporary name, fsynced, then renamed into place, so a reader never sees half of it."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(record.to_json_line() + "\n")
+            n += 1
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+    return n
 
 
 def completed_pairs(records: Iterable[ProbeRecord], fingerprint: str) -> set[tuple[str, int]]:

@@ -286,6 +286,7 @@ class Call:
     headers: dict[str, str]
     body: Any
     status: int = 0
+    at: float = field(default_factory=time.time)  # when the request arrived (rate-limit tests)
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""Wall time of the same study with 1, 2 and 3 task workers (``skillreach worker``), and each ratio to
+the ideal; the orchestration overhead per batch.
+
+One real Prefect server (127.0.0.1), a PostgreSQL store (``--pg-url`` or ``SKILLREACH_TEST_PG_URL``,
+reset before each run: it is dropped and created again), the Messages-API stand-in answering in
+``--latency`` seconds, per-worker concurrency ``--concurrency``. Each row is a fresh study (a new
+``--out``) timed from ``skillreach run``'s start to its exit; the same command's fixed part (start-up,
+catalog, canary, scoring, report) is measured once with no probes to do (a resumed study) and taken off,
+so the probing wall is compared with ideal = probes × latency / (workers × concurrency).
+
+    .venv/bin/python bench/scale_out.py --probes 2000
+
+Goal (issue 15): 3 workers ≤ 0.40 × 1 worker, overhead per batch ≤ 0.5 s. The last line reads
+``scale-out: 3 workers / 1 worker = R``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.cluster import Cluster, reset_pg, stand_in, study_world  # noqa: E402
+
+
+def _run(cluster: Cluster, skills: Path, queries: Path, out: Path, attempts: int, concurrency: int) -> float:
+    start = time.perf_counter()
+    proc = cluster.run_study(skills, queries, out, attempts=attempts, concurrency=concurrency)
+    _, err = proc.communicate(timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"skillreach run failed ({proc.returncode}): {err[-2000:]}")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--probes", type=int, default=2000)
+    ap.add_argument("--attempts", type=int, default=10)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--batch-size", type=int, default=50)
+    ap.add_argument("--pg-url", default=os.environ.get("SKILLREACH_TEST_PG_URL"))
+    args = ap.parse_args()
+    if not args.pg_url:
+        raise SystemExit("pass --pg-url postgresql+psycopg://… (or set SKILLREACH_TEST_PG_URL); it is reset")
+    root = Path(tempfile.mkdtemp(prefix="scale-out-"))
+    queries_n = args.probes // args.attempts
+    probes = queries_n * args.attempts
+    batches = -(-probes // args.batch_size)
+    skills, queries = study_world(root, queries_n)
+    walls: dict[int, float] = {}
+    try:
+        with stand_in(args.latency) as api, Cluster(root, args.pg_url, api.base_url,
+                                                    batch_size=args.batch_size) as cluster:
+            for workers in (1, 2, 3):
+                reset_pg(args.pg_url)
+                cluster.start_workers(workers - len(cluster.workers))
+                out = root / f"out-{workers}"
+                wall = _run(cluster, skills, queries, out, args.attempts, args.concurrency)
+                fixed = _run(cluster, skills, queries, out, args.attempts, args.concurrency)  # all resumed
+                walls[workers] = wall - fixed
+                ideal = probes * args.latency / (workers * args.concurrency)
+                overhead = max(0.0, walls[workers] - ideal) * workers / batches
+                print(f"{workers} worker(s): {wall:.1f} s wall, {fixed:.1f} s fixed, "
+                      f"probing {walls[workers]:.1f} s vs ideal {ideal:.1f} s = "
+                      f"{walls[workers] / ideal:.2f}× ideal; overhead "
+                      f"{overhead:.2f} s per batch ({batches} batches of {args.batch_size})", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    ratio = walls[3] / walls[1]
+    print(f"goal: 3 workers ≤ 0.40 × 1 worker: {'met' if ratio <= 0.40 else 'NOT met'}")
+    print(f"scale-out: 3 workers / 1 worker = {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``skillreach worker``: a Prefect task worker for a study's probe batches, on this machine.
+
+Any number of them, on any number of machines, given the same Prefect server (``PREFECT_API_URL``) and
+the same PostgreSQL store (``SKILLREACH_DATABASE_URL``): a study run tracked by that server sends its
+batches to them (``skillreach.tasks.study.probe_on_workers``). Each worker resolves its settings once
+when it starts; the batches it receives carry no secret.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from skillreach.errors import ConfigError
+
+__all__ = ["check_worker_environment", "register", "worker_lines"]
+
+
+def check_worker_environment(config_file: Any = None) -> Any:
+    """The worker's resolved configuration, or one ConfigError saying which variable is missing."""
+    from skillreach.cli.run_cmds import prefect_server_up
+    from skillreach.study import StudyConfig
+
+    cfg = StudyConfig.build(config_file)
+    if prefect_server_up() is None:
+        raise ConfigError(
+            "PREFECT_API_URL: no Prefect server answers there; set it to the server the studies run on "
+            "(e.g. http://HOST:4200/api, started by `skillreach serve`)"
+        )
+    url = cfg.database_url.get_secret_value() if cfg.database_url else ""
+    if not url.startswith("postgresql"):
+        raise ConfigError(
+            "SKILLREACH_DATABASE_URL: a worker needs the shared PostgreSQL store "
+            "(postgresql+psycopg://USER:PASSWORD@HOST/DB); every worker and the study write there"
+        )
+    from skillreach.store import Store
+
+    Store(url, origin="database_url (SKILLREACH_DATABASE_URL)").close()  # reachable, migrated: now, not later
+    return cfg
+
+
+def worker_lines() -> list[str]:
+    """What ``skillreach doctor`` can print about distributed probing: the server, the task workers it
+    sees for probe batches, the store they share (never a password)."""
+    import asyncio
+
+    from skillreach.cli.run_cmds import prefect_server_up
+    from skillreach.settings import load_settings
+
+    lines: list[str] = []
+    server = prefect_server_up()
+    lines.append(f"prefect server: {server or 'none answering (studies probe in-process)'}")
+    if server is not None:
+        from skillreach.tasks.study import task_workers_seen
+
+        try:
+            n = asyncio.run(task_workers_seen())
+            lines.append(f"batch workers: {n} seen" + ("" if n else " (start one: skillreach worker)"))
+        except Exception as exc:  # an old server: say so, do not fail doctor
+            lines.append(f"batch workers: unknown ({type(exc).__name__})")
+    url = load_settings().database_url or ""
+    if url.startswith("postgresql"):
+        from sqlalchemy.engine import make_url
+
+        lines.append(f"shared store: {make_url(url).render_as_string(hide_password=True)}")
+    else:
+        lines.append("shared store: none (SQLite: batches run on this machine only)")
+    return lines
+
+
+def worker_cmd(
+    batches: int = typer.Option(
+        1, "--batches", min=1, metavar="N",
+        help="Batches this worker runs at once (each at the study's --concurrency).",
+    ),
+    config: Any = typer.Option(None, "--config", metavar="FILE", help="Settings file (TOML or YAML)."),
+) -> None:
+    """Serve a study's probe batches from the Prefect server at PREFECT_API_URL, writing to the PostgreSQL
+    store at SKILLREACH_DATABASE_URL. Start one per machine (or more); Ctrl-C stops it."""
+    from pathlib import Path
+
+    cfg = check_worker_environment(Path(config) if config else None)
+    import asyncio
+
+    from prefect.task_worker import aserve
+
+    from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
+    from skillreach.tasks._context import set_worker_config
+    from skillreach.tasks.study import probe_batch_remote
+
+    set_worker_config(cfg)
+
+    async def work() -> None:  # one event loop for the limits and the worker
+        await ensure_from_settings(replace=False)  # limits `serve` did not create: from this machine
+        limits = await existing_limits()
+        install_shared_limits(limits)
+        shared = f"; shared rate limits: {', '.join(sorted(limits))}" if limits else ""
+        print(f"worker: serving probe batches ({batches} at a time){shared}; Ctrl-C stops", file=sys.stderr)
+        await aserve(probe_batch_remote, limit=batches)
+
+    asyncio.run(work())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker_cmd)

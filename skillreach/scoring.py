@@ -91,6 +91,8 @@ class ProbeTable:
     resolved_models: set[str]
     fingerprints: set[str]
     source: str = "probes"
+    query_codes: Mapping[str, int] | None = None
+    """``query_vocab`` inverted (query id → index), when the builder kept it; else built when scored."""
     rich: dict[int, Any] = field(default_factory=dict)
     """Row → the full record (a ``ProbeRecord``, or the parsed line) for rows judged on more than routing."""
     warnings: list[str] = field(default_factory=list)
@@ -470,6 +472,7 @@ class _Builder:
         np.cumsum(inv_len, out=off[1:])
         return ProbeTable(
             query_vocab=list(self.qvocab),
+            query_codes=self.qvocab,
             q=np.asarray(self.q, dtype=np.int64),
             attempt=np.asarray(self.attempt, dtype=np.int64),
             skill_vocab=list(self.svocab),
@@ -559,7 +562,7 @@ class _Queries:
     """The query set by columns, sorted by id (so that samples and outcomes come in id order)."""
 
     items: list[Query]
-    index: dict[str, int]
+    ids: Sequence[str]
     truth: np.ndarray
     """Query → label code of its truth (``NO_SKILL`` for out of scope)."""
     in_scope: np.ndarray
@@ -584,13 +587,28 @@ class _QueryFields(NamedTuple):
     acceptable: tuple[tuple[str, ...], ...]
     kinds: tuple[QueryKind, ...]
     checks: tuple[Any, ...]
+    unique: bool
+    """The ids were found strictly ascending (so no id repeats)."""
+
+
+_QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
+_FIELDS_OF = attrgetter("__dict__")
 
 
 def _query_fields(query_set: QuerySet) -> _QueryFields:
-    items = sorted(query_set.queries, key=attrgetter("id"))
-    fields = attrgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
-    columns = tuple(zip(*map(fields, items), strict=True)) if items else ((),) * 5
-    return _QueryFields(items, *columns)
+    """One C-level pass over the query models (an ``itemgetter`` over each model's field dict, transposed
+    by ``zip``: a fifth faster than ``attrgetter`` on the models); the columns are reordered by id only
+    when the set is not already in strictly ascending id order."""
+    queries = query_set.queries
+    if not queries:
+        return _QueryFields([], (), (), (), (), (), unique=True)
+    ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
+    if not any(map(operator.ge, ids, ids[1:])):
+        return _QueryFields(list(queries), ids, expected, acceptable, kinds, checks, unique=True)
+    # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
+    pick = operator.itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
+    return _QueryFields(list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds),
+                        pick(checks), unique=False)  # fmt: skip
 
 
 def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnings: list[str]) -> list[str]:
@@ -621,21 +639,33 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     return [*sorted(known | expected | invoked), NO_SKILL]
 
 
+def _acceptable_codes(acceptable: Sequence[tuple[str, ...]], ext: dict[str, int]) -> np.ndarray:
+    """(queries × widest list) label codes of every query's acceptable skills, -1 padded; a skill
+    outside ``ext`` is given the next code, in order of first appearance (queries in id order)."""
+    n = len(acceptable)
+    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
+    width = int(lengths.max()) if n else 0
+    acc = np.full((n, width), -1, dtype=np.int64)
+    if width:
+        flat = list(itertools.chain.from_iterable(acceptable))
+        for a in dict.fromkeys(flat):  # the distinct names, a few hundred at most
+            ext.setdefault(a, len(ext))
+        codes = np.fromiter(map(ext.__getitem__, flat), dtype=np.int64, count=len(flat))
+        off = _offsets(lengths)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = codes
+    return acc
+
+
 def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
     """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
-    items, ids, expected, acceptable, kinds, checks = qf
+    items, ids, expected, acceptable, kinds, checks, _ = qf
     n = len(items)
-    index = dict(zip(ids, range(n), strict=True))
-    if len(index) != n:
+    if not qf.unique and any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
         dup = next(a for a, b in itertools.pairwise(ids) if a == b)
         raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
     no = ext[NO_SKILL]
-    width = max(map(len, acceptable), default=0)
-    acc = np.full((n, width), -1, dtype=np.int64)
-    if width:
-        for i in itertools.compress(range(n), acceptable):  # the queries that have any
-            for j, a in enumerate(acceptable[i]):
-                acc[i, j] = ext.setdefault(a, len(ext))
+    acc = _acceptable_codes(acceptable, ext)
     # C-level passes (map over dict lookups) rather than a Python loop per query
     code: dict[str | None, int] = {None: no}
     code.update(ext)
@@ -647,7 +677,7 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
     checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
     return _Queries(
         items=items,
-        index=index,
+        ids=ids,
         truth=truth,
         in_scope=truth != no,
         acceptable=acc,
@@ -708,11 +738,14 @@ class _Probes:
 
 
 def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
-    vq = np.fromiter(
-        map(qs.index.get, table.query_vocab, itertools.repeat(-1)),
-        dtype=np.int64,
-        count=len(table.query_vocab),
-    )
+    # query → its code in the table's vocabulary (-1: never probed), inverted into code → query
+    vocab = table.query_codes
+    if vocab is None:
+        vocab = dict(zip(table.query_vocab, range(len(table.query_vocab)), strict=True))
+    codes = np.fromiter(map(vocab.get, qs.ids, itertools.repeat(-1)), dtype=np.int64, count=len(qs))
+    probed = codes >= 0
+    vq = np.full(len(table.query_vocab), -1, dtype=np.int64)
+    vq[codes[probed]] = np.flatnonzero(probed)
     if (vq < 0).any():
         row = int(np.flatnonzero(vq[table.q] < 0)[0])  # the first such line of the log
         bad = int(table.q[row])

@@ -182,6 +182,28 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                 assert time.monotonic() < deadline, f"the re-run did not finish ({st})"
                 time.sleep(1)
             assert st == StateType.COMPLETED
+            paid = sum(_probe_starts(api).values())
+
+            # two runs of one study submitted together: the study's lock lets one probe; each probe paid once
+            from skillreach.study import StudyConfig
+
+            twice_cfg = StudyConfig.build(cfg, out=tmp_path / "twice").model_dump(mode="json")  # no secrets
+            before = sum(_probe_starts(api).values())
+
+            async def start_two() -> list[str]:
+                async with get_client() as client:
+                    runs = [await client.create_flow_run_from_deployment(
+                        deployment_id, parameters={"config": twice_cfg}) for _ in range(2)]
+                return [str(r.id) for r in runs]
+
+            both = asyncio.run(start_two())
+            finals = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED)
+            deadline = time.monotonic() + 180
+            while not all(asyncio.run(state_of(r)) in finals for r in both):
+                assert time.monotonic() < deadline, "the two runs did not finish"
+                time.sleep(1)
+            states = sorted(str(asyncio.run(state_of(r))) for r in both)
+            paid_two = sum(_probe_starts(api).values()) - before
         finally:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait(10)
@@ -189,8 +211,12 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
         probes = read_probes(tmp_path / "night" / "probes.jsonl")
         pairs = {(p.query_id, p.attempt) for p in probes if p.error is None}
         assert len(pairs) == len(NAMES) * PER_SKILL * ATTEMPTS  # every (query, attempt) recorded
-        paid = sum(_probe_starts(api).values())
         twice = paid - len(pairs)
         assert 0 <= twice <= CONCURRENCY, (paid, len(pairs))  # only the probes in flight at the kill
+        twice_probes = read_probes(tmp_path / "twice" / "probes.jsonl")
+        assert len({(p.query_id, p.attempt) for p in twice_probes}) == len(pairs)
+        assert paid_two == len(pairs), (paid_two, states)  # the same study twice at once: paid once
+        assert "StateType.COMPLETED" in states
+        print(f"\ntwo at once: {states}; {paid_two} probes paid for {len(pairs)} pairs")
         print(f"\ncrash: marked Crashed {crashed_after:.1f} s after SIGKILL; {paid_before} probes paid "
               f"before the kill; {paid} paid in all for {len(pairs)} pairs ({twice} twice)")

@@ -120,6 +120,7 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
         _prefect(env, "work-pool", "create", "skillreach", "--type", "process", "--overwrite")
         _prefect(env, "--no-prompt", "deploy", "--name", "study")
+        _prefect(env, "--no-prompt", "deploy", "--name", "resolve-crashed")  # fired by the Crashed event
 
         async def set_up() -> Any:
             url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
@@ -174,6 +175,20 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
             assert "Crashed" in texts[0] or "crashed" in texts[0]
             assert "HOOKTOKEN" not in texts[0]
 
+            # resolve-crashed (triggered by the Crashed event, run by the worker) marks the study crashed
+            from skillreach.store import Store
+
+            def study_status() -> str | None:
+                with Store(f"sqlite:///{tmp_path / 'home' / 'skillreach.db'}") as store:
+                    rows = [r for r in store.studies() if r.flow_run_id == first]
+                return rows[0].status if rows else None
+
+            deadline = time.monotonic() + 90
+            while study_status() != "crashed":
+                assert time.monotonic() < deadline, f"the store still says {study_status()!r}"
+                time.sleep(1)
+            resolved_after = time.monotonic() - killed_at
+
             # the deployment again: it resumes in the same folder
             second = asyncio.run(start())
             deadline = time.monotonic() + 180
@@ -218,5 +233,6 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
         assert paid_two == len(pairs), (paid_two, states)  # the same study twice at once: paid once
         assert "StateType.COMPLETED" in states
         print(f"\ntwo at once: {states}; {paid_two} probes paid for {len(pairs)} pairs")
-        print(f"\ncrash: marked Crashed {crashed_after:.1f} s after SIGKILL; {paid_before} probes paid "
+        print(f"\ncrash: marked Crashed {crashed_after:.1f} s after SIGKILL, the study row crashed after "
+              f"{resolved_after:.1f} s; {paid_before} probes paid "
               f"before the kill; {paid} paid in all for {len(pairs)} pairs ({twice} twice)")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["REPO", "prefect_env", "serve", "wait_healthy"]
+__all__ = ["REPO", "prefect_env", "serve", "stop_group", "wait_healthy"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def wait_healthy(api: str, timeout_s: float = 120.0, proc: subprocess.Popen[byte
     return False
 
 
-def _stop(proc: subprocess.Popen[bytes] | None, grace_s: float = 15.0) -> None:
+def stop_group(proc: subprocess.Popen[bytes] | None, grace_s: float = 15.0) -> None:
     """SIGINT the process group, then SIGTERM, then SIGKILL (a worker may need it: prefect-notes.md)."""
     if proc is None or proc.poll() is not None:
         return
@@ -189,8 +189,8 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
         log(f"serve: {' '.join(exc.cmd[2:])} failed with exit code {exc.returncode}")
         return 1
     finally:
-        _stop(worker)
-        _stop(server)
+        stop_group(worker)
+        stop_group(server)
 
 
 def _upsert_in(env: dict[str, str]) -> str:

@@ -11,6 +11,7 @@ from prefect import flow
 
 from skillreach.diff import DiffResult
 from skillreach.flows._compose import call
+from skillreach.flows.staged import probe_stage
 from skillreach.sequential import StagedDiff
 from skillreach.study import StudyConfig
 from skillreach.tasks.diff import arm_b, compare_arms, diff_look, diff_stages, load_arms, write_diff_reports
@@ -21,7 +22,6 @@ from skillreach.tasks.study import (
     canary,
     estimate_spend,
     prepare_study,
-    probe_batch,
     release_study,
 )
 
@@ -83,12 +83,7 @@ async def probed_diff(
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
         for look, pairs in enumerate(stages, 1):
-            for i in range(0, len(pairs), config.batch_size):
-                chunk = tuple(pairs[i : i + config.batch_size])
-                summary = await call(probe_batch, config, inputs, plan, chunk, batch=batch,
-                                     spent_before=spent)
-                spent += summary["cost_usd"]
-                batch += 1
+            batch, spent = await probe_stage(config, inputs, plan, pairs, batch=batch, spent=spent)
             await call(grade_study, config, inputs, plan)
             scored = await call(score_study, config, inputs, plan, "diff")
             staged = await call(diff_look, arm_a, scored.artifact, planned, config.attempts,

@@ -5,6 +5,7 @@ plus the two of :mod:`skillreach.tasks.staged`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow
 
@@ -24,7 +25,19 @@ from skillreach.tasks.study import (
     release_study,
 )
 
-__all__ = ["staged_check"]
+__all__ = ["probe_stage", "staged_check"]
+
+
+async def probe_stage(
+    config: StudyConfig, inputs: Any, plan: Any, pairs: list[tuple[str, int]], *, batch: int, spent: float
+) -> tuple[int, float]:
+    """Probe one stage's pairs in batches of ``config.batch_size``; returns (next batch number, spent)."""
+    for i in range(0, len(pairs), config.batch_size):
+        chunk = tuple(pairs[i : i + config.batch_size])
+        summary = await call(probe_batch, config, inputs, plan, chunk, batch=batch, spent_before=spent)
+        spent += summary["cost_usd"]
+        batch += 1
+    return batch, spent
 
 
 @flow(name="staged-check", log_prints=False)
@@ -47,13 +60,7 @@ async def staged_check(
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
         for look, pairs in enumerate(stages, 1):
-            for i in range(0, len(pairs), config.batch_size):
-                chunk = tuple(pairs[i : i + config.batch_size])
-                summary = await call(
-                    probe_batch, config, inputs, plan, chunk, batch=batch, spent_before=spent
-                )
-                spent += summary["cost_usd"]
-                batch += 1
+            batch, spent = await probe_stage(config, inputs, plan, pairs, batch=batch, spent=spent)
             ran += len(pairs)
             await call(grade_study, config, inputs, plan)
             scored = await call(score_study, config, inputs, plan)

@@ -171,7 +171,7 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     import sys
     import time
 
-    from skillreach.deployments.serve import _stop
+    from skillreach.deployments.serve import stop_group
 
     code = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)")
@@ -179,7 +179,7 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == b"up"
     t0 = time.monotonic()
-    _stop(proc, grace_s=0.5)
+    stop_group(proc, grace_s=0.5)
     assert proc.poll() is not None
     assert time.monotonic() - t0 < 15
 

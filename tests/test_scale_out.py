@@ -3,7 +3,8 @@ Messages-API stand-in answering in 200 ms, ``skillreach run`` as a user types it
 
 Integration (a real ``prefect server start``, ~2–3 min on a loaded 2-core machine). The size is
 ``SKILLREACH_SCALE_PROBES`` (default 300, to keep ``.ci/run`` within its time; the issue's 2,000-probe
-size has not been run here yet). PostgreSQL from ``SKILLREACH_TEST_PG_URL`` (skipped without it, failed under ``CI=true``).
+size has not been run here yet). PostgreSQL from ``SKILLREACH_TEST_PG_URL`` (skipped without it, failed
+under ``CI=true``).
 """
 
 from __future__ import annotations

@@ -184,16 +184,10 @@ class Cluster:
 
 
 def stop(proc: subprocess.Popen[Any], grace_s: float = 10.0) -> None:
-    for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGINT, SIGTERM, then SIGKILL to the process group, as ``skillreach serve`` stops its children."""
+    from skillreach.deployments.serve import stop_group
+
+    stop_group(proc, grace_s)
 
 
 @contextmanager

@@ -591,6 +591,32 @@ class Store:
         with self.session() as s:
             return [ProbeRecord.model_validate(row.record) for row in s.scalars(stmt)]
 
+    def probes_after(self, study_id: str, after: int = 0) -> tuple[int, list[ProbeRecord]]:
+        """The study's records inserted after row ``after`` (in insertion order) and the last row's id:
+        how a study run on other machines follows its probes as they land."""
+        stmt = (
+            select(ProbeRow.id, ProbeRow.record)
+            .where(ProbeRow.study_id == study_id, ProbeRow.id > after)
+            .order_by(ProbeRow.id)
+        )
+        with self.session() as s:
+            rows = s.execute(stmt).all()
+        last = int(rows[-1][0]) if rows else after
+        return last, [ProbeRecord.model_validate(record) for _, record in rows]
+
+    def spent(self, study_id: str, fingerprint: str) -> float:
+        """What the study's probes under ``fingerprint`` cost so far (US dollars, as recorded)."""
+        stmt = select(func.coalesce(func.sum(ProbeRow.cost_usd), 0.0)).where(
+            ProbeRow.study_id == study_id, ProbeRow.fingerprint == fingerprint
+        )
+        with self.session() as s:
+            return float(s.scalar(stmt) or 0.0)
+
+    def last_probe_id(self, study_id: str) -> int:
+        """The id of the study's newest probe row (0 when it has none): where following starts."""
+        with self.session() as s:
+            return int(s.scalar(select(func.max(ProbeRow.id)).where(ProbeRow.study_id == study_id)) or 0)
+
     def count_probes(self, study_id: str) -> int:
         with self.session() as s:
             n = s.scalar(select(func.count()).select_from(ProbeRow).where(ProbeRow.study_id == study_id))

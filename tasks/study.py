@@ -10,6 +10,8 @@ the batch's provenance lets a re-run skip finished batches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import threading
 import time
@@ -387,30 +389,46 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
     without error are skipped; each probe is inserted into the store as it finishes."""
     from skillreach.models import Catalog, Query
     from skillreach.study.runner import run_probes
-    from skillreach.tasks._context import worker_config
+    from skillreach.tasks._context import worker_config, worker_prober, worker_store
 
     config = StudyConfig.model_validate(work["config"]).with_secrets_from(worker_config())
     catalog = Catalog.model_validate(work["catalog"])
     by_id = {q["id"]: Query.model_validate(q) for q in work["queries"]}
     pairs = [(str(q), int(a)) for q, a in work["pairs"]]
     study_id = str(work["study_id"])
-    with store_for(config) as store:
-        held = store.hold_lock(str(work["lock"]))  # first: released by the kernel if this process dies
-        runtime = runtime_for(config)
-        try:
-            finished = store.finished_pairs(study_id, pairs)
+    began = time.perf_counter()
+    store = worker_store()  # opened once per worker, shared by the batches it runs at once
+    prober = worker_prober()
+
+    fingerprint = str(work["fingerprint"])
+
+    async def probe() -> tuple[list[ProbeRecord], int, float]:
+        """On the worker's probing loop, with the warm runtime of this study's configuration."""
+        async with prober.runtime(json.dumps(work["config"], sort_keys=True), config) as runtime:
+            finished = await asyncio.to_thread(store.finished_pairs, study_id, pairs)
             todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
+            spent = float(work.get("spent_before", 0.0))
+            if config.max_cost is not None:  # what every batch of the study spent until now counts
+                spent = max(spent, await asyncio.to_thread(store.spent, study_id, fingerprint))
+            set_up = time.perf_counter() - began
             records = await run_probes(
                 runtime, catalog, todo, options=probe_options(config), sink=_StoreSink(store, study_id),
-                concurrency=config.concurrency, fingerprint=str(work["fingerprint"]),
-                cost_cap=config.max_cost, spent_before=float(work.get("spent_before", 0.0)),
+                concurrency=config.concurrency, fingerprint=fingerprint,
+                cost_cap=config.max_cost, spent_before=spent, slots=prober.slots,
             )
-        finally:
-            await runtime.aclose()
-            if held is not None:
-                held.close()
+        return records, len(todo), set_up
+
+    # the lock first (released by the kernel if this process dies), off the event loop
+    held = await asyncio.to_thread(store.hold_lock, str(work["lock"]))
+    try:
+        records, todo, set_up = await prober.run(probe())
+    finally:
+        if held is not None:
+            held.close()
+    logger().info("batch %s: %d probes (%d recorded already) in %.1f s, set-up %.2f s", work["batch"],
+                  len(records), len(pairs) - todo, time.perf_counter() - began, set_up)
     return {"batch": work["batch"], "probes": len(records), "errors": sum(1 for r in records if r.error),
-            "skipped": len(pairs) - len(todo)}
+            "skipped": len(pairs) - todo}
 
 
 def _store_is_shared(config: StudyConfig) -> bool:
@@ -489,7 +507,7 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
     from prefect.states import Cancelled, Crashed
 
-    from skillreach.errors import ProbeFailed
+    from skillreach.errors import BudgetExceeded, ProbeFailed
 
     futures: dict[int, tuple[Any, int]] = {}
     for i in range(len(plan.batches)):
@@ -523,42 +541,80 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         futures[i] = (_submit(_work_for(config, inputs, plan, i, tries + 1)), tries + 1)
 
     progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
+    on_probe = _progress_of(config, plan.out)
+    seen = 0  # the last store row shown to the progress display
+
+    def follow(store: Any) -> None:
+        """Feed the progress display the records the workers stored since the last poll."""
+        nonlocal seen
+        seen, landed = store.probes_after(plan.study_id, seen)
+        for record in landed:
+            if record.fingerprint == plan.fingerprint:
+                on_probe(record)
+
+    async def over_budget(client: Any, store: Any) -> None:
+        """The cost cap across every worker: once the study's recorded spend reaches it, the batches not
+        finished are cancelled (a running one stops at its own next check) and the study stops."""
+        assert config.max_cost is not None
+        spent = await asyncio.to_thread(store.spent, plan.study_id, plan.fingerprint)
+        if spent < config.max_cost:
+            return
+        for future, _ in futures.values():
+            with contextlib.suppress(Exception):
+                await client.set_task_run_state(
+                    future.task_run_id, Cancelled(message="the study's cost cap was reached"), force=True)
+        raise BudgetExceeded(
+            f"the cost cap of ${config.max_cost:.2f} was reached (${spent:.4f} spent); the results so far "
+            "are kept — raise --max-cost to go on")
+
     with store_for(config) as store:
-        async with get_client() as client:
-            while futures:
-                await asyncio.sleep(poll_s)
-                ids = [f.task_run_id for f, _ in futures.values()]
-                runs = {r.id: r for r in await client.read_task_runs(
-                    task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
-                waiting: list[int] = []
-                for i, (future, tries) in list(futures.items()):
-                    run = runs.get(future.task_run_id)
-                    state = run.state if run is not None else None
-                    if state is None:
-                        continue
-                    if state.is_completed() or state.is_running():
+        current: list[ProbeRecord] = []
+        try:
+            if on_probe is not None:  # what an earlier run of this study stored is counted as resumed
+                seen = await asyncio.to_thread(store.last_probe_id, plan.study_id)
+            async with get_client() as client:
+                while futures:
+                    await asyncio.sleep(poll_s)
+                    if on_probe is not None:
+                        await asyncio.to_thread(follow, store)
+                    if config.max_cost is not None:
+                        await over_budget(client, store)
+                    ids = [f.task_run_id for f, _ in futures.values()]
+                    runs = {r.id: r for r in await client.read_task_runs(
+                        task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                    waiting: list[int] = []
+                    for i, (future, tries) in list(futures.items()):
+                        run = runs.get(future.task_run_id)
+                        state = run.state if run is not None else None
+                        if state is None:
+                            continue
+                        if state.is_completed() or state.is_running():
+                            progress = time.monotonic()
+                        if state.is_completed():
+                            del futures[i]
+                        elif state.is_failed() or state.is_cancelled():
+                            why = state.message or "no message"
+                            raise ProbeFailed(f"batch {i} {state.name.lower()}: {why}")
+                        elif await lost_worker(client, store, i, future, tries=tries, state=state):
+                            resubmit(i, tries)
+                        elif state.is_scheduled() or state.is_pending():
+                            waiting.append(i)
+                    if waiting and time.monotonic() - progress >= CRASH_AFTER_S:
+                        # nothing of this study runs, yet batches wait: a worker took them off the server's
+                        # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
+                        # would be refused by the server; the new runs skip what the store has.
+                        for i in waiting:
+                            future, tries = futures[i]
+                            held = Cancelled(message="held by a worker that stopped")
+                            await client.set_task_run_state(future.task_run_id, held, force=True)
+                            resubmit(i, tries)
                         progress = time.monotonic()
-                    if state.is_completed():
-                        del futures[i]
-                    elif state.is_failed() or state.is_cancelled():
-                        raise ProbeFailed(f"batch {i} {state.name.lower()}: {state.message or 'no message'}")
-                    elif await lost_worker(client, store, i, future, tries=tries, state=state):
-                        resubmit(i, tries)
-                    elif state.is_scheduled() or state.is_pending():
-                        waiting.append(i)
-                if waiting and time.monotonic() - progress >= CRASH_AFTER_S:
-                    # nothing of this study runs, yet batches wait: a worker took them off the server's
-                    # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
-                    # would be refused by the server; the new runs skip what the store has.
-                    for i in waiting:
-                        future, tries = futures[i]
-                        held = Cancelled(message="held by a worker that stopped")
-                        await client.set_task_run_state(future.task_run_id, held, force=True)
-                        resubmit(i, tries)
-                    progress = time.monotonic()
-        records = await asyncio.to_thread(store.probes, plan.study_id)
-    current = [r for r in records if r.fingerprint == plan.fingerprint]
-    await asyncio.to_thread(write_probes, plan.probes_path, current)
+        finally:  # the local log from the store, whatever ended the wait (loses nothing)
+            if on_probe is not None:
+                await asyncio.to_thread(follow, store)  # the last ones, before the bar stops
+            records = await asyncio.to_thread(store.probes, plan.study_id)
+            current = [r for r in records if r.fingerprint == plan.fingerprint]
+            await asyncio.to_thread(write_probes, plan.probes_path, current)
     ran = max(0, len(current) - plan.done)
     return {
         "batches": len(plan.batches),

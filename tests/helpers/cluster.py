@@ -84,6 +84,7 @@ class Cluster:
             "SKILLREACH_DATABASE_URL": pg_url,
             "SKILLREACH_HOME": str(root / "home"),
             "SKILLREACH_BATCH_SIZE": str(batch_size),
+            "SKILLREACH_RUNTIME": "anthropic",  # what the workers serve: warmed up when they start
             "ANTHROPIC_BASE_URL": api_base,
             "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
         }
@@ -117,12 +118,15 @@ class Cluster:
             if proc is not None and proc.poll() is None:
                 stop(proc)
 
-    def start_workers(self, n: int, *, extra_env: dict[str, str] | None = None, wait: bool = True) -> None:
+    def start_workers(self, n: int, *, extra_env: dict[str, str] | None = None, wait: bool = True,
+                      concurrency: int = 4) -> None:
+        """``n`` more ``skillreach worker --concurrency N`` processes (N probes in flight on each)."""
         for _ in range(n):
             i = len(self.workers)
             log = (self.root / "logs" / f"worker-{i}.log").open("wb")
             self.workers.append(subprocess.Popen(
-                [str(BIN / "skillreach"), "worker"], env={**self.env, **(extra_env or {})}, cwd=self.root,
+                [str(BIN / "skillreach"), "worker", "--concurrency", str(concurrency)],
+                env={**self.env, **(extra_env or {})}, cwd=self.root,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             ))
         if wait:

@@ -168,11 +168,12 @@ class Cluster:
         self.workers = []
 
     def run_study(self, skills: Path, queries: Path, out: Path, *, attempts: int, concurrency: int = 4,
-                  extra_env: dict[str, str] | None = None, timeout_s: float = 900) -> subprocess.Popen[str]:
+                  extra_env: dict[str, str] | None = None, extra: list[str] | None = None,
+                  timeout_s: float = 900) -> subprocess.Popen[str]:
         """``skillreach run`` against the cluster (a tracked flow run sending its batches to the workers)."""
         cmd = [str(BIN / "skillreach"), "run", "--skills", str(skills), "--queries", str(queries),
                "--runtime", "anthropic", "--model", "claude-sonnet-4-6", "--attempts", str(attempts),
-               "--concurrency", str(concurrency), "--out", str(out)]
+               "--concurrency", str(concurrency), "--out", str(out), *(extra or [])]
         return subprocess.Popen(cmd, env={**self.env, **(extra_env or {})}, cwd=self.root, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

@@ -591,18 +591,24 @@ class Store:
         with self.session() as s:
             return [ProbeRecord.model_validate(row.record) for row in s.scalars(stmt)]
 
-    def probes_after(self, study_id: str, after: int = 0) -> tuple[int, list[ProbeRecord]]:
-        """The study's records inserted after row ``after`` (in insertion order) and the last row's id:
-        how a study run on other machines follows its probes as they land."""
-        stmt = (
-            select(ProbeRow.id, ProbeRow.record)
-            .where(ProbeRow.study_id == study_id, ProbeRow.id > after)
-            .order_by(ProbeRow.id)
-        )
+    def probes_not_in(self, study_id: str, seen: set[int]) -> list[tuple[int, ProbeRecord]]:
+        """The study's records whose row ids are not in ``seen`` (in id order): how a study run on other
+        machines follows its probes as they land. Ids, not "after the last id": concurrent writers
+        commit out of id order, so a smaller id can become visible after a larger one."""
         with self.session() as s:
-            rows = s.execute(stmt).all()
-        last = int(rows[-1][0]) if rows else after
-        return last, [ProbeRecord.model_validate(record) for _, record in rows]
+            ids = set(s.scalars(select(ProbeRow.id).where(ProbeRow.study_id == study_id)))
+            new = sorted(ids - seen)
+            rows: list[tuple[int, ProbeRecord]] = []
+            for start in range(0, len(new), 1000):
+                chunk = new[start:start + 1000]
+                found = s.execute(select(ProbeRow.id, ProbeRow.record).where(ProbeRow.id.in_(chunk)))
+                rows.extend((int(i), ProbeRecord.model_validate(r)) for i, r in found)
+        return sorted(rows, key=lambda row: row[0])
+
+    def probe_ids(self, study_id: str) -> set[int]:
+        """The row ids of the study's records (what following starts from)."""
+        with self.session() as s:
+            return set(s.scalars(select(ProbeRow.id).where(ProbeRow.study_id == study_id)))
 
     def spent(self, study_id: str, fingerprint: str) -> float:
         """What the study's probes under ``fingerprint`` cost so far (US dollars, as recorded)."""
@@ -611,11 +617,6 @@ class Store:
         )
         with self.session() as s:
             return float(s.scalar(stmt) or 0.0)
-
-    def last_probe_id(self, study_id: str) -> int:
-        """The id of the study's newest probe row (0 when it has none): where following starts."""
-        with self.session() as s:
-            return int(s.scalar(select(func.max(ProbeRow.id)).where(ProbeRow.study_id == study_id)) or 0)
 
     def count_probes(self, study_id: str) -> int:
         with self.session() as s:

@@ -542,13 +542,12 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
 
     progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
     on_probe = _progress_of(config, plan.out)
-    seen = 0  # the last store row shown to the progress display
+    seen: set[int] = set()  # the store rows shown to the progress display
 
     def follow(store: Any) -> None:
         """Feed the progress display the records the workers stored since the last poll."""
-        nonlocal seen
-        seen, landed = store.probes_after(plan.study_id, seen)
-        for record in landed:
+        for row_id, record in store.probes_not_in(plan.study_id, seen):
+            seen.add(row_id)
             if record.fingerprint == plan.fingerprint:
                 on_probe(record)
 
@@ -571,7 +570,7 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         current: list[ProbeRecord] = []
         try:
             if on_probe is not None:  # what an earlier run of this study stored is counted as resumed
-                seen = await asyncio.to_thread(store.last_probe_id, plan.study_id)
+                seen.update(await asyncio.to_thread(store.probe_ids, plan.study_id))
             async with get_client() as client:
                 while futures:
                     await asyncio.sleep(poll_s)

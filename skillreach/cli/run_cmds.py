@@ -380,6 +380,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     server = prefect_server_up()
     if server is not None:
         console.print(f"[dim]Prefect server at {server}: the study is a tracked flow run")
+        _quiet_our_errors_on_prefects_console()
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
     from skillreach.runtimes._retry import watch_retries
@@ -423,6 +424,45 @@ def errored_line(count: int, first: str) -> str:
     """The one line a run prints about its errored probes (the records hold each error)."""
     first_line = first.strip().splitlines()[0] if first.strip() else "no message"
     return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
+
+
+class _OurErrorsOnce(logging.Filter):
+    """Drops Prefect's console copy of a study stopped by one of our errors (the cost cap, a bad file):
+    the command prints that error as its one line, and the run's logs in the Prefect UI keep the
+    traceback. Any other failure is still printed by Prefect as before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from skillreach.errors import SkillreachError
+
+        self.ours = SkillreachError
+        names: set[str] = set()
+        todo: list[type] = [SkillreachError]
+        while todo:
+            cls = todo.pop()
+            names.add(cls.__name__)
+            todo.extend(cls.__subclasses__())
+        self.names = tuple(f"{n}: " for n in names) + tuple(f"{n}(" for n in names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.ours):
+            return False
+        runs = ("prefect.flow_runs", "prefect.task_runs")
+        if record.levelno >= logging.ERROR and record.name.startswith(runs):
+            return not any(n in record.getMessage() for n in self.names)
+        return True
+
+
+def _quiet_our_errors_on_prefects_console() -> None:
+    """Filter Prefect's console handlers with :class:`_OurErrorsOnce` (once per process)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", ""):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, PrefectConsoleHandler) and not any(
+                isinstance(f, _OurErrorsOnce) for f in handler.filters
+            ):
+                handler.addFilter(_OurErrorsOnce())
 
 
 def _log_file(out: Path | None) -> logging.Handler:

@@ -427,9 +427,9 @@ def errored_line(count: int, first: str) -> str:
 
 
 class _OurErrorsOnce(logging.Filter):
-    """Drops Prefect's console copy of a study stopped by one of our errors (the cost cap, a bad file):
-    the command prints that error as its one line, and the run's logs in the Prefect UI keep the
-    traceback. Any other failure is still printed by Prefect as before."""
+    """Drops Prefect's report of a study stopped by one of our errors (the cost cap, a bad file): the
+    command prints that error as its one line (and the flow run's state in the Prefect UI carries its
+    message). Any other failure is still logged by Prefect as before."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -447,22 +447,18 @@ class _OurErrorsOnce(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], self.ours):
             return False
-        runs = ("prefect.flow_runs", "prefect.task_runs")
-        if record.levelno >= logging.ERROR and record.name.startswith(runs):
+        if record.levelno >= logging.ERROR:
             return not any(n in record.getMessage() for n in self.names)
         return True
 
 
 def _quiet_our_errors_on_prefects_console() -> None:
-    """Filter Prefect's console handlers with :class:`_OurErrorsOnce` (once per process)."""
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", ""):
-        for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, PrefectConsoleHandler) and not any(
-                isinstance(f, _OurErrorsOnce) for f in handler.filters
-            ):
-                handler.addFilter(_OurErrorsOnce())
+    """Filter Prefect's flow- and task-run loggers with :class:`_OurErrorsOnce` (once per process; on
+    the loggers, not their handlers: Prefect may configure its handlers again when a run starts)."""
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OurErrorsOnce) for f in logger.filters):
+            logger.addFilter(_OurErrorsOnce())
 
 
 def _log_file(out: Path | None) -> logging.Handler:

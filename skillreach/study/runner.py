@@ -351,14 +351,16 @@ async def run_probes(
                 started=started,
                 runtime_version=version,
             )
+            # recorded before the slot goes to the next request: a process killed now loses at most the
+            # probes that hold a slot (paid, not yet recorded)
+            if offload:
+                await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
+            else:
+                sink.write(record)
+            records.append(record)
             spent += record.cost_usd or 0.0
             if cost_cap is not None and spent >= cost_cap:
                 stop.set()
-            if not offload:
-                sink.write(record)  # on disk before anything else can fail
-        if offload:  # a database round trip: the slot goes to the next request meanwhile
-            await asyncio.to_thread(sink.write, record)  # stored before anything else can fail
-        records.append(record)
         if on_probe is not None:
             on_probe(record)
 

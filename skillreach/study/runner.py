@@ -24,6 +24,7 @@ import contextlib
 import itertools
 import json
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
@@ -143,17 +144,28 @@ class TeeSink:
     def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
         self.log, self.store, self.study_id, self.every = log, store, study_id, every
         self.pending: list[ProbeRecord] = []
+        self._lock = threading.Lock()
+        # from worker threads when the log allows it (JsonlSink: one fsync covers the lines of every
+        # thread waiting), so the event loop never waits for the disk
+        self.thread_safe = bool(getattr(log, "thread_safe", False))
 
     def write(self, record: ProbeRecord) -> None:
         self.log.write(record)
-        self.pending.append(record)
-        if len(self.pending) >= self.every:
-            self.flush()
+        with self._lock:
+            self.pending.append(record)
+            group = self._take() if len(self.pending) >= self.every else []
+        if group:
+            self.store.add_probes(self.study_id, group)
 
     def flush(self) -> None:
-        if self.pending:
-            self.store.add_probes(self.study_id, self.pending)
-            self.pending = []
+        with self._lock:
+            group = self._take()
+        if group:
+            self.store.add_probes(self.study_id, group)
+
+    def _take(self) -> list[ProbeRecord]:
+        group, self.pending = self.pending, []
+        return group
 
 
 class Slots:
@@ -307,12 +319,15 @@ async def run_probes(
     cost_cap: float | None = None,
     spent_before: float = 0.0,
     slots: Slots | None = None,
+    stop_when: Callable[[], bool] | None = None,
 ) -> list[ProbeRecord]:
     """Run every (query, attempt) pair; return the records in finishing order.
 
     ``slots``, when given, are shared with the other batches running in this process (a task worker
     running several at once): a probe needs one of them as well as one of this batch's
     ``concurrency``, so the machine's limit holds across batches (the oldest batch served first).
+    ``stop_when``, when it turns true, starts no further probe (the batch returns what it has: a
+    distributed study's cost cap, counted across workers by the caller).
 
     ``spent_before`` counts spend already made by earlier batches of the same study against
     ``cost_cap``. Raises :class:`BudgetExceeded` (with ``.records``) once the cap is reached, after the
@@ -336,7 +351,7 @@ async def run_probes(
     async def one(query: Query, attempt: int) -> None:
         nonlocal spent
         async with sem if slots is None else slots.slot(batch, started_at, concurrency):
-            if stop.is_set():
+            if stop.is_set() or (stop_when is not None and stop_when()):
                 return
             tracker = Tracker.for_query(query, options, attempt)
             started = time.perf_counter()

@@ -368,7 +368,7 @@ class _StoreSink:
     is the probe log of a distributed study."""
 
     thread_safe = True
-    CHECK_EVERY_S = 1.0
+    CHECK_EVERY_S = 0.25
 
     def __init__(self, store: Any, study_id: str, fingerprint: str = "", cap: float | None = None) -> None:
         self.store, self.study_id, self.fingerprint, self.cap = store, study_id, fingerprint, cap
@@ -389,7 +389,7 @@ class _StoreSink:
             self.look()
 
     def look(self) -> None:
-        """The whole study's spend from the store (every worker's): at most once a second a batch."""
+        """The whole study's spend from the store (every worker's): at most every CHECK_EVERY_S a batch."""
         if self.cap is None:
             return
         spent = self.store.spent(self.study_id, self.fingerprint)
@@ -433,7 +433,7 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
             finished = await asyncio.to_thread(store.finished_pairs, study_id, pairs)
             todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
             # the cost cap counts every worker's spend: the sink looks at the study's total in the store
-            # once a second, and the batch starts no probe once it reaches the cap
+            # four times a second, and the batch starts no probe once it reaches the cap
             sink = _StoreSink(store, study_id, fingerprint, config.max_cost)
             await asyncio.to_thread(sink.look)
             set_up = time.perf_counter() - began

@@ -198,9 +198,7 @@ class BM25Index:
         first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         # One C-level pass over every token: its term code; the sparse constructor sums repeats into
         # term frequencies (integers, so exactly the counts).
-        cols = np.fromiter(
-            map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64
-        )
+        cols = np.fromiter(map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64)
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
@@ -356,32 +354,112 @@ def _key(score: float) -> float:
     return -round(score, TIE_DECIMALS)
 
 
-def _top_block(block: np.ndarray, top: int, name_rank: np.ndarray) -> list[list[int]]:
-    """Per row of ``block``, the columns of the ``top`` best positive scores, ties broken by name.
+BLOCK_CELLS = 1 << 25
+"""At most this many screening scores (float32, 4 bytes each) in one block of :func:`rivals`."""
 
-    Vectorised: a partition finds each row's ``top``-th best score, every column within
-    ``10**-TIE_DECIMALS`` of it or above is a candidate, and one lexsort orders all candidates.
+_GROUP = 16
+"""Columns pooled into one maximum when :func:`rivals` looks for a row's best scores."""
+
+_UNIT = 2.0**-24
+"""float32's unit roundoff."""
+
+
+def _pick(
+    rows: np.ndarray, cols: np.ndarray, scores: np.ndarray, top: int, name_rank: np.ndarray
+) -> np.ndarray:
+    """Positions of each row's ``top`` best positive candidates, ordered by row, then best first.
+
+    The rule of the exact n × n matrix: with s_k a row's ``top``-th best score, the columns scoring
+    ``s_k − 10**-TIE_DECIMALS`` or more (and above 0) are ordered by score rounded to
+    :data:`TIE_DECIMALS` decimals, descending, then by name (``name_rank``), and the first ``top`` kept.
+    The same as on the whole row when the candidates hold every column scoring that much.
     """
-    n_rows, n_cols = block.shape
-    if top <= 0 or n_cols == 0:
-        return [[] for _ in range(n_rows)]
-    if top < n_cols:
-        kth = np.partition(block, n_cols - top, axis=1)[:, n_cols - top]
-    else:
-        kth = np.full(n_rows, -np.inf)
+    if rows.size == 0:
+        return rows
+    n_rows = int(rows.max()) + 1
+    by_score = np.lexsort((-scores, rows))
+    sorted_rows = rows[by_score]
+    rank = np.arange(rows.size) - np.searchsorted(sorted_rows, sorted_rows)
+    kth = np.full(n_rows, -np.inf)
+    at_kth = by_score[rank == top - 1]
+    kth[rows[at_kth]] = scores[at_kth]
     threshold = np.maximum(kth - 10.0**-TIE_DECIMALS, 0.0)
-    rows, cols = np.nonzero((block >= threshold[:, None]) & (block > 0))
-    order = np.lexsort((name_rank[cols], -np.round(block[rows, cols], TIE_DECIMALS), rows))
-    rows, cols = rows[order], cols[order]
-    out: list[list[int]] = [[] for _ in range(n_rows)]
-    starts = np.searchsorted(rows, np.arange(n_rows + 1))
-    for r in range(n_rows):
-        out[r] = cols[starts[r] : min(starts[r + 1], starts[r] + top)].tolist()
-    return out
+    eligible = np.flatnonzero((scores >= threshold[rows]) & (scores > 0))
+    order = eligible[
+        np.lexsort((name_rank[cols[eligible]], -np.round(scores[eligible], TIE_DECIMALS), rows[eligible]))
+    ]
+    ordered_rows = rows[order]
+    rank = np.arange(order.size) - np.searchsorted(ordered_rows, ordered_rows)
+    return order[rank < top]
 
 
-BLOCK_CELLS = 1 << 26
-"""At most this many scores (8 bytes each) in one block of :func:`rivals`."""
+class _Screen:
+    """All-pairs scores in float32 for finding candidates, block by block of query rows.
+
+    Terms of document frequency ≥ ``dense_df`` go through a dense BLAS product (``Q_H @ W_Hᵀ``), the
+    long tail through a sparse one; the two are summed into a ``rows × n`` float32 block. Every score
+    is a sum of at most ``m`` non-negative products (m: the most terms a query holds), so each float32
+    score is within a relative ``delta = 2·(m + 3)·2⁻²⁴`` of the exact one (twice the bound for
+    recursive summation in any order, with the rounding of the weights to float32).
+    """
+
+    def __init__(self, index: BM25Index, queries: sp.csr_matrix, dense_df: int) -> None:
+        import scipy.sparse as sp
+
+        n = index.n_docs
+        self.n = n
+        self.width = -(-n // _GROUP) * _GROUP  # padded with empty columns to whole groups
+        high = np.flatnonzero(index.df >= dense_df) if dense_df > 0 else np.empty(0, dtype=np.int64)
+        low = np.setdiff1d(np.arange(len(index.df)), high, assume_unique=True)
+        weights = index.weights.astype(np.float32).tocsc()
+        self.dense_wt = np.zeros((high.size, self.width), dtype=np.float32)
+        if high.size:
+            self.dense_wt[:, :n] = weights[:, high].toarray().T
+        tail = weights[:, low].T.tocsr()
+        self.sparse_wt = sp.csr_matrix((tail.data, tail.indices, tail.indptr), shape=(low.size, self.width))
+        q32 = queries.astype(np.float32)
+        self.dense_q = q32[:, high].tocsr() if high.size else None
+        self.sparse_q = q32[:, low].tocsr()
+        terms_per_query = np.diff(queries.indptr)
+        m = int(terms_per_query.max()) if terms_per_query.size else 0
+        self.delta = 2.0 * (m + 3) * _UNIT
+
+    def block(self, start: int, stop: int, out: np.ndarray, spare: np.ndarray) -> np.ndarray:
+        """Screening scores of query rows ``start:stop`` against every document (padded columns 0)."""
+        rows = stop - start
+        scores = out[:rows]
+        if self.dense_q is not None:
+            np.matmul(self.dense_q[start:stop].toarray(), self.dense_wt, out=scores)
+        else:
+            scores.fill(0.0)
+        if self.sparse_wt.shape[0]:
+            tail = self.sparse_q[start:stop] @ self.sparse_wt
+            scores += tail.toarray(out=spare[:rows])
+        return scores
+
+    def candidates(self, scores: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, columns) of ``scores`` that can be among a row's ``top`` best (ties included).
+
+        The ``top``-th best of the row's group maxima is at most the row's ``top``-th best float32
+        score t; the exact k-th best is then ≥ t / (1 + delta), and a column whose exact score is
+        within 10**-TIE_DECIMALS of that has a float32 score ≥ the threshold below: a superset of
+        what :func:`_pick` can take, whatever the rounding.
+        """
+        n_rows = scores.shape[0]
+        groups = self.width // _GROUP
+        pooled = scores.reshape(n_rows, _GROUP, groups).max(axis=1)
+        if top <= groups:
+            kth = np.partition(pooled, groups - top, axis=1)[:, groups - top].astype(np.float64)
+        else:
+            kth = np.full(n_rows, -np.inf)
+        tie = 2 * 10.0**-TIE_DECIMALS
+        threshold = (1 - self.delta) * (kth / (1 + self.delta) - tie)
+        group_rows, group_cols = np.nonzero((pooled >= threshold[:, None]) & (pooled > 0))
+        rows = np.repeat(group_rows, _GROUP)
+        cols = (group_cols[:, None] + np.arange(_GROUP) * groups).ravel()
+        values = scores[rows, cols]
+        keep = (values >= threshold[rows]) & (values > 0)
+        return rows[keep], cols[keep]
 
 
 def rivals(
@@ -395,48 +473,66 @@ def rivals(
     """For each skill (in the given order) its ``top`` nearest rivals: positive BM25 of its name +
     description against theirs, best first (ties by name), with the ratio to its self-score.
 
-    ``only``: compute the rivals of these skills alone (the index still holds every skill). Rows are
-    scored in blocks of at most ``block`` queries and at most :data:`BLOCK_CELLS` scores, so memory
-    stays bounded whatever the catalog (50,000 skills: blocks of 1,342 rows, about 0.5 GB each,
-    never the n² matrix). ``dense_df``: see :meth:`BM25Index.score_matrix`.
+    ``only``: compute the rivals of these skills alone (the index still holds every skill).
+
+    Exact, without the n² matrix in float64: rows are scored in blocks of at most ``block`` queries
+    and :data:`BLOCK_CELLS` scores in float32 (:class:`_Screen`; 50,000 skills: blocks of 671 rows,
+    128 MiB each), which finds per row the few columns whose exact score can reach its top ``top``
+    (ties included) with a proven bound on the float32 error; only those are scored again in float64
+    (each score summed in vocabulary order) and ranked. ``dense_df``: terms in at least this many
+    skills go through the dense product of the screen (``0``: none; ``None``: ``max(32, n // 20)``).
     """
     if top < 0:
         raise ValueError("top must be ≥ 0")
     docs = _documents(skills)
     index = BM25Index(docs)
+    n = len(docs)
     names = [s.name for s in skills]
-    rows = [i for i, n in enumerate(names) if only is None or n in only]
+    rows = np.asarray([i for i, name in enumerate(names) if only is None or name in only], dtype=np.int64)
     # A skill's query is its own document, so its term counts are the rows of the tf matrix.
-    q_all = index.tf[rows] if len(rows) < len(docs) else index.tf
-    if dense_df is None and len(rows) >= 1000 and len(docs) >= 1000:
-        dense_df = max(32, len(docs) // 50)
-    name_rank = np.empty(len(names), dtype=np.int64)
-    name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    out: list[SkillRivals] = []
-    block = max(1, min(block, BLOCK_CELLS // max(len(docs), 1)))
-    for start in range(0, len(rows), block):
-        chunk = index.score_matrix(q_all[start : start + block], dense_df=dense_df or 0)
-        own = np.asarray(rows[start : start + block])
-        positions = np.arange(own.size)
-        self_scores = chunk[positions, own].copy()
-        chunk[positions, own] = -np.inf
-        best = _top_block(chunk, top, name_rank)
-        for offset, (i, self_score, picked) in enumerate(
-            zip(own.tolist(), self_scores.tolist(), best, strict=True)
-        ):
-            values = chunk[offset, picked].tolist()
-            out.append(
-                SkillRivals(
-                    name=names[i],
-                    self_score=self_score,
-                    rivals=[
-                        Rival(name=names[j], score=v, ratio=v / self_score if self_score > 0 else None)
-                        for j, v in zip(picked, values, strict=True)
-                    ],
-                    path=skills[i].path,
-                )
+    queries: sp.csr_matrix = index.tf[rows] if rows.size < n else index.tf
+    self_scores = np.asarray(queries.multiply(index.weights[rows]).sum(axis=1)).ravel()
+    name_rank = np.empty(n, dtype=np.int64)
+    name_rank[sorted(range(n), key=names.__getitem__)] = np.arange(n)
+
+    found_rows: list[np.ndarray] = []
+    found_cols: list[np.ndarray] = []
+    found_scores: list[np.ndarray] = []
+    if top > 0 and rows.size and n:
+        screen = _Screen(index, queries, max(32, n // 20) if dense_df is None else dense_df)
+        block = max(1, min(block, rows.size, BLOCK_CELLS // screen.width))
+        out = np.empty((block, screen.width), dtype=np.float32)
+        spare = np.empty_like(out)
+        for start in range(0, rows.size, block):
+            stop = min(start + block, rows.size)
+            scores = screen.block(start, stop, out, spare)
+            scores[np.arange(stop - start), rows[start:stop]] = 0.0  # never its own rival
+            local, cols = screen.candidates(scores, top)
+            exact = np.asarray(queries[local + start].multiply(index.weights[cols]).sum(axis=1)).ravel()
+            kept = _pick(local, cols, exact, top, name_rank)
+            found_rows.append(local[kept] + start)
+            found_cols.append(cols[kept])
+            found_scores.append(exact[kept])
+
+    all_rows = np.concatenate(found_rows) if found_rows else np.empty(0, dtype=np.int64)
+    bounds = np.searchsorted(all_rows, np.arange(rows.size + 1)).tolist()
+    picked = np.concatenate(found_cols).tolist() if found_cols else []
+    values = np.concatenate(found_scores).tolist() if found_scores else []
+    out_list: list[SkillRivals] = []
+    for k, (i, self_score) in enumerate(zip(rows.tolist(), self_scores.tolist(), strict=True)):
+        lo, hi = bounds[k], bounds[k + 1]
+        out_list.append(
+            SkillRivals(
+                name=names[i],
+                self_score=self_score,
+                rivals=[
+                    Rival(name=names[j], score=v, ratio=v / self_score if self_score > 0 else None)
+                    for j, v in zip(picked[lo:hi], values[lo:hi], strict=True)
+                ],
+                path=skills[i].path,
             )
-    return out
+        )
+    return out_list
 
 
 @lru_cache(maxsize=16)

@@ -379,6 +379,13 @@ _UNIT = 2.0**-24
 """float32's unit roundoff."""
 
 
+def _exact_scores(
+    queries: sp.csr_matrix, weights: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray
+) -> np.ndarray:
+    """Float64 BM25 of query ``rows[i]`` against document ``cols[i]``, each summed in vocabulary order."""
+    return np.asarray(queries[rows].multiply(weights[cols]).sum(axis=1)).ravel()
+
+
 def _pick(
     rows: np.ndarray, cols: np.ndarray, scores: np.ndarray, top: int, name_rank: np.ndarray
 ) -> np.ndarray:
@@ -436,11 +443,16 @@ class _Screen:
     summation in any order, the rounding of the weights to float32 included).
     """
 
-    def __init__(self, index: BM25Index, queries: sp.csr_matrix, dense_df: int, block: int) -> None:
+    def __init__(
+        self, index: BM25Index, queries: sp.csr_matrix, dense_df: int, block: int, levels: int | None = None
+    ) -> None:
         import scipy.sparse as sp
 
         n = index.n_docs
-        self.height = -(-n // _GROUP) * _GROUP  # padded with empty documents to whole groups
+        # groups of groups for big catalogs: the partition of the pooled maxima is 16× smaller
+        self.levels = (2 if n >= _GROUP**3 else 1) if levels is None else levels
+        unit = _GROUP**self.levels
+        self.height = -(-n // unit) * unit  # padded with empty documents to whole groups
         self.block = max(1, min(block, queries.shape[0], BLOCK_CELLS // self.height))
         high = np.flatnonzero(index.df >= dense_df) if dense_df > 0 else np.empty(0, dtype=np.int64)
         low = np.setdiff1d(np.arange(len(index.df)), high, assume_unique=True)
@@ -471,28 +483,34 @@ class _Screen:
         """(queries counted from ``start``, documents) that can be among a query's ``top`` best.
 
         ``own``: each query's own document, never its rival. Documents are pooled in groups of
-        :data:`_GROUP`; the ``top``-th best group maximum is at most the query's ``top``-th best
-        float32 score t, so its exact k-th best is ≥ t / (1 + delta), and a document whose exact score
-        is within 10**-TIE_DECIMALS of that has a float32 score ≥ the threshold below: a superset of
-        what :func:`_pick` can take, whatever the rounding.
+        :data:`_GROUP` (and those groups again, for big catalogs); the ``top``-th best maximum of the
+        last level is at most the query's ``top``-th best float32 score t, so its exact k-th best is
+        ≥ t / (1 + delta), and a document whose exact score is within 10**-TIE_DECIMALS of that has a
+        float32 score ≥ the threshold below: a superset of what :func:`_pick` can take, whatever the
+        rounding. Only groups whose maximum reaches the threshold are opened, level by level.
         """
         scores = self.scores(start, stop)
         n_queries = stop - start
         scores[own, np.arange(n_queries)] = 0.0
-        groups = self.height // _GROUP
-        pooled = scores.reshape(_GROUP, groups, n_queries).max(axis=0)
-        if top <= groups:
-            kth = np.partition(pooled, groups - top, axis=0)[groups - top].astype(np.float64)
+        levels = [scores]
+        for _ in range(self.levels):
+            below = levels[-1]
+            levels.append(below.reshape(_GROUP, below.shape[0] // _GROUP, n_queries).max(axis=0))
+        last = levels[-1]
+        if top <= last.shape[0]:
+            kth = np.partition(last, last.shape[0] - top, axis=0)[last.shape[0] - top].astype(np.float64)
         else:
             kth = np.full(n_queries, -np.inf)
         tie = 2 * 10.0**-TIE_DECIMALS
         threshold = (1 - self.delta) * (kth / (1 + self.delta) - tie)
-        group_docs, queries = np.nonzero((pooled >= threshold) & (pooled > 0))
-        docs = (group_docs[:, None] + np.arange(_GROUP) * groups).ravel()
-        queries = np.repeat(queries, _GROUP)
-        values = scores[docs, queries]
-        keep = (values >= threshold[queries]) & (values > 0)
-        return queries[keep], docs[keep]
+        groups, queries = np.nonzero((last >= threshold) & (last > 0))
+        for above, below in itertools.pairwise(reversed(levels)):
+            groups = (groups[:, None] + np.arange(_GROUP) * above.shape[0]).ravel()
+            queries = np.repeat(queries, _GROUP)
+            values = below[groups, queries]
+            keep = (values >= threshold[queries]) & (values > 0)
+            groups, queries = groups[keep], queries[keep]
+        return queries, groups
 
 
 def rivals(
@@ -545,7 +563,7 @@ def _rivals(
     rows = np.asarray([i for i, name in enumerate(names) if only is None or name in only], dtype=np.int64)
     # A skill's query is its own document, so its term counts are the rows of the tf matrix.
     queries: sp.csr_matrix = index.tf[rows] if rows.size < n else index.tf
-    self_scores = np.asarray(queries.multiply(index.weights[rows]).sum(axis=1)).ravel()
+    self_scores = _exact_scores(queries, index.weights, np.arange(rows.size), rows)
     name_rank = np.empty(n, dtype=np.int64)
     name_rank[sorted(range(n), key=names.__getitem__)] = np.arange(n)
 
@@ -557,7 +575,7 @@ def _rivals(
         for start in range(0, rows.size, screen.block):
             stop = min(start + screen.block, rows.size)
             local, cols = screen.candidates(start, stop, rows[start:stop], top)
-            exact = np.asarray(queries[local + start].multiply(index.weights[cols]).sum(axis=1)).ravel()
+            exact = _exact_scores(queries, index.weights, local + start, cols)
             kept = _pick(local, cols, exact, top, name_rank)
             found_rows.append(local[kept] + start)
             found_cols.append(cols[kept])

@@ -210,16 +210,20 @@ def test_overlap_command_prints_the_rivals_of_before(corpora: Path) -> None:
 # ------------------------------------------------------------------------ the screen's guarantee
 
 
-@pytest.mark.parametrize(("seed", "dense_df", "top"), [(0, 0, 1), (1, 30, 5), (2, 5, 10), (3, 1, 40)])
+@pytest.mark.parametrize(
+    ("seed", "dense_df", "top", "levels"),
+    [(0, 0, 1, 1), (1, 30, 5, 1), (2, 5, 10, 1), (3, 1, 40, 1), (4, 5, 10, 2), (5, 0, 3, 2), (6, 30, 40, 2)],
+)
 def test_screen_candidates_hold_every_column_the_exact_rule_can_take(
-    seed: int, dense_df: int, top: int
+    seed: int, dense_df: int, top: int, levels: int
 ) -> None:
     """Whatever the float32 rounding, the candidates of a row hold every column whose exact score is
     within 10**-TIE_DECIMALS of the row's k-th best or above (and positive): what ranking may keep."""
     skills = zipf_catalog(500, seed=seed, vocabulary=400, words=(1, 30))
     exact = overlap_matrix(skills)
     index = BM25Index(_documents(skills))
-    screen = _Screen(index, index.tf, dense_df, block=128)
+    screen = _Screen(index, index.tf, dense_df, block=128, levels=levels)
+    assert screen.height % 16**levels == 0
     n = len(skills)
     for start in range(0, n, screen.block):
         stop = min(start + screen.block, n)

@@ -21,6 +21,13 @@ weight matrix ``W[d, t]`` (the per-term summand above) and the query-term count 
 query-vs-document scores are ``Q @ Wᵀ``. The vocabulary is sorted, so every score is computed in the
 same order whatever the order of the corpus. Tests hold it equal to :class:`LuceneBM25` within 1e-9.
 
+:func:`rivals` (each skill's top k of all n² pairs) never holds the float64 matrix: a float32 screen
+(:class:`_Screen`: a dense BLAS product for the common terms, a sparse one for the tail) scores a
+block of skills against all, a proven bound on its rounding keeps every pair that can reach a skill's
+top k, ties included, and only those (about k per skill) are scored again in float64 and ranked, so
+the result is the one the exact matrix gives. What bounds it at 50,000 skills: the two products
+(~13 ns a pair on the 2-core machine, the dense one two thirds of it), then the pooling of maxima.
+
 Lexical overlap is a targeting device — it says which pairs of skills deserve probing — not a verdict
 on whether an agent will confuse them.
 """

@@ -54,29 +54,35 @@ GC_PHASES = """
 import gc, sys
 phase = {"main": False}
 collections = {"start-up": 0, "study": 0}
+frozen = []
 
 def seen(event, info):
     if event == "start" and phase["main"]:
         collections["study" if "skillreach.flows.study" in sys.modules else "start-up"] += 1
+        frozen.append(gc.get_freeze_count())
 
 gc.callbacks.append(seen)
 from skillreach.cli import main
 phase["main"] = True
 code = main(["run", "--out", sys.argv[1]])
-print(code, gc.isenabled(), collections["start-up"], collections["study"])
+print(code, gc.isenabled(), collections["start-up"], collections["study"], min(frozen),
+      gc.get_freeze_count())
 """
 
 
 def test_run_loads_its_modules_without_collections_and_collects_during_the_study(tmp_path: Path) -> None:
     """Without the pause the start-up of a run starts hundreds of collections (Prefect and its models
-    load before ``skillreach.flows.study``); the study itself collects as usual."""
+    load before ``skillreach.flows.study``); the study itself collects, over its own objects only (the
+    loaded modules are frozen while it runs, and thawed when the command returns)."""
     proc = subprocess.run([sys.executable, "-c", GC_PHASES, "out"], capture_output=True, text=True,
                           check=False, env=_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    code, enabled, start_up, study = proc.stdout.split()[-4:]
+    code, enabled, start_up, study, frozen_in_study, frozen_after = proc.stdout.split()[-6:]
     assert (code, enabled) == ("0", "True")
     assert int(start_up) == 0
     assert int(study) > 0
+    assert int(frozen_in_study) > 100_000  # the modules' objects
+    assert frozen_after == "0"
     assert (tmp_path / "out" / "artifact.json").is_file()
 
 

@@ -47,7 +47,6 @@ from skillreach.artifacts import (
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
-from skillreach.study.probe_log import parse_lines
 
 __all__ = ["ProbeTable", "score"]
 
@@ -166,6 +165,8 @@ class ProbeTable:
                 for block in _blocks(cast(BinaryIO, lines)):
                     line0 += b.add_block(block, line0)
             else:
+                from skillreach.study.probe_log import parse_lines
+
                 for lineno, obj in parse_lines(cast(Iterable[bytes | str], lines), source=source,
                                                warnings=b.warnings):  # fmt: skip
                     b.add_raw(lineno, obj)
@@ -465,6 +466,9 @@ class _Builder:
             lines = [x + b"\n" for x in parts[:-1]]
             if parts[-1]:
                 lines.append(parts[-1])
+            # not at import: ``skillreach.study`` brings the settings (pydantic-settings, 0.3 s of start-up)
+            from skillreach.study.probe_log import parse_lines
+
             for lineno, obj in parse_lines(lines, source=self.source, warnings=self.warnings, start=line0):
                 self.add_raw(lineno, obj)
         return n_lines

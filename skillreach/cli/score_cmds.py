@@ -100,7 +100,24 @@ def score_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
+    from skillreach.artifacts import cyclic_gc_paused
 
+    # one burst of acyclic columns, models and rows from start to end (a million probes): the cyclic
+    # collector would walk them again and again to find nothing; reference counting frees them
+    with cyclic_gc_paused():
+        _score(queries, probes, skills, out, html, markdown, quiet=quiet)
+
+
+def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
+    queries: Path,
+    probes: Path,
+    skills: list[Path] | None,
+    out: str,
+    html: Path | None,
+    markdown: Path | None,
+    *,
+    quiet: bool,
+) -> None:
     from skillreach._paths import as_folder, ensure_parent
     from skillreach.artifacts import write_artifact
     from skillreach.errors import InputError

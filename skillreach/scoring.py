@@ -547,16 +547,22 @@ class _Builder:
         if None in costs:
             costs = [c for c in costs if c is not None]
         self.costs.extend(costs)
+        # a null meets ``sum`` (TypeError) or the getter (AttributeError) first: no scan for one before
         durations = list(map(_get["duration_ms"], rows))
-        if None in durations:
+        try:
+            total = sum(durations)  # an int exactly when every duration is one
+        except TypeError:
             durations = [d for d in durations if d is not None]
-        total = sum(durations)  # an int exactly when every duration is one
+            total = sum(durations)
         self.duration += total if type(total) is int else sum(map(int, durations))
         usages = list(map(_get["usage"], rows))
-        if None in usages:
+        try:
+            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        except AttributeError:
             usages = [u for u in usages if u is not None]
-        for k, name in enumerate(_USAGE_KEYS):
-            self.usage[k] += sum(map(_get_usage[name], usages))
+            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        for k, v in enumerate(sums):
+            self.usage[k] += v
 
     def build(self) -> ProbeTable:
         inv_len = np.asarray(self.inv_len, dtype=np.int64)

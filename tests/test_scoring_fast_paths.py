@@ -68,6 +68,8 @@ def _study(
             }  # fmt: skip
             if rec["duration_ms"] is None:
                 del rec["duration_ms"]  # not recorded
+            if rng.random() < 0.1:
+                del rec["usage"]  # not reported
             if rng.random() < 0.04:
                 rec["error"] = "rate limited"
                 lines.append(dict(rec))  # retried later: this record is superseded

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -138,7 +139,10 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
         )
         catalog = build_catalog(found, "full")
     query_set = load_query_set(queries)
-    with err.status(f"reading {probes} and scoring…"):
+    # the spinner only on a terminal: elsewhere it shows nothing, yet its refresh thread takes the GIL
+    # 12 times a second, and on a busy machine each hand-over can stall the reading for a time slice
+    spinner = err.status(f"reading {probes} and scoring…") if err.is_terminal else contextlib.nullcontext()
+    with spinner:
         table = _read_probes(probes)
         assert isinstance(table, ProbeTable)
         if len(table) == 0:

@@ -384,14 +384,23 @@ class Outcomes(Sequence[ProbeOutcome]):
         names = [enc(s) for s in self._names]
         # keys in sorted order: acceptable attempt compliance error invoked kind predicted quality
         # query_id scored_inv truth; the per-query values are fixed text around the per-probe ones
+        cached: dict[Any, str] = {}  # kinds, truths and acceptable lists repeat: each encoded once
+
+        def enc_once(value: Any) -> str:
+            text = cached.get(value)
+            if text is None:
+                text = cached[value] = enc(list(value) if isinstance(value, tuple) else value)
+            return text
+
+        ids = [orjson.dumps(qid).decode() for qid, _, _, _ in self._queries]
         queries = [
             (
-                '{"acceptable":' + enc(list(acc)) + ',"attempt":',
-                '],"kind":' + enc(kind) + ',"predicted":',
-                ',"query_id":' + enc(qid) + ',"scored_inv":[',
-                '],"truth":' + enc(truth) + "}",
+                '{"acceptable":' + enc_once(acc) + ',"attempt":',
+                '],"kind":' + enc_once(kind) + ',"predicted":',
+                ',"query_id":' + qid + ',"scored_inv":[',
+                '],"truth":' + enc_once(truth) + "}",
             )
-            for qid, kind, truth, acc in self._queries
+            for qid, (_, kind, truth, acc) in zip(ids, self._queries, strict=True)
         ]
         names_obj = np.array([*names, "null"], dtype=object)  # predicted -1 → "null", the last
         parts = np.array(queries, dtype=object).reshape(len(queries), 4)

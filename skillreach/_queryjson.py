@@ -11,6 +11,7 @@ and the general reader reads the file and gives its one-line error naming the fi
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -49,6 +50,7 @@ class _LiteSet(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _DECODER = msgspec.json.Decoder(_LiteSet)
+_SPACED_KEY = re.compile(r'"\s+:')
 _FIELDS = tuple(Query.model_fields)
 """Query's fields in declaration order (the order of a validated model's ``__dict__``)."""
 _get = {name: operator.attrgetter(name) for name in _LiteSet.__struct_fields__ + _Lite.__struct_fields__}
@@ -94,9 +96,12 @@ def _read(text: str) -> tuple[QuerySet, str] | None:
 
 def _keys_once(text: str, doc: _LiteSet) -> bool:
     """No key given twice in a query or at the top (msgspec would keep the last silently): the text
-    holds ``"key":`` exactly as often as keys were decoded. Anything else that spells it (a key with
-    a space before its colon, an escaped key, a provenance key of the same name) makes the counts
-    differ, and the general reader decides."""
+    holds ``"key":`` exactly as often as keys were decoded. A key spelled another way (a ``\\u``
+    escape, blanks before its colon) would not be counted, and its twin's value silently lost, so a
+    text with either goes to the general reader; so does one where the counts differ for any other
+    reason (a provenance key of the same name, say)."""
+    if "\\u" in text or _SPACED_KEY.search(text):
+        return False  # a key spelled otherwise than ``"key":`` would escape the counts
     lites = doc.queries
     n = len(lites)
     present = {

@@ -189,6 +189,8 @@ def test_hand_written_keys_are_read_as_the_general_reader_reads_them(tmp_path: P
     ("query", "message"),
     [
         ('{"id": "a", "text": "x", "text": "y", "expected_skill": "s"}', "key 'text' is given twice"),
+        ('{"id": "a", "text": "x", "text" : "y", "expected_skill": "s"}', "key 'text' is given twice"),
+        ('{"id": "a", "text": "x", "te\\u0078t": "y", "expected_skill": "s"}', "key 'text' is given twice"),
         ('{"id": "a", "text": "x", "expected_skil": "s"}', "unknown field 'expected_skil'"),
         ('{"id": " ", "text": "x", "expected_skill": "s"}', "id: must not be empty"),
         ('{"id": "a", "text": "x"}', "expected_skill is required for a implicit query"),

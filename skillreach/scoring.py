@@ -640,10 +640,12 @@ def _last_per_key(key: np.ndarray) -> np.ndarray:
         if n > 1 and bool(np.all(key[1:] > key[:-1])):
             return rows  # already in order, no repeat
         last = np.full(size, -1, dtype=np.int64)
-        if int(np.bincount(key).max()) == 1:
-            last[key] = rows  # no repeated key: a plain scatter is well defined
-        else:
-            np.maximum.at(last, key, rows)
+        last[key] = rows  # well defined when no key repeats: then every row fills a slot of its own
+        sel = last[last >= 0]
+        if len(sel) == n:
+            return sel
+        last.fill(-1)  # a key repeats (which row won its slot is not defined): the latest, exactly
+        np.maximum.at(last, key, rows)
         return last[last >= 0]
     order = np.argsort(key, kind="stable")
     ks = key[order]

@@ -174,7 +174,7 @@ async def run(probes: int, concurrency: int, latency: float, http: str = "auto")
         f"probes                 {len(records)} ({len(on_disk)} on disk, {errors} errors, "
         f"{hits} hit the target)"
     )
-    print(f"requests               {requests} (retries: {rt.stats.retries}; SDK transport: {rt.http})")
+    print(f"requests               {requests} (retries: {rt.stats.retries}; request path: {rt.request_path})")
     print(f"wall time              {wall:.2f} s")
     print(f"ideal                  {ideal:.2f} s  (requests × {latency * 1000:.0f} ms / {concurrency})")
     print(f"ratio                  {wall / ideal:.2f}  (goal ≤ 1.3)")

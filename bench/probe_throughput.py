@@ -171,7 +171,8 @@ async def run(args: argparse.Namespace) -> None:
         f"{probes} probes, {len(cat.skills)} skills, {latency * 1000:.0f} ms a request, "
         f"{concurrency} in flight"
     )
-    with tempfile.TemporaryDirectory() as tmp_name:
+    keep = contextlib.nullcontext(tempfile.mkdtemp(prefix="probe-throughput-")) if args.keep else None
+    with keep or tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         script = tmp / "script.json"
         script.write_text(json.dumps({q.text: [q.expected_skill] for q in queries}))
@@ -361,7 +362,7 @@ def _write_study(root: Path, cat: Catalog, queries: list[Query]) -> tuple[Path, 
     skills = root / "skills"
     for s in cat.skills:
         (skills / s.name).mkdir(parents=True, exist_ok=True)
-        text = f"---\nname: {s.name}\ndescription: {s.description}\n---\n{s.body}\n"
+        text = f"---\nname: {s.name}\ndescription: {json.dumps(s.description)}\n---\n{s.body}\n"
         (skills / s.name / "SKILL.md").write_text(text, encoding="utf-8")
     rows = [
         {"id": q.id, "text": q.text, "expected_skill": q.expected_skill, "kind": "implicit"} for q in queries
@@ -393,6 +394,8 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         argv += [str(qpath), "--runtime", "anthropic", "--model", "claude-sonnet-4-6", "--concurrency"]
         argv += [str(args.concurrency), "--out", str(root / "out")]
         t0 = time.perf_counter()
+        if args.keep:
+            print(f"study folder           {root} (kept)")
         proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
         command = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -409,6 +412,19 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         after, _ = await _replay_aiohttp(url, bodies, args.concurrency)
     bare = (before + after) / 2
     errors = sum(1 for r in records if r.error)
+    # where the span goes: each batch's own span, and the gaps between batches (set-up of the next)
+    by_batch: dict[int, list[tuple[datetime, datetime]]] = {}
+    order = {q.id: i for i, q in enumerate(queries)}
+    for r, start, end in zip(records, starts, ends, strict=True):
+        by_batch.setdefault(order[r.query_id] // 100, []).append((start, end))
+    spans = [(min(s for s, _ in v), max(e for _, e in v)) for _, v in sorted(by_batch.items())]
+    inside = sum((e - s).total_seconds() for s, e in spans)
+    gaps = [(spans[i + 1][0] - spans[i][1]).total_seconds() for i in range(len(spans) - 1)]
+    print(
+        f"batches                {len(spans)}: {inside:.2f} s inside batches "
+        f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them "
+        f"({', '.join(f'{g:.2f}' for g in gaps)})"
+    )
     print(f"skillreach run         {len(records)} probes ({errors} errors), command {command:.1f} s, ")
     print(
         f"                       probing (the probe log's span) {probing:.2f} s; bare aiohttp {before:.2f} / "
@@ -502,6 +518,7 @@ def main() -> None:
     parser.add_argument("--no-httpx", action="store_true", help="skip the (slow) bare httpx replay")
     parser.add_argument("--paths", action="store_true", help="client CPU a request of each request path")
     parser.add_argument("--cli", action="store_true", help="also measure through skillreach run")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (the --cli study)")
     args = parser.parse_args()
     asyncio.run(run(args))
 

@@ -67,6 +67,19 @@ def test_auto_takes_the_direct_path_and_the_sdk_path_stays_reachable() -> None:
     assert not DirectPost.available(client)
 
 
+def test_runtimes_share_one_verifying_tls_context() -> None:
+    """A study builds a runtime per batch: the certificates are loaded once per process, and
+    verification stays on (the SDK's own default)."""
+    import ssl
+
+    first, second = runtime("https://127.0.0.1:9"), runtime("https://127.0.0.1:9")
+    transports = [rt.client._client._transport for rt in (first, second)]
+    assert transports[0].ssl_context is transports[1].ssl_context
+    context = transports[0].ssl_context
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+
+
 async def test_both_paths_send_the_same_headers_and_bodies() -> None:
     sent: dict[bool, tuple[list[dict[str, str]], list[str]]] = {}
     for direct in (True, False):

@@ -19,13 +19,17 @@ process: the SDK's ``messages.create`` (model objects), ``messages.with_raw_resp
 SDK's ``client.post`` of pre-serialised bytes on its aiohttp and httpx transports, the runtime's direct
 path, and the bare clients.
 
+``--bounds`` prints the client CPU a request of each layer of probing: the runtime alone, the runner
+with an in-memory sink, the runner with the fsynced probe log.
+
 ``--cli`` measures through the command a user runs: ``skillreach run --runtime anthropic
 --concurrency 32`` (batches of 100, no Prefect server) on the same 100 skills and 1,000 queries; its
 probing wall is the probe log's span (first probe's start to last probe's end), compared with a bare
 aiohttp replay of the same bodies before and after it (their mean).
 
     .venv/bin/python bench/probe_throughput.py [--probes 1000] [--concurrency 32] [--latency 0.05]
-        [--rounds 3] [--http auto|aiohttp|httpx] [--sdk-path] [--no-httpx] [--paths] [--cli]
+        [--rounds 3] [--http auto|aiohttp|httpx] [--sdk-path] [--no-httpx] [--paths] [--bounds]
+        [--cli] [--keep]
 
 ``--http`` picks the SDK's HTTP transport (``auto``: aiohttp when ``anthropic[aiohttp]`` is installed);
 ``--sdk-path`` sends through the SDK's request builder instead of the runtime's direct path.
@@ -58,7 +62,7 @@ from skillreach.models import Catalog, ProbeRecord, Query, Skill  # noqa: E402
 from skillreach.runtimes._retry import RetryPolicy  # noqa: E402
 from skillreach.runtimes.anthropic import AnthropicRuntime  # noqa: E402
 from skillreach.settings import Settings  # noqa: E402
-from skillreach.study.contract import ProbeOptions  # noqa: E402
+from skillreach.study.contract import ProbeOptions, Tracker  # noqa: E402
 from skillreach.study.probe_log import JsonlSink, read_probes  # noqa: E402
 from skillreach.study.runner import run_probes  # noqa: E402
 
@@ -212,6 +216,8 @@ async def run(args: argparse.Namespace) -> None:
             bare_httpx = None if args.no_httpx else await _replay(url, bodies, concurrency)
             if args.paths:
                 await _paths(url, cat, concurrency)
+            if args.bounds:
+                await _bounds(url, cat, queries, concurrency, tmp)
         if args.cli:
             await _through_cli(args, cat, queries, tmp)
     ratios = sorted(p / b for p, _, b, _ in rounds)
@@ -356,6 +362,71 @@ async def _paths(url: str, cat: Catalog, concurrency: int, n: int = 500) -> None
     await sdk.close()
     await sdk_httpx.close()
     await rt.aclose()
+
+
+class _MemorySink:
+    """Records kept in memory, written on the event loop (no disk, no thread)."""
+
+    def __init__(self) -> None:
+        self.records: list[ProbeRecord] = []
+
+    def write(self, record: ProbeRecord) -> None:
+        self.records.append(record)
+
+
+async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int, tmp: Path) -> None:
+    """Client CPU a request of the layers of probing (same process, 2 rounds): the runtime alone
+    (``select`` under a semaphore), ``run_probes`` with an in-memory sink, and ``run_probes`` with the
+    fsynced probe log (``JsonlSink``: a thread hop, a JSON line and an fsync a record)."""
+    opts = ProbeOptions(model="claude-sonnet-4-6")
+    pairs = [(q, 1) for q in queries]
+
+    def make() -> AnthropicRuntime:
+        return AnthropicRuntime(
+            "claude-sonnet-4-6",
+            base_url=url,
+            api_key="sk-bench",
+            settings=Settings(),
+            concurrency=concurrency,
+        )
+
+    async def alone(rt: AnthropicRuntime) -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(q: Query) -> object:
+            async with gate:
+                return await rt.select(q, cat, Tracker.for_query(q, opts, 1))
+
+        await asyncio.gather(*(one(q) for q in queries))
+
+    async def memory(rt: AnthropicRuntime) -> None:
+        sink = _MemorySink()
+        await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
+
+    async def fsynced(rt: AnthropicRuntime) -> None:
+        sink = JsonlSink(tmp / f"bounds-{time.monotonic_ns()}.jsonl")
+        await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
+        sink.close()
+
+    layers = {
+        "the runtime alone (select, semaphore)": alone,
+        "run_probes, in-memory sink": memory,
+        "run_probes, fsynced JsonlSink": fsynced,
+    }
+    cpu: dict[str, list[float]] = {k: [] for k in layers}
+    for _ in range(2):
+        for name, fn in layers.items():
+            rt = make()
+            cpu0 = time.process_time()
+            await fn(rt)
+            cpu[name].append(1000 * (time.process_time() - cpu0) / len(queries))
+            await rt.aclose()
+    print(
+        f"client CPU a request by layer, {len(queries)} probes × 2 rounds "
+        "(ms; same process, threads included):"
+    )
+    for name, values in cpu.items():
+        print(f"  {name:40s} {min(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
 
 
 def _write_study(root: Path, cat: Catalog, queries: list[Query]) -> tuple[Path, Path]:
@@ -517,6 +588,7 @@ def main() -> None:
     )
     parser.add_argument("--no-httpx", action="store_true", help="skip the (slow) bare httpx replay")
     parser.add_argument("--paths", action="store_true", help="client CPU a request of each request path")
+    parser.add_argument("--bounds", action="store_true", help="client CPU a request by layer of probing")
     parser.add_argument("--cli", action="store_true", help="also measure through skillreach run")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (the --cli study)")
     args = parser.parse_args()

@@ -80,6 +80,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "AnthropicOptions",
     "AnthropicRuntime",
+    "DirectPost",
     "classify_error",
     "cost_of",
     "estimate_request_tokens",
@@ -190,8 +191,8 @@ class DirectPost:
 
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
-            ssl = _ssl_context() if self.url.startswith("https:") else True
-            connector = aiohttp.TCPConnector(limit=self.connections, ssl=ssl)
+            tls = _ssl_context() if self.url.startswith("https:") else True
+            connector = aiohttp.TCPConnector(limit=self.connections, ssl=tls)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(
@@ -314,7 +315,8 @@ class _Batcher:
 
 class AnthropicOptions(RuntimeOptions):
     """``runtime_options`` of the anthropic runtime (limits, retries and the timeout default to the
-    settings of the same names)."""
+    settings of the same names; ``direct = false`` sends Messages requests through the SDK's request
+    builder instead of :class:`DirectPost`)."""
 
     batch: bool = False
     concurrency: int | None = None

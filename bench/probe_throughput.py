@@ -464,6 +464,9 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         argv = [str(Path(sys.executable).parent / "skillreach"), "run", "--skills", str(skills), "--queries"]
         argv += [str(qpath), "--runtime", "anthropic", "--model", "claude-sonnet-4-6", "--concurrency"]
         argv += [str(args.concurrency), "--out", str(root / "out")]
+        if args.sdk_path:  # the SDK's request builder through the command too
+            (root / "study.toml").write_text("[runtime_options]\ndirect = false\n", encoding="utf-8")
+            argv += ["--config", str(root / "study.toml")]
         t0 = time.perf_counter()
         if args.keep:
             print(f"study folder           {root} (kept)")

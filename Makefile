@@ -9,11 +9,14 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test]'
 	touch $(STAMP)
 
+# Bytecode: the install compiles the dependencies (uv does not by default, pip does); the demo may
+# cache our own modules even when the shell sets PYTHONDONTWRITEBYTECODE (bench/demo_time.py:
+# compiling everything on every run more than doubles a warm demo's CPU).
 demo: $(STAMP)
-	$(BIN)/skillreach run
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/skillreach run
 
 test: $(STAMP) lint typecheck pytest
 

@@ -3,14 +3,28 @@ start costs. Prints a table; exits non-zero if a run fails.
 
 Cases (each a fresh process, a fresh output folder, the same offline example):
 
-- ``local, cold``   — no Prefect server, a brand-new PREFECT_HOME: ``skillreach run`` runs the study
-  flow in-process (``study.fn``); this is ``make demo`` on a new machine.
+- ``local, cold``   — no Prefect server, a brand-new PREFECT_HOME and no bytecode: ``skillreach run``
+  runs the study flow in-process (``study.fn``); this is ``make demo`` on a new machine.
 - ``local, warm``   — the same again (PREFECT_HOME and bytecode caches exist). Goal: ≤ 5 s, seconds
   converted to the quiet machine's by the same-process reference (bench/_calibrate.py).
+- ``local, warm, no bytecode`` — the same with ``PYTHONDONTWRITEBYTECODE`` set and no cache, so every
+  module is compiled from source on every run (what a shell that sets it, as the sandboxes these
+  figures come from do, got from a plain ``skillreach run`` before ``make demo`` unset it).
 - ``server``        — ``skillreach run`` against a running ``prefect server start`` (tracked flow run).
 - ``ephemeral, cold/warm`` — for comparison, the plain Prefect call ``await study(config)`` with no
   server configured: Prefect starts its temporary server for the run.
-- ``import prefect`` and ``prefect server start`` → healthy, to show where the time goes.
+- the breakdown: ``import prefect``, ``import skillreach.flows.study`` (Prefect and every module the
+  in-process study imports: the floor of the run) and an empty interpreter, all with bytecode;
+  ``prefect server start`` → healthy.
+
+Bytecode: Python caches compiled modules on a first run, so a second ``make demo`` reads them — unless
+``PYTHONDONTWRITEBYTECODE`` is set. The bench gives every case but the ``no bytecode`` one a cache
+folder of its own (``PYTHONPYCACHEPREFIX``) with writing allowed: the cold run fills it, the warm runs
+read it, whatever the calling shell sets and whether or not the venv was installed with bytecode.
+
+Seconds are converted to the quiet machine's two ways: wall seconds by the reference's wall time
+(the issue's goal), and CPU seconds (user + sys of the process) by the reference's CPU time, steadier
+when other work shares the cores (the run is one busy thread: on a quiet machine its wall ≈ its CPU).
 
 Usage: ``python bench/demo_time.py [--skip-ephemeral] [--skip-server]``
 """
@@ -18,6 +32,7 @@ Usage: ``python bench/demo_time.py [--skip-ephemeral] [--skip-server]``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -29,7 +44,7 @@ import time
 from pathlib import Path
 
 import _calibrate as calibrate
-from _calibrate import QUIET_US_PER_LINE, quiet_seconds, reference_us_per_line
+from _calibrate import _LINE, QUIET_US_PER_LINE, quiet_seconds, reference_us_per_line
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -44,13 +59,34 @@ asyncio.run(study(StudyConfig(out=Path(sys.argv[1]), home=Path(sys.argv[2]))))
 """
 
 
-def _env(prefect_home: Path, api: str | None = None) -> dict[str, str]:
+def _env(
+    prefect_home: Path, api: str | None = None, *, pycache: Path, bytecode: bool = True
+) -> dict[str, str]:
+    """The environment of a case: a PREFECT_HOME of its own, no telemetry, and ``pycache`` as the
+    bytecode cache (written and read when ``bytecode``; with ``bytecode=False`` nothing is written, so
+    an empty ``pycache`` means every module is compiled from source)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1",
-               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180")
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180", PYTHONPYCACHEPREFIX=str(pycache))
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     if api:
         env["PREFECT_API_URL"] = api
     return env
+
+
+def reference_cpu_us_per_line(lines: int = 50_000, repeat: int = 3) -> float:
+    """The reference of ``bench/_calibrate.py`` (stdlib ``json.loads`` of one probe line), in CPU µs."""
+    data = [_LINE] * lines
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for line in data:
+            json.loads(line)
+        best = min(best, time.process_time() - t0)
+    return best / lines * 1e6
 
 
 CPU: dict[float, float] = {}
@@ -96,40 +132,46 @@ def main() -> None:
     ap.add_argument("--skip-server", action="store_true", help="skip the running-server case")
     args = ap.parse_args()
     rows: list[tuple[str, float]] = []
-    ref = reference_us_per_line()
+    ref, ref_cpu = reference_us_per_line(), reference_cpu_us_per_line()
     work = Path(tempfile.mkdtemp(prefix="skillreach-demo-time-"))
+    pycache = work / "pycache"  # the bytecode every case but "no bytecode" writes and reads
     try:
         home = work / "prefect-home"
         n = 0
 
-        def run(label: str, env: dict[str, str], cmd: list[str] | None = None) -> None:
+        def timed(label: str, env: dict[str, str], cmd: list[str]) -> None:
+            rows.append((label, _timed(cmd, env, work)))
+            print(f"{label:42} {rows[-1][1]:6.1f} s  {CPU[rows[-1][1]]:6.1f} s CPU", flush=True)
+
+        def run(label: str, env: dict[str, str]) -> None:
             nonlocal n
             n += 1
-            out = work / f"out{n}"
-            cmd = cmd or [SKILLREACH, "run", "--out", str(out)]
-            rows.append((label, _timed(cmd, env, work)))
-            print(f"{label:34} {rows[-1][1]:6.1f} s", flush=True)
+            timed(label, env, [SKILLREACH, "run", "--out", str(work / f"out{n}")])
 
-        rows.append(("import prefect", _timed([sys.executable, "-c", "import prefect"], _env(home), work)))
-        print(f"{'import prefect':34} {rows[-1][1]:6.1f} s", flush=True)
-        run("skillreach run — local, cold", _env(home))
-        run("skillreach run — local, warm", _env(home))
-        run("skillreach run — local, warm (again)", _env(home))
+        run("skillreach run — local, cold", _env(home, pycache=pycache))
+        run("skillreach run — local, warm", _env(home, pycache=pycache))
+        run("skillreach run — local, warm (again)", _env(home, pycache=pycache))
+        run("skillreach run — local, warm, no bytecode", _env(home, pycache=work / "empty", bytecode=False))
+        run("skillreach run — local, warm (third)", _env(home, pycache=pycache))
+        py = sys.executable
+        timed("python -c pass", _env(home, pycache=pycache), [py, "-c", "pass"])
+        timed("import prefect", _env(home, pycache=pycache), [py, "-c", "import prefect"])
+        timed("import skillreach.flows.study", _env(home, pycache=pycache),
+              [py, "-c", "import skillreach.flows.study"])
         if not args.skip_server:
             port = _free_port()
             api = f"http://127.0.0.1:{port}/api"
             server_home = work / "server-home"
             server = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-                 "--port", str(port)],
-                env=_env(server_home), cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True,
+                [py, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                env=_env(server_home, pycache=pycache), cwd=work, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
             )
             try:
                 rows.append(("prefect server start → healthy", _wait_health(api)))
-                print(f"{'prefect server start → healthy':34} {rows[-1][1]:6.1f} s", flush=True)
-                run("skillreach run — running server", _env(server_home, api))
-                run("skillreach run — running server (again)", _env(server_home, api))
+                print(f"{'prefect server start → healthy':42} {rows[-1][1]:6.1f} s", flush=True)
+                run("skillreach run — running server", _env(server_home, api, pycache=pycache))
+                run("skillreach run — running server (again)", _env(server_home, api, pycache=pycache))
             finally:
                 server.terminate()
                 try:
@@ -140,22 +182,30 @@ def main() -> None:
             eph_home = work / "ephemeral-home"
             for label in ("study flow — ephemeral server, cold", "study flow — ephemeral server, warm"):
                 n += 1
-                cmd = [sys.executable, "-c", EPHEMERAL, str(work / f"out{n}"), str(work / "store")]
-                rows.append((label, _timed(cmd, {**_env(eph_home), "PYTHONPATH": str(REPO)}, work)))
-                print(f"{label:34} {rows[-1][1]:6.1f} s", flush=True)
+                cmd = [py, "-c", EPHEMERAL, str(work / f"out{n}"), str(work / "store")]
+                timed(label, {**_env(eph_home, pycache=pycache), "PYTHONPATH": str(REPO)}, cmd)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
-    print(f"\n{'case':40} {'wall s':>7} {'cpu s':>6}")
+    print(f"\n{'case':44} {'wall s':>7} {'cpu s':>6}")
     for label, secs in rows:
         cpu = CPU.get(secs)
-        print(f"{label:40} {secs:7.1f} {'' if cpu is None else f'{cpu:6.1f}'}")
-    warm = [s for label, s in rows if "local, warm" in label]
+        print(f"{label:44} {secs:7.1f} {'' if cpu is None else f'{cpu:6.1f}'}")
+    warm = [s for label, s in rows if "local, warm" in label and "no bytecode" not in label]
     quiet = quiet_seconds(min(warm), ref)
-    print(f"\nreference: stdlib json.loads of a probe line {ref:.2f} µs ({QUIET_US_PER_LINE} µs when the "
-          f"goals were set); best warm {min(warm):.1f} s = {quiet:.1f} s at the reference's quiet speed")
+    quiet_cpu = quiet_seconds(min(CPU[s] for s in warm), ref_cpu)
+    cold_src = next(s for label, s in rows if "no bytecode" in label)
+    floor = next(s for label, s in rows if label == "import skillreach.flows.study")
+    print(f"\nreference: stdlib json.loads of a probe line {ref:.2f} µs wall, {ref_cpu:.2f} µs CPU "
+          f"({QUIET_US_PER_LINE} µs when the goals were set)")
+    print(f"best warm {min(warm):.1f} s = {quiet:.1f} s at the reference's quiet speed; "
+          f"CPU {min(CPU[s] for s in warm):.1f} s = {quiet_cpu:.1f} s")
+    print(f"without bytecode: {quiet_seconds(CPU[cold_src], ref_cpu):.1f} s (CPU, quiet); "
+          f"the imports of the in-process study (Prefect and ours) take "
+          f"{CPU[floor] / min(CPU[s] for s in warm):.0%} of a warm run's CPU")
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
-    print(calibrate.verdict("make demo warm (skillreach run), quiet seconds", quiet, 5.0, " s"))
+    print(calibrate.verdict("make demo warm (skillreach run), quiet seconds (wall)", quiet, 5.0, " s"))
+    print(calibrate.verdict("make demo warm (skillreach run), quiet seconds (CPU)", quiet_cpu, 5.0, " s"))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Two figures, each a ratio to a reference run in the same process on the same dat
 Also printed: the in-process split (parse, score) and sklearn on the label strings.
 
     .venv/bin/python bench/score.py [--probes N] [--skills K] [--attempts A] [--seed S] [--pydantic]
+                                    [--data DIR]
 
 Score and sklearn (int labels) are timed in turn, best of ``--repeat`` each, wall and CPU seconds.
 """
@@ -23,7 +24,9 @@ import argparse
 import json
 import math
 import os
+import pickle
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,8 +37,9 @@ from typing import cast
 
 import numpy as np
 
-from skillreach.artifacts import Artifact
+from skillreach.artifacts import Artifact, write_artifact
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Provenance, Query, QueryKind, QuerySet, Skill
+from skillreach.queries import load_query_set
 from skillreach.scoring import ProbeTable, score
 
 
@@ -177,22 +181,44 @@ def main() -> None:
     ap.add_argument("--uniform", action="store_true", help="confusions anywhere (every matrix cell filled)")
     ap.add_argument("--repeat", type=int, default=3, help="time each side this many times; best")
     ap.add_argument("--skip-command", action="store_true", help="only the in-process figures")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        help="keep the generated inputs in this folder and reuse them when they are there (generating a "
+        "million probe lines takes ~50 s); its study.pickle must match the size flags",
+    )
     args = ap.parse_args()
 
     from sklearn.metrics import precision_recall_fscore_support
 
     t0 = time.perf_counter()
-    qs, catalog, lines = make_study(args.probes, args.skills, args.attempts, args.seed, uniform=args.uniform)
-    print(
-        f"generated {len(lines):,} probe lines over {args.skills} skills, {len(qs.queries):,} queries "
-        f"in {time.perf_counter() - t0:.1f} s"
-    )
+    sizes = (args.probes, args.skills, args.attempts, args.seed, args.uniform)
+    kept = args.data / "study.pickle" if args.data else None
+    if kept is not None and kept.exists() and pickle.loads(kept.read_bytes())[0] == sizes:
+        qs, catalog = pickle.loads(kept.read_bytes())[1:]
+        n_lines = sum(1 for _ in (args.data / "probes.jsonl").open("rb"))
+        lines: list[bytes] = []
+        print(f"reusing {n_lines:,} probe lines, {len(qs.queries):,} queries from {args.data}")
+    else:
+        qs, catalog, lines = make_study(*sizes[:4], uniform=args.uniform)
+        print(
+            f"generated {len(lines):,} probe lines over {args.skills} skills, {len(qs.queries):,} queries "
+            f"in {time.perf_counter() - t0:.1f} s"
+        )
     repeat = max(1, args.repeat)
     results: list[tuple[str, float, float]] = []
 
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         folder = Path(tmp)
-        probes, queries, skills = write_inputs(folder, qs, catalog, lines)
+        if args.data is None:
+            probes, queries, skills = write_inputs(folder, qs, catalog, lines)
+        elif lines:  # fresh inputs: written to --data
+            shutil.rmtree(args.data, ignore_errors=True)
+            args.data.mkdir(parents=True)
+            probes, queries, skills = write_inputs(args.data, qs, catalog, lines)
+            (args.data / "study.pickle").write_bytes(pickle.dumps((sizes, qs, catalog)))
+        else:
+            probes, queries, skills = (args.data / n for n in ("probes.jsonl", "queries.json", "skills"))
         size = probes.stat().st_size
         if not args.skip_command:
             t_cmd, c_cmd, rss, t_ref, c_ref = math.inf, math.inf, 0, math.inf, math.inf
@@ -212,12 +238,22 @@ def main() -> None:
             )
             results.append(("skillreach score / stdlib json decode", t_cmd / t_ref, 1.0))
             results.append(("skillreach score peak memory, GiB", gib, 1.5))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
+        load_query_set(queries)
+        t_q, c_q = time.perf_counter() - t0, time.process_time() - c0
+        print(f"in process: load the query set:                {t_q:7.3f} s  (CPU {c_q:.3f} s)")
+        t0, c0 = time.perf_counter(), time.process_time()
         with probes.open("rb") as fh:
             table = ProbeTable.from_lines(fh, source=str(probes))
-        t_parse = time.perf_counter() - t0
-        print(f"in process: parse (probes.jsonl → ProbeTable): {t_parse:7.3f} s")
+        t_parse, c_parse = time.perf_counter() - t0, time.process_time() - c0
+        print(f"in process: parse (probes.jsonl → ProbeTable): {t_parse:7.3f} s  (CPU {c_parse:.3f} s)")
+        t0, c0 = time.perf_counter(), time.process_time()
+        write_artifact(score(qs, table, catalog), folder / "in-process.json")
+        t_w, c_w = time.perf_counter() - t0, time.process_time() - c0
+        print(f"in process: score and write artifact.json:     {t_w:7.3f} s  (CPU {c_w:.3f} s)")
     if args.pydantic:
+        if not lines:
+            lines = probes.read_bytes().splitlines()
         t0 = time.perf_counter()
         records = [ProbeRecord.model_validate_json(line) for line in lines]
         print(f"in process: parse (lines → ProbeRecord):       {time.perf_counter() - t0:7.3f} s  (pydantic)")

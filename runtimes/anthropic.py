@@ -19,12 +19,18 @@ What it takes care of:
   API's message. Failures become the probe's ``error``, never an empty selection.
 - **Limits**: a semaphore bounds requests in flight; token buckets bound requests and input tokens per
   minute (``requests_per_minute``, ``input_tokens_per_minute``).
-- **Client CPU**: at high concurrency the client's own CPU per request is the limit, so the SDK runs on
-  its aiohttp transport (``anthropic[aiohttp]``, ``http="aiohttp"``; ``"httpx"`` is the SDK default,
-  used when aiohttp is not installed), and the request body is sent as JSON bytes whose stable part —
-  system prompt and tool listing, ~30 KB for 100 skills — is serialised once per catalog, not once per
-  request (``client.post("/v1/messages", content=...)``: the SDK's own request path, headers, auth and
-  errors). ``bench/probe_throughput.py`` measures it.
+- **Client CPU**: at high concurrency the client's own CPU per request is the limit. The request body
+  is JSON bytes whose stable part — system prompt and tool listing, ~30 KB for 100 skills — is
+  serialised once per catalog, not once per request. With aiohttp installed (``anthropic[aiohttp]``,
+  ``http="auto"`` or ``"aiohttp"``) and a static key or token, each Messages request is one POST on a
+  shared aiohttp session (:class:`DirectPost`: a keep-alive pool as large as the concurrency) with the
+  headers and URL the SDK client would send, taken from it once; a status error is built by the SDK
+  from the response and a connection failure wrapped as the SDK does, so errors translate exactly as
+  on the SDK's path. The SDK's request builder (options models, header merging, URL parsing, its
+  httpx2 layer) costs ~1.3 ms of CPU a request, the direct POST ~0.6 ms (``bench/probe_throughput.py
+  --paths``). ``direct=False``, OAuth credentials, an injected ``client`` or ``http="httpx"`` (the
+  SDK default, used when aiohttp is not installed) keep the SDK's own path
+  (``client.post("/v1/messages", content=...)``). Batches and ``/v1/models`` always use the SDK.
 - **Batch mode** (``batch=True``): requests go through the Message Batches API — turn 1 of every probe
   in flight in one batch, then one batch per further turn for the probes still going, polled with
   backoff. Run it with every probe in flight at once (``run_probes`` does so: ``wants_all_probes``).
@@ -44,11 +50,13 @@ them (or ``api_key=`` / ``base_url=``); the key is never logged or recorded.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
 import math
 import os
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -72,6 +80,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "AnthropicOptions",
     "AnthropicRuntime",
+    "DirectPost",
     "classify_error",
     "cost_of",
     "estimate_request_tokens",
@@ -121,6 +130,115 @@ class RuntimeStats:
     batches: int = 0
     waits_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
+
+
+class DirectPost:
+    """``POST /v1/messages`` on one shared aiohttp session (keep-alive, ``connections`` in the pool),
+    with the URL and headers the SDK ``client`` sends (auth, ``anthropic-version``, its user agent and
+    platform headers, custom headers), read from it once.
+
+    Errors are the SDK's: a 4xx/5xx is built by the client from the response
+    (``_make_status_error_from_response``, so the status, body and ``retry-after`` /
+    ``x-should-retry`` headers reach :func:`classify_error` as on the SDK's path); an aiohttp failure
+    goes through the SDK's own aiohttp exception map and is raised as ``APITimeoutError`` /
+    ``APIConnectionError`` from it, as the SDK's request path does. The session is made on first use
+    in the running event loop (a new loop gets a new one).
+    """
+
+    def __init__(self, client: Any, connections: int, timeout_s: float) -> None:
+        import httpx2
+        from anthropic._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
+
+        self._httpx = httpx2
+        self._map_exceptions = map_aiohttp_exceptions
+        self._client = client
+        self.url = str(client.base_url).rstrip("/") + "/v1/messages"
+        headers = {k.lower(): v for k, v in client.default_headers.items() if isinstance(v, str)}
+        headers.update(
+            {
+                "content-type": "application/json",
+                "x-stainless-retry-count": "0",  # our retries are not the SDK's
+                "x-stainless-timeout": str(timeout_s),
+                "x-stainless-read-timeout": str(timeout_s),
+            }
+        )
+        self.headers = headers
+        self.connections = max(1, connections)
+        self.timeout_s = timeout_s
+        self._request = httpx2.Request("POST", self.url)  # what the SDK's exceptions carry
+        self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @staticmethod
+    def available(client: Any) -> bool:
+        """Whether the direct path can send what the SDK would: aiohttp and the SDK's httpx2 layer are
+        importable, the credentials are a static key or token (OAuth credentials refresh inside the
+        SDK), and the client has no middleware."""
+        if getattr(client, "_custom_auth", None) is not None or getattr(client, "_middleware", None):
+            return False
+        if not (getattr(client, "api_key", None) or getattr(client, "auth_token", None)):
+            return False
+        try:
+            import aiohttp  # noqa: F401
+            import httpx2  # noqa: F401
+            from anthropic._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def _open(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop:
+            tls = _ssl_context() if self.url.startswith("https:") else True
+            connector = aiohttp.TCPConnector(limit=self.connections, ssl=tls)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s, connect=self.timeout_s
+                ),
+            )
+            self._loop = loop
+        return self._session
+
+    async def post(self, body: bytes) -> bytes:
+        """The response body of a 2xx; the SDK's exception otherwise."""
+        session = self._open()
+        httpx2 = self._httpx
+        try:
+            with self._map_exceptions():
+                async with session.post(self.url, data=body, headers=self.headers) as resp:
+                    data: bytes = await resp.read()
+                    status, raw_headers = resp.status, resp.raw_headers
+        except httpx2.TimeoutException as exc:
+            raise anthropic.APITimeoutError(request=self._request) from exc
+        except Exception as exc:
+            raise anthropic.APIConnectionError(request=self._request) from exc
+        if status >= 400:
+            response = httpx2.Response(status, headers=raw_headers, content=data, request=self._request)
+            raise self._client._make_status_error_from_response(response)
+        return data
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is self._loop:
+                await session.close()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The TLS context the SDK's aiohttp transport makes for itself (``httpx2.create_ssl_context()``:
+    verification on, ``SSL_CERT_FILE`` honoured), made once per process: loading the certificates costs
+    ~70 ms of CPU, and a study builds a runtime per batch."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def _http_backend(choice: str) -> str:
@@ -197,7 +315,8 @@ class _Batcher:
 
 class AnthropicOptions(RuntimeOptions):
     """``runtime_options`` of the anthropic runtime (limits, retries and the timeout default to the
-    settings of the same names)."""
+    settings of the same names; ``direct = false`` sends Messages requests through the SDK's request
+    builder instead of :class:`DirectPost`)."""
 
     batch: bool = False
     concurrency: int | None = None
@@ -213,6 +332,7 @@ class AnthropicOptions(RuntimeOptions):
     poll_max_s: float = 60.0
     batch_window_s: float = 0.05
     http: str = "auto"
+    direct: bool = True
 
 
 class AnthropicRuntime:
@@ -244,6 +364,7 @@ class AnthropicRuntime:
         poll_max_s: float = 60.0,
         batch_window_s: float = 0.05,
         http: str = "auto",
+        direct: bool = True,
         client: Any = None,
     ) -> None:
         self.settings = settings or default_settings()
@@ -281,9 +402,8 @@ class AnthropicRuntime:
             try:
                 if self.http == "aiohttp":
                     # one aiohttp pool (the SDK's default limits) serves every request in flight
-                    self._clients = [
-                        anthropic.AsyncAnthropic(**kwargs, http_client=anthropic.DefaultAioHttpClient())
-                    ]
+                    http_client = anthropic.DefaultAioHttpClient(verify=_ssl_context())
+                    self._clients = [anthropic.AsyncAnthropic(**kwargs, http_client=http_client)]
                 else:
                     # httpcore scans every pooled connection on each request; a few clients with
                     # CONNECTIONS_PER_CLIENT connections each keep that scan short at high concurrency
@@ -296,6 +416,14 @@ class AnthropicRuntime:
                 raise ConfigError(_NO_KEY)
         self.client = self._clients[0]
         self._next_client = itertools.cycle(self._clients)
+        self._direct: DirectPost | None = None
+        if direct and client is None and self.http == "aiohttp" and DirectPost.available(self.client):
+            self._direct = DirectPost(self.client, concurrency or s.concurrency, self.timeout_s)
+
+    @property
+    def request_path(self) -> str:
+        """How Messages requests are sent: ``direct aiohttp`` or ``SDK (<transport>)``."""
+        return "direct aiohttp" if self._direct is not None else f"SDK ({self.http})"
 
     # ---------------------------------------------------------------------------------- plumbing
 
@@ -329,13 +457,15 @@ class AnthropicRuntime:
             if self._itpm.rate is not None:
                 await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
-            client = next(self._next_client)
-            raw = await client.post(
-                "/v1/messages",
-                content=body,
-                cast_to=bytes,
-                options={"headers": {"content-type": "application/json"}, "timeout": self.timeout_s},
-            )
+            if self._direct is not None:
+                raw = await self._direct.post(body)
+            else:
+                raw = await next(self._next_client).post(
+                    "/v1/messages",
+                    content=body,
+                    cast_to=bytes,
+                    options={"headers": {"content-type": "application/json"}, "timeout": self.timeout_s},
+                )
         try:
             message: dict[str, Any] = orjson.loads(raw)
         except ValueError as exc:
@@ -510,5 +640,7 @@ class AnthropicRuntime:
         return package_version("anthropic")
 
     async def aclose(self) -> None:
+        if self._direct is not None:
+            await self._direct.aclose()
         for client in self._clients:
             await client.close()

@@ -22,7 +22,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, cast, overload
 
 import numpy as np
 import orjson
@@ -136,6 +136,24 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     off = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=off[1:])
     return off
+
+
+def _csr_text(flat: np.ndarray, off: np.ndarray, start: int, end: int, names: np.ndarray) -> list[str]:
+    """The rows ``start:end`` of a CSR column as the comma-joined JSON texts of their names: one
+    element-wise string addition per position over the rows of each length, no Python code per row."""
+    o = off[start : end + 1]
+    lengths = o[1:] - o[:-1]
+    text = np.full(end - start, "", dtype=object)
+    for length in np.unique(lengths).tolist():
+        if length == 0:
+            continue
+        rows = np.flatnonzero(lengths == length)
+        first = o[:-1][rows]
+        acc = names[flat[first]]
+        for j in range(1, length):
+            acc = acc + "," + names[flat[first + j]]
+        text[rows] = acc
+    return cast(list[str], text.tolist())
 
 
 class Outcomes(Sequence[ProbeOutcome]):
@@ -366,54 +384,62 @@ class Outcomes(Sequence[ProbeOutcome]):
         names = [enc(s) for s in self._names]
         # keys in sorted order: acceptable attempt compliance error invoked kind predicted quality
         # query_id scored_inv truth; the per-query values are fixed text around the per-probe ones
+        cached: dict[Any, str] = {}  # kinds, truths and acceptable lists repeat: each encoded once
+
+        def enc_once(value: Any) -> str:
+            text = cached.get(value)
+            if text is None:
+                text = cached[value] = enc(list(value) if isinstance(value, tuple) else value)
+            return text
+
+        ids = [orjson.dumps(qid).decode() for qid, _, _, _ in self._queries]
         queries = [
             (
-                '{"acceptable":' + enc(list(acc)) + ',"attempt":',
-                '],"kind":' + enc(kind) + ',"predicted":',
-                ',"query_id":' + enc(qid) + ',"scored_inv":[',
-                '],"truth":' + enc(truth) + "}",
+                '{"acceptable":' + enc_once(acc) + ',"attempt":',
+                '],"kind":' + enc_once(kind) + ',"predicted":',
+                ',"query_id":' + qid + ',"scored_inv":[',
+                '],"truth":' + enc_once(truth) + "}",
             )
-            for qid, kind, truth, acc in self._queries
+            for qid, (_, kind, truth, acc) in zip(ids, self._queries, strict=True)
         ]
-        names_null = [*names, "null"]  # predicted -1 → names_null[-1]
-        comp_text = ("null", "false", "true")  # compliance -1, 0, 1 → index + 1
-        inv_off = self._inv_off.tolist()
-        sc_off = self._scored_off.tolist()
-        inv_flat = self._inv_flat
-        sc_flat = self._scored_flat
+        names_obj = np.array([*names, "null"], dtype=object)  # predicted -1 → "null", the last
+        parts = np.array(queries, dtype=object).reshape(len(queries), 4)
+        mids = np.array([f',"compliance":{t},"error":null,"invoked":[' for t in ("null", "false", "true")],
+                        dtype=object)  # fmt: skip
         errors = self._errors
+        errored = np.array(sorted(errors), dtype=np.int64)
         n = len(self)
         for start in range(0, n, chunk):
             end = min(n, start + chunk)
-            inv = [names[x] for x in inv_flat[inv_off[start] : inv_off[end]].tolist()]
-            sc = [names[x] for x in sc_flat[sc_off[start] : sc_off[end]].tolist()]
-            ia, sa = inv_off[start], sc_off[start]
-            comp = (self._compliance[start:end] + 1).tolist()
+            q = self._q[start:end]
+            qa, qk, qt, qz = (parts[q, j].tolist() for j in range(4))
+            comp = self._compliance[start:end].astype(np.int64) + 1  # -1, 0, 1 → null, false, true
+            mid = mids[comp]
+            for i in errored[np.searchsorted(errored, start) : np.searchsorted(errored, end)].tolist():
+                mid[i - start] = (
+                    f',"compliance":{("null", "false", "true")[comp[i - start]]},"error":{enc(errors[i])}'
+                    ',"invoked":['
+                )
             qual = self._quality[start:end]
-            qual_text = ["null"] * (end - start)
+            qual_text = np.full(end - start, ',"quality":null', dtype=object)
             for i in np.flatnonzero(~np.isnan(qual)).tolist():
-                qual_text[i] = enc(float(qual[i]))
-            out: list[str] = []
-            append = out.append
-            for k, (qi, att, p, c, ql) in enumerate(
-                zip(
-                    self._q[start:end].tolist(),
+                qual_text[i] = ',"quality":' + enc(float(qual[i]))
+            out = [
+                f"{a}{att}{m}{inv}{k}{pred}{ql}{t}{sc}{z}"
+                for a, att, m, inv, k, pred, ql, t, sc, z in zip(
+                    qa,
                     self._attempt[start:end].tolist(),
-                    self._predicted[start:end].tolist(),
-                    comp,
-                    qual_text,
+                    mid.tolist(),
+                    _csr_text(self._inv_flat, self._inv_off, start, end, names_obj),
+                    qk,
+                    names_obj[self._predicted[start:end]].tolist(),
+                    qual_text.tolist(),
+                    qt,
+                    _csr_text(self._scored_flat, self._scored_off, start, end, names_obj),
+                    qz,
                     strict=True,
                 )
-            ):
-                i = start + k
-                qa, qk, qt, qz = queries[qi]
-                err = errors.get(i)
-                append(
-                    f'{qa}{att},"compliance":{comp_text[c]},"error":{"null" if err is None else enc(err)}'
-                    f',"invoked":[{",".join(inv[inv_off[i] - ia : inv_off[i + 1] - ia])}{qk}'
-                    f'{names_null[p]},"quality":{ql}{qt}'
-                    f"{','.join(sc[sc_off[i] - sa : sc_off[i + 1] - sa])}{qz}"
-                )
+            ]
             yield out
 
     def __eq__(self, other: object) -> bool:

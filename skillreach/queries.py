@@ -112,9 +112,9 @@ def load_query_set(path: str | Path, *, catalog: Catalog | Iterable[str] | None 
     acceptable skill must be resident in it.
     """
     path = Path(path)
-    qs = read_query_file(path)
+    qs, computed = _read(path)
     if qs.provenance.digest:
-        _check_digest(qs, path)
+        _check_digest(qs, path, computed)
     if catalog is not None:
         validate_against_catalog(qs, catalog, source=str(path))
     return qs
@@ -122,7 +122,12 @@ def load_query_set(path: str | Path, *, catalog: Catalog | Iterable[str] | None 
 
 def read_query_file(path: str | Path) -> QuerySet:
     """Parse and validate a query file of any supported format, without checking a recorded digest."""
-    path = Path(path)
+    return _read(Path(path))[0]
+
+
+def _read(path: Path) -> tuple[QuerySet, str | None]:
+    """The query set and, when the fast JSON reader read it (:mod:`skillreach._queryjson`), its
+    digest as :meth:`QuerySet.compute_digest` gives it."""
     if not path.is_file():
         raise NotFoundError(
             f"{path}: no such query file; pass a JSON, JSONL, CSV or YAML query set"
@@ -145,6 +150,12 @@ def read_query_file(path: str | Path) -> QuerySet:
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path and permissions") from exc
     suffix = path.suffix.lower()
+    if suffix == ".json":
+        from skillreach._queryjson import read_json_fast
+
+        fast = read_json_fast(text)
+        if fast is not None:
+            return fast
     if suffix == ".jsonl":
         catalog_id, rows, provenance = "all", _rows_from_jsonl(text, path), None
     elif suffix == ".csv":
@@ -158,7 +169,7 @@ def read_query_file(path: str | Path) -> QuerySet:
             f"{path}: unknown query file type {suffix or '(no extension)'!r}; "
             "use .json, .jsonl, .csv, .yaml or .yml"
         )
-    return _build(path, catalog_id, rows, provenance)
+    return _build(path, catalog_id, rows, provenance), None
 
 
 def _build(path: Path, catalog_id: Any, rows: list[_Row], provenance: Any) -> QuerySet:
@@ -534,22 +545,23 @@ def verify_query_set(path: str | Path) -> QuerySet:
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise InputError(f"{path}: a sealed query set is a .json file; seal {path.name} first")
-    qs = read_query_file(path)
+    qs, computed = _read(path)
     if not qs.provenance.digest:
         raise InputError(
             f"{path}: not sealed (provenance.digest is missing); seal it with `skillreach queries seal`"
         )
-    _check_digest(qs, path)
+    _check_digest(qs, path, computed)
     return qs
 
 
-def _check_digest(qs: QuerySet, path: Path) -> None:
+def _check_digest(qs: QuerySet, path: Path, computed: str | None = None) -> None:
+    """``computed``: the digest of ``qs`` when the reader already has it."""
     recorded = qs.provenance.digest
     if not _DIGEST_RE.match(recorded):
         raise TamperedError(
             f"{path}: provenance.digest {recorded[:80]!r} is not 'sha256:<64 hex>'; {_SEAL_HINT}"
         )
-    computed = qs.compute_digest()
+    computed = computed or qs.compute_digest()
     if computed == recorded:
         return
     raise TamperedError(f"{path}: tampered: {_diagnose(qs)}; {_SEAL_HINT}")

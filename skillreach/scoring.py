@@ -29,7 +29,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Annotated, Any, BinaryIO, NamedTuple, cast
+from typing import Annotated, Any, BinaryIO, Literal, NamedTuple, cast
 
 import msgspec
 import numpy as np
@@ -47,7 +47,6 @@ from skillreach.artifacts import (
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
-from skillreach.study.probe_log import parse_lines
 
 __all__ = ["ProbeTable", "score"]
 
@@ -166,6 +165,8 @@ class ProbeTable:
                 for block in _blocks(cast(BinaryIO, lines)):
                     line0 += b.add_block(block, line0)
             else:
+                from skillreach.study.probe_log import parse_lines
+
                 for lineno, obj in parse_lines(cast(Iterable[bytes | str], lines), source=source,
                                                warnings=b.warnings):  # fmt: skip
                     b.add_raw(lineno, obj)
@@ -225,14 +226,57 @@ class _Line(_Lean, gc=False):
     rubric_grade: Any = None
 
 
-_LEAN = msgspec.json.Decoder(_Lean)
 _DECODER = msgspec.json.Decoder(_Line)
-_RICH_MARKS = (*(f'"{k}"'.encode() for k in _RICH_KEYS), b"\\u")
-"""A block holding none of these (the rich keys, or a ``\\u`` escape that could spell one) has no rich
-line, so it is decoded without the rich fields."""
+
+
+def _one_of(values: Iterable[str]) -> Any:
+    """``Literal[*values]`` (msgspec decodes such a string to the one shared object: no new string, its
+    hash already computed, and anything else refused)."""
+    return Literal.__getitem__(tuple(sorted(values)))
+
+
+@functools.lru_cache(maxsize=64)
+def _known_decoder(
+    skills: frozenset[str],
+    runtimes: frozenset[str],
+    models: frozenset[str],
+    resolved: frozenset[str],
+    fingerprints: frozenset[str],
+) -> msgspec.json.Decoder[_Line]:
+    """A decoder of :class:`_Line` rows that accepts only names already seen: skills in ``invoked``,
+    and the runtime, model, resolved model and fingerprint, and no rich field (:data:`_RICH_KEYS`). A
+    block it refuses (a new name, a rich line) is decoded again by :data:`_DECODER`. Every row it accepts
+    adds no name to the builder's sets, so those are not gathered again; ``""`` and ``null`` add nothing
+    but to ``runtimes`` (as ``""``)."""
+    blank = {""}
+    # a row without a runtime adds "" to the builder's runtimes: allowed only when "" is there already
+    runtime: tuple[Any, ...] = (
+        ("runtime", _one_of(runtimes) | None, None) if "" in runtimes else ("runtime", _one_of(runtimes))
+    )
+    known = msgspec.defstruct(
+        "_Known",
+        [
+            ("invoked", list[_one_of(skills)], msgspec.field(default_factory=list)),  # type: ignore[misc]
+            runtime,
+            ("model", _one_of(models | blank) | None, None),
+            ("resolved_model", _one_of(resolved | blank) | None, None),
+            ("fingerprint", _one_of(fingerprints | blank) | None, None),
+            # a line judged on more than routing is refused: the general decoder keeps it whole
+            ("tool_calls", Annotated[list[Any], msgspec.Meta(max_length=0)] | None, None),
+            ("final_text", None, None),
+            ("rubric_grade", None, None),
+        ],
+        bases=(_Line,),
+        kw_only=True,
+        gc=False,
+    )
+    return msgspec.json.Decoder(known)
+
+
 _get = {name: attrgetter(name) for name in _Line.__struct_fields__}
 _get_names = attrgetter("runtime", "model", "resolved_model", "fingerprint")
 _is_not = operator.is_not
+_is = operator.is_
 
 
 class _Vocab(dict[str, int]):
@@ -251,7 +295,12 @@ class _Vocab(dict[str, int]):
     def codes(self, names: Iterable[str]) -> list[int]:
         """The codes of ``names``; the names new to the vocabulary are in ``fresh`` afterwards."""
         self.fresh = []
-        return list(map(self.__getitem__, names))
+        names = names if isinstance(names, list) else list(names)
+        out: list[int | None] = list(map(self.get, names))  # ``get``: no ``__missing__`` per name
+        if None in out:
+            for i in itertools.compress(range(len(out)), map(_is, out, itertools.repeat(None))):
+                out[i] = self[names[i]]
+        return cast(list[int], out)
 
     def forget_fresh(self) -> None:
         """Take back the codes :meth:`codes` just gave (a block read again line by line)."""
@@ -282,6 +331,7 @@ class _Builder:
         self.fingerprints: set[str] = set()
         self.rich: dict[int, Any] = {}
         self.warnings: list[str] = []
+        self._known: msgspec.json.Decoder[_Line] | None = None
 
     def _bad(self, line: int, name: str, what: str) -> InputError:
         return InputError(f"{self.source}:{line}: field {name!r} {what}; fix or remove the line")
@@ -395,45 +445,71 @@ class _Builder:
             raise self._bad(line, "invoked", "must be a list of skill names") from exc
 
     def add_block(self, block: bytes, line0: int) -> int:
-        """Add the lines of ``block`` (the first being line ``line0``); return how many lines it held."""
+        """Add the lines of ``block`` (the first being line ``line0``); return how many lines it held.
+
+        A block is first decoded by the decoder of names already seen (:func:`_known_decoder`); one it
+        refuses (a new name, a rich line), by the general one (the names it adds are learnt then).
+        """
         n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
-        rows = self._decode_block(block, n_lines)
-        if rows is None or not self._add_rows(rows, block, line0):
+        rows = None
+        known = self._known is not None
+        if known:
+            rows = self._decode_block(block, n_lines, cast(msgspec.json.Decoder[_Line], self._known))
+            known = rows is not None
+        if rows is None:
+            rows = self._decode_block(block, n_lines, _DECODER)
+        if rows is not None and self._add_rows(rows, block, line0, known=known):
+            if not known:
+                self._learn()
+        else:
             parts = block.split(b"\n")
             lines = [x + b"\n" for x in parts[:-1]]
             if parts[-1]:
                 lines.append(parts[-1])
+            # not at import: ``skillreach.study`` brings the settings (pydantic-settings, 0.3 s of start-up)
+            from skillreach.study.probe_log import parse_lines
+
             for lineno, obj in parse_lines(lines, source=self.source, warnings=self.warnings, start=line0):
                 self.add_raw(lineno, obj)
         return n_lines
 
     @staticmethod
-    def _decode_block(block: bytes, n_lines: int) -> Sequence[_Lean] | None:
-        lean = not any(mark in block for mark in _RICH_MARKS)
+    def _decode_block(
+        block: bytes, n_lines: int, decoder: msgspec.json.Decoder[Any]
+    ) -> Sequence[_Line] | None:
         try:
-            rows = (_LEAN if lean else _DECODER).decode_lines(block)
+            rows = decoder.decode_lines(block)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         return rows if len(rows) == n_lines else None  # a blank line: read line by line
 
-    def _add_rows(self, rows: Sequence[_Lean], block: bytes, line0: int) -> bool:
+    def _learn(self) -> None:
+        """The decoder of the names seen so far (after names were added)."""
+        if self.svocab and self.runtimes:
+            self._known = _known_decoder(
+                frozenset(self.svocab), frozenset(self.runtimes), frozenset(self.models),
+                frozenset(self.resolved), frozenset(self.fingerprints),
+            )  # fmt: skip
+
+    def _add_rows(self, rows: Sequence[_Line], block: bytes, line0: int, *, known: bool = False) -> bool:
         """Add decoded rows as columns; False (nothing added) when a value needs the per-line checks.
 
         One C-level pass per column (``map`` over attribute getters and vocabulary lookups), no Python
         code per row: names are coded as they are met (:class:`_Vocab`), and only the names new to the
-        vocabulary are checked.
+        vocabulary are checked. Rows of the known-names decoder (``known``) name no skill, runtime,
+        model or fingerprint not seen before and carry nothing rich, so those passes are skipped.
         """
         n = len(rows)
         invoked = list(map(_get["invoked"], rows))
-        q = self.qvocab.codes(map(_get["query_id"], rows))  # codes in log order: nothing depends on it
-        flat = self.svocab.codes(itertools.chain.from_iterable(invoked))
+        q = self.qvocab.codes(list(map(_get["query_id"], rows)))  # codes in log order: nothing depends on it
+        if known:
+            flat = list(map(self.svocab.__getitem__, itertools.chain.from_iterable(invoked)))
+        else:
+            flat = self.svocab.codes(list(itertools.chain.from_iterable(invoked)))
         if any(not x.strip() for x in self.qvocab.fresh) or NO_SKILL in self.svocab.fresh:
             self.qvocab.forget_fresh()
             self.svocab.forget_fresh()
             return False
-        # msgspec refuses what JSON cannot hold (NaN, ±inf, 1e400), so every number here is finite
-        costs = [c for c in map(_get["cost_usd"], rows) if c is not None]
-        durations = [d for d in map(_get["duration_ms"], rows) if d]
         row0 = len(self.q)
         self.q.extend(q)
         self.attempt.extend(map(_get["attempt"], rows))
@@ -441,20 +517,18 @@ class _Builder:
         self.inv_len.extend(map(len, invoked))
         self.lines.extend(range(line0, line0 + n))
         errors = list(map(_get["error"], rows))
-        for i in itertools.compress(range(n), map(_is_not, errors, itertools.repeat(None))):
-            self.errors[row0 + i] = errors[i]
-        usages = [u for u in map(_get["usage"], rows) if u is not None]
-        for k, name in enumerate(_USAGE_KEYS):
-            self.usage[k] += sum(map(_get_usage[name], usages))
-        self.costs.extend(costs)
-        self.duration += sum(map(int, durations))
-        for runtime, model, resolved, fingerprint in set(map(_get_names, rows)):
+        if errors.count(None) < n:
+            for i in itertools.compress(range(n), map(_is_not, errors, itertools.repeat(None))):
+                self.errors[row0 + i] = errors[i]
+        self._add_numbers(rows)
+        # rows of the known-names decoder name nothing new (their names are sets' members already)
+        for runtime, model, resolved, fingerprint in () if known else set(map(_get_names, rows)):
             self.runtimes.add(runtime or "")
             for target, x in ((self.models, model), (self.resolved, resolved),
                               (self.fingerprints, fingerprint)):  # fmt: skip
                 if x:
                     target.add(x)
-        if not rows or not isinstance(rows[0], _Line):
+        if known:
             return True
         tool_calls = list(map(_get["tool_calls"], rows))
         finals = list(map(_get["final_text"], rows))
@@ -465,6 +539,30 @@ class _Builder:
                 if tool_calls[i] or finals[i] is not None or grades[i] is not None:
                     self.rich[row0 + i] = orjson.loads(lines[i])
         return True
+
+    def _add_numbers(self, rows: Sequence[_Line]) -> None:
+        """Usage, cost and duration totals of decoded rows (filtering ``None`` out only when present)."""
+        # msgspec refuses what JSON cannot hold (NaN, ±inf, 1e400), so every number here is finite
+        costs = list(map(_get["cost_usd"], rows))
+        if None in costs:
+            costs = [c for c in costs if c is not None]
+        self.costs.extend(costs)
+        # a null meets ``sum`` (TypeError) or the getter (AttributeError) first: no scan for one before
+        durations = list(map(_get["duration_ms"], rows))
+        try:
+            total = sum(durations)  # an int exactly when every duration is one
+        except TypeError:
+            durations = [d for d in durations if d is not None]
+            total = sum(durations)
+        self.duration += total if type(total) is int else sum(map(int, durations))
+        usages = list(map(_get["usage"], rows))
+        try:
+            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        except AttributeError:
+            usages = [u for u in usages if u is not None]
+            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        for k, v in enumerate(sums):
+            self.usage[k] += v
 
     def build(self) -> ProbeTable:
         inv_len = np.asarray(self.inv_len, dtype=np.int64)
@@ -542,10 +640,12 @@ def _last_per_key(key: np.ndarray) -> np.ndarray:
         if n > 1 and bool(np.all(key[1:] > key[:-1])):
             return rows  # already in order, no repeat
         last = np.full(size, -1, dtype=np.int64)
-        if int(np.bincount(key).max()) == 1:
-            last[key] = rows  # no repeated key: a plain scatter is well defined
-        else:
-            np.maximum.at(last, key, rows)
+        last[key] = rows  # well defined when no key repeats: then every row fills a slot of its own
+        sel = last[last >= 0]
+        if len(sel) == n:
+            return sel
+        last.fill(-1)  # a key repeats (which row won its slot is not defined): the latest, exactly
+        np.maximum.at(last, key, rows)
         return last[last >= 0]
     order = np.argsort(key, kind="stable")
     ks = key[order]

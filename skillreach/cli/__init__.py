@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from contextlib import nullcontext
 
 import typer
 
+from skillreach.cli._startup import startup_gc
 from skillreach.errors import SkillreachError
 
 __all__ = ["app", "main"]
@@ -53,9 +55,13 @@ _INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    # ``run`` loads its modules with the garbage collector paused, until the study starts (_startup.py)
+    paused = startup_gc.paused() if args[:1] == ["run"] else nullcontext()
     try:
-        # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
-        rv = app(args=argv, standalone_mode=False)
+        with paused:
+            # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
+            rv = app(args=argv, standalone_mode=False)
     except SkillreachError as exc:
         print(f"skillreach: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

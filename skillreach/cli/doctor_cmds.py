@@ -12,7 +12,6 @@ prints the same as one JSON object on stdout.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -170,9 +169,11 @@ def _sdk_status(name: str, module: str, dist: str) -> RuntimeStatus:
         spec = None
     if spec is None:
         return RuntimeStatus(name, False, "sdk", detail=f"{module} is not installed; pip install {dist}")
+    from importlib import metadata  # here: the command's start-up does without it
+
     try:
-        version = importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
         version = None
     detail = f"{dist} installed"
     if module == "google.antigravity" and spec.submodule_search_locations:
@@ -311,9 +312,11 @@ def collect(config: Path | None = None) -> Report:
     from skillreach.settings import load_settings
 
     settings = load_settings(config)
+    from importlib import metadata  # here: the command's start-up does without it
+
     try:
-        version = importlib.metadata.version("skillreach")
-    except importlib.metadata.PackageNotFoundError:
+        version = metadata.version("skillreach")
+    except metadata.PackageNotFoundError:
         version = "unknown"
     report = Report(skillreach_version=version, python=f"{platform.python_version()} ({sys.executable})")
     report.runtimes = [_runtime_status(n, REGISTRY[n], settings.claude_path) for n in sorted(REGISTRY)]

@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from skillreach._console import make_console
+from skillreach.cli._startup import startup_gc
 from skillreach.errors import ConfigError, InputError
 
 __all__ = ["errored_line", "has_batch_mode", "prefect_server_up", "register", "run_study"]
@@ -207,6 +208,7 @@ def run_study(
         use_prefect = prefect_server_up() is not None
     key = str(config.out)  # "None" for a study given no --out, until prepare_study knows its folder
     set_progress(key, progress)
+    startup_gc.resume()  # the modules are loaded: the study collects its garbage as usual
     result: Any = None
     try:
         result = asyncio.run(study(config, kind) if use_prefect else study.fn(config, kind))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,7 +101,24 @@ def score_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
+    from skillreach.artifacts import cyclic_gc_paused
 
+    # one burst of acyclic columns, models and rows from start to end (a million probes): the cyclic
+    # collector would walk them again and again to find nothing; reference counting frees them
+    with cyclic_gc_paused():
+        _score(queries, probes, skills, out, html, markdown, quiet=quiet)
+
+
+def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
+    queries: Path,
+    probes: Path,
+    skills: list[Path] | None,
+    out: str,
+    html: Path | None,
+    markdown: Path | None,
+    *,
+    quiet: bool,
+) -> None:
     from skillreach._paths import as_folder, ensure_parent
     from skillreach.artifacts import write_artifact
     from skillreach.errors import InputError
@@ -121,7 +139,10 @@ def score_cmd(
         )
         catalog = build_catalog(found, "full")
     query_set = load_query_set(queries)
-    with err.status(f"reading {probes} and scoring…"):
+    # the spinner only on a terminal: elsewhere it shows nothing, yet its refresh thread takes the GIL
+    # 12 times a second, and on a busy machine each hand-over can stall the reading for a time slice
+    spinner = err.status(f"reading {probes} and scoring…") if err.is_terminal else contextlib.nullcontext()
+    with spinner:
         table = _read_probes(probes)
         assert isinstance(table, ProbeTable)
         if len(table) == 0:

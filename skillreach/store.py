@@ -385,6 +385,8 @@ class Store:
         # busy timeout instead of failing with "database is locked" when a reader turns writer.
         writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
         self._writes = sessionmaker(writer, expire_on_commit=False)
+        self._write_engine = writer
+        self._probe_upserts: dict[bool, Any] = {}
 
     @property
     def safe_url(self) -> str:
@@ -503,7 +505,11 @@ class Store:
     def _upsert_probes(self, study_id: str, records: Iterable[ProbeRecord], *, only_over_errors: bool) -> int:
         """One ``INSERT … ON CONFLICT (study, query, attempt) DO UPDATE`` for ``records`` (the study id is
         derived from the options fingerprint, so the key holds it); retried with backoff when the
-        connection is lost (the statement is idempotent). Returns the rows inserted or replaced."""
+        connection is lost (the statement is idempotent). Returns the rows inserted or replaced.
+
+        A Core statement built once per store and executed with the rows as parameters (its compiled
+        form cached): a task worker inserts every probe as it finishes, and the ORM's per-call
+        statement building and session cost ~6 ms of CPU a record."""
         rows = [
             {"study_id": study_id, "query_id": r.query_id, "attempt": r.attempt,
              "fingerprint": r.fingerprint, "error": r.error, "cost_usd": r.cost_usd,
@@ -512,19 +518,23 @@ class Store:
         ]
         if not rows:
             return 0
-        insert = _insert_for(self.backend)
-        stmt = insert(ProbeRow).values(rows)
-        excluded = stmt.excluded
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[ProbeRow.study_id, ProbeRow.query_id, ProbeRow.attempt],
-            set_={"fingerprint": excluded.fingerprint, "error": excluded.error, "cost_usd": excluded.cost_usd,
-                  "record": excluded.record, "created_at": excluded.created_at},
-            where=ProbeRow.error.is_not(None) if only_over_errors else None,
-        ).returning(ProbeRow.id)
+        stmt = self._probe_upserts.get(only_over_errors)
+        if stmt is None:
+            table = ProbeRow.__table__
+            insert = _insert_for(self.backend)(table)
+            excluded = insert.excluded
+            stmt = insert.on_conflict_do_update(
+                index_elements=[table.c.study_id, table.c.query_id, table.c.attempt],
+                set_={"fingerprint": excluded.fingerprint, "error": excluded.error,
+                      "cost_usd": excluded.cost_usd, "record": excluded.record,
+                      "created_at": excluded.created_at},
+                where=table.c.error.is_not(None) if only_over_errors else None,
+            ).returning(table.c.id)
+            self._probe_upserts[only_over_errors] = stmt
 
         def write() -> int:
-            with self.writing() as s:
-                return len(s.execute(stmt).all())
+            with self._write_engine.begin() as conn:
+                return len(conn.execute(stmt, rows).all())
 
         return _retry_lost_connection(write)
 

@@ -385,6 +385,8 @@ class Store:
         # busy timeout instead of failing with "database is locked" when a reader turns writer.
         writer = self.engine.execution_options(sqlite_begin="BEGIN IMMEDIATE")
         self._writes = sessionmaker(writer, expire_on_commit=False)
+        self._write_engine = writer
+        self._probe_upserts: dict[bool, Any] = {}
 
     @property
     def safe_url(self) -> str:
@@ -503,7 +505,11 @@ class Store:
     def _upsert_probes(self, study_id: str, records: Iterable[ProbeRecord], *, only_over_errors: bool) -> int:
         """One ``INSERT … ON CONFLICT (study, query, attempt) DO UPDATE`` for ``records`` (the study id is
         derived from the options fingerprint, so the key holds it); retried with backoff when the
-        connection is lost (the statement is idempotent). Returns the rows inserted or replaced."""
+        connection is lost (the statement is idempotent). Returns the rows inserted or replaced.
+
+        A Core statement built once per store and executed with the rows as parameters (its compiled
+        form cached): a task worker inserts every probe as it finishes, and the ORM's per-call
+        statement building and session cost ~6 ms of CPU a record."""
         rows = [
             {"study_id": study_id, "query_id": r.query_id, "attempt": r.attempt,
              "fingerprint": r.fingerprint, "error": r.error, "cost_usd": r.cost_usd,
@@ -512,19 +518,23 @@ class Store:
         ]
         if not rows:
             return 0
-        insert = _insert_for(self.backend)
-        stmt = insert(ProbeRow).values(rows)
-        excluded = stmt.excluded
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[ProbeRow.study_id, ProbeRow.query_id, ProbeRow.attempt],
-            set_={"fingerprint": excluded.fingerprint, "error": excluded.error, "cost_usd": excluded.cost_usd,
-                  "record": excluded.record, "created_at": excluded.created_at},
-            where=ProbeRow.error.is_not(None) if only_over_errors else None,
-        ).returning(ProbeRow.id)
+        stmt = self._probe_upserts.get(only_over_errors)
+        if stmt is None:
+            table = ProbeRow.__table__
+            insert = _insert_for(self.backend)(table)
+            excluded = insert.excluded
+            stmt = insert.on_conflict_do_update(
+                index_elements=[table.c.study_id, table.c.query_id, table.c.attempt],
+                set_={"fingerprint": excluded.fingerprint, "error": excluded.error,
+                      "cost_usd": excluded.cost_usd, "record": excluded.record,
+                      "created_at": excluded.created_at},
+                where=table.c.error.is_not(None) if only_over_errors else None,
+            ).returning(table.c.id)
+            self._probe_upserts[only_over_errors] = stmt
 
         def write() -> int:
-            with self.writing() as s:
-                return len(s.execute(stmt).all())
+            with self._write_engine.begin() as conn:
+                return len(conn.execute(stmt, rows).all())
 
         return _retry_lost_connection(write)
 
@@ -590,6 +600,33 @@ class Store:
         )
         with self.session() as s:
             return [ProbeRecord.model_validate(row.record) for row in s.scalars(stmt)]
+
+    def probes_not_in(self, study_id: str, seen: set[int]) -> list[tuple[int, ProbeRecord]]:
+        """The study's records whose row ids are not in ``seen`` (in id order): how a study run on other
+        machines follows its probes as they land. Ids, not "after the last id": concurrent writers
+        commit out of id order, so a smaller id can become visible after a larger one."""
+        with self.session() as s:
+            ids = set(s.scalars(select(ProbeRow.id).where(ProbeRow.study_id == study_id)))
+            new = sorted(ids - seen)
+            rows: list[tuple[int, ProbeRecord]] = []
+            for start in range(0, len(new), 1000):
+                chunk = new[start:start + 1000]
+                found = s.execute(select(ProbeRow.id, ProbeRow.record).where(ProbeRow.id.in_(chunk)))
+                rows.extend((int(i), ProbeRecord.model_validate(r)) for i, r in found)
+        return sorted(rows, key=lambda row: row[0])
+
+    def probe_ids(self, study_id: str) -> set[int]:
+        """The row ids of the study's records (what following starts from)."""
+        with self.session() as s:
+            return set(s.scalars(select(ProbeRow.id).where(ProbeRow.study_id == study_id)))
+
+    def spent(self, study_id: str, fingerprint: str) -> float:
+        """What the study's probes under ``fingerprint`` cost so far (US dollars, as recorded)."""
+        stmt = select(func.coalesce(func.sum(ProbeRow.cost_usd), 0.0)).where(
+            ProbeRow.study_id == study_id, ProbeRow.fingerprint == fingerprint
+        )
+        with self.session() as s:
+            return float(s.scalar(stmt) or 0.0)
 
     def count_probes(self, study_id: str) -> int:
         with self.session() as s:

@@ -10,6 +10,8 @@ the batch's provenance lets a re-run skip finished batches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import threading
 import time
@@ -270,10 +272,12 @@ def _retry_unless_our_error(_task: Any, _run: Any, state: Any) -> bool:
 
 class _FinishedSink:
     """The probe log and the store (:class:`~skillreach.study.runner.TeeSink`), and the batch's record
-    of what finished (what a retry of the batch skips). Written from the event loop's thread."""
+    of what finished (what a retry of the batch skips). Written from worker threads when the tee
+    allows it."""
 
     def __init__(self, tee: Any, finished: set[tuple[str, int]]) -> None:
         self.tee, self.finished = tee, finished
+        self.thread_safe = bool(getattr(tee, "thread_safe", False))  # set.add holds under threads
 
     def write(self, record: Any) -> None:
         self.tee.write(record)
@@ -364,12 +368,35 @@ class _StoreSink:
     is the probe log of a distributed study."""
 
     thread_safe = True
+    CHECK_EVERY_S = 0.25
 
-    def __init__(self, store: Any, study_id: str) -> None:
-        self.store, self.study_id = store, study_id
+    def __init__(self, store: Any, study_id: str, fingerprint: str = "", cap: float | None = None) -> None:
+        self.store, self.study_id, self.fingerprint, self.cap = store, study_id, fingerprint, cap
+        self._lock = threading.Lock()
+        self._checked_at = 0.0
+        self._study_spent = 0.0  # the whole study's spend at the last look, plus this batch's since
+        self.capped = False
 
     def write(self, record: Any) -> None:
         self.store.record_probes(self.study_id, [record])
+        if self.cap is None:
+            return
+        with self._lock:
+            self._study_spent += record.cost_usd or 0.0
+            self.capped = self._study_spent >= self.cap
+            due = time.monotonic() - self._checked_at >= self.CHECK_EVERY_S
+        if due:
+            self.look()
+
+    def look(self) -> None:
+        """The whole study's spend from the store (every worker's): at most every CHECK_EVERY_S a batch."""
+        if self.cap is None:
+            return
+        spent = self.store.spent(self.study_id, self.fingerprint)
+        with self._lock:
+            self._checked_at = time.monotonic()
+            self._study_spent = max(self._study_spent, spent)
+            self.capped = self._study_spent >= self.cap
 
 
 @task(
@@ -387,30 +414,47 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
     without error are skipped; each probe is inserted into the store as it finishes."""
     from skillreach.models import Catalog, Query
     from skillreach.study.runner import run_probes
-    from skillreach.tasks._context import worker_config
+    from skillreach.tasks._context import worker_config, worker_prober, worker_store
 
     config = StudyConfig.model_validate(work["config"]).with_secrets_from(worker_config())
     catalog = Catalog.model_validate(work["catalog"])
     by_id = {q["id"]: Query.model_validate(q) for q in work["queries"]}
     pairs = [(str(q), int(a)) for q, a in work["pairs"]]
     study_id = str(work["study_id"])
-    with store_for(config) as store:
-        held = store.hold_lock(str(work["lock"]))  # first: released by the kernel if this process dies
-        runtime = runtime_for(config)
-        try:
-            finished = store.finished_pairs(study_id, pairs)
+    began = time.perf_counter()
+    store = worker_store()  # opened once per worker, shared by the batches it runs at once
+    prober = worker_prober()
+
+    fingerprint = str(work["fingerprint"])
+
+    async def probe() -> tuple[list[ProbeRecord], int, float]:
+        """On the worker's probing loop, with the warm runtime of this study's configuration."""
+        async with prober.runtime(json.dumps(work["config"], sort_keys=True), config) as runtime:
+            finished = await asyncio.to_thread(store.finished_pairs, study_id, pairs)
             todo = [(by_id[q], a) for q, a in pairs if (q, a) not in finished]
+            # the cost cap counts every worker's spend: the sink looks at the study's total in the store
+            # four times a second, and the batch starts no probe once it reaches the cap
+            sink = _StoreSink(store, study_id, fingerprint, config.max_cost)
+            await asyncio.to_thread(sink.look)
+            set_up = time.perf_counter() - began
             records = await run_probes(
-                runtime, catalog, todo, options=probe_options(config), sink=_StoreSink(store, study_id),
-                concurrency=config.concurrency, fingerprint=str(work["fingerprint"]),
-                cost_cap=config.max_cost, spent_before=float(work.get("spent_before", 0.0)),
+                runtime, catalog, todo, options=probe_options(config), sink=sink,
+                concurrency=config.concurrency, fingerprint=fingerprint, slots=prober.slots,
+                stop_when=lambda: sink.capped,
             )
-        finally:
-            await runtime.aclose()
-            if held is not None:
-                held.close()
+        return records, len(todo), set_up
+
+    # the lock first (released by the kernel if this process dies), off the event loop
+    held = await asyncio.to_thread(store.hold_lock, str(work["lock"]))
+    try:
+        records, todo, set_up = await prober.run(probe())
+    finally:
+        if held is not None:
+            held.close()
+    logger().info("batch %s: %d probes (%d recorded already) in %.1f s, set-up %.2f s", work["batch"],
+                  len(records), len(pairs) - todo, time.perf_counter() - began, set_up)
     return {"batch": work["batch"], "probes": len(records), "errors": sum(1 for r in records if r.error),
-            "skipped": len(pairs) - len(todo)}
+            "skipped": len(pairs) - todo}
 
 
 def _store_is_shared(config: StudyConfig) -> bool:
@@ -489,8 +533,13 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterId
     from prefect.states import Cancelled, Crashed
 
-    from skillreach.errors import ProbeFailed
+    from skillreach.errors import BudgetExceeded, ProbeFailed
 
+    on_probe = _progress_of(config, plan.out)
+    seen: set[int] = set()  # the store rows shown to the progress display, or counted as resumed
+    if on_probe is not None:  # before any batch is submitted: the workers start storing at once
+        with store_for(config) as store:
+            seen.update(await asyncio.to_thread(store.probe_ids, plan.study_id))
     futures: dict[int, tuple[Any, int]] = {}
     for i in range(len(plan.batches)):
         futures[i] = (_submit(_work_for(config, inputs, plan, i, 0)), 0)
@@ -523,42 +572,87 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         futures[i] = (_submit(_work_for(config, inputs, plan, i, tries + 1)), tries + 1)
 
     progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
+    def follow(store: Any) -> None:
+        """Feed the progress display the records the workers stored since the last poll."""
+        for row_id, record in store.probes_not_in(plan.study_id, seen):
+            seen.add(row_id)
+            if record.fingerprint == plan.fingerprint:
+                on_probe(record)
+
+    capped: list[float] = []  # the study's spend when the cost cap was seen reached
+
+    async def over_budget(client: Any, store: Any, runs: dict[Any, Any]) -> None:
+        """The cost cap across every worker: once the study's recorded spend reaches it, the batches
+        not started are cancelled; a running one starts no further probe (its sink sees the same
+        spend) and finishes; then the study stops with the cost-cap error."""
+        assert config.max_cost is not None
+        spent = await asyncio.to_thread(store.spent, plan.study_id, plan.fingerprint)
+        if spent < config.max_cost:
+            return
+        capped.append(spent)
+        for i, (future, _) in list(futures.items()):
+            run = runs.get(future.task_run_id)
+            if run is not None and run.state is not None and run.state.is_running():
+                continue
+            with contextlib.suppress(Exception):
+                await client.set_task_run_state(
+                    future.task_run_id, Cancelled(message="the study's cost cap was reached"), force=True)
+            del futures[i]
+
     with store_for(config) as store:
-        async with get_client() as client:
-            while futures:
-                await asyncio.sleep(poll_s)
-                ids = [f.task_run_id for f, _ in futures.values()]
-                runs = {r.id: r for r in await client.read_task_runs(
-                    task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
-                waiting: list[int] = []
-                for i, (future, tries) in list(futures.items()):
-                    run = runs.get(future.task_run_id)
-                    state = run.state if run is not None else None
-                    if state is None:
-                        continue
-                    if state.is_completed() or state.is_running():
+        current: list[ProbeRecord] = []
+        try:
+            async with get_client() as client:
+                while futures:
+                    await asyncio.sleep(poll_s)
+                    if on_probe is not None:
+                        await asyncio.to_thread(follow, store)
+                    ids = [f.task_run_id for f, _ in futures.values()]
+                    runs = {r.id: r for r in await client.read_task_runs(
+                        task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                    if config.max_cost is not None and not capped:
+                        await over_budget(client, store, runs)
+                    waiting: list[int] = []
+                    for i, (future, tries) in list(futures.items()):
+                        run = runs.get(future.task_run_id)
+                        state = run.state if run is not None else None
+                        if state is None:
+                            continue
+                        if state.is_completed() or state.is_running():
+                            progress = time.monotonic()
+                        if state.is_completed() or (capped and state.is_final()):
+                            del futures[i]
+                        elif capped:  # a running batch finishing after the cap: wait for it
+                            if await lost_worker(client, store, i, future, tries=tries, state=state):
+                                del futures[i]
+                        elif state.is_failed() or state.is_cancelled():
+                            why = state.message or "no message"
+                            raise ProbeFailed(f"batch {i} {state.name.lower()}: {why}")
+                        elif await lost_worker(client, store, i, future, tries=tries, state=state):
+                            resubmit(i, tries)
+                        elif state.is_scheduled() or state.is_pending():
+                            waiting.append(i)
+                    if waiting and not capped and time.monotonic() - progress >= CRASH_AFTER_S:
+                        # nothing of this study runs, yet batches wait: a worker took them off the server's
+                        # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
+                        # would be refused by the server; the new runs skip what the store has.
+                        for i in waiting:
+                            future, tries = futures[i]
+                            held = Cancelled(message="held by a worker that stopped")
+                            await client.set_task_run_state(future.task_run_id, held, force=True)
+                            resubmit(i, tries)
                         progress = time.monotonic()
-                    if state.is_completed():
-                        del futures[i]
-                    elif state.is_failed() or state.is_cancelled():
-                        raise ProbeFailed(f"batch {i} {state.name.lower()}: {state.message or 'no message'}")
-                    elif await lost_worker(client, store, i, future, tries=tries, state=state):
-                        resubmit(i, tries)
-                    elif state.is_scheduled() or state.is_pending():
-                        waiting.append(i)
-                if waiting and time.monotonic() - progress >= CRASH_AFTER_S:
-                    # nothing of this study runs, yet batches wait: a worker took them off the server's
-                    # queue (it holds the next one while it runs one) and died. Cancelled, a late copy
-                    # would be refused by the server; the new runs skip what the store has.
-                    for i in waiting:
-                        future, tries = futures[i]
-                        held = Cancelled(message="held by a worker that stopped")
-                        await client.set_task_run_state(future.task_run_id, held, force=True)
-                        resubmit(i, tries)
-                    progress = time.monotonic()
-        records = await asyncio.to_thread(store.probes, plan.study_id)
-    current = [r for r in records if r.fingerprint == plan.fingerprint]
-    await asyncio.to_thread(write_probes, plan.probes_path, current)
+            if capped:
+                assert config.max_cost is not None
+                raise BudgetExceeded(
+                    f"the cost cap of ${config.max_cost:.2f} was reached (${capped[0]:.4f} spent across the "
+                    "workers); the results so far are kept — raise --max-cost to go on")
+        finally:  # the local log from the store, whatever ended the wait (loses nothing)
+            if on_probe is not None:
+                await asyncio.to_thread(follow, store)  # the last ones, before the bar stops
+            records = await asyncio.to_thread(store.probes, plan.study_id)
+            current = [r for r in records if r.fingerprint == plan.fingerprint]
+            await asyncio.to_thread(write_probes, plan.probes_path, current)
     ran = max(0, len(current) - plan.done)
     return {
         "batches": len(plan.batches),

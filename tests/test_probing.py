@@ -25,6 +25,7 @@ from skillreach.study.cost import estimate_cost
 from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes
 from skillreach.study.runner import (
     ListSink,
+    Slots,
     canary_check,
     canary_queries,
     fingerprint,
@@ -305,6 +306,84 @@ async def test_concurrency_is_respected() -> None:
 
     await probe_all(Slow(), [(q, 1) for q in queries(12)], ListSink(), concurrency=3)
     assert peak == 3
+
+
+async def test_shared_slots_cap_two_batches_and_serve_the_oldest_first() -> None:
+    """A task worker running two batches at once (each at concurrency 4) with 4 slots: never more than 4
+    probes in flight on the worker; the batch that started first gets every slot it can use (all its
+    probes start before any of the second's), and the second fills the slots of the first's tail."""
+    in_flight = 0
+    peak = 0
+    per_batch: Counter[str] = Counter()
+    starts: list[str] = []
+    overlap = False
+
+    class Slow:
+        name: ClassVar[str] = "slow"
+
+        def __init__(self, batch: str) -> None:
+            self.batch = batch
+
+        async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+            nonlocal in_flight, peak, overlap
+            in_flight += 1
+            per_batch[self.batch] += 1
+            starts.append(self.batch)
+            peak = max(peak, in_flight)
+            overlap = overlap or all(per_batch[b] for b in ("a", "b"))
+            await asyncio.sleep(0.004 * (1 + len(starts) % 3))  # latencies differ
+            in_flight -= 1
+            per_batch[self.batch] -= 1
+            return Outcome.from_tracker(tracker)
+
+        async def aclose(self) -> None:
+            return None
+
+    slots = Slots(4)
+    pairs = [(q, 1) for q in queries(12)]
+
+    async def batch(name: str, delay: float) -> list[ProbeRecord]:
+        await asyncio.sleep(delay)
+        return await probe_all(Slow(name), pairs, ListSink(), concurrency=4, slots=slots)
+
+    done = await asyncio.gather(batch("a", 0), batch("b", 0.001))
+    assert [len(d) for d in done] == [12, 12]
+    assert peak == 4
+    assert starts == ["a"] * 12 + ["b"] * 12
+    assert overlap
+    assert slots.free == 4
+
+
+async def test_shared_slots_keep_each_batch_within_its_own_concurrency() -> None:
+    """A study probing at concurrency 2 on a worker with 4 slots: each batch at most 2 in flight, and
+    the second batch uses the slots the first cannot."""
+    in_flight: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+    total_peak = 0
+
+    class Slow:
+        name: ClassVar[str] = "slow"
+
+        def __init__(self, batch: str) -> None:
+            self.batch = batch
+
+        async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+            nonlocal total_peak
+            in_flight[self.batch] += 1
+            peak[self.batch] = max(peak[self.batch], in_flight[self.batch])
+            total_peak = max(total_peak, sum(in_flight.values()))
+            await asyncio.sleep(0.005)
+            in_flight[self.batch] -= 1
+            return Outcome.from_tracker(tracker)
+
+        async def aclose(self) -> None:
+            return None
+
+    slots = Slots(4)
+    pairs = [(q, 1) for q in queries(8)]
+    await asyncio.gather(*(probe_all(Slow(b), pairs, ListSink(), concurrency=2, slots=slots) for b in "ab"))
+    assert peak == {"a": 2, "b": 2}
+    assert total_peak == 4
 
 
 # ------------------------------------------------------------------------------------------ resume

@@ -382,6 +382,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     server = prefect_server_up()
     if server is not None:
         console.print(f"[dim]Prefect server at {server}: the study is a tracked flow run")
+        _quiet_our_errors_on_prefects_console()
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
     from skillreach.runtimes._retry import watch_retries
@@ -425,6 +426,41 @@ def errored_line(count: int, first: str) -> str:
     """The one line a run prints about its errored probes (the records hold each error)."""
     first_line = first.strip().splitlines()[0] if first.strip() else "no message"
     return f"{count} probe{'s' if count != 1 else ''} errored: {first_line[:300]} (all in probes.jsonl)"
+
+
+class _OurErrorsOnce(logging.Filter):
+    """Drops Prefect's report of a study stopped by one of our errors (the cost cap, a bad file): the
+    command prints that error as its one line (and the flow run's state in the Prefect UI carries its
+    message). Any other failure is still logged by Prefect as before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from skillreach.errors import SkillreachError
+
+        self.ours = SkillreachError
+        names: set[str] = set()
+        todo: list[type] = [SkillreachError]
+        while todo:
+            cls = todo.pop()
+            names.add(cls.__name__)
+            todo.extend(cls.__subclasses__())
+        self.names = tuple(f"{n}: " for n in names) + tuple(f"{n}(" for n in names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.ours):
+            return False
+        if record.levelno >= logging.ERROR:
+            return not any(n in record.getMessage() for n in self.names)
+        return True
+
+
+def _quiet_our_errors_on_prefects_console() -> None:
+    """Filter Prefect's flow- and task-run loggers with :class:`_OurErrorsOnce` (once per process; on
+    the loggers, not their handlers: Prefect may configure its handlers again when a run starts)."""
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OurErrorsOnce) for f in logger.filters):
+            logger.addFilter(_OurErrorsOnce())
 
 
 def _log_file(out: Path | None) -> logging.Handler:

@@ -70,10 +70,28 @@ def worker_lines() -> list[str]:
     return lines
 
 
+async def warm_up(cfg: Any) -> None:
+    """What the first batch would otherwise pay for, before the worker subscribes: the store opened
+    (schema checked), the probe loop and the configured runtime's module and SDK imported."""
+    import skillreach.study.runner  # noqa: F401
+    from skillreach.tasks._context import runtime_for, worker_store
+
+    worker_store()
+    try:
+        runtime = runtime_for(cfg)
+    except Exception:  # a runtime this machine cannot build: the batches will say so, one by one
+        return
+    await runtime.aclose()
+
+
 def worker_cmd(
     batches: int = typer.Option(
-        1, "--batches", min=1, metavar="N",
-        help="Batches this worker runs at once (each at the study's --concurrency).",
+        2, "--batches", min=1, metavar="N",
+        help="Batches this worker runs at once: one starts while another probes.",
+    ),
+    concurrency: int = typer.Option(
+        None, "--concurrency", min=1, metavar="N",
+        help="Probes in flight on this worker across its batches [default: the concurrency setting].",
     ),
     config: Any = typer.Option(None, "--config", metavar="FILE", help="Settings file (TOML or YAML)."),
 ) -> None:
@@ -87,18 +105,24 @@ def worker_cmd(
     from prefect.task_worker import aserve
 
     from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
-    from skillreach.tasks._context import set_worker_config
+    from skillreach.tasks._context import close_worker, set_worker_config
     from skillreach.tasks.study import probe_batch_remote
 
-    set_worker_config(cfg)
+    slots = concurrency or cfg.concurrency
+    set_worker_config(cfg, slots=slots)
 
     async def work() -> None:  # one event loop for the limits and the worker
+        await warm_up(cfg)
         await ensure_from_settings(replace=False)  # limits `serve` did not create: from this machine
         limits = await existing_limits()
         install_shared_limits(limits)
         shared = f"; shared rate limits: {', '.join(sorted(limits))}" if limits else ""
-        print(f"worker: serving probe batches ({batches} at a time){shared}; Ctrl-C stops", file=sys.stderr)
-        await aserve(probe_batch_remote, limit=batches)
+        print(f"worker: serving probe batches ({batches} at a time, {slots} probes in flight){shared}; "
+              "Ctrl-C stops", file=sys.stderr)
+        try:
+            await aserve(probe_batch_remote, limit=batches)
+        finally:
+            close_worker()
 
     asyncio.run(work())
 

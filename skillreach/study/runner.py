@@ -19,10 +19,14 @@ batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import itertools
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,6 +43,7 @@ from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 __all__ = [
     "ListSink",
     "ProbeSink",
+    "Slots",
     "TeeSink",
     "canary_check",
     "canary_queries",
@@ -139,17 +144,98 @@ class TeeSink:
     def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
         self.log, self.store, self.study_id, self.every = log, store, study_id, every
         self.pending: list[ProbeRecord] = []
+        self._lock = threading.Lock()
+        # from worker threads when the log allows it (JsonlSink: one fsync covers the lines of every
+        # thread waiting), so the event loop never waits for the disk
+        self.thread_safe = bool(getattr(log, "thread_safe", False))
 
     def write(self, record: ProbeRecord) -> None:
         self.log.write(record)
-        self.pending.append(record)
-        if len(self.pending) >= self.every:
-            self.flush()
+        with self._lock:
+            self.pending.append(record)
+            group = self._take() if len(self.pending) >= self.every else []
+        if group:
+            self.store.add_probes(self.study_id, group)
 
     def flush(self) -> None:
-        if self.pending:
-            self.store.add_probes(self.study_id, self.pending)
-            self.pending = []
+        with self._lock:
+            group = self._take()
+        if group:
+            self.store.add_probes(self.study_id, group)
+
+    def _take(self) -> list[ProbeRecord]:
+        group, self.pending = self.pending, []
+        return group
+
+
+class Slots:
+    """The probes a process may have in flight across the batches it runs at once (a task worker's
+    ``--concurrency``), handed out oldest batch first, each batch within its own concurrency: the batch
+    that started first keeps every slot it can use and the next one fills the slots its tail leaves. So
+    a worker running two batches finishes one while the next is already probing (its set-up overlapped
+    the first one's probes), instead of both finishing together and the worker idling while two new
+    batches set up."""
+
+    def __init__(self, n: int) -> None:
+        if n < 1:
+            raise ConfigError(f"a worker's concurrency must be at least 1 (got {n})")
+        self.free = n
+        self._queues: dict[object, collections.deque[asyncio.Future[None]]] = {}
+        self._order: dict[object, tuple[float, int]] = {}  # batch -> (start time, arrival)
+        self._limit: dict[object, int] = {}
+        self._busy: collections.Counter[object] = collections.Counter()
+        self._arrivals = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, batch: object, started: float, limit: int) -> AsyncIterator[None]:
+        """Hold one slot for ``batch`` (started at ``started``, at most ``limit`` in flight)."""
+        if batch not in self._order:
+            self._order[batch] = (started, next(self._arrivals))
+            self._queues[batch] = collections.deque()
+        self._limit[batch] = limit
+        if self.free > 0 and self._busy[batch] < limit and not self._queues[batch]:
+            self.free -= 1  # a free slot means nobody eligible waits (_dispatch ran at every change)
+            self._busy[batch] += 1
+        else:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._queues[batch].append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release(batch)  # granted and cancelled at once: hand the slot on
+                else:
+                    self._queues[batch].remove(waiter)
+                    self._forget(batch)
+                raise
+        try:
+            yield
+        finally:
+            self._release(batch)
+
+    def _release(self, batch: object) -> None:
+        self._busy[batch] -= 1
+        self.free += 1
+        self._dispatch()
+        self._forget(batch)
+
+    def _forget(self, batch: object) -> None:
+        if self._busy[batch] <= 0 and not self._queues.get(batch):
+            for table in (self._queues, self._order, self._limit, self._busy):
+                table.pop(batch, None)
+
+    def _dispatch(self) -> None:
+        for batch in sorted(self._queues, key=self._order.__getitem__):
+            queue = self._queues[batch]
+            while self.free > 0 and queue and self._busy[batch] < self._limit[batch]:
+                waiter = queue.popleft()
+                if waiter.done():
+                    continue
+                waiter.set_result(None)
+                self.free -= 1
+                self._busy[batch] += 1
+            if self.free == 0:
+                return
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
@@ -232,8 +318,16 @@ async def run_probes(
     on_probe: Callable[[ProbeRecord], None] | None = None,
     cost_cap: float | None = None,
     spent_before: float = 0.0,
+    slots: Slots | None = None,
+    stop_when: Callable[[], bool] | None = None,
 ) -> list[ProbeRecord]:
     """Run every (query, attempt) pair; return the records in finishing order.
+
+    ``slots``, when given, are shared with the other batches running in this process (a task worker
+    running several at once): a probe needs one of them as well as one of this batch's
+    ``concurrency``, so the machine's limit holds across batches (the oldest batch served first).
+    ``stop_when``, when it turns true, starts no further probe (the batch returns what it has: a
+    distributed study's cost cap, counted across workers by the caller).
 
     ``spent_before`` counts spend already made by earlier batches of the same study against
     ``cost_cap``. Raises :class:`BudgetExceeded` (with ``.records``) once the cap is reached, after the
@@ -243,6 +337,8 @@ async def run_probes(
         raise ConfigError(f"concurrency must be at least 1 (got {concurrency})")
     if getattr(runtime, "wants_all_probes", False):  # batch mode: one request batch per turn
         concurrency = max(concurrency, len(pairs))
+    batch = object()  # this batch, in the queue for the shared slots (oldest first)
+    started_at = time.monotonic()
     sem = asyncio.Semaphore(concurrency)
     version = await runtime_version(runtime)
     offload = bool(getattr(sink, "thread_safe", False))
@@ -254,8 +350,8 @@ async def run_probes(
 
     async def one(query: Query, attempt: int) -> None:
         nonlocal spent
-        async with sem:
-            if stop.is_set():
+        async with sem if slots is None else slots.slot(batch, started_at, concurrency):
+            if stop.is_set() or (stop_when is not None and stop_when()):
                 return
             tracker = Tracker.for_query(query, options, attempt)
             started = time.perf_counter()
@@ -270,6 +366,8 @@ async def run_probes(
                 started=started,
                 runtime_version=version,
             )
+            # recorded before the slot goes to the next request: a process killed now loses at most the
+            # probes that hold a slot (paid, not yet recorded)
             if offload:
                 await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
             else:
@@ -278,8 +376,8 @@ async def run_probes(
             spent += record.cost_usd or 0.0
             if cost_cap is not None and spent >= cost_cap:
                 stop.set()
-            if on_probe is not None:
-                on_probe(record)
+        if on_probe is not None:
+            on_probe(record)
 
     try:
         async with asyncio.TaskGroup() as group:

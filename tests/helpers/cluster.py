@@ -84,6 +84,7 @@ class Cluster:
             "SKILLREACH_DATABASE_URL": pg_url,
             "SKILLREACH_HOME": str(root / "home"),
             "SKILLREACH_BATCH_SIZE": str(batch_size),
+            "SKILLREACH_RUNTIME": "anthropic",  # what the workers serve: warmed up when they start
             "ANTHROPIC_BASE_URL": api_base,
             "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
         }
@@ -117,12 +118,15 @@ class Cluster:
             if proc is not None and proc.poll() is None:
                 stop(proc)
 
-    def start_workers(self, n: int, *, extra_env: dict[str, str] | None = None, wait: bool = True) -> None:
+    def start_workers(self, n: int, *, extra_env: dict[str, str] | None = None, wait: bool = True,
+                      concurrency: int = 4) -> None:
+        """``n`` more ``skillreach worker --concurrency N`` processes (N probes in flight on each)."""
         for _ in range(n):
             i = len(self.workers)
             log = (self.root / "logs" / f"worker-{i}.log").open("wb")
             self.workers.append(subprocess.Popen(
-                [str(BIN / "skillreach"), "worker"], env={**self.env, **(extra_env or {})}, cwd=self.root,
+                [str(BIN / "skillreach"), "worker", "--concurrency", str(concurrency)],
+                env={**self.env, **(extra_env or {})}, cwd=self.root,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             ))
         if wait:
@@ -164,11 +168,12 @@ class Cluster:
         self.workers = []
 
     def run_study(self, skills: Path, queries: Path, out: Path, *, attempts: int, concurrency: int = 4,
-                  extra_env: dict[str, str] | None = None, timeout_s: float = 900) -> subprocess.Popen[str]:
+                  extra_env: dict[str, str] | None = None, extra: list[str] | None = None,
+                  timeout_s: float = 900) -> subprocess.Popen[str]:
         """``skillreach run`` against the cluster (a tracked flow run sending its batches to the workers)."""
         cmd = [str(BIN / "skillreach"), "run", "--skills", str(skills), "--queries", str(queries),
                "--runtime", "anthropic", "--model", "claude-sonnet-4-6", "--attempts", str(attempts),
-               "--concurrency", str(concurrency), "--out", str(out)]
+               "--concurrency", str(concurrency), "--out", str(out), *(extra or [])]
         return subprocess.Popen(cmd, env={**self.env, **(extra_env or {})}, cwd=self.root, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

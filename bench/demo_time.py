@@ -32,7 +32,6 @@ Usage: ``python bench/demo_time.py [--skip-ephemeral] [--skip-server]``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -44,7 +43,7 @@ import time
 from pathlib import Path
 
 import _calibrate as calibrate
-from _calibrate import _LINE, QUIET_US_PER_LINE, quiet_seconds, reference_us_per_line
+from _calibrate import QUIET_US_PER_LINE, quiet_seconds, reference_us_per_line
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -75,18 +74,6 @@ def _env(
     if api:
         env["PREFECT_API_URL"] = api
     return env
-
-
-def reference_cpu_us_per_line(lines: int = 50_000, repeat: int = 3) -> float:
-    """The reference of ``bench/_calibrate.py`` (stdlib ``json.loads`` of one probe line), in CPU µs."""
-    data = [_LINE] * lines
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        for line in data:
-            json.loads(line)
-        best = min(best, time.process_time() - t0)
-    return best / lines * 1e6
 
 
 CPU: dict[float, float] = {}
@@ -132,7 +119,7 @@ def main() -> None:
     ap.add_argument("--skip-server", action="store_true", help="skip the running-server case")
     args = ap.parse_args()
     rows: list[tuple[str, float]] = []
-    ref, ref_cpu = reference_us_per_line(), reference_cpu_us_per_line()
+    ref, ref_cpu = reference_us_per_line(), reference_us_per_line(clock=time.process_time)
     work = Path(tempfile.mkdtemp(prefix="skillreach-demo-time-"))
     pycache = work / "pycache"  # the bytecode every case but "no bytecode" writes and reads
     try:

@@ -59,7 +59,7 @@ _get = {name: operator.attrgetter(name) for name in _LiteSet.__struct_fields__ +
 def read_json_fast(text: str) -> tuple[QuerySet, str] | None:
     """(query set, its computed digest) of a JSON query set in the sealed shape, or ``None`` when the
     general reader must read it (see the module doc)."""
-    from skillreach.artifacts import cyclic_gc_paused
+    from skillreach._gc import cyclic_gc_paused
 
     with cyclic_gc_paused():  # 100,000 models and their dicts: no collector passes over them meanwhile
         return _read(text)

@@ -15,7 +15,6 @@ spaces, UTF-8) of every field but ``digest``; :func:`read_artifact` recomputes i
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import math
 import os
@@ -30,6 +29,7 @@ from pydantic import Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
+from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError, TamperedError
 from skillreach.models import Frozen, sha256_hex
 
@@ -53,7 +53,6 @@ __all__ = [
     "RuntimeInfo",
     "UsageTotals",
     "artifact_digest",
-    "cyclic_gc_paused",
     "read_artifact",
     "write_artifact",
 ]
@@ -665,24 +664,6 @@ class Artifact(Frozen):
 
 
 # -------------------------------------------------------------------------------------------- digest
-
-
-@contextlib.contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a burst of acyclic objects is built.
-
-    Scoring a large study builds tens of thousands of small dicts and models, and writing or reading
-    its artifact a million outcome rows; each burst would otherwise make the collector walk every live
-    object again and again — measured 2–3× the time at a million probes. Reference counting
-    still frees everything; the previous state is restored on exit.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _canonical(data: Any) -> bytes:

@@ -36,13 +36,13 @@ import numpy as np
 import orjson
 
 from skillreach import __version__
+from skillreach._gc import cyclic_gc_paused
 from skillreach.artifacts import (
     PROPORTION_METRICS,
     Artifact,
     Outcomes,
     QueryInfo,
     RuntimeInfo,
-    cyclic_gc_paused,
 )
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet

@@ -101,7 +101,7 @@ def score_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not print the scorecard."),
 ) -> None:
     """Score recorded probes into an artifact (no runtime involved) and print the scorecard."""
-    from skillreach.artifacts import cyclic_gc_paused
+    from skillreach._gc import cyclic_gc_paused
 
     # one burst of acyclic columns, models and rows from start to end (a million probes): the cyclic
     # collector would walk them again and again to find nothing; reference counting frees them

@@ -26,6 +26,8 @@ import functools
 import itertools
 import math
 import operator
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -48,7 +50,7 @@ from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
 
-__all__ = ["ProbeTable", "score"]
+__all__ = ["ProbeTable", "prepare_queries", "score"]
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
@@ -92,6 +94,10 @@ class ProbeTable:
     source: str = "probes"
     query_codes: Mapping[str, int] | None = None
     """``query_vocab`` inverted (query id → index), when the builder kept it; else built when scored."""
+    query_ids: Sequence[str] | None = None
+    """When set, ``query_vocab`` begins with exactly these ids, in this order: the sorted ids of the query
+    set the table was read for (``queries=`` of :meth:`from_lines`), so that scoring with that set needs
+    no mapping of the vocabulary onto it."""
     rich: dict[int, Any] = field(default_factory=dict)
     """Row → the full record (a ``ProbeRecord``, or the parsed line) for rows judged on more than routing."""
     warnings: list[str] = field(default_factory=list)
@@ -147,7 +153,11 @@ class ProbeTable:
 
     @classmethod
     def from_lines(
-        cls, lines: Iterable[bytes | str] | BinaryIO, *, source: str = "probes.jsonl"
+        cls,
+        lines: Iterable[bytes | str] | BinaryIO,
+        *,
+        source: str = "probes.jsonl",
+        queries: QuerySet | None = None,
     ) -> ProbeTable:
         """Read probes.jsonl lines under the probe log's one rule for a damaged log
         (:func:`skillreach.study.probe_log.parse_lines`); a bad field raises :class:`InputError` naming
@@ -157,8 +167,14 @@ class ProbeTable:
         typed rows (:class:`_Line`, as strict as the per-line checks or stricter); a block it refuses,
         or one holding blank lines, is read again line by line, so every message and the torn-line
         rule are those of the line-by-line reader.
+
+        Given the query set the probes will be scored with (``queries``), query ids are coded by their
+        place in it, so scoring maps no vocabulary (the table still reads a probe of a query outside the
+        set: scoring refuses it, naming its line).
         """
         b = _Builder(source)
+        if queries is not None:
+            b.align(_query_fields(queries))
         with cyclic_gc_paused():
             if hasattr(lines, "read"):
                 line0 = 1
@@ -332,6 +348,14 @@ class _Builder:
         self.rich: dict[int, Any] = {}
         self.warnings: list[str] = []
         self._known: msgspec.json.Decoder[_Line] | None = None
+        self.query_ids: Sequence[str] | None = None
+
+    def align(self, qf: _QueryFields) -> None:
+        """Code the query ids of ``qf`` 0, 1, … in id order (before any row is added; not when an id
+        repeats: scoring refuses that set)."""
+        if qf.dup is None and not self.q:
+            self.qvocab.update(zip(qf.ids, range(len(qf.ids)), strict=True))
+            self.query_ids = qf.ids
 
     def _bad(self, line: int, name: str, what: str) -> InputError:
         return InputError(f"{self.source}:{line}: field {name!r} {what}; fix or remove the line")
@@ -571,6 +595,7 @@ class _Builder:
         return ProbeTable(
             query_vocab=list(self.qvocab),
             query_codes=self.qvocab,
+            query_ids=self.query_ids,
             q=np.asarray(self.q, dtype=np.int64),
             attempt=np.asarray(self.attempt, dtype=np.int64),
             skill_vocab=list(self.svocab),
@@ -679,36 +704,113 @@ class _Queries:
 
 
 class _QueryFields(NamedTuple):
-    """The query set's fields by column, queries sorted by id (one pass over the models)."""
+    """The query set by columns, queries sorted by id, independent of the labels: built once per query
+    set (:func:`prepare_queries`) and coded into a study's labels by :func:`_query_columns` per score."""
 
     items: list[Query]
     ids: tuple[str, ...]
-    expected: tuple[str | None, ...]
-    acceptable: tuple[tuple[str, ...], ...]
-    kinds: tuple[QueryKind, ...]
-    checks: tuple[Any, ...]
-    unique: bool
-    """The ids were found strictly ascending (so no id repeats)."""
+    dup: str | None
+    """An id that appears twice (refused when the set is scored), else ``None``."""
+    names: list[str]
+    """The skills the queries name: acceptable ones in order of first appearance (queries in id order),
+    then the expected ones among no acceptable list, in name order."""
+    expected: np.ndarray
+    """Query → index into ``names`` of its expected skill, -1 for none (out of scope)."""
+    acceptable: np.ndarray
+    """(queries × widest acceptable list) indices into ``names``, -1 padded."""
+    kind: np.ndarray
+    checked: np.ndarray
+    info: list[QueryInfo]
+    expected_names: frozenset[str]
+    acceptable_names: frozenset[str]
 
 
 _QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
 _FIELDS_OF = attrgetter("__dict__")
+_PREPARED: dict[int, tuple[weakref.ref[QuerySet], _QueryFields]] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def prepare_queries(query_set: QuerySet) -> None:
+    """Build the query side of scoring once, where the query set is loaded (100,000 queries: ~0.3 s):
+    every later :func:`score` of this query set (a frozen model) reuses it while the set lives. A
+    query set never prepared is prepared by its first score."""
+    _query_fields(query_set)
 
 
 def _query_fields(query_set: QuerySet) -> _QueryFields:
+    """The label-independent query columns of ``query_set`` (kept, keyed by the object, while it lives)."""
+    key = id(query_set)
+    kept = _PREPARED.get(key)
+    if kept is not None and kept[0]() is query_set:
+        return kept[1]
+    qf = _build_query_fields(query_set)
+
+    def forget(_: object, key: int = key) -> None:
+        with _PREPARED_LOCK:
+            _PREPARED.pop(key, None)
+
+    with _PREPARED_LOCK:
+        _PREPARED[key] = (weakref.ref(query_set, forget), qf)
+    return qf
+
+
+def _build_query_fields(query_set: QuerySet) -> _QueryFields:
     """One C-level pass over the query models (an ``itemgetter`` over each model's field dict, transposed
     by ``zip``: a fifth faster than ``attrgetter`` on the models); the columns are reordered by id only
     when the set is not already in strictly ascending id order."""
     queries = query_set.queries
+    n = len(queries)
     if not queries:
-        return _QueryFields([], (), (), (), (), (), unique=True)
+        none = np.zeros(0, dtype=np.int64)
+        return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none,
+                            np.zeros(0, dtype=bool), [], frozenset(), frozenset())  # fmt: skip
     ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
-    if not any(map(operator.ge, ids, ids[1:])):
-        return _QueryFields(list(queries), ids, expected, acceptable, kinds, checks, unique=True)
-    # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
-    pick = operator.itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
-    return _QueryFields(list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds),
-                        pick(checks), unique=False)  # fmt: skip
+    items = list(queries)
+    dup = None
+    if any(map(operator.ge, ids, ids[1:])):
+        # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
+        pick = operator.itemgetter(*sorted(range(n), key=ids.__getitem__))
+        items, ids, expected, acceptable, kinds, checks = (
+            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks)
+        )  # fmt: skip
+        if any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
+            dup = next(a for a, b in itertools.pairwise(ids) if a == b)
+    # the names: acceptable skills in order of first appearance, then the other expected ones
+    flat = list(itertools.chain.from_iterable(acceptable))
+    code: dict[str | None, int] = dict.fromkeys(flat, 0)
+    acceptable_names = frozenset(flat)
+    expected_names = frozenset(expected) - {None}
+    for name in sorted(cast(frozenset[str], expected_names) - acceptable_names):
+        code[name] = 0
+    names = cast(list[str], list(code))
+    code = {name: i for i, name in enumerate(names)}
+    code[None] = -1
+    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
+    width = int(lengths.max())
+    acc = np.full((n, width), -1, dtype=np.int64)
+    if width:
+        off = _offsets(lengths)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = np.fromiter(
+            map(code.__getitem__, flat), dtype=np.int64, count=len(flat)
+        )
+    no_skill: dict[str | None, str] = {None: NO_SKILL}
+    truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
+    kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
+    return _QueryFields(
+        items=items,
+        ids=ids,
+        dup=dup,
+        names=names,
+        expected=np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n),
+        acceptable=acc,
+        kind=np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n),
+        checked=np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n),
+        info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
+        expected_names=cast(frozenset[str], expected_names),
+        acceptable_names=acceptable_names,
+    )
 
 
 def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnings: list[str]) -> list[str]:
@@ -716,8 +818,8 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     or a probe invoked outside it (warned: with a singleton or neighbourhood catalog a non-resident
     expected skill can only be missed; an invoked one means the harness saw skills it should not).
     Without a catalog: every skill seen in the queries and probes."""
-    expected = {e for e in set(qf.expected) if e is not None}
-    acceptable = set(itertools.chain.from_iterable(qf.acceptable))
+    expected = qf.expected_names
+    acceptable = qf.acceptable_names
     invoked = set(table.skill_vocab)
     if catalog is None:
         return [*sorted(expected | invoked | acceptable), NO_SKILL]
@@ -739,51 +841,25 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     return [*sorted(known | expected | invoked), NO_SKILL]
 
 
-def _acceptable_codes(acceptable: Sequence[tuple[str, ...]], ext: dict[str, int]) -> np.ndarray:
-    """(queries × widest list) label codes of every query's acceptable skills, -1 padded; a skill
-    outside ``ext`` is given the next code, in order of first appearance (queries in id order)."""
-    n = len(acceptable)
-    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
-    width = int(lengths.max()) if n else 0
-    acc = np.full((n, width), -1, dtype=np.int64)
-    if width:
-        flat = list(itertools.chain.from_iterable(acceptable))
-        for a in dict.fromkeys(flat):  # the distinct names, a few hundred at most
-            ext.setdefault(a, len(ext))
-        codes = np.fromiter(map(ext.__getitem__, flat), dtype=np.int64, count=len(flat))
-        off = _offsets(lengths)
-        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = codes
-    return acc
-
-
 def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
-    """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
-    items, ids, expected, acceptable, kinds, checks, _ = qf
-    n = len(items)
-    if not qf.unique and any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
-        dup = next(a for a, b in itertools.pairwise(ids) if a == b)
-        raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
+    """The query columns coded into the labels ``ext``, which gains any acceptable skill outside them
+    (in order of first appearance, queries in id order)."""
+    if qf.dup is not None:
+        raise InputError(f"query set: query id {qf.dup!r} appears twice; ids must be unique")
     no = ext[NO_SKILL]
-    acc = _acceptable_codes(acceptable, ext)
-    # C-level passes (map over dict lookups) rather than a Python loop per query
-    code: dict[str | None, int] = {None: no}
-    code.update(ext)
-    truth = np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n)
-    kind = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n)
-    kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
-    no_skill: dict[str | None, str] = {None: NO_SKILL}
-    truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
-    checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
+    lut = np.array([ext.setdefault(name, len(ext)) for name in qf.names] + [-1], dtype=np.int64)
+    acc = lut[qf.acceptable]  # -1 (padding) picks the last entry: -1
+    lut[-1] = no
+    truth = lut[qf.expected]  # -1 (out of scope) picks NO_SKILL
     return _Queries(
-        items=items,
-        ids=ids,
+        items=qf.items,
+        ids=qf.ids,
         truth=truth,
         in_scope=truth != no,
         acceptable=acc,
-        checked=checked,
-        info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
-        kind=kind,
+        checked=qf.checked,
+        info=qf.info,
+        kind=qf.kind,
     )
 
 
@@ -838,22 +914,27 @@ class _Probes:
 
 
 def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
-    # query → its code in the table's vocabulary (-1: never probed), inverted into code → query
-    vocab = table.query_codes
-    if vocab is None:
-        vocab = dict(zip(table.query_vocab, range(len(table.query_vocab)), strict=True))
-    codes = np.fromiter(map(vocab.get, qs.ids, itertools.repeat(-1)), dtype=np.int64, count=len(qs))
-    probed = codes >= 0
-    vq = np.full(len(table.query_vocab), -1, dtype=np.int64)
-    vq[codes[probed]] = np.flatnonzero(probed)
-    if (vq < 0).any():
-        row = int(np.flatnonzero(vq[table.q] < 0)[0])  # the first such line of the log
+    if table.query_ids is qs.ids:  # read for this query set: its codes are the set's (module doc)
+        row_q = table.q
+        outside = len(table.query_vocab) > len(qs)
+    else:
+        # query → its code in the table's vocabulary (-1: never probed), inverted into code → query
+        vocab = table.query_codes
+        if vocab is None:
+            vocab = dict(zip(table.query_vocab, range(len(table.query_vocab)), strict=True))
+        codes = np.fromiter(map(vocab.get, qs.ids, itertools.repeat(-1)), dtype=np.int64, count=len(qs))
+        probed = codes >= 0
+        vq = np.full(len(table.query_vocab), -1, dtype=np.int64)
+        vq[codes[probed]] = np.flatnonzero(probed)
+        row_q = vq[table.q]
+        outside = bool((vq < 0).any())
+    if outside:
+        row = int(np.flatnonzero((row_q < 0) | (row_q >= len(qs)))[0])  # the first such line of the log
         bad = int(table.q[row])
         raise InputError(
             f"{table.where(row)}: probe of query {table.query_vocab[bad]!r}, which is not in the query "
             "set; score with the query set the probes were run with"
         )
-    row_q = vq[table.q]
     width = int(table.attempt.max()) + 1 if len(table) else 1
     sel = _last_per_key(row_q * width + table.attempt)
     m = len(sel)

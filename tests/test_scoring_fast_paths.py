@@ -25,9 +25,9 @@ import pytest
 
 from skillreach import scoring
 from skillreach._queryjson import read_json_fast
-from skillreach.artifacts import Outcomes, read_artifact
+from skillreach.artifacts import Outcomes, artifact_digest, read_artifact, write_artifact
 from skillreach.errors import InputError
-from skillreach.models import ProbeRecord, Query, QueryKind, QuerySet
+from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.queries import _build, _rows_from_json, load_query_set, seal, write_query_set
 from skillreach.scoring import ProbeTable, score
 
@@ -252,6 +252,30 @@ def test_canonical_rows_equal_sorted_dumps_at_every_chunk_size() -> None:
     expected = [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]
     for chunk in (1, 7, 64, 10_000):
         assert [r for rows in outcomes.canonical_rows(chunk) for r in rows] == expected
+        assert "".join(outcomes.canonical_text(";\n", chunk)) == ";\n".join(expected)
+
+
+@pytest.mark.parametrize("ids", [("q-1", "q-2"), ("q-ü", "q-2\u2028"), ('q"1', "q-2"), ("q\\1", "q\t2")])
+def test_rows_and_the_written_file_hold_every_query_id_as_json_writes_it(
+    ids: tuple[str, str], tmp_path: Path
+) -> None:
+    """Ids that need no escaping are written as themselves; any other sends the set through the encoder."""
+    outcomes = Outcomes(
+        queries=[(ids[0], "implicit", "a", ()), (ids[1], "out_of_scope", NO_SKILL, ("a",))],
+        names=["a"], q=np.array([0, 1, 1]), attempt=np.array([1, 1, 70_000]), inv_flat=np.array([0, 0]),
+        inv_off=np.array([0, 1, 1, 2]), scored_flat=np.array([0]), scored_off=np.array([0, 1, 1, 1]),
+        predicted=np.array([0, -1, 0]), errors={1: "boom"}, compliance=np.full(3, -1, dtype=np.int8),
+        quality=np.full(3, np.nan),
+    )  # fmt: skip
+    expected = [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]
+    assert [r for rows in outcomes.canonical_rows() for r in rows] == expected
+    artifact = score(QuerySet(queries=(Query(id="x", text="x", expected_skill="a"),)), [])
+    written = write_artifact(artifact.model_copy(update={"outcomes": outcomes}), tmp_path / "a.json")
+    text = (tmp_path / "a.json").read_text(encoding="utf-8")
+    assert '  "outcomes": [\n    ' + ",\n    ".join(expected) + "\n  ]," in text  # one row a line
+    back = read_artifact(tmp_path / "a.json")  # the digest recomputed from the canonical form
+    assert back.digest == written.digest == artifact_digest(written)
+    assert back.outcomes == outcomes
 
 
 # ------------------------------------------------------------------------------------------ the command

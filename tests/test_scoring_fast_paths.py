@@ -170,6 +170,18 @@ def test_fast_query_reader_equals_the_general_one(seed: int, tmp_path: Path) -> 
     assert load_query_set(path) == fast_qs
 
 
+def test_the_fast_readers_digest_is_the_sets_in_any_query_order() -> None:
+    qs, _ = _study(3)
+    queries = list(qs.queries)
+    random.Random(3).shuffle(queries)
+    shuffled = QuerySet(catalog_id="c", queries=tuple(queries))
+    text = json.dumps({"catalog_id": "c", "queries": [q.canonical() for q in queries]}, ensure_ascii=False)
+    fast = read_json_fast(text)
+    assert fast is not None
+    assert fast[1] == shuffled.compute_digest()
+    assert [q.id for q in fast[0].queries] == [q.id for q in queries]  # the file's order kept
+
+
 def test_hand_written_keys_are_read_as_the_general_reader_reads_them(tmp_path: Path) -> None:
     doc = {"catalog_id": "c", "queries": [
         {"id": "a", "text": "t1", "expected_skill": "s", "notes": None},

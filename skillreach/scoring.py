@@ -697,7 +697,7 @@ class _Queries:
     """Query → carries compliance or quality checks."""
     info: list[QueryInfo]
     kind: np.ndarray
-    """Query → index into :data:`_KINDS`."""
+    """Query → index into :data:`_KINDS` (int8)."""
 
     def __len__(self) -> int:
         return len(self.items)
@@ -763,7 +763,7 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
     n = len(queries)
     if not queries:
         none = np.zeros(0, dtype=np.int64)
-        return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none,
+        return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none.astype(np.int8),
                             np.zeros(0, dtype=bool), [], frozenset(), frozenset())  # fmt: skip
     ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
     items = list(queries)
@@ -805,7 +805,7 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         names=names,
         expected=np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n),
         acceptable=acc,
-        kind=np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n),
+        kind=np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int8, count=n),
         checked=np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n),
         info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
         expected_names=cast(frozenset[str], expected_names),
@@ -886,8 +886,8 @@ class _Probes:
     in_scope: np.ndarray
     reach: np.ndarray
     """Expected skill ∈ scored_inv."""
-    recip: np.ndarray
-    """1/rank of the expected skill in scored_inv, 0 when absent."""
+    ranks: np.ndarray
+    """How many probes reached the expected skill at each rank (its 1-based position in scored_inv)."""
 
     @functools.cached_property
     def scored(self) -> np.ndarray:
@@ -972,14 +972,15 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     # first position of the expected skill in scored_inv (positions rise within a probe)
     hit_idx = np.flatnonzero(kept == truth[kept_row])
     reach = np.zeros(m, dtype=bool)
-    recip = np.zeros(m, dtype=np.float64)
+    ranks = np.zeros(0, dtype=np.int64)
     if len(hit_idx):
         hit_rows = kept_row[hit_idx]
         first = np.ones(len(hit_rows), dtype=bool)
         first[1:] = hit_rows[1:] != hit_rows[:-1]
-        rows = hit_rows[first]
-        reach[rows] = True
-        recip[rows] = 1.0 / (hit_idx[first] - kept_off[rows] + 1)
+        if not first.all():
+            hit_rows, hit_idx = hit_rows[first], hit_idx[first]
+        reach[hit_rows] = True
+        ranks = np.bincount(hit_idx - kept_off[hit_rows] + 1)
     return _Probes(
         sel=sel,
         q=q,
@@ -996,23 +997,41 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         truth=truth,
         in_scope=qs.in_scope[q],
         reach=reach,
-        recip=recip,
+        ranks=ranks,
     )
 
 
 # ------------------------------------------------------------------------------------------ figures
 
 
+class _Tally:
+    """Counts of scored probes by (query kind, in scope, reached, abstained, correct), from one
+    ``bincount`` over a combined code: every run-level and per-kind count is a sum of its cells."""
+
+    def __init__(self, pr: _Probes, qs: _Queries, no: int) -> None:
+        code = qs.kind[pr.q] << 5  # int8: 4 kinds × 32
+        code |= pr.in_scope.view(np.int8) << 4
+        code |= pr.reach.view(np.int8) << 3  # reach, abstain and correct imply scored
+        code |= (pr.predicted == no).view(np.int8) << 2  # an errored probe predicts -1
+        code |= (pr.predicted == pr.truth).view(np.int8) << 1
+        code |= pr.scored.view(np.int8)
+        # axes: kind, in scope, reached, abstained, correct, scored
+        h = np.bincount(code.view(np.uint8), minlength=len(_KINDS) * 32)
+        self.h = h.reshape(len(_KINDS), 2, 2, 2, 2, 2)
+
+    def count(self, *, kind: int | None = None, **bits: int) -> int:
+        """Scored probes with the given bits (in_scope, reach, abstain, correct) set (1) or clear (0)."""
+        index: list[Any] = [slice(None) if kind is None else kind]
+        index += [bits.get(name, slice(None)) for name in ("in_scope", "reach", "abstain", "correct")]
+        return int(self.h[(*index, 1)].sum())
+
+
 def _run_level(
-    pr: _Probes, no: int
+    pr: _Probes, tally: _Tally
 ) -> tuple[dict[str, float | None], dict[str, int], dict[str, tuple[float, float] | None]]:
     """Every run-level rate of spec/metrics.md with its denominator and Wilson interval."""
-    scored = pr.scored
-    isc = scored & pr.in_scope
-    oos = scored & ~pr.in_scope
-    n_scored, n_in, n_oos = int(scored.sum()), int(isc.sum()), int(oos.sum())
-    abstain = pr.predicted == no
-    correct = int(np.count_nonzero(pr.predicted == pr.truth))  # errored probes predict -1
+    n_scored, n_in = tally.count(), tally.count(in_scope=1)
+    n_oos = n_scored - n_in
     # consistency: probes are in query order, so each query's scored attempts are contiguous
     n_queries = n_consistent = 0
     if n_scored:
@@ -1022,34 +1041,38 @@ def _run_level(
         n_consistent = int(
             np.count_nonzero(np.minimum.reduceat(rp, starts) == np.maximum.reduceat(rp, starts))
         )
+    correct = tally.count(correct=1)
     hits = {
         "top1_accuracy": (correct, n_scored),
         "entrypoint_accuracy": (correct, n_scored),
-        "trajectory_reachability": (int(np.count_nonzero(pr.reach & isc)), n_in),
-        "abstention_rate": (int(np.count_nonzero(abstain)), n_scored),
-        "false_abstention_rate": (int(np.count_nonzero(abstain & pr.in_scope)), n_in),
-        "oos_detection": (int(np.count_nonzero(abstain & ~pr.in_scope)), n_oos),
+        "trajectory_reachability": (tally.count(reach=1, in_scope=1), n_in),
+        "abstention_rate": (tally.count(abstain=1), n_scored),
+        "false_abstention_rate": (tally.count(abstain=1, in_scope=1), n_in),
+        "oos_detection": (tally.count(abstain=1, in_scope=0), n_oos),
         "consistency": (n_consistent, n_queries),
     }
     assert tuple(hits) == PROPORTION_METRICS
     metrics: dict[str, float | None] = {k: _rate(h, n) for k, (h, n) in hits.items()}
-    metrics["step_efficiency"] = _rate(float(pr.recip[isc].sum()), n_in)
-    metrics["redundancy"] = _rate(float(np.maximum(pr.kept_len[isc] - 1, 0).sum()), n_in)
+    # the sum of 1/rank over the probes that reached (only in-scope ones can: an out-of-scope probe's
+    # truth, NO_SKILL, is never invoked), exactly rounded, so the same in any probe order
+    recip = math.fsum(k / r for r, k in enumerate(pr.ranks.tolist()) if k)
+    metrics["step_efficiency"] = _rate(recip, n_in)
+    isc_len = pr.kept_len[pr.in_scope]  # errored probes keep nothing: length 0
+    metrics["redundancy"] = _rate(float(int(isc_len.sum()) - int(np.count_nonzero(isc_len))), n_in)
     denominators = {k: n for k, (_, n) in hits.items()}
     denominators["step_efficiency"] = denominators["redundancy"] = n_in
     intervals = {k: _ci(h, n) for k, (h, n) in hits.items()}
     return metrics, denominators, intervals
 
 
-def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+def _per_class(
+    pr: _Probes, labels: Sequence[str], confusion: _Confusion
+) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """Turn-1 conservation counts and rates for every label, and the macro averages."""
     n_labels = len(labels)
-    t, p = pr.t, pr.p
-    support = np.bincount(t, minlength=n_labels).tolist()
-    n_pred = np.bincount(p, minlength=n_labels).tolist()
-    tp = np.bincount(t[t == p], minlength=n_labels).tolist()
+    support, n_pred, tp = (x.tolist() for x in confusion.margins(n_labels))
     traj_ok = pr.only_scored(np.where(pr.in_scope, pr.reach, pr.kept_len == 0))
-    traj = np.bincount(t[traj_ok], minlength=n_labels).tolist()
+    traj = np.bincount(pr.t[traj_ok], minlength=n_labels).tolist()
     classes: list[dict[str, Any]] = []
     for i, label in enumerate(labels):
         s_, pr_, tp_ = support[i], n_pred[i], tp[i]
@@ -1085,45 +1108,60 @@ def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]]
     return classes, macro
 
 
-def _by_kind(pr: _Probes, qs: _Queries, no: int) -> list[dict[str, Any]]:
+def _by_kind(qs: _Queries, tally: _Tally) -> list[dict[str, Any]]:
     """Top-1 accuracy, abstention and reachability per query kind present in the set."""
-    n = len(_KINDS)
-    scored = pr.scored
-    kind = qs.kind[pr.q]
-    queries = np.bincount(qs.kind, minlength=n).tolist()
-    n_scored = np.bincount(kind[scored], minlength=n).tolist()
-    correct = np.bincount(kind[pr.predicted == pr.truth], minlength=n).tolist()
-    abstain = np.bincount(kind[pr.predicted == no], minlength=n).tolist()
-    reached = np.bincount(kind[pr.reach & scored], minlength=n).tolist()
+    queries = np.bincount(qs.kind, minlength=len(_KINDS)).tolist()
     out = []
     for i, name in enumerate(_KINDS):
         if not queries[i]:
             continue
+        n_scored = tally.count(kind=i)
+        correct = tally.count(kind=i, correct=1)
         out.append(
             {
                 "kind": name,
                 "queries": queries[i],
-                "scored": n_scored[i],
-                "top1_accuracy": _rate(correct[i], n_scored[i]),
-                "top1_ci": _ci(correct[i], n_scored[i]),
-                "abstention_rate": _rate(abstain[i], n_scored[i]),
+                "scored": n_scored,
+                "top1_accuracy": _rate(correct, n_scored),
+                "top1_ci": _ci(correct, n_scored),
+                "abstention_rate": _rate(tally.count(kind=i, abstain=1), n_scored),
                 "trajectory_reachability": None
                 if name == QueryKind.out_of_scope.value
-                else _rate(reached[i], n_scored[i]),
+                else _rate(tally.count(kind=i, reach=1), n_scored),
             }
         )
     return out
 
 
-def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cell codes, counts, cell of every probe) with cell = truth · L + predicted."""
+class _Confusion(NamedTuple):
+    cells: np.ndarray
+    """The cells with a count, ascending; cell = truth · L + predicted."""
+    counts: np.ndarray
+    cell: np.ndarray
+    """The cell of every scored probe."""
+    dense: np.ndarray | None
+    """Every cell's count (L × L), when that is small enough to hold."""
+
+    def margins(self, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(support, predicted, tp) of every label: row sums, column sums and the diagonal."""
+        if self.dense is not None:
+            m = self.dense.reshape(n_labels, n_labels)
+            return m.sum(axis=1), m.sum(axis=0), np.diagonal(m)
+        t, p = np.divmod(self.cells, n_labels)
+        return (np.bincount(t, self.counts, n_labels).astype(np.int64),
+                np.bincount(p, self.counts, n_labels).astype(np.int64),
+                np.bincount(t[t == p], self.counts[t == p], n_labels).astype(np.int64))  # fmt: skip
+
+
+def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> _Confusion:
+    """The confusion of the scored probes' truth ``t`` and prediction ``p``."""
     cell = t * n_labels + p
     if n_labels * n_labels <= _MAX_DENSE_CONFUSION:
         dense = np.bincount(cell, minlength=n_labels * n_labels)
         cells = np.flatnonzero(dense)
-        return cells, dense[cells], cell
+        return _Confusion(cells, dense[cells], cell, dense)
     cells, counts = np.unique(cell, return_counts=True)
-    return cells, counts, cell
+    return _Confusion(cells, counts, cell, None)
 
 
 def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[dict[str, Any]]:
@@ -1270,14 +1308,15 @@ def _score(
     if missing:
         warnings.append(f"{missing} of {len(qs) * attempts} query × attempt pairs have no probe")
 
-    metrics, denominators, intervals = _run_level(pr, no)
-    classes, macro = _per_class(pr, labels)
+    tally = _Tally(pr, qs, no)
+    metrics, denominators, intervals = _run_level(pr, tally)
+    conf = _confusion(pr.t, pr.p, n_labels)
+    classes, macro = _per_class(pr, labels, conf)
     metrics.update(macro)
-    scored = pr.scored
-    cells, counts, cell = _confusion(pr.t, pr.p, n_labels)
+    n_scored = tally.count()
     confusion = [
         {"expected": labels[c // n_labels], "predicted": labels[c % n_labels], "count": k}
-        for c, k in zip(cells.tolist(), counts.tolist(), strict=True)
+        for c, k in zip(conf.cells.tolist(), conf.counts.tolist(), strict=True)
     ]
     compliance, quality = _judge(pr, qs, table)
     outcomes = Outcomes(
@@ -1294,7 +1333,6 @@ def _score(
         compliance=compliance,
         quality=quality,
     )
-    n_scored = int(scored.sum())
     return Artifact.model_validate(
         {
             "tool_version": __version__,
@@ -1314,9 +1352,9 @@ def _score(
             "denominators": denominators,
             "intervals": intervals,
             "classes": classes,
-            "by_kind": _by_kind(pr, qs, no),
+            "by_kind": _by_kind(qs, tally),
             "confusion": confusion,
-            "collisions": _collisions(pr, qs, labels, cell),
+            "collisions": _collisions(pr, qs, labels, conf.cell),
             "top_attractors": _attractors(classes, confusion),
             "usage": {
                 **table.usage,

@@ -42,8 +42,14 @@ from skillreach._gc import cyclic_gc_paused
 from skillreach.artifacts import (
     PROPORTION_METRICS,
     Artifact,
+    Attractor,
+    AttractorSource,
+    ClassStats,
+    Collision,
+    ConfusionCell,
     Outcomes,
     QueryInfo,
+    QuerySample,
     RuntimeInfo,
 )
 from skillreach.errors import InputError
@@ -1164,7 +1170,7 @@ def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> _Confusion:
     return _Confusion(cells, counts, cell, None)
 
 
-def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[dict[str, Any]]:
+def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[Collision]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
     n_labels, no = len(labels), len(labels) - 1
     t, p, sq = pr.t, pr.p, pr.sq
@@ -1172,56 +1178,59 @@ def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarr
     if not mask.any():
         return []
     c_cell = cell[mask]
+    n_q = len(qs)
     # distinct (cell, query) pairs, sorted by cell then query id
-    pair = np.sort(c_cell * len(qs) + sq[mask])
+    pair = np.sort(c_cell * n_q + sq[mask])
     pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
-    pair_cell, pair_q = np.divmod(pair, len(qs))
     per_cell = np.bincount(c_cell)
     cells = np.flatnonzero(per_cell)
     counts = per_cell[cells]
-    start = np.searchsorted(pair_cell, cells).tolist()
-    end = np.searchsorted(pair_cell, cells, side="right").tolist()
-    pq = pair_q.tolist()
+    start = np.searchsorted(pair, cells * n_q)
+    distinct = np.searchsorted(pair, (cells + 1) * n_q) - start
+    # the first few distinct queries of each cell, in id order
+    take = np.minimum(distinct, _SAMPLES)
+    off = _offsets(take)
+    picked = (pair[np.repeat(start - off[:-1], take) + np.arange(int(off[-1]))] % n_q).tolist()
     items = qs.items
+    sample = QuerySample.model_construct
     out = [
-        {
-            "expected": labels[c // n_labels],
-            "predicted": labels[c % n_labels],
-            "count": k,
-            "queries": b - a,
-            "samples": [
-                {"query_id": items[j].id, "text": items[j].text} for j in pq[a : min(b, a + _SAMPLES)]
-            ],
-        }
-        for c, k, a, b in zip(cells.tolist(), counts.tolist(), start, end, strict=True)
+        Collision.model_construct(
+            expected=labels[c // n_labels],
+            predicted=labels[c % n_labels],
+            count=k,
+            queries=d,
+            samples=[sample(query_id=items[j].id, text=items[j].text) for j in picked[a:b]],
+        )
+        for c, k, d, a, b in zip(cells.tolist(), counts.tolist(), distinct.tolist(), off[:-1].tolist(),
+                                 off[1:].tolist(), strict=True)
     ]
-    out.sort(key=lambda c: (-c["count"], c["expected"], c["predicted"]))
+    out.sort(key=lambda c: (-c.count, c.expected, c.predicted))
     return out
 
 
 def _attractors(
     classes: Sequence[Mapping[str, Any]], confusion: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Attractor]:
     """Skills (not NO_SKILL) with fp > 0, by fp descending then name, with whom they pull from."""
     sources: dict[str, list[tuple[int, str]]] = {}
     for c in confusion:
         if c["predicted"] != c["expected"]:
             sources.setdefault(c["predicted"], []).append((c["count"], c["expected"]))
     out = [
-        {
-            "skill": c["label"],
-            "fp": c["fp"],
-            "predicted": c["predicted"],
-            "precision": c["precision"],
-            "pulled_from": [
-                {"expected": e, "count": k}
+        Attractor.model_construct(
+            skill=c["label"],
+            fp=c["fp"],
+            predicted=c["predicted"],
+            precision=c["precision"],
+            pulled_from=[
+                AttractorSource.model_construct(expected=e, count=k)
                 for k, e in sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES]
             ],
-        }
+        )
         for c in classes
         if c["label"] != NO_SKILL and c["fp"] > 0
     ]
-    out.sort(key=lambda a: (-a["fp"], a["skill"]))
+    out.sort(key=lambda a: (-a.fp, a.skill))
     return out
 
 
@@ -1333,7 +1342,9 @@ def _score(
         compliance=compliance,
         quality=quality,
     )
-    return Artifact.model_validate(
+    # the small parts validated; the long lists built as validation builds them (every value already
+    # of its field's type: ints, floats, strings, tuples), ~9,000 models at a million probes
+    head = Artifact.model_validate(
         {
             "tool_version": __version__,
             "catalog": _catalog_info(query_set, catalog, labels[:-1]),
@@ -1351,11 +1362,11 @@ def _score(
             "metrics": metrics,
             "denominators": denominators,
             "intervals": intervals,
-            "classes": classes,
+            "classes": [],
             "by_kind": _by_kind(qs, tally),
-            "confusion": confusion,
-            "collisions": _collisions(pr, qs, labels, conf.cell),
-            "top_attractors": _attractors(classes, confusion),
+            "confusion": [],
+            "collisions": [],
+            "top_attractors": [],
             "usage": {
                 **table.usage,
                 "cost_usd": table.cost_usd if table.priced else None,
@@ -1364,6 +1375,15 @@ def _score(
             },
             "warnings": warnings,
             "outcomes": outcomes,
+        }
+    )
+    cell_model = ConfusionCell.model_construct
+    return head.model_copy(
+        update={
+            "classes": [ClassStats.model_construct(**c) for c in classes],
+            "confusion": [cell_model(**c) for c in confusion],
+            "collisions": _collisions(pr, qs, labels, conf.cell),
+            "top_attractors": _attractors(classes, confusion),
         }
     )
 

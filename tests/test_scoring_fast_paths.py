@@ -25,7 +25,7 @@ import pytest
 
 from skillreach import scoring
 from skillreach._queryjson import read_json_fast
-from skillreach.artifacts import Outcomes, artifact_digest, read_artifact, write_artifact
+from skillreach.artifacts import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.queries import _build, _rows_from_json, load_query_set, seal, write_query_set
@@ -125,6 +125,23 @@ def test_block_reader_equals_line_reader_and_models(
     assert a_fast.counts.superseded > 0
     assert any(o.invoked and o.invoked[0] >= "s-20" for o in a_fast.outcomes)
     assert all(fast.record(r) == slow.record(r) for r in fast.rich)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_artifact_score_builds_is_the_one_validation_builds(seed: int) -> None:
+    """Its long lists are built without a validation per model: every value must already be what
+    validation would make of it (a float where a float goes, a tuple for an interval)."""
+    qs, lines = _study(seed)
+    art = score(qs, _records(lines))
+    assert art.collisions
+    assert art.top_attractors
+    again = Artifact.model_validate(art.model_dump())
+    assert again == art
+    assert orjson.dumps(again.model_dump(mode="json")) == orjson.dumps(art.model_dump(mode="json"))
+    for field in ("classes", "confusion", "collisions", "top_attractors"):
+        for got, want in zip(getattr(art, field), getattr(again, field), strict=True):
+            assert {k: type(v) for k, v in got} == {k: type(v) for k, v in want}
+            assert got.model_fields_set == want.model_fields_set
 
 
 def test_a_bad_line_in_a_later_block_is_named_as_the_line_reader_names_it(

@@ -22,11 +22,11 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 import orjson
-from pydantic import Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
@@ -54,6 +54,7 @@ __all__ = [
     "RuntimeInfo",
     "UsageTotals",
     "artifact_digest",
+    "built_as_validated",
     "read_artifact",
     "write_artifact",
 ]
@@ -85,6 +86,7 @@ PROPORTION_METRICS = (
 """The run-level rates that are proportions and so carry a Wilson interval."""
 
 Interval = tuple[float, float]
+_M = TypeVar("_M", bound=BaseModel)
 
 
 # ------------------------------------------------------------------------------------------- outcomes
@@ -686,6 +688,33 @@ class Artifact(Frozen):
 
     def class_stats(self, label: str) -> ClassStats | None:
         return next((c for c in self.classes if c.label == label), None)
+
+
+def built_as_validated(cls: type[_M], rows: Sequence[dict[str, Any]]) -> list[_M]:
+    """``[cls.model_validate(row) for row in rows]`` for rows whose every value is already what validation
+    makes of it (nested models already models) and whose keys are the model's fields in their declared
+    order: the models are laid out directly (~1 µs each instead of ~10), once the first row is seen to
+    come out exactly as validation lays it out — else every row is validated."""
+    if not rows:
+        return []
+    first = cls.model_validate(rows[0])
+    new = cls.__new__
+    put = object.__setattr__
+    out: list[_M] = []
+    for row in rows:
+        m = new(cls)
+        put(m, "__dict__", row)
+        put(m, "__pydantic_fields_set__", set(row))
+        put(m, "__pydantic_extra__", None)
+        put(m, "__pydantic_private__", None)
+        out.append(m)
+    made = out[0]
+    attrs = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    if list(made.__dict__) != list(first.__dict__) or any(
+        getattr(made, a) != getattr(first, a) for a in attrs
+    ) or any(type(v) is not type(first.__dict__[k]) for k, v in made.__dict__.items()):
+        return [cls.model_validate(row) for row in rows]
+    return out
 
 
 # -------------------------------------------------------------------------------------------- digest

@@ -51,6 +51,7 @@ from skillreach.artifacts import (
     QueryInfo,
     QuerySample,
     RuntimeInfo,
+    built_as_validated,
 )
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
@@ -1192,20 +1193,21 @@ def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarr
     off = _offsets(take)
     picked = (pair[np.repeat(start - off[:-1], take) + np.arange(int(off[-1]))] % n_q).tolist()
     items = qs.items
-    sample = QuerySample.model_construct
+    samples = built_as_validated(QuerySample, [{"query_id": items[j].id, "text": items[j].text}
+                                               for j in picked])  # fmt: skip
     out = [
-        Collision.model_construct(
-            expected=labels[c // n_labels],
-            predicted=labels[c % n_labels],
-            count=k,
-            queries=d,
-            samples=[sample(query_id=items[j].id, text=items[j].text) for j in picked[a:b]],
-        )
+        {
+            "expected": labels[c // n_labels],
+            "predicted": labels[c % n_labels],
+            "count": k,
+            "queries": d,
+            "samples": samples[a:b],
+        }
         for c, k, d, a, b in zip(cells.tolist(), counts.tolist(), distinct.tolist(), off[:-1].tolist(),
                                  off[1:].tolist(), strict=True)
     ]
-    out.sort(key=lambda c: (-c.count, c.expected, c.predicted))
-    return out
+    out.sort(key=lambda c: (-c["count"], c["expected"], c["predicted"]))
+    return built_as_validated(Collision, out)
 
 
 def _attractors(
@@ -1217,21 +1219,21 @@ def _attractors(
         if c["predicted"] != c["expected"]:
             sources.setdefault(c["predicted"], []).append((c["count"], c["expected"]))
     out = [
-        Attractor.model_construct(
-            skill=c["label"],
-            fp=c["fp"],
-            predicted=c["predicted"],
-            precision=c["precision"],
-            pulled_from=[
-                AttractorSource.model_construct(expected=e, count=k)
+        {
+            "skill": c["label"],
+            "fp": c["fp"],
+            "predicted": c["predicted"],
+            "precision": c["precision"],
+            "pulled_from": built_as_validated(AttractorSource, [
+                {"expected": e, "count": k}
                 for k, e in sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES]
-            ],
-        )
+            ]),
+        }
         for c in classes
         if c["label"] != NO_SKILL and c["fp"] > 0
-    ]
-    out.sort(key=lambda a: (-a.fp, a.skill))
-    return out
+    ]  # fmt: skip
+    out.sort(key=lambda a: (-a["fp"], a["skill"]))
+    return built_as_validated(Attractor, out)
 
 
 def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np.ndarray]:
@@ -1377,11 +1379,10 @@ def _score(
             "outcomes": outcomes,
         }
     )
-    cell_model = ConfusionCell.model_construct
     return head.model_copy(
         update={
-            "classes": [ClassStats.model_construct(**c) for c in classes],
-            "confusion": [cell_model(**c) for c in confusion],
+            "classes": built_as_validated(ClassStats, classes),
+            "confusion": built_as_validated(ConfusionCell, confusion),
             "collisions": _collisions(pr, qs, labels, conf.cell),
             "top_attractors": _attractors(classes, confusion),
         }

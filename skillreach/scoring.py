@@ -61,6 +61,7 @@ __all__ = ["ProbeTable", "prepare_queries", "score"]
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
+_get_row_usage = {name: attrgetter(f"usage.{name}") for name in _USAGE_KEYS}
 _RICH_KEYS = ("tool_calls", "final_text", "rubric_grade")
 """Fields that only compliance and quality judging read; lines carrying them are kept whole."""
 
@@ -299,7 +300,6 @@ def _known_decoder(
 _get = {name: attrgetter(name) for name in _Line.__struct_fields__}
 _get_names = attrgetter("runtime", "model", "resolved_model", "fingerprint")
 _is_not = operator.is_not
-_is = operator.is_
 
 
 class _Vocab(dict[str, int]):
@@ -318,12 +318,7 @@ class _Vocab(dict[str, int]):
     def codes(self, names: Iterable[str]) -> list[int]:
         """The codes of ``names``; the names new to the vocabulary are in ``fresh`` afterwards."""
         self.fresh = []
-        names = names if isinstance(names, list) else list(names)
-        out: list[int | None] = list(map(self.get, names))  # ``get``: no ``__missing__`` per name
-        if None in out:
-            for i in itertools.compress(range(len(out)), map(_is, out, itertools.repeat(None))):
-                out[i] = self[names[i]]
-        return cast(list[int], out)
+        return list(map(self.__getitem__, names))  # a name not seen before: ``__missing__``
 
     def forget_fresh(self) -> None:
         """Take back the codes :meth:`codes` just gave (a block read again line by line)."""
@@ -344,6 +339,8 @@ class _Builder:
         self.inv_flat: list[int] = []
         self.inv_len: list[int] = []
         self.lines: list[int] = []
+        """The lines of the rows added one by one since the last block's (:meth:`add`)."""
+        self.line_blocks: list[np.ndarray] = []
         self.errors: dict[int, str] = {}
         self.usage = [0, 0, 0, 0]
         self.costs: list[float] = []
@@ -546,7 +543,10 @@ class _Builder:
         self.attempt.extend(map(_get["attempt"], rows))
         self.inv_flat.extend(flat)
         self.inv_len.extend(map(len, invoked))
-        self.lines.extend(range(line0, line0 + n))
+        if self.lines:
+            self.line_blocks.append(np.asarray(self.lines, dtype=np.int64))
+            self.lines = []
+        self.line_blocks.append(np.arange(line0, line0 + n, dtype=np.int64))
         errors = list(map(_get["error"], rows))
         if errors.count(None) < n:
             for i in itertools.compress(range(n), map(_is_not, errors, itertools.repeat(None))):
@@ -586,11 +586,10 @@ class _Builder:
             durations = [d for d in durations if d is not None]
             total = sum(durations)
         self.duration += total if type(total) is int else sum(map(int, durations))
-        usages = list(map(_get["usage"], rows))
-        try:
-            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        try:  # a row without usage (null) meets the getter: AttributeError
+            sums = [sum(map(_get_row_usage[name], rows)) for name in _USAGE_KEYS]
         except AttributeError:
-            usages = [u for u in usages if u is not None]
+            usages = [u for u in map(_get["usage"], rows) if u is not None]
             sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
         for k, v in enumerate(sums):
             self.usage[k] += v
@@ -609,7 +608,7 @@ class _Builder:
             inv_flat=np.asarray(self.inv_flat, dtype=np.int64),
             inv_off=off,
             errors=self.errors,
-            lines=np.asarray(self.lines, dtype=np.int64),
+            lines=np.concatenate([*self.line_blocks, np.asarray(self.lines, dtype=np.int64)]),
             usage=dict(zip(_USAGE_KEYS, self.usage, strict=True)),
             cost_usd=math.fsum(self.costs),  # exactly rounded: the same total in any log order
             priced=len(self.costs),

@@ -750,7 +750,8 @@ def _query_fields(query_set: QuerySet) -> _QueryFields:
     kept = _PREPARED.get(key)
     if kept is not None and kept[0]() is query_set:
         return kept[1]
-    qf = _build_query_fields(query_set)
+    with cyclic_gc_paused():  # 100,000s of tuples: no collector passes over the models meanwhile
+        qf = _build_query_fields(query_set)
 
     def forget(_: object, key: int = key) -> None:
         with _PREPARED_LOCK:

@@ -667,10 +667,11 @@ def _last_per_key(key: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     size = int(key.max()) + 1
     if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
-        rows = np.arange(n, dtype=np.int64)
+        index: type[np.signedinteger[Any]] = np.int32 if n < 1 << 31 else np.int64  # half the traffic
+        rows = np.arange(n, dtype=index)
         if n > 1 and bool(np.all(key[1:] > key[:-1])):
             return rows  # already in order, no repeat
-        last = np.full(size, -1, dtype=np.int64)
+        last = np.full(size, -1, dtype=index)
         last[key] = rows  # well defined when no key repeats: then every row fills a slot of its own
         sel = last[last >= 0]
         if len(sel) == n:
@@ -701,6 +702,7 @@ class _Queries:
     """(queries × widest acceptable list) codes, -1 padded."""
     checked: np.ndarray
     """Query → carries compliance or quality checks."""
+    any_checked: bool
     info: list[QueryInfo]
     kind: np.ndarray
     """Query → index into :data:`_KINDS` (int8)."""
@@ -726,6 +728,7 @@ class _QueryFields(NamedTuple):
     """(queries × widest acceptable list) indices into ``names``, -1 padded."""
     kind: np.ndarray
     checked: np.ndarray
+    any_checked: bool
     info: list[QueryInfo]
     expected_names: frozenset[str]
     acceptable_names: frozenset[str]
@@ -771,7 +774,7 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
     if not queries:
         none = np.zeros(0, dtype=np.int64)
         return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none.astype(np.int8),
-                            np.zeros(0, dtype=bool), [], frozenset(), frozenset())  # fmt: skip
+                            np.zeros(0, dtype=bool), False, [], frozenset(), frozenset())  # fmt: skip
     ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
     items = list(queries)
     dup = None
@@ -805,6 +808,7 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
     no_skill: dict[str | None, str] = {None: NO_SKILL}
     truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
     kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
+    checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
     return _QueryFields(
         items=items,
         ids=ids,
@@ -813,7 +817,8 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         expected=np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n),
         acceptable=acc,
         kind=np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int8, count=n),
-        checked=np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n),
+        checked=checked,
+        any_checked=bool(checked.any()),
         info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
         expected_names=cast(frozenset[str], expected_names),
         acceptable_names=acceptable_names,
@@ -865,6 +870,7 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
         in_scope=truth != no,
         acceptable=acc,
         checked=qf.checked,
+        any_checked=qf.any_checked,
         info=qf.info,
         kind=qf.kind,
     )
@@ -959,15 +965,19 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     raw_flat, raw_len = _csr_gather(table.inv_flat, table.inv_off, sel)
     raw = lut[raw_flat] if len(raw_flat) else raw_flat
     raw_off = _offsets(raw_len)
-    rowof = np.repeat(np.arange(m, dtype=np.int64), raw_len)
+    rowof = np.repeat(np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64), raw_len)
     drop = err[rowof] if errors else np.zeros(len(raw), dtype=bool)
     if qs.acceptable.shape[1] and len(raw):
-        acc_of = qs.acceptable[q[rowof]]
+        # only the invocations of probes whose query accepts a skill can name one
+        at = np.flatnonzero((qs.acceptable[:, 0] >= 0)[q][rowof])
+        acc_of = qs.acceptable[q[rowof[at]]]
+        named = raw[at]
         for j in range(qs.acceptable.shape[1]):
-            drop |= raw == acc_of[:, j]
+            drop[at[named == acc_of[:, j]]] = True
     if drop.any():
-        kept, kept_row = raw[~drop], rowof[~drop]
-        kept_len = np.bincount(kept_row, minlength=m).astype(np.int64)
+        keep = ~drop
+        kept, kept_row = raw[keep], rowof[keep]
+        kept_len = raw_len - np.bincount(rowof[drop], minlength=m)
         kept_off = _offsets(kept_len)
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
@@ -1241,11 +1251,11 @@ def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np
     m = len(pr.q)
     compliance = np.full(m, -1, dtype=np.int8)
     quality = np.full(m, np.nan)
-    todo = np.flatnonzero(qs.checked[pr.q] & pr.scored)
+    todo = np.flatnonzero(qs.checked[pr.q] & pr.scored) if qs.any_checked else ()
     if len(todo):
         from skillreach.compliance import evaluate_probe
 
-        for i in todo.tolist():
+        for i in cast(np.ndarray, todo).tolist():
             judgement = evaluate_probe(qs.items[int(pr.q[i])], table.record(int(pr.sel[i])))
             if judgement.compliance is not None:
                 compliance[i] = int(judgement.compliance)

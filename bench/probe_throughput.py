@@ -29,7 +29,7 @@ aiohttp replay of the same bodies before and after it (their mean).
 
     .venv/bin/python bench/probe_throughput.py [--probes 1000] [--concurrency 32] [--latency 0.05]
         [--rounds 3] [--http auto|aiohttp|httpx] [--sdk-path] [--no-httpx] [--paths] [--bounds]
-        [--cli] [--keep] [--uvloop]
+        [--cli [--spy FILE]] [--keep] [--uvloop]
 
 ``--uvloop`` runs the whole script on uvloop (not a dependency: ``pip install uvloop`` to try it).
 
@@ -469,6 +469,9 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         if args.sdk_path:  # the SDK's request builder through the command too
             (root / "study.toml").write_text("[runtime_options]\ndirect = false\n", encoding="utf-8")
             argv += ["--config", str(root / "study.toml")]
+        if args.spy:  # the command under py-spy (on-CPU samples of every thread)
+            spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--threads", "-r", "250"]
+            argv = [*spy, "--format", "raw", "-o", args.spy, "--", *argv]
         t0 = time.perf_counter()
         if args.keep:
             print(f"study folder           {root} (kept)")
@@ -595,6 +598,7 @@ def main() -> None:
     parser.add_argument("--paths", action="store_true", help="client CPU a request of each request path")
     parser.add_argument("--bounds", action="store_true", help="client CPU a request by layer of probing")
     parser.add_argument("--cli", action="store_true", help="also measure through skillreach run")
+    parser.add_argument("--spy", metavar="FILE", help="with --cli: py-spy record the command to FILE (raw)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (the --cli study)")
     parser.add_argument("--uvloop", action="store_true", help="run everything on uvloop (if installed)")
     args = parser.parse_args()

@@ -280,9 +280,11 @@ class _FinishedSink:
         self.thread_safe = bool(getattr(tee, "thread_safe", False))  # set.add holds under threads
 
     def write(self, record: Any) -> None:
-        self.tee.write(record)
-        if record.error is None:
-            self.finished.add((record.query_id, record.attempt))
+        self.write_many([record])
+
+    def write_many(self, records: Any) -> None:  # a group: one write and one fsync of the probe log
+        self.tee.write_many(records)
+        self.finished.update((r.query_id, r.attempt) for r in records if r.error is None)
 
 
 @task(

@@ -117,9 +117,11 @@ class ProbeSink(Protocol):
     """Where finished probes go, as they finish.
 
     ``write`` is called from the event loop's thread, one record at a time — unless the sink has a
-    true ``thread_safe`` attribute, in which case it is called from worker threads, possibly at once
-    (so a slow ``fsync`` does not stall the probes in flight). Either way the probe's task waits for
-    ``write`` to return before anything else happens with the record.
+    true ``thread_safe`` attribute, in which case it is called from a worker thread (so a slow
+    ``fsync`` does not stall the probes in flight), with the records that finished together as one
+    group (group commit, :class:`_GroupCommit`): ``write_many(records)`` when the sink has it (one
+    write and one ``fsync`` for the group), else ``write`` for each. Either way the probe's task waits
+    for its record to be written before anything else happens with it.
     """
 
     def write(self, record: ProbeRecord) -> None: ...
@@ -150,9 +152,18 @@ class TeeSink:
         self.thread_safe = bool(getattr(log, "thread_safe", False))
 
     def write(self, record: ProbeRecord) -> None:
-        self.log.write(record)
+        self.write_many([record])
+
+    def write_many(self, records: Sequence[ProbeRecord]) -> None:
+        """The group in the log (one write, one fsync when the log can), then in the store's pending."""
+        write_many = getattr(self.log, "write_many", None)
+        if write_many is not None:
+            write_many(records)
+        else:
+            for record in records:
+                self.log.write(record)
         with self._lock:
-            self.pending.append(record)
+            self.pending.extend(records)
             group = self._take() if len(self.pending) >= self.every else []
         if group:
             self.store.add_probes(self.study_id, group)
@@ -236,6 +247,59 @@ class Slots:
                 self._busy[batch] += 1
             if self.free == 0:
                 return
+
+
+class _GroupCommit:
+    """Group commit for a thread-safe sink: the records that finish in one event-loop turn, and those
+    that finish while a group is being written, go to the sink as one group in a worker thread
+    (``write_many``: one write, one ``fsync``), one thread hop a group instead of one a record. Each
+    probe awaits its own group — still inside its slot — so a record is on disk before its slot admits
+    the next request, as with one write a record."""
+
+    def __init__(self, sink: ProbeSink) -> None:
+        self._sink = sink
+        self._write_many: Callable[[Sequence[ProbeRecord]], None] = (
+            getattr(sink, "write_many", None) or self._each
+        )
+        self._pending: list[tuple[ProbeRecord, asyncio.Future[None]]] = []
+        self._busy = False  # a group is being written, or one is about to start this turn
+
+    def _each(self, records: Sequence[ProbeRecord]) -> None:
+        for record in records:
+            self._sink.write(record)
+
+    async def write(self, record: ProbeRecord) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append((record, done))
+        if not self._busy:
+            self._busy = True
+            loop.call_soon(self._start, loop)  # after this turn: its other records join the group
+        await done
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        group, self._pending = self._pending, []
+        writing = loop.run_in_executor(None, self._write_many, [r for r, _ in group])
+        writing.add_done_callback(lambda w: self._finish(loop, group, w))
+
+    def _finish(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        group: list[tuple[ProbeRecord, asyncio.Future[None]]],
+        writing: asyncio.Future[None],
+    ) -> None:
+        error = writing.exception() if not writing.cancelled() else asyncio.CancelledError()
+        for _, done in group:
+            if done.done():  # its probe was cancelled meanwhile (the record is written all the same)
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+        if self._pending:
+            self._start(loop)  # what finished while this group was written
+        else:
+            self._busy = False
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
@@ -341,7 +405,7 @@ async def run_probes(
     started_at = time.monotonic()
     sem = asyncio.Semaphore(concurrency)
     version = await runtime_version(runtime)
-    offload = bool(getattr(sink, "thread_safe", False))
+    commit = _GroupCommit(sink) if getattr(sink, "thread_safe", False) else None
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
     spent = spent_before
@@ -368,8 +432,8 @@ async def run_probes(
             )
             # recorded before the slot goes to the next request: a process killed now loses at most the
             # probes that hold a slot (paid, not yet recorded)
-            if offload:
-                await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
+            if commit is not None:
+                await commit.write(record)  # on disk before anything else can fail
             else:
                 sink.write(record)
             records.append(record)

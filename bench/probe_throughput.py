@@ -47,6 +47,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -475,10 +476,16 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         t0 = time.perf_counter()
         if args.keep:
             print(f"study folder           {root} (kept)")
-        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
+        pipe = subprocess.PIPE
+        child = subprocess.Popen(argv, cwd=root, env=env, stdout=pipe, stderr=pipe, text=True)
+        cpu_samples: list[tuple[datetime, float]] = []  # (when, the command's CPU seconds so far)
+        sampler = threading.Thread(target=_sample_cpu, args=(child, cpu_samples), daemon=True)
+        sampler.start()
+        _, stderr = child.communicate()
+        sampler.join()
         command = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"skillreach run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    if child.returncode != 0:
+        raise SystemExit(f"skillreach run failed ({child.returncode}): {stderr[-2000:]}")
     records = read_probes(root / "out" / "probes.jsonl")
     ends = [datetime.fromisoformat(r.finished_at or "") for r in records]
     starts = [e - timedelta(milliseconds=r.duration_ms) for e, r in zip(ends, records, strict=True)]
@@ -504,12 +511,38 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them "
         f"({', '.join(f'{g:.2f}' for g in gaps)})"
     )
+    cpu = _cpu_between(cpu_samples, min(starts), max(ends))
     print(f"skillreach run         {len(records)} probes ({errors} errors), command {command:.1f} s, ")
+    if cpu is not None and not args.spy:
+        print(f"                       client CPU while probing {1000 * cpu / len(records):.2f} ms a probe "
+              "(/proc, every 50 ms)")
     print(
         f"                       probing (the probe log's span) {probing:.2f} s; bare aiohttp {before:.2f} / "
         f"{after:.2f} s for its {len(bodies)} bodies"
     )
     print(calibrate.verdict("probing wall / bare-client wall, skillreach run", probing / bare, 1.1))
+
+
+def _sample_cpu(child: subprocess.Popen[str], out: list[tuple[datetime, float]]) -> None:
+    """The command's CPU time (user + system, from ``/proc/<pid>/stat``) every 50 ms, with the time."""
+    tick = os.sysconf("SC_CLK_TCK")
+    path = Path(f"/proc/{child.pid}/stat")
+    while child.poll() is None:
+        try:
+            fields = path.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            break
+        out.append((datetime.now().astimezone(), (int(fields[11]) + int(fields[12])) / tick))
+        time.sleep(0.05)
+
+
+def _cpu_between(samples: list[tuple[datetime, float]], start: datetime, end: datetime) -> float | None:
+    """CPU seconds the command spent between ``start`` and ``end`` (the samples nearest inside)."""
+    inside = [(t, c) for t, c in samples if start <= t <= end]
+    if len(inside) < 2:
+        return None
+    (t0, c0), (t1, c1) = inside[0], inside[-1]
+    return (c1 - c0) * (end - start).total_seconds() / (t1 - t0).total_seconds()
 
 
 def _first_text(body: dict[str, Any]) -> str:

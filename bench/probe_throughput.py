@@ -406,10 +406,13 @@ async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int
         sink = _MemorySink()
         await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
 
+    fsyncs: list[int] = []
+
     async def fsynced(rt: AnthropicRuntime) -> None:
         sink = JsonlSink(tmp / f"bounds-{time.monotonic_ns()}.jsonl")
         await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
         sink.close()
+        fsyncs.append(sink.fsyncs)
 
     layers = {
         "the runtime alone (select, semaphore)": alone,
@@ -430,6 +433,8 @@ async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int
     )
     for name, values in cpu.items():
         print(f"  {name:40s} {min(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
+    label = "fsyncs of the probe log"
+    print(f"  {label:40s} {', '.join(map(str, fsyncs))} for {len(queries)} records")
 
 
 def _write_study(root: Path, cat: Catalog, queries: list[Query]) -> tuple[Path, Path]:

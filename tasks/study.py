@@ -354,7 +354,7 @@ async def probe_batch(
                 stop_when=None if here is None else here.over_cap,
             )
         finally:
-            tee.flush()
+            await asyncio.to_thread(tee.flush)  # the store's last group, off the loop the probes use
             if here is None:
                 await runtime.aclose()
     if here is not None and here.over_cap():  # the cap, reached with the batch beside this one

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -140,13 +141,18 @@ class ListSink:
 class TeeSink:
     """The log first (``probes.jsonl``, fsynced: the probe is paid for), then the store in small groups.
 
-    ``store`` is anything with ``add_probes(study_id, records)``; ``flush`` writes what is pending.
+    ``store`` is anything with ``add_probes(study_id, records)``. A group of ``every`` records goes to
+    the store on a thread of the tee's own, one group at a time and in order, so no probe holds its
+    slot while the store writes (an SQLite commit is an fsync of its own); a store write that failed
+    is raised at the next ``write`` or at ``flush``, which writes what is pending and waits for it.
     """
 
     def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
         self.log, self.store, self.study_id, self.every = log, store, study_id, every
         self.pending: list[ProbeRecord] = []
         self._lock = threading.Lock()
+        self._storing: list[concurrent.futures.Future[Any]] = []
+        self._store_thread: concurrent.futures.ThreadPoolExecutor | None = None
         # from worker threads when the log allows it (JsonlSink: one fsync covers the lines of every
         # thread waiting), so the event loop never waits for the disk
         self.thread_safe = bool(getattr(log, "thread_safe", False))
@@ -163,16 +169,34 @@ class TeeSink:
             for record in records:
                 self.log.write(record)
         with self._lock:
+            self._raise_failed()
             self.pending.extend(records)
-            group = self._take() if len(self.pending) >= self.every else []
-        if group:
-            self.store.add_probes(self.study_id, group)
+            if len(self.pending) >= self.every:
+                self._store(self._take())
 
     def flush(self) -> None:
+        """The pending records to the store, and every group still being stored, written."""
         with self._lock:
             group = self._take()
-        if group:
-            self.store.add_probes(self.study_id, group)
+            if group:
+                self._store(group)
+            storing, self._storing = self._storing, []
+            thread, self._store_thread = self._store_thread, None
+        try:
+            for future in storing:
+                future.result()
+        finally:
+            if thread is not None:
+                thread.shutdown(wait=True)
+
+    def _store(self, group: list[ProbeRecord]) -> None:
+        if self._store_thread is None:
+            self._store_thread = concurrent.futures.ThreadPoolExecutor(1, "skillreach-store")
+        self._storing.append(self._store_thread.submit(self.store.add_probes, self.study_id, group))
+
+    def _raise_failed(self) -> None:
+        while self._storing and self._storing[0].done():
+            self._storing.pop(0).result()
 
     def _take(self) -> list[ProbeRecord]:
         group, self.pending = self.pending, []

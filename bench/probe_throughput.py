@@ -379,8 +379,9 @@ class _MemorySink:
 
 async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int, tmp: Path) -> None:
     """Client CPU a request of the layers of probing (same process, 2 rounds): the runtime alone
-    (``select`` under a semaphore), ``run_probes`` with an in-memory sink, and ``run_probes`` with the
-    fsynced probe log (``JsonlSink``: a thread hop, a JSON line and an fsync a record)."""
+    (``select`` under a semaphore), ``run_probes`` with an in-memory sink, with the probe log not
+    fsynced (the group commit's thread hop and the JSON lines), and with the fsynced probe log (one
+    fsync a group)."""
     opts = ProbeOptions(model="claude-sonnet-4-6")
     pairs = [(q, 1) for q in queries]
 
@@ -414,9 +415,15 @@ async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int
         sink.close()
         fsyncs.append(sink.fsyncs)
 
+    async def unsynced(rt: AnthropicRuntime) -> None:
+        sink = JsonlSink(tmp / f"bounds-{time.monotonic_ns()}.jsonl", fsync=False)
+        await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
+        sink.close()
+
     layers = {
         "the runtime alone (select, semaphore)": alone,
         "run_probes, in-memory sink": memory,
+        "run_probes, JsonlSink without fsync": unsynced,
         "run_probes, fsynced JsonlSink": fsynced,
     }
     cpu: dict[str, list[float]] = {k: [] for k in layers}

@@ -292,10 +292,18 @@ class _FinishedSink:
         self.write_many([record])
 
     def write_many(self, records: Any) -> None:  # a group: one write and one fsync of the probe log
-        self.tee.write_many(records)
-        self.finished.update((r.query_id, r.attempt) for r in records if r.error is None)
-        if self.here is not None:
-            self.here.add(records)
+        self.stage(records)()
+
+    def stage(self, records: Any) -> Any:  # the group in the log now; durable, then counted, in a thread
+        durable = self.tee.stage(records)
+
+        def commit() -> None:
+            durable()
+            self.finished.update((r.query_id, r.attempt) for r in records if r.error is None)
+            if self.here is not None:
+                self.here.add(records)
+
+        return commit
 
 
 @task(

@@ -22,6 +22,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -162,12 +163,29 @@ class TeeSink:
 
     def write_many(self, records: Sequence[ProbeRecord]) -> None:
         """The group in the log (one write, one fsync when the log can), then in the store's pending."""
+        self.stage(records)()
+
+    def stage(self, records: Sequence[ProbeRecord]) -> Callable[[], None]:
+        """The group staged in the log (:meth:`JsonlSink.stage`); the returned call makes it durable,
+        then hands it to the store."""
+        stage = getattr(self.log, "stage", None)
+        durable = stage(records) if stage is not None else functools.partial(self._log_each, records)
+
+        def commit() -> None:
+            durable()
+            self._to_store(records)
+
+        return commit
+
+    def _log_each(self, records: Sequence[ProbeRecord]) -> None:
         write_many = getattr(self.log, "write_many", None)
         if write_many is not None:
             write_many(records)
         else:
             for record in records:
                 self.log.write(record)
+
+    def _to_store(self, records: Sequence[ProbeRecord]) -> None:
         with self._lock:
             self._raise_failed()
             self.pending.extend(records)
@@ -275,13 +293,18 @@ class Slots:
 
 class _GroupCommit:
     """Group commit for a thread-safe sink: the records that finish in one event-loop turn, and those
-    that finish while a group is being written, go to the sink as one group in a worker thread
-    (``write_many``: one write, one ``fsync``), one thread hop a group instead of one a record. Each
-    probe awaits its own group — still inside its slot — so a record is on disk before its slot admits
-    the next request, as with one write a record."""
+    that finish while a group is being written, go to the sink as one group, one thread hop a group
+    instead of one a record. A sink with ``stage`` (the probe log, and the tee and batch sinks around
+    it) writes the group on the loop (into the page cache) and only its ``fsync`` runs in the thread,
+    which then needs the interpreter lock for almost nothing; others get ``write_many`` (or ``write``
+    for each) in the thread. Each probe awaits its own group — still inside its slot — so a record is
+    on disk before its slot admits the next request, as with one write a record."""
 
     def __init__(self, sink: ProbeSink) -> None:
         self._sink = sink
+        self._stage: Callable[[Sequence[ProbeRecord]], Callable[[], None]] | None = getattr(
+            sink, "stage", None
+        )
         self._write_many: Callable[[Sequence[ProbeRecord]], None] = (
             getattr(sink, "write_many", None) or self._each
         )
@@ -303,7 +326,18 @@ class _GroupCommit:
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         group, self._pending = self._pending, []
-        writing = loop.run_in_executor(None, self._write_many, [r for r, _ in group])
+        records = [r for r, _ in group]
+        writing: asyncio.Future[None]
+        if self._stage is None:
+            writing = loop.run_in_executor(None, self._write_many, records)
+        else:
+            try:
+                durable = self._stage(records)
+            except Exception as exc:  # the log could not be written: every probe of the group fails
+                writing = loop.create_future()
+                writing.set_exception(exc)
+            else:
+                writing = loop.run_in_executor(None, durable)
         writing.add_done_callback(lambda w: self._finish(loop, group, w))
 
     def _finish(

@@ -20,12 +20,14 @@ SDK's ``client.post`` of pre-serialised bytes on its aiohttp and httpx transport
 path, and the bare clients.
 
 ``--bounds`` prints the client CPU a request of each layer of probing: the runtime alone, the runner
-with an in-memory sink, the runner with the fsynced probe log.
+with an in-memory sink, with the probe log not fsynced, with the fsynced probe log (and its fsyncs).
 
 ``--cli`` measures through the command a user runs: ``skillreach run --runtime anthropic
 --concurrency 32`` (batches of 100, no Prefect server) on the same 100 skills and 1,000 queries; its
 probing wall is the probe log's span (first probe's start to last probe's end), compared with a bare
-aiohttp replay of the same bodies before and after it (their mean).
+aiohttp replay of the same bodies before and after it (their mean); it also prints the command's CPU
+while probing (``/proc``) and the spans of its batches. ``--spy FILE`` records the command under
+``py-spy`` (raw format, every thread) to see where its time goes.
 
     .venv/bin/python bench/probe_throughput.py [--probes 1000] [--concurrency 32] [--latency 0.05]
         [--rounds 3] [--http auto|aiohttp|httpx] [--sdk-path] [--no-httpx] [--paths] [--bounds]
@@ -520,7 +522,7 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
     gaps = [(spans[i + 1][0] - spans[i][1]).total_seconds() for i in range(len(spans) - 1)]
     print(
         f"batches                {len(spans)}: {inside:.2f} s inside batches "
-        f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them "
+        f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them (< 0: overlapping) "
         f"({', '.join(f'{g:.2f}' for g in gaps)})"
     )
     cpu = _cpu_between(cpu_samples, min(starts), max(ends))

@@ -508,11 +508,15 @@ class _StoreSink:
         self.capped = False
 
     def write(self, record: Any) -> None:
-        self.store.record_probes(self.study_id, [record])
+        self.write_many([record])
+
+    def write_many(self, records: Any) -> None:
+        """The records that finished together (the runner's group commit): one INSERT."""
+        self.store.record_probes(self.study_id, records)
         if self.cap is None:
             return
         with self._lock:
-            self._study_spent += record.cost_usd or 0.0
+            self._study_spent += sum(r.cost_usd or 0.0 for r in records)
             self.capped = self._study_spent >= self.cap
             due = time.monotonic() - self._checked_at >= self.CHECK_EVERY_S
         if due:

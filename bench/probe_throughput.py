@@ -20,16 +20,18 @@ SDK's ``client.post`` of pre-serialised bytes on its aiohttp and httpx transport
 path, and the bare clients.
 
 ``--bounds`` prints the client CPU a request of each layer of probing: the runtime alone, the runner
-with an in-memory sink, the runner with the fsynced probe log.
+with an in-memory sink, with the probe log not fsynced, with the fsynced probe log (and its fsyncs).
 
 ``--cli`` measures through the command a user runs: ``skillreach run --runtime anthropic
 --concurrency 32`` (batches of 100, no Prefect server) on the same 100 skills and 1,000 queries; its
 probing wall is the probe log's span (first probe's start to last probe's end), compared with a bare
-aiohttp replay of the same bodies before and after it (their mean).
+aiohttp replay of the same bodies before and after it (their mean); it also prints the command's CPU
+while probing (``/proc``) and the spans of its batches. ``--spy FILE`` records the command under
+``py-spy`` (raw format, every thread) to see where its time goes.
 
     .venv/bin/python bench/probe_throughput.py [--probes 1000] [--concurrency 32] [--latency 0.05]
         [--rounds 3] [--http auto|aiohttp|httpx] [--sdk-path] [--no-httpx] [--paths] [--bounds]
-        [--cli] [--keep] [--uvloop]
+        [--cli [--spy FILE]] [--keep] [--uvloop]
 
 ``--uvloop`` runs the whole script on uvloop (not a dependency: ``pip install uvloop`` to try it).
 
@@ -47,6 +49,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -378,8 +381,9 @@ class _MemorySink:
 
 async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int, tmp: Path) -> None:
     """Client CPU a request of the layers of probing (same process, 2 rounds): the runtime alone
-    (``select`` under a semaphore), ``run_probes`` with an in-memory sink, and ``run_probes`` with the
-    fsynced probe log (``JsonlSink``: a thread hop, a JSON line and an fsync a record)."""
+    (``select`` under a semaphore), ``run_probes`` with an in-memory sink, with the probe log not
+    fsynced (the group commit's thread hop and the JSON lines), and with the fsynced probe log (one
+    fsync a group)."""
     opts = ProbeOptions(model="claude-sonnet-4-6")
     pairs = [(q, 1) for q in queries]
 
@@ -405,14 +409,23 @@ async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int
         sink = _MemorySink()
         await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
 
+    fsyncs: list[int] = []
+
     async def fsynced(rt: AnthropicRuntime) -> None:
         sink = JsonlSink(tmp / f"bounds-{time.monotonic_ns()}.jsonl")
+        await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
+        sink.close()
+        fsyncs.append(sink.fsyncs)
+
+    async def unsynced(rt: AnthropicRuntime) -> None:
+        sink = JsonlSink(tmp / f"bounds-{time.monotonic_ns()}.jsonl", fsync=False)
         await run_probes(rt, cat, pairs, options=opts, sink=sink, concurrency=concurrency, fingerprint="b")
         sink.close()
 
     layers = {
         "the runtime alone (select, semaphore)": alone,
         "run_probes, in-memory sink": memory,
+        "run_probes, JsonlSink without fsync": unsynced,
         "run_probes, fsynced JsonlSink": fsynced,
     }
     cpu: dict[str, list[float]] = {k: [] for k in layers}
@@ -429,6 +442,8 @@ async def _bounds(url: str, cat: Catalog, queries: list[Query], concurrency: int
     )
     for name, values in cpu.items():
         print(f"  {name:40s} {min(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
+    label = "fsyncs of the probe log"
+    print(f"  {label:40s} {', '.join(map(str, fsyncs))} for {len(queries)} records")
 
 
 def _write_study(root: Path, cat: Catalog, queries: list[Query]) -> tuple[Path, Path]:
@@ -469,13 +484,22 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
         if args.sdk_path:  # the SDK's request builder through the command too
             (root / "study.toml").write_text("[runtime_options]\ndirect = false\n", encoding="utf-8")
             argv += ["--config", str(root / "study.toml")]
+        if args.spy:  # the command under py-spy (on-CPU samples of every thread)
+            spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--threads", "-r", "250"]
+            argv = [*spy, "--format", "raw", "-o", args.spy, "--", *argv]
         t0 = time.perf_counter()
         if args.keep:
             print(f"study folder           {root} (kept)")
-        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
+        pipe = subprocess.PIPE
+        child = subprocess.Popen(argv, cwd=root, env=env, stdout=pipe, stderr=pipe, text=True)
+        cpu_samples: list[tuple[datetime, float]] = []  # (when, the command's CPU seconds so far)
+        sampler = threading.Thread(target=_sample_cpu, args=(child, cpu_samples), daemon=True)
+        sampler.start()
+        _, stderr = child.communicate()
+        sampler.join()
         command = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"skillreach run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    if child.returncode != 0:
+        raise SystemExit(f"skillreach run failed ({child.returncode}): {stderr[-2000:]}")
     records = read_probes(root / "out" / "probes.jsonl")
     ends = [datetime.fromisoformat(r.finished_at or "") for r in records]
     starts = [e - timedelta(milliseconds=r.duration_ms) for e, r in zip(ends, records, strict=True)]
@@ -498,15 +522,41 @@ async def _through_cli(args: argparse.Namespace, cat: Catalog, queries: list[Que
     gaps = [(spans[i + 1][0] - spans[i][1]).total_seconds() for i in range(len(spans) - 1)]
     print(
         f"batches                {len(spans)}: {inside:.2f} s inside batches "
-        f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them "
+        f"({inside / len(spans):.2f} s each), {sum(gaps):.2f} s between them (< 0: overlapping) "
         f"({', '.join(f'{g:.2f}' for g in gaps)})"
     )
+    cpu = _cpu_between(cpu_samples, min(starts), max(ends))
     print(f"skillreach run         {len(records)} probes ({errors} errors), command {command:.1f} s, ")
+    if cpu is not None and not args.spy:
+        print(f"                       client CPU while probing {1000 * cpu / len(records):.2f} ms a probe "
+              "(/proc, every 50 ms)")
     print(
         f"                       probing (the probe log's span) {probing:.2f} s; bare aiohttp {before:.2f} / "
         f"{after:.2f} s for its {len(bodies)} bodies"
     )
     print(calibrate.verdict("probing wall / bare-client wall, skillreach run", probing / bare, 1.1))
+
+
+def _sample_cpu(child: subprocess.Popen[str], out: list[tuple[datetime, float]]) -> None:
+    """The command's CPU time (user + system, from ``/proc/<pid>/stat``) every 50 ms, with the time."""
+    tick = os.sysconf("SC_CLK_TCK")
+    path = Path(f"/proc/{child.pid}/stat")
+    while child.poll() is None:
+        try:
+            fields = path.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            break
+        out.append((datetime.now().astimezone(), (int(fields[11]) + int(fields[12])) / tick))
+        time.sleep(0.05)
+
+
+def _cpu_between(samples: list[tuple[datetime, float]], start: datetime, end: datetime) -> float | None:
+    """CPU seconds the command spent between ``start`` and ``end`` (the samples nearest inside)."""
+    inside = [(t, c) for t, c in samples if start <= t <= end]
+    if len(inside) < 2:
+        return None
+    (t0, c0), (t1, c1) = inside[0], inside[-1]
+    return (c1 - c0) * (end - start).total_seconds() / (t1 - t0).total_seconds()
 
 
 def _first_text(body: dict[str, Any]) -> str:
@@ -595,6 +645,7 @@ def main() -> None:
     parser.add_argument("--paths", action="store_true", help="client CPU a request of each request path")
     parser.add_argument("--bounds", action="store_true", help="client CPU a request by layer of probing")
     parser.add_argument("--cli", action="store_true", help="also measure through skillreach run")
+    parser.add_argument("--spy", metavar="FILE", help="with --cli: py-spy record the command to FILE (raw)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (the --cli study)")
     parser.add_argument("--uvloop", action="store_true", help="run everything on uvloop (if installed)")
     args = parser.parse_args()

@@ -23,6 +23,7 @@ from skillreach.tasks.study import (
     estimate_spend,
     prepare_study,
     probe_batch,
+    probe_here,
     probe_on_workers,
     release_study,
     use_task_workers,
@@ -54,11 +55,10 @@ async def study(
             summary = await probe_on_workers(config, inputs, plan)
             spent += summary["cost_usd"]
             ran += summary["probes"]
-        else:  # one machine: the batches one after another in this process
-            for i, pairs in enumerate(plan.batches):
-                summary = await call(probe_batch, config, inputs, plan, pairs, batch=i, spent_before=spent)
-                spent += summary["cost_usd"]
-                ran += summary["probes"]
+        else:  # one machine: the batches in this process, the next starting as the previous drains
+            summary = await probe_here(config, inputs, plan, spent, batch_task=probe_batch)
+            spent += summary["cost_usd"]
+            ran += summary["probes"]
         await call(grade_study, config, inputs, plan)
         scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()

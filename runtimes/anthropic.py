@@ -195,6 +195,7 @@ class DirectPost:
             connector = aiohttp.TCPConnector(limit=self.connections, ssl=tls)
             self._session = aiohttp.ClientSession(
                 connector=connector,
+                headers=self.headers,  # the session's own: no per-request header merge
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=self.timeout_s, sock_read=self.timeout_s, connect=self.timeout_s
                 ),
@@ -207,14 +208,17 @@ class DirectPost:
         session = self._open()
         httpx2 = self._httpx
         try:
-            with self._map_exceptions():
-                async with session.post(self.url, data=body, headers=self.headers) as resp:
-                    data: bytes = await resp.read()
-                    status, raw_headers = resp.status, resp.raw_headers
-        except httpx2.TimeoutException as exc:
-            raise anthropic.APITimeoutError(request=self._request) from exc
-        except Exception as exc:
-            raise anthropic.APIConnectionError(request=self._request) from exc
+            async with session.post(self.url, data=body) as resp:
+                data: bytes = await resp.read()
+                status, raw_headers = resp.status, resp.raw_headers
+        except Exception as failure:
+            try:  # the SDK's aiohttp exception map, entered only when a request failed
+                with self._map_exceptions():
+                    raise failure
+            except httpx2.TimeoutException as exc:
+                raise anthropic.APITimeoutError(request=self._request) from exc
+            except Exception as exc:
+                raise anthropic.APIConnectionError(request=self._request) from exc
         if status >= 400:
             response = httpx2.Response(status, headers=raw_headers, content=data, request=self._request)
             raise self._client._make_status_error_from_response(response)
@@ -386,7 +390,8 @@ class AnthropicRuntime:
         self.poll_max_s = poll_max_s
         self.stats = RuntimeStats()
         self._resolved: dict[str, str] = {}
-        self._tools: dict[int, tuple[Catalog, dict[str, Any], dict[bool, bytes]]] = {}
+        self._tools: dict[int, tuple[Catalog, dict[str, Any], dict[bool, tuple[Any, Any, bytes]]]] = {}
+        self._prices: dict[str, Any] = {}  # model id -> its price (Settings.price_for, once a model)
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
         self.http = "client"
         self._base_url_given = bool(base_url)
@@ -556,13 +561,16 @@ class AnthropicRuntime:
         if cached is None or cached[0] is not catalog:  # the listing is built once per catalog object
             cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog), {})
         listing, prefixes = cached[1], cached[2]
-        tools: list[dict[str, Any]] = [{**listing, "cache_control": CACHE}]
-        if with_tools:
-            tools = [listing, *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
-        system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
-        prefix = prefixes.get(with_tools)
-        if prefix is None:
-            prefix = prefixes[with_tools] = orjson.dumps({"system": system, "tools": tools})[:-1]
+        stable = prefixes.get(with_tools)
+        if stable is None:  # the tools, the system prompt and their JSON: once per catalog and tool set
+            tools: list[dict[str, Any]] = [{**listing, "cache_control": CACHE}]
+            if with_tools:
+                tools = [listing, *TOOL_SCHEMAS[:-1], {**TOOL_SCHEMAS[-1], "cache_control": CACHE}]
+            system = [{"type": "text", "text": self.system_prompt, "cache_control": CACHE}]
+            stable = prefixes[with_tools] = (
+                tools, system, orjson.dumps({"system": system, "tools": tools})[:-1]
+            )
+        tools, system, prefix = stable
         sent = list(messages)
         if len(sent) > 1:  # cache the conversation so far for the next turn
             last = sent[-1]
@@ -594,13 +602,13 @@ class AnthropicRuntime:
         model = opts.model or self.model
         messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": query.text}]}]
         dialogue = SkillDialogue(query, catalog, tracker)
-        usage = Usage()
+        usage: Usage | None = None
         reported: str | None = None
         error: str | None = None
         try:
             while True:
                 resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance))
-                usage = usage + usage_of(resp)
+                usage = usage_of(resp) if usage is None else usage + usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [
                     b for b in (_block_to_param(x) for x in resp.get("content") or []) if b is not None
@@ -624,7 +632,11 @@ class AnthropicRuntime:
             error = exc.message
             self.stats.errors[error] = self.stats.errors.get(error, 0) + 1
         resolved = await self._snapshot(model, reported) if reported else self._resolved.get(model)
-        price = self.settings.price_for(resolved or model)
+        priced = resolved or model
+        if priced not in self._prices:
+            self._prices[priced] = self.settings.price_for(priced)
+        price = self._prices[priced]
+        usage = usage if usage is not None else Usage()
         return Outcome.from_tracker(
             tracker,
             turns=dialogue.requests,

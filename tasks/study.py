@@ -22,7 +22,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.errors import SkillreachError
+from skillreach.errors import BudgetExceeded, SkillreachError
 from skillreach.models import ProbeRecord
 from skillreach.store import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
@@ -40,7 +40,15 @@ from skillreach.study.plan import (
     study_id_for,
 )
 from skillreach.study.probe_log import JsonlSink, completed_pairs, latest_records, read_probes, write_probes
-from skillreach.tasks._context import api_url, logger, progress_for, runtime_for, set_progress, store_for
+from skillreach.tasks._context import (
+    api_url,
+    in_prefect_run,
+    logger,
+    progress_for,
+    runtime_for,
+    set_progress,
+    store_for,
+)
 
 __all__ = [
     "assemble_catalog",
@@ -50,6 +58,7 @@ __all__ = [
     "prepare_study",
     "probe_batch",
     "probe_batch_remote",
+    "probe_here",
     "probe_on_workers",
     "release_study",
     "task_workers_seen",
@@ -275,14 +284,26 @@ class _FinishedSink:
     of what finished (what a retry of the batch skips). Written from worker threads when the tee
     allows it."""
 
-    def __init__(self, tee: Any, finished: set[tuple[str, int]]) -> None:
-        self.tee, self.finished = tee, finished
+    def __init__(self, tee: Any, finished: set[tuple[str, int]], here: _Here | None = None) -> None:
+        self.tee, self.finished, self.here = tee, finished, here
         self.thread_safe = bool(getattr(tee, "thread_safe", False))  # set.add holds under threads
 
     def write(self, record: Any) -> None:
-        self.tee.write(record)
-        if record.error is None:
-            self.finished.add((record.query_id, record.attempt))
+        self.write_many([record])
+
+    def write_many(self, records: Any) -> None:  # a group: one write and one fsync of the probe log
+        self.stage(records)()
+
+    def stage(self, records: Any) -> Any:  # the group in the log now; durable, then counted, in a thread
+        durable = self.tee.stage(records)
+
+        def commit() -> None:
+            durable()
+            self.finished.update((r.query_id, r.attempt) for r in records if r.error is None)
+            if self.here is not None:
+                self.here.add(records)
+
+        return commit
 
 
 @task(
@@ -315,9 +336,15 @@ async def probe_batch(
     by_id = inputs.query_set.by_id()
     finished = _finished_pairs(plan)
     todo = [(by_id[qid], a) for qid, a in pairs if (qid, a) not in finished]
-    runtime = runtime_for(config)
+    here = _here.get(plan.study_id)  # batches of probe_here: their shared runtime, store, log and slots
     records: list[Any] = []
-    with store_for(config) as store, JsonlSink(plan.probes_path) as jsonl:
+    with contextlib.ExitStack() as own:
+        if here is None:
+            runtime = runtime_for(config)
+            store = own.enter_context(store_for(config))
+            jsonl = own.enter_context(JsonlSink(plan.probes_path))
+        else:
+            runtime, store, jsonl = here.parts()
         tee = TeeSink(jsonl, store, plan.study_id)
         try:
             records = await run_probes(
@@ -325,16 +352,26 @@ async def probe_batch(
                 inputs.catalog,
                 todo,
                 options=probe_options(config),
-                sink=_FinishedSink(tee, finished),
+                sink=_FinishedSink(tee, finished, here),
                 concurrency=config.concurrency,
                 fingerprint=plan.fingerprint,
                 on_probe=progress_for(str(plan.out)),
                 cost_cap=config.max_cost,
-                spent_before=spent_before,
+                spent_before=spent_before if here is None else here.spent,
+                slots=None if here is None else here.slots,
+                stop_when=None if here is None else here.over_cap,
             )
         finally:
-            tee.flush()
-            await runtime.aclose()
+            await asyncio.to_thread(tee.flush)  # the store's last group, off the loop the probes use
+            if here is None:
+                await runtime.aclose()
+    if here is not None and here.over_cap():  # the cap, reached with the batch beside this one
+        exc = BudgetExceeded(
+            f"the cost cap of ${config.max_cost:.2f} was reached (${here.spent:.4f} spent) after "
+            f"{len(records)} of {len(todo)} probes; the results so far are kept — raise --max-cost to go on"
+        )
+        exc.records = records  # type: ignore[attr-defined]
+        raise exc
     errors = [r.error for r in records if r.error]
     if errors:
         logger().info("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
@@ -347,6 +384,99 @@ async def probe_batch(
         "skipped": len(pairs) - len(todo),
     }
 
+
+
+BATCHES_AT_ONCE = 2
+"""Batches of a study probing at once in one process (:func:`probe_here`)."""
+
+
+class _Here:
+    """What the batches of one study probing in this process share: one runtime (its connections warm
+    from batch to batch, one rate limiter), one store, one probe log, ``concurrency`` slots handed out
+    oldest batch first (:class:`~skillreach.study.runner.Slots`), and the study's spend (the cost cap
+    counts both batches in flight)."""
+
+    def __init__(self, config: StudyConfig, plan: StudyPlan, spent: float) -> None:
+        from skillreach.study.runner import Slots
+
+        self.config, self.path = config, plan.probes_path
+        self.slots = Slots(config.concurrency)
+        self.cap = config.max_cost
+        self.spent = spent
+        self._lock = threading.Lock()
+        self._runtime: Any = None
+        self._store: Any = None
+        self._log: JsonlSink | None = None
+
+    def parts(self) -> tuple[Any, Any, JsonlSink]:
+        """(runtime, store, probe log), each made by the first batch that needs it (inside its task
+        run: a failure there is that batch's, retried by Prefect like any batch's)."""
+        if self._runtime is None:
+            self._runtime = runtime_for(self.config)
+        if self._store is None:
+            self._store = store_for(self.config)
+        if self._log is None:
+            self._log = JsonlSink(self.path)
+        return self._runtime, self._store, self._log
+
+    def add(self, records: Any) -> None:  # from the probe log's writer threads
+        cost = sum(r.cost_usd or 0.0 for r in records)
+        with self._lock:
+            self.spent += cost
+
+    def over_cap(self) -> bool:
+        return self.cap is not None and self.spent >= self.cap
+
+    async def aclose(self) -> None:
+        try:
+            if self._runtime is not None:
+                await self._runtime.aclose()
+        finally:
+            if self._log is not None:
+                self._log.close()
+            if self._store is not None:
+                self._store.close()
+
+
+_here: dict[str, _Here] = {}
+
+
+async def probe_here(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, spent_before: float = 0.0, *, batch_task: Any
+) -> dict[str, Any]:
+    """Every batch of the study in this process (no task workers), each a ``batch_task``
+    (:func:`probe_batch`) run as before (a tracked task run inside a Prefect run), up to
+    :data:`BATCHES_AT_ONCE` at once: the next batch sets up and takes the slots the previous one's
+    tail leaves, instead of the probes in flight draining to zero at the end of each batch. They share
+    one runtime, store and probe log and the ``concurrency`` slots (oldest batch first), so the
+    in-flight bound, the rate limits and the cost cap hold across them. Returns the probes run and
+    their cost."""
+    here = _here[plan.study_id] = _Here(config, plan, spent_before)
+    window = asyncio.Semaphore(BATCHES_AT_ONCE)
+    summaries: list[dict[str, Any]] = []
+
+    async def one(i: int, pairs: tuple[tuple[str, int], ...]) -> None:
+        async with window:
+            kw = {"batch": i, "spent_before": here.spent}
+            run = batch_task if in_prefect_run() else batch_task.fn  # as flows._compose.call does
+            summaries.append(await run(config, inputs, plan, pairs, **kw))
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for i, pairs in enumerate(plan.batches):
+                group.create_task(one(i, pairs))
+    except BaseExceptionGroup as failed:  # the first failure as itself (the cost cap, a config error)
+        first = failed.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+    finally:
+        _here.pop(plan.study_id, None)
+        await here.aclose()
+    return {
+        "probes": sum(s["probes"] for s in summaries),
+        "cost_usd": round(sum(s["cost_usd"] for s in summaries), 6),
+    }
 
 
 # --------------------------------------------------------------------------- batches on task workers
@@ -378,11 +508,15 @@ class _StoreSink:
         self.capped = False
 
     def write(self, record: Any) -> None:
-        self.store.record_probes(self.study_id, [record])
+        self.write_many([record])
+
+    def write_many(self, records: Any) -> None:
+        """The records that finished together (the runner's group commit): one INSERT."""
+        self.store.record_probes(self.study_id, records)
         if self.cap is None:
             return
         with self._lock:
-            self._study_spent += record.cost_usd or 0.0
+            self._study_spent += sum(r.cost_usd or 0.0 for r in records)
             self.capped = self._study_spent >= self.cap
             due = time.monotonic() - self._checked_at >= self.CHECK_EVERY_S
         if due:

@@ -15,10 +15,11 @@ columnar reader (:meth:`skillreach.scoring.ProbeTable.from_lines`) and :func:`re
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,10 @@ def latest_records(records: Iterable[ProbeRecord], fingerprint: str) -> list[Pro
     return list(best.values())
 
 
+def _nothing() -> None:
+    return None
+
+
 def _cut_torn_tail(path: Path) -> None:
     """Drop a last line without its newline (a write cut short) before appending after it."""
     with path.open("rb+") as fh:
@@ -169,12 +174,15 @@ def _cut_torn_tail(path: Path) -> None:
 
 
 class JsonlSink:
-    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` returns.
+    """Appends each record as one line of ``path``; flushed, and fsynced before ``write`` /
+    ``write_many`` returns.
 
-    Thread-safe, with group commit: when several threads write at once, one ``fsync`` covers every
-    line written before it started, so a record is durable when its ``write`` returns without one
-    ``fsync`` per record serialising the run (the runner calls it from worker threads because
-    ``thread_safe`` is true). Usable as a context manager.
+    Thread-safe, with group commit: the runner hands over the records that finished together as one
+    group (``stage`` on the event loop, its ``fsync`` in a worker thread: ``thread_safe`` is true), one
+    write and one ``fsync`` a group;
+    and when several threads write at once (batches sharing the log), one ``fsync`` covers every line
+    written before it started, so a record is durable when its call returns without one ``fsync`` per
+    record serialising the run. Usable as a context manager.
     """
 
     thread_safe = True
@@ -197,20 +205,39 @@ class JsonlSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             _cut_torn_tail(self.path)
-        return self.path.open("a", encoding="utf-8")
+        return self.path.open("ab")
 
     def write(self, record: ProbeRecord) -> None:
-        line = record.to_json_line() + "\n"
+        self.write_many((record,))
+
+    def write_many(self, records: Sequence[ProbeRecord]) -> None:
+        """Append ``records`` (one write), flushed, and fsynced before this returns."""
+        self.stage(records)()
+
+    def stage(self, records: Sequence[ProbeRecord]) -> Callable[[], None]:
+        """Append ``records`` (one write, flushed: in the page cache, not yet on disk) and return what
+        makes them durable: the ``fsync``, for a worker thread. The runner's group commit stages the
+        records that finished together on the event loop, then syncs them in a thread, so that thread
+        runs almost no Python (it would wait for the interpreter lock the loop holds); the records
+        count as written only once the returned call has returned."""
+        if not records:
+            return _nothing
+        # pydantic's own JSON (6 µs a record; ``to_json_line``, through ``json``, 27 µs): the same
+        # object, compact and UTF-8, a float in its shortest form (``2.7e-5``, not ``2.7e-05``)
+        data = b"".join([record.model_dump_json().encode() + b"\n" for record in records])
         with self._lock:
             if self._fh is None:
                 self._fh = self._open()
-            self._fh.write(line)
+            self._fh.write(data)
             self._fh.flush()
-            self._written += 1
+            self._written += len(records)
             mine = self._written
             fd = self._fh.fileno()
         if not self.fsync:
-            return
+            return _nothing
+        return functools.partial(self._sync, fd, mine)
+
+    def _sync(self, fd: int, mine: int) -> None:
         with self._sync_lock:
             if self._synced >= mine:
                 return  # an fsync that started after our flush already covered this line

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -117,9 +119,11 @@ class ProbeSink(Protocol):
     """Where finished probes go, as they finish.
 
     ``write`` is called from the event loop's thread, one record at a time — unless the sink has a
-    true ``thread_safe`` attribute, in which case it is called from worker threads, possibly at once
-    (so a slow ``fsync`` does not stall the probes in flight). Either way the probe's task waits for
-    ``write`` to return before anything else happens with the record.
+    true ``thread_safe`` attribute, in which case it is called from a worker thread (so a slow
+    ``fsync`` does not stall the probes in flight), with the records that finished together as one
+    group (group commit, :class:`_GroupCommit`): ``write_many(records)`` when the sink has it (one
+    write and one ``fsync`` for the group), else ``write`` for each. Either way the probe's task waits
+    for its record to be written before anything else happens with it.
     """
 
     def write(self, record: ProbeRecord) -> None: ...
@@ -138,30 +142,79 @@ class ListSink:
 class TeeSink:
     """The log first (``probes.jsonl``, fsynced: the probe is paid for), then the store in small groups.
 
-    ``store`` is anything with ``add_probes(study_id, records)``; ``flush`` writes what is pending.
+    ``store`` is anything with ``add_probes(study_id, records)``. A group of ``every`` records goes to
+    the store on a thread of the tee's own, one group at a time and in order, so no probe holds its
+    slot while the store writes (an SQLite commit is an fsync of its own); a store write that failed
+    is raised at the next ``write`` or at ``flush``, which writes what is pending and waits for it.
     """
 
     def __init__(self, log: ProbeSink, store: Any, study_id: str, every: int = 25) -> None:
         self.log, self.store, self.study_id, self.every = log, store, study_id, every
         self.pending: list[ProbeRecord] = []
         self._lock = threading.Lock()
+        self._storing: list[concurrent.futures.Future[Any]] = []
+        self._store_thread: concurrent.futures.ThreadPoolExecutor | None = None
         # from worker threads when the log allows it (JsonlSink: one fsync covers the lines of every
         # thread waiting), so the event loop never waits for the disk
         self.thread_safe = bool(getattr(log, "thread_safe", False))
 
     def write(self, record: ProbeRecord) -> None:
-        self.log.write(record)
+        self.write_many([record])
+
+    def write_many(self, records: Sequence[ProbeRecord]) -> None:
+        """The group in the log (one write, one fsync when the log can), then in the store's pending."""
+        self.stage(records)()
+
+    def stage(self, records: Sequence[ProbeRecord]) -> Callable[[], None]:
+        """The group staged in the log (:meth:`JsonlSink.stage`); the returned call makes it durable,
+        then hands it to the store."""
+        stage = getattr(self.log, "stage", None)
+        durable = stage(records) if stage is not None else functools.partial(self._log_each, records)
+
+        def commit() -> None:
+            durable()
+            self._to_store(records)
+
+        return commit
+
+    def _log_each(self, records: Sequence[ProbeRecord]) -> None:
+        write_many = getattr(self.log, "write_many", None)
+        if write_many is not None:
+            write_many(records)
+        else:
+            for record in records:
+                self.log.write(record)
+
+    def _to_store(self, records: Sequence[ProbeRecord]) -> None:
         with self._lock:
-            self.pending.append(record)
-            group = self._take() if len(self.pending) >= self.every else []
-        if group:
-            self.store.add_probes(self.study_id, group)
+            self._raise_failed()
+            self.pending.extend(records)
+            if len(self.pending) >= self.every:
+                self._store(self._take())
 
     def flush(self) -> None:
+        """The pending records to the store, and every group still being stored, written."""
         with self._lock:
             group = self._take()
-        if group:
-            self.store.add_probes(self.study_id, group)
+            if group:
+                self._store(group)
+            storing, self._storing = self._storing, []
+            thread, self._store_thread = self._store_thread, None
+        try:
+            for future in storing:
+                future.result()
+        finally:
+            if thread is not None:
+                thread.shutdown(wait=True)
+
+    def _store(self, group: list[ProbeRecord]) -> None:
+        if self._store_thread is None:
+            self._store_thread = concurrent.futures.ThreadPoolExecutor(1, "skillreach-store")
+        self._storing.append(self._store_thread.submit(self.store.add_probes, self.study_id, group))
+
+    def _raise_failed(self) -> None:
+        while self._storing and self._storing[0].done():
+            self._storing.pop(0).result()
 
     def _take(self) -> list[ProbeRecord]:
         group, self.pending = self.pending, []
@@ -236,6 +289,75 @@ class Slots:
                 self._busy[batch] += 1
             if self.free == 0:
                 return
+
+
+class _GroupCommit:
+    """Group commit for a thread-safe sink: the records that finish in one event-loop turn, and those
+    that finish while a group is being written, go to the sink as one group, one thread hop a group
+    instead of one a record. A sink with ``stage`` (the probe log, and the tee and batch sinks around
+    it) writes the group on the loop (into the page cache) and only its ``fsync`` runs in the thread,
+    which then needs the interpreter lock for almost nothing; others get ``write_many`` (or ``write``
+    for each) in the thread. Each probe awaits its own group — still inside its slot — so a record is
+    on disk before its slot admits the next request, as with one write a record."""
+
+    def __init__(self, sink: ProbeSink) -> None:
+        self._sink = sink
+        self._stage: Callable[[Sequence[ProbeRecord]], Callable[[], None]] | None = getattr(
+            sink, "stage", None
+        )
+        self._write_many: Callable[[Sequence[ProbeRecord]], None] = (
+            getattr(sink, "write_many", None) or self._each
+        )
+        self._pending: list[tuple[ProbeRecord, asyncio.Future[None]]] = []
+        self._busy = False  # a group is being written, or one is about to start this turn
+
+    def _each(self, records: Sequence[ProbeRecord]) -> None:
+        for record in records:
+            self._sink.write(record)
+
+    async def write(self, record: ProbeRecord) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append((record, done))
+        if not self._busy:
+            self._busy = True
+            loop.call_soon(self._start, loop)  # after this turn: its other records join the group
+        await done
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        group, self._pending = self._pending, []
+        records = [r for r, _ in group]
+        writing: asyncio.Future[None]
+        if self._stage is None:
+            writing = loop.run_in_executor(None, self._write_many, records)
+        else:
+            try:
+                durable = self._stage(records)
+            except Exception as exc:  # the log could not be written: every probe of the group fails
+                writing = loop.create_future()
+                writing.set_exception(exc)
+            else:
+                writing = loop.run_in_executor(None, durable)
+        writing.add_done_callback(lambda w: self._finish(loop, group, w))
+
+    def _finish(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        group: list[tuple[ProbeRecord, asyncio.Future[None]]],
+        writing: asyncio.Future[None],
+    ) -> None:
+        error = writing.exception() if not writing.cancelled() else asyncio.CancelledError()
+        for _, done in group:
+            if done.done():  # its probe was cancelled meanwhile (the record is written all the same)
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+        if self._pending:
+            self._start(loop)  # what finished while this group was written
+        else:
+            self._busy = False
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
@@ -341,7 +463,7 @@ async def run_probes(
     started_at = time.monotonic()
     sem = asyncio.Semaphore(concurrency)
     version = await runtime_version(runtime)
-    offload = bool(getattr(sink, "thread_safe", False))
+    commit = _GroupCommit(sink) if getattr(sink, "thread_safe", False) else None
     stop = asyncio.Event()
     records: list[ProbeRecord] = []
     spent = spent_before
@@ -368,8 +490,8 @@ async def run_probes(
             )
             # recorded before the slot goes to the next request: a process killed now loses at most the
             # probes that hold a slot (paid, not yet recorded)
-            if offload:
-                await asyncio.to_thread(sink.write, record)  # on disk before anything else can fail
+            if commit is not None:
+                await commit.write(record)  # on disk before anything else can fail
             else:
                 sink.write(record)
             records.append(record)

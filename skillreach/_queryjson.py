@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import msgspec
+import orjson
 
-from skillreach.models import Provenance, Query, QueryKind, QuerySet, canonical_json, sha256_hex
+from skillreach.models import Provenance, Query, QueryKind, QuerySet, sha256_hex
 
 __all__ = ["read_json_fast"]
 
@@ -222,19 +223,19 @@ def _same_layout(fast: Query, lite: _Lite) -> bool:
 
 
 def _digest(catalog_id: str, c: _Columns) -> str:
-    """:meth:`QuerySet.compute_digest` from the columns (the same canonical dicts, in id order)."""
-    order = sorted(range(len(c.ids)), key=c.ids.__getitem__)
-    kinds = list(map(_VALUE.__getitem__, c.kinds))
+    """:meth:`QuerySet.compute_digest` from the columns: the same canonical JSON (queries in id order),
+    each object built with its keys already in sorted order, so orjson writes it without sorting keys
+    (the values are strings, ``null`` and lists of strings: no number, so no fallback encoder)."""
+    columns: tuple[Sequence[object], ...] = (
+        c.acceptable, c.expected, c.ids, list(map(_VALUE.__getitem__, c.kinds)), c.notes, c.texts
+    )  # fmt: skip
+    ids = c.ids
+    if any(map(operator.ge, ids, ids[1:])):
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        columns = tuple([col[i] for i in order] for col in columns)
     docs = [
-        {
-            "id": c.ids[i],
-            "text": c.texts[i],
-            "expected_skill": c.expected[i],
-            "acceptable_skills": list(c.acceptable[i]),
-            "kind": kinds[i],
-            "notes": c.notes[i],
-            "checks": None,
-        }
-        for i in order
+        {"acceptable_skills": a, "checks": None, "expected_skill": e, "id": i, "kind": k, "notes": n,
+         "text": t}
+        for a, e, i, k, n, t in zip(*columns, strict=True)
     ]
-    return "sha256:" + sha256_hex(canonical_json({"catalog_id": catalog_id, "queries": docs}))
+    return "sha256:" + sha256_hex(orjson.dumps({"catalog_id": catalog_id, "queries": docs}))

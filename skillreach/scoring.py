@@ -26,6 +26,8 @@ import functools
 import itertools
 import math
 import operator
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -40,18 +42,26 @@ from skillreach._gc import cyclic_gc_paused
 from skillreach.artifacts import (
     PROPORTION_METRICS,
     Artifact,
+    Attractor,
+    AttractorSource,
+    ClassStats,
+    Collision,
+    ConfusionCell,
     Outcomes,
     QueryInfo,
+    QuerySample,
     RuntimeInfo,
+    built_as_validated,
 )
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.stats import wilson
 
-__all__ = ["ProbeTable", "score"]
+__all__ = ["ProbeTable", "prepare_queries", "score"]
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
+_get_row_usage = {name: attrgetter(f"usage.{name}") for name in _USAGE_KEYS}
 _RICH_KEYS = ("tool_calls", "final_text", "rubric_grade")
 """Fields that only compliance and quality judging read; lines carrying them are kept whole."""
 
@@ -92,6 +102,10 @@ class ProbeTable:
     source: str = "probes"
     query_codes: Mapping[str, int] | None = None
     """``query_vocab`` inverted (query id → index), when the builder kept it; else built when scored."""
+    query_ids: Sequence[str] | None = None
+    """When set, ``query_vocab`` begins with exactly these ids, in this order: the sorted ids of the query
+    set the table was read for (``queries=`` of :meth:`from_lines`), so that scoring with that set needs
+    no mapping of the vocabulary onto it."""
     rich: dict[int, Any] = field(default_factory=dict)
     """Row → the full record (a ``ProbeRecord``, or the parsed line) for rows judged on more than routing."""
     warnings: list[str] = field(default_factory=list)
@@ -147,7 +161,11 @@ class ProbeTable:
 
     @classmethod
     def from_lines(
-        cls, lines: Iterable[bytes | str] | BinaryIO, *, source: str = "probes.jsonl"
+        cls,
+        lines: Iterable[bytes | str] | BinaryIO,
+        *,
+        source: str = "probes.jsonl",
+        queries: QuerySet | None = None,
     ) -> ProbeTable:
         """Read probes.jsonl lines under the probe log's one rule for a damaged log
         (:func:`skillreach.study.probe_log.parse_lines`); a bad field raises :class:`InputError` naming
@@ -157,8 +175,14 @@ class ProbeTable:
         typed rows (:class:`_Line`, as strict as the per-line checks or stricter); a block it refuses,
         or one holding blank lines, is read again line by line, so every message and the torn-line
         rule are those of the line-by-line reader.
+
+        Given the query set the probes will be scored with (``queries``), query ids are coded by their
+        place in it, so scoring maps no vocabulary (the table still reads a probe of a query outside the
+        set: scoring refuses it, naming its line).
         """
         b = _Builder(source)
+        if queries is not None:
+            b.align(_query_fields(queries))
         with cyclic_gc_paused():
             if hasattr(lines, "read"):
                 line0 = 1
@@ -276,7 +300,6 @@ def _known_decoder(
 _get = {name: attrgetter(name) for name in _Line.__struct_fields__}
 _get_names = attrgetter("runtime", "model", "resolved_model", "fingerprint")
 _is_not = operator.is_not
-_is = operator.is_
 
 
 class _Vocab(dict[str, int]):
@@ -295,12 +318,7 @@ class _Vocab(dict[str, int]):
     def codes(self, names: Iterable[str]) -> list[int]:
         """The codes of ``names``; the names new to the vocabulary are in ``fresh`` afterwards."""
         self.fresh = []
-        names = names if isinstance(names, list) else list(names)
-        out: list[int | None] = list(map(self.get, names))  # ``get``: no ``__missing__`` per name
-        if None in out:
-            for i in itertools.compress(range(len(out)), map(_is, out, itertools.repeat(None))):
-                out[i] = self[names[i]]
-        return cast(list[int], out)
+        return list(map(self.__getitem__, names))  # a name not seen before: ``__missing__``
 
     def forget_fresh(self) -> None:
         """Take back the codes :meth:`codes` just gave (a block read again line by line)."""
@@ -321,6 +339,8 @@ class _Builder:
         self.inv_flat: list[int] = []
         self.inv_len: list[int] = []
         self.lines: list[int] = []
+        """The lines of the rows added one by one since the last block's (:meth:`add`)."""
+        self.line_blocks: list[np.ndarray] = []
         self.errors: dict[int, str] = {}
         self.usage = [0, 0, 0, 0]
         self.costs: list[float] = []
@@ -332,6 +352,17 @@ class _Builder:
         self.rich: dict[int, Any] = {}
         self.warnings: list[str] = []
         self._known: msgspec.json.Decoder[_Line] | None = None
+        self.query_ids: Sequence[str] | None = None
+
+    def align(self, qf: _QueryFields) -> None:
+        """Code the query ids of ``qf`` 0, 1, … in id order when the table is built, ids outside it after
+        them (not when an id repeats: scoring refuses that set).
+
+        The rows are coded in log order as they are read and recoded once at the end: looking each
+        row's id up among the query set's own strings instead was measured ~1 s slower a million
+        rows (the two sets of strings lie apart in memory; the log's first-seen ones lie in order)."""
+        if qf.dup is None:
+            self.query_ids = qf.ids
 
     def _bad(self, line: int, name: str, what: str) -> InputError:
         return InputError(f"{self.source}:{line}: field {name!r} {what}; fix or remove the line")
@@ -515,7 +546,10 @@ class _Builder:
         self.attempt.extend(map(_get["attempt"], rows))
         self.inv_flat.extend(flat)
         self.inv_len.extend(map(len, invoked))
-        self.lines.extend(range(line0, line0 + n))
+        if self.lines:
+            self.line_blocks.append(np.asarray(self.lines, dtype=np.int64))
+            self.lines = []
+        self.line_blocks.append(np.arange(line0, line0 + n, dtype=np.int64))
         errors = list(map(_get["error"], rows))
         if errors.count(None) < n:
             for i in itertools.compress(range(n), map(_is_not, errors, itertools.repeat(None))):
@@ -555,11 +589,10 @@ class _Builder:
             durations = [d for d in durations if d is not None]
             total = sum(durations)
         self.duration += total if type(total) is int else sum(map(int, durations))
-        usages = list(map(_get["usage"], rows))
-        try:
-            sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
+        try:  # a row without usage (null) meets the getter: AttributeError
+            sums = [sum(map(_get_row_usage[name], rows)) for name in _USAGE_KEYS]
         except AttributeError:
-            usages = [u for u in usages if u is not None]
+            usages = [u for u in map(_get["usage"], rows) if u is not None]
             sums = [sum(map(_get_usage[name], usages)) for name in _USAGE_KEYS]
         for k, v in enumerate(sums):
             self.usage[k] += v
@@ -568,16 +601,23 @@ class _Builder:
         inv_len = np.asarray(self.inv_len, dtype=np.int64)
         off = np.zeros(len(inv_len) + 1, dtype=np.int64)
         np.cumsum(inv_len, out=off[1:])
+        q = np.asarray(self.q, dtype=np.int64)
+        query_vocab: list[str] = list(self.qvocab)
+        query_codes: Mapping[str, int] | None = self.qvocab
+        if self.query_ids is not None:
+            q, query_vocab = _recode(q, query_vocab, self.qvocab, self.query_ids)
+            query_codes = None  # built when scored with another query set
         return ProbeTable(
-            query_vocab=list(self.qvocab),
-            query_codes=self.qvocab,
-            q=np.asarray(self.q, dtype=np.int64),
+            query_vocab=query_vocab,
+            query_codes=query_codes,
+            query_ids=self.query_ids,
+            q=q,
             attempt=np.asarray(self.attempt, dtype=np.int64),
             skill_vocab=list(self.svocab),
             inv_flat=np.asarray(self.inv_flat, dtype=np.int64),
             inv_off=off,
             errors=self.errors,
-            lines=np.asarray(self.lines, dtype=np.int64),
+            lines=np.concatenate([*self.line_blocks, np.asarray(self.lines, dtype=np.int64)]),
             usage=dict(zip(_USAGE_KEYS, self.usage, strict=True)),
             cost_usd=math.fsum(self.costs),  # exactly rounded: the same total in any log order
             priced=len(self.costs),
@@ -590,6 +630,19 @@ class _Builder:
             rich=self.rich,
             warnings=self.warnings,
         )
+
+
+def _recode(
+    q: np.ndarray, vocab: list[str], codes: Mapping[str, int], ids: Sequence[str]
+) -> tuple[np.ndarray, list[str]]:
+    """Rows coded by ``vocab`` recoded so that ``ids`` are 0, 1, … and the names outside them follow."""
+    where = np.fromiter(map(codes.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+    new = np.full(len(vocab), -1, dtype=np.int64)
+    probed = where >= 0
+    new[where[probed]] = np.flatnonzero(probed)
+    outside = np.flatnonzero(new < 0)
+    new[outside] = len(ids) + np.arange(len(outside), dtype=np.int64)
+    return new[q], [*ids, *(vocab[i] for i in outside.tolist())]
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -636,10 +689,11 @@ def _last_per_key(key: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     size = int(key.max()) + 1
     if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
-        rows = np.arange(n, dtype=np.int64)
+        index: type[np.signedinteger[Any]] = np.int32 if n < 1 << 31 else np.int64  # half the traffic
+        rows = np.arange(n, dtype=index)
         if n > 1 and bool(np.all(key[1:] > key[:-1])):
             return rows  # already in order, no repeat
-        last = np.full(size, -1, dtype=np.int64)
+        last = np.full(size, -1, dtype=index)
         last[key] = rows  # well defined when no key repeats: then every row fills a slot of its own
         sel = last[last >= 0]
         if len(sel) == n:
@@ -670,45 +724,127 @@ class _Queries:
     """(queries × widest acceptable list) codes, -1 padded."""
     checked: np.ndarray
     """Query → carries compliance or quality checks."""
+    any_checked: bool
     info: list[QueryInfo]
     kind: np.ndarray
-    """Query → index into :data:`_KINDS`."""
+    """Query → index into :data:`_KINDS` (int8)."""
 
     def __len__(self) -> int:
         return len(self.items)
 
 
 class _QueryFields(NamedTuple):
-    """The query set's fields by column, queries sorted by id (one pass over the models)."""
+    """The query set by columns, queries sorted by id, independent of the labels: built once per query
+    set (:func:`prepare_queries`) and coded into a study's labels by :func:`_query_columns` per score."""
 
     items: list[Query]
     ids: tuple[str, ...]
-    expected: tuple[str | None, ...]
-    acceptable: tuple[tuple[str, ...], ...]
-    kinds: tuple[QueryKind, ...]
-    checks: tuple[Any, ...]
-    unique: bool
-    """The ids were found strictly ascending (so no id repeats)."""
+    dup: str | None
+    """An id that appears twice (refused when the set is scored), else ``None``."""
+    names: list[str]
+    """The skills the queries name: acceptable ones in order of first appearance (queries in id order),
+    then the expected ones among no acceptable list, in name order."""
+    expected: np.ndarray
+    """Query → index into ``names`` of its expected skill, -1 for none (out of scope)."""
+    acceptable: np.ndarray
+    """(queries × widest acceptable list) indices into ``names``, -1 padded."""
+    kind: np.ndarray
+    checked: np.ndarray
+    any_checked: bool
+    info: list[QueryInfo]
+    expected_names: frozenset[str]
+    acceptable_names: frozenset[str]
 
 
 _QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
 _FIELDS_OF = attrgetter("__dict__")
+_PREPARED: dict[int, tuple[weakref.ref[QuerySet], _QueryFields]] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def prepare_queries(query_set: QuerySet) -> None:
+    """Build the query side of scoring once, where the query set is loaded (100,000 queries: ~0.3 s):
+    every later :func:`score` of this query set (a frozen model) reuses it while the set lives. A
+    query set never prepared is prepared by its first score."""
+    _query_fields(query_set)
 
 
 def _query_fields(query_set: QuerySet) -> _QueryFields:
+    """The label-independent query columns of ``query_set`` (kept, keyed by the object, while it lives)."""
+    key = id(query_set)
+    kept = _PREPARED.get(key)
+    if kept is not None and kept[0]() is query_set:
+        return kept[1]
+    with cyclic_gc_paused():  # 100,000s of tuples: no collector passes over the models meanwhile
+        qf = _build_query_fields(query_set)
+
+    def forget(_: object, key: int = key) -> None:
+        with _PREPARED_LOCK:
+            _PREPARED.pop(key, None)
+
+    with _PREPARED_LOCK:
+        _PREPARED[key] = (weakref.ref(query_set, forget), qf)
+    return qf
+
+
+def _build_query_fields(query_set: QuerySet) -> _QueryFields:
     """One C-level pass over the query models (an ``itemgetter`` over each model's field dict, transposed
     by ``zip``: a fifth faster than ``attrgetter`` on the models); the columns are reordered by id only
     when the set is not already in strictly ascending id order."""
     queries = query_set.queries
+    n = len(queries)
     if not queries:
-        return _QueryFields([], (), (), (), (), (), unique=True)
+        none = np.zeros(0, dtype=np.int64)
+        return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none.astype(np.int8),
+                            np.zeros(0, dtype=bool), False, [], frozenset(), frozenset())  # fmt: skip
     ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
-    if not any(map(operator.ge, ids, ids[1:])):
-        return _QueryFields(list(queries), ids, expected, acceptable, kinds, checks, unique=True)
-    # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
-    pick = operator.itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
-    return _QueryFields(list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds),
-                        pick(checks), unique=False)  # fmt: skip
+    items = list(queries)
+    dup = None
+    if any(map(operator.ge, ids, ids[1:])):
+        # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
+        pick = operator.itemgetter(*sorted(range(n), key=ids.__getitem__))
+        items, ids, expected, acceptable, kinds, checks = (
+            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks)
+        )  # fmt: skip
+        if any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
+            dup = next(a for a, b in itertools.pairwise(ids) if a == b)
+    # the names: acceptable skills in order of first appearance, then the other expected ones
+    flat = list(itertools.chain.from_iterable(acceptable))
+    code: dict[str | None, int] = dict.fromkeys(flat, 0)
+    acceptable_names = frozenset(flat)
+    expected_names = frozenset(expected) - {None}
+    for name in sorted(cast(frozenset[str], expected_names) - acceptable_names):
+        code[name] = 0
+    names = cast(list[str], list(code))
+    code = {name: i for i, name in enumerate(names)}
+    code[None] = -1
+    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
+    width = int(lengths.max())
+    acc = np.full((n, width), -1, dtype=np.int64)
+    if width:
+        off = _offsets(lengths)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = np.fromiter(
+            map(code.__getitem__, flat), dtype=np.int64, count=len(flat)
+        )
+    no_skill: dict[str | None, str] = {None: NO_SKILL}
+    truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
+    kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
+    checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
+    return _QueryFields(
+        items=items,
+        ids=ids,
+        dup=dup,
+        names=names,
+        expected=np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n),
+        acceptable=acc,
+        kind=np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int8, count=n),
+        checked=checked,
+        any_checked=bool(checked.any()),
+        info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
+        expected_names=cast(frozenset[str], expected_names),
+        acceptable_names=acceptable_names,
+    )
 
 
 def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnings: list[str]) -> list[str]:
@@ -716,8 +852,8 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     or a probe invoked outside it (warned: with a singleton or neighbourhood catalog a non-resident
     expected skill can only be missed; an invoked one means the harness saw skills it should not).
     Without a catalog: every skill seen in the queries and probes."""
-    expected = {e for e in set(qf.expected) if e is not None}
-    acceptable = set(itertools.chain.from_iterable(qf.acceptable))
+    expected = qf.expected_names
+    acceptable = qf.acceptable_names
     invoked = set(table.skill_vocab)
     if catalog is None:
         return [*sorted(expected | invoked | acceptable), NO_SKILL]
@@ -739,51 +875,26 @@ def _labels(qf: _QueryFields, table: ProbeTable, catalog: Catalog | None, warnin
     return [*sorted(known | expected | invoked), NO_SKILL]
 
 
-def _acceptable_codes(acceptable: Sequence[tuple[str, ...]], ext: dict[str, int]) -> np.ndarray:
-    """(queries × widest list) label codes of every query's acceptable skills, -1 padded; a skill
-    outside ``ext`` is given the next code, in order of first appearance (queries in id order)."""
-    n = len(acceptable)
-    lengths = np.fromiter(map(len, acceptable), dtype=np.int64, count=n)
-    width = int(lengths.max()) if n else 0
-    acc = np.full((n, width), -1, dtype=np.int64)
-    if width:
-        flat = list(itertools.chain.from_iterable(acceptable))
-        for a in dict.fromkeys(flat):  # the distinct names, a few hundred at most
-            ext.setdefault(a, len(ext))
-        codes = np.fromiter(map(ext.__getitem__, flat), dtype=np.int64, count=len(flat))
-        off = _offsets(lengths)
-        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        acc[rows, np.arange(len(flat), dtype=np.int64) - off[rows]] = codes
-    return acc
-
-
 def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
-    """Columns of the queries; ``ext`` (label codes) gains any acceptable skill outside the labels."""
-    items, ids, expected, acceptable, kinds, checks, _ = qf
-    n = len(items)
-    if not qf.unique and any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
-        dup = next(a for a, b in itertools.pairwise(ids) if a == b)
-        raise InputError(f"query set: query id {dup!r} appears twice; ids must be unique")
+    """The query columns coded into the labels ``ext``, which gains any acceptable skill outside them
+    (in order of first appearance, queries in id order)."""
+    if qf.dup is not None:
+        raise InputError(f"query set: query id {qf.dup!r} appears twice; ids must be unique")
     no = ext[NO_SKILL]
-    acc = _acceptable_codes(acceptable, ext)
-    # C-level passes (map over dict lookups) rather than a Python loop per query
-    code: dict[str | None, int] = {None: no}
-    code.update(ext)
-    truth = np.fromiter(map(code.__getitem__, expected), dtype=np.int64, count=n)
-    kind = np.fromiter(map(_KIND_CODE.__getitem__, kinds), dtype=np.int64, count=n)
-    kind_names = list(map(_KIND_CODE_NAME.__getitem__, kinds))
-    no_skill: dict[str | None, str] = {None: NO_SKILL}
-    truths = cast(list[str], list(map(no_skill.get, expected, expected)))  # None → NO_SKILL, else itself
-    checked = np.fromiter(map(operator.is_not, checks, itertools.repeat(None)), dtype=bool, count=n)
+    lut = np.array([ext.setdefault(name, len(ext)) for name in qf.names] + [-1], dtype=np.int64)
+    acc = lut[qf.acceptable]  # -1 (padding) picks the last entry: -1
+    lut[-1] = no
+    truth = lut[qf.expected]  # -1 (out of scope) picks NO_SKILL
     return _Queries(
-        items=items,
-        ids=ids,
+        items=qf.items,
+        ids=qf.ids,
         truth=truth,
         in_scope=truth != no,
         acceptable=acc,
-        checked=checked,
-        info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
-        kind=kind,
+        checked=qf.checked,
+        any_checked=qf.any_checked,
+        info=qf.info,
+        kind=qf.kind,
     )
 
 
@@ -810,8 +921,8 @@ class _Probes:
     in_scope: np.ndarray
     reach: np.ndarray
     """Expected skill ∈ scored_inv."""
-    recip: np.ndarray
-    """1/rank of the expected skill in scored_inv, 0 when absent."""
+    ranks: np.ndarray
+    """How many probes reached the expected skill at each rank (its 1-based position in scored_inv)."""
 
     @functools.cached_property
     def scored(self) -> np.ndarray:
@@ -838,22 +949,27 @@ class _Probes:
 
 
 def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_labels: int) -> _Probes:
-    # query → its code in the table's vocabulary (-1: never probed), inverted into code → query
-    vocab = table.query_codes
-    if vocab is None:
-        vocab = dict(zip(table.query_vocab, range(len(table.query_vocab)), strict=True))
-    codes = np.fromiter(map(vocab.get, qs.ids, itertools.repeat(-1)), dtype=np.int64, count=len(qs))
-    probed = codes >= 0
-    vq = np.full(len(table.query_vocab), -1, dtype=np.int64)
-    vq[codes[probed]] = np.flatnonzero(probed)
-    if (vq < 0).any():
-        row = int(np.flatnonzero(vq[table.q] < 0)[0])  # the first such line of the log
+    if table.query_ids is qs.ids:  # read for this query set: its codes are the set's (module doc)
+        row_q = table.q
+        outside = len(table.query_vocab) > len(qs)
+    else:
+        # query → its code in the table's vocabulary (-1: never probed), inverted into code → query
+        vocab = table.query_codes
+        if vocab is None:
+            vocab = dict(zip(table.query_vocab, range(len(table.query_vocab)), strict=True))
+        codes = np.fromiter(map(vocab.get, qs.ids, itertools.repeat(-1)), dtype=np.int64, count=len(qs))
+        probed = codes >= 0
+        vq = np.full(len(table.query_vocab), -1, dtype=np.int64)
+        vq[codes[probed]] = np.flatnonzero(probed)
+        row_q = vq[table.q]
+        outside = bool((vq < 0).any())
+    if outside:
+        row = int(np.flatnonzero((row_q < 0) | (row_q >= len(qs)))[0])  # the first such line of the log
         bad = int(table.q[row])
         raise InputError(
             f"{table.where(row)}: probe of query {table.query_vocab[bad]!r}, which is not in the query "
             "set; score with the query set the probes were run with"
         )
-    row_q = vq[table.q]
     width = int(table.attempt.max()) + 1 if len(table) else 1
     sel = _last_per_key(row_q * width + table.attempt)
     m = len(sel)
@@ -871,15 +987,19 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     raw_flat, raw_len = _csr_gather(table.inv_flat, table.inv_off, sel)
     raw = lut[raw_flat] if len(raw_flat) else raw_flat
     raw_off = _offsets(raw_len)
-    rowof = np.repeat(np.arange(m, dtype=np.int64), raw_len)
+    rowof = np.repeat(np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64), raw_len)
     drop = err[rowof] if errors else np.zeros(len(raw), dtype=bool)
     if qs.acceptable.shape[1] and len(raw):
-        acc_of = qs.acceptable[q[rowof]]
+        # only the invocations of probes whose query accepts a skill can name one
+        at = np.flatnonzero((qs.acceptable[:, 0] >= 0)[q][rowof])
+        acc_of = qs.acceptable[q[rowof[at]]]
+        named = raw[at]
         for j in range(qs.acceptable.shape[1]):
-            drop |= raw == acc_of[:, j]
+            drop[at[named == acc_of[:, j]]] = True
     if drop.any():
-        kept, kept_row = raw[~drop], rowof[~drop]
-        kept_len = np.bincount(kept_row, minlength=m).astype(np.int64)
+        keep = ~drop
+        kept, kept_row = raw[keep], rowof[keep]
+        kept_len = raw_len - np.bincount(rowof[drop], minlength=m)
         kept_off = _offsets(kept_len)
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
@@ -891,14 +1011,15 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     # first position of the expected skill in scored_inv (positions rise within a probe)
     hit_idx = np.flatnonzero(kept == truth[kept_row])
     reach = np.zeros(m, dtype=bool)
-    recip = np.zeros(m, dtype=np.float64)
+    ranks = np.zeros(0, dtype=np.int64)
     if len(hit_idx):
         hit_rows = kept_row[hit_idx]
         first = np.ones(len(hit_rows), dtype=bool)
         first[1:] = hit_rows[1:] != hit_rows[:-1]
-        rows = hit_rows[first]
-        reach[rows] = True
-        recip[rows] = 1.0 / (hit_idx[first] - kept_off[rows] + 1)
+        if not first.all():
+            hit_rows, hit_idx = hit_rows[first], hit_idx[first]
+        reach[hit_rows] = True
+        ranks = np.bincount(hit_idx - kept_off[hit_rows] + 1)
     return _Probes(
         sel=sel,
         q=q,
@@ -915,23 +1036,41 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         truth=truth,
         in_scope=qs.in_scope[q],
         reach=reach,
-        recip=recip,
+        ranks=ranks,
     )
 
 
 # ------------------------------------------------------------------------------------------ figures
 
 
+class _Tally:
+    """Counts of scored probes by (query kind, in scope, reached, abstained, correct), from one
+    ``bincount`` over a combined code: every run-level and per-kind count is a sum of its cells."""
+
+    def __init__(self, pr: _Probes, qs: _Queries, no: int) -> None:
+        code = qs.kind[pr.q] << 5  # int8: 4 kinds × 32
+        code |= pr.in_scope.view(np.int8) << 4
+        code |= pr.reach.view(np.int8) << 3  # reach, abstain and correct imply scored
+        code |= (pr.predicted == no).view(np.int8) << 2  # an errored probe predicts -1
+        code |= (pr.predicted == pr.truth).view(np.int8) << 1
+        code |= pr.scored.view(np.int8)
+        # axes: kind, in scope, reached, abstained, correct, scored
+        h = np.bincount(code.view(np.uint8), minlength=len(_KINDS) * 32)
+        self.h = h.reshape(len(_KINDS), 2, 2, 2, 2, 2)
+
+    def count(self, *, kind: int | None = None, **bits: int) -> int:
+        """Scored probes with the given bits (in_scope, reach, abstain, correct) set (1) or clear (0)."""
+        index: list[Any] = [slice(None) if kind is None else kind]
+        index += [bits.get(name, slice(None)) for name in ("in_scope", "reach", "abstain", "correct")]
+        return int(self.h[(*index, 1)].sum())
+
+
 def _run_level(
-    pr: _Probes, no: int
+    pr: _Probes, tally: _Tally
 ) -> tuple[dict[str, float | None], dict[str, int], dict[str, tuple[float, float] | None]]:
     """Every run-level rate of spec/metrics.md with its denominator and Wilson interval."""
-    scored = pr.scored
-    isc = scored & pr.in_scope
-    oos = scored & ~pr.in_scope
-    n_scored, n_in, n_oos = int(scored.sum()), int(isc.sum()), int(oos.sum())
-    abstain = pr.predicted == no
-    correct = int(np.count_nonzero(pr.predicted == pr.truth))  # errored probes predict -1
+    n_scored, n_in = tally.count(), tally.count(in_scope=1)
+    n_oos = n_scored - n_in
     # consistency: probes are in query order, so each query's scored attempts are contiguous
     n_queries = n_consistent = 0
     if n_scored:
@@ -941,34 +1080,38 @@ def _run_level(
         n_consistent = int(
             np.count_nonzero(np.minimum.reduceat(rp, starts) == np.maximum.reduceat(rp, starts))
         )
+    correct = tally.count(correct=1)
     hits = {
         "top1_accuracy": (correct, n_scored),
         "entrypoint_accuracy": (correct, n_scored),
-        "trajectory_reachability": (int(np.count_nonzero(pr.reach & isc)), n_in),
-        "abstention_rate": (int(np.count_nonzero(abstain)), n_scored),
-        "false_abstention_rate": (int(np.count_nonzero(abstain & pr.in_scope)), n_in),
-        "oos_detection": (int(np.count_nonzero(abstain & ~pr.in_scope)), n_oos),
+        "trajectory_reachability": (tally.count(reach=1, in_scope=1), n_in),
+        "abstention_rate": (tally.count(abstain=1), n_scored),
+        "false_abstention_rate": (tally.count(abstain=1, in_scope=1), n_in),
+        "oos_detection": (tally.count(abstain=1, in_scope=0), n_oos),
         "consistency": (n_consistent, n_queries),
     }
     assert tuple(hits) == PROPORTION_METRICS
     metrics: dict[str, float | None] = {k: _rate(h, n) for k, (h, n) in hits.items()}
-    metrics["step_efficiency"] = _rate(float(pr.recip[isc].sum()), n_in)
-    metrics["redundancy"] = _rate(float(np.maximum(pr.kept_len[isc] - 1, 0).sum()), n_in)
+    # the sum of 1/rank over the probes that reached (only in-scope ones can: an out-of-scope probe's
+    # truth, NO_SKILL, is never invoked), exactly rounded, so the same in any probe order
+    recip = math.fsum(k / r for r, k in enumerate(pr.ranks.tolist()) if k)
+    metrics["step_efficiency"] = _rate(recip, n_in)
+    isc_len = pr.kept_len[pr.in_scope]  # errored probes keep nothing: length 0
+    metrics["redundancy"] = _rate(float(int(isc_len.sum()) - int(np.count_nonzero(isc_len))), n_in)
     denominators = {k: n for k, (_, n) in hits.items()}
     denominators["step_efficiency"] = denominators["redundancy"] = n_in
     intervals = {k: _ci(h, n) for k, (h, n) in hits.items()}
     return metrics, denominators, intervals
 
 
-def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
+def _per_class(
+    pr: _Probes, labels: Sequence[str], confusion: _Confusion
+) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """Turn-1 conservation counts and rates for every label, and the macro averages."""
     n_labels = len(labels)
-    t, p = pr.t, pr.p
-    support = np.bincount(t, minlength=n_labels).tolist()
-    n_pred = np.bincount(p, minlength=n_labels).tolist()
-    tp = np.bincount(t[t == p], minlength=n_labels).tolist()
+    support, n_pred, tp = (x.tolist() for x in confusion.margins(n_labels))
     traj_ok = pr.only_scored(np.where(pr.in_scope, pr.reach, pr.kept_len == 0))
-    traj = np.bincount(t[traj_ok], minlength=n_labels).tolist()
+    traj = np.bincount(pr.t[traj_ok], minlength=n_labels).tolist()
     classes: list[dict[str, Any]] = []
     for i, label in enumerate(labels):
         s_, pr_, tp_ = support[i], n_pred[i], tp[i]
@@ -1004,48 +1147,63 @@ def _per_class(pr: _Probes, labels: Sequence[str]) -> tuple[list[dict[str, Any]]
     return classes, macro
 
 
-def _by_kind(pr: _Probes, qs: _Queries, no: int) -> list[dict[str, Any]]:
+def _by_kind(qs: _Queries, tally: _Tally) -> list[dict[str, Any]]:
     """Top-1 accuracy, abstention and reachability per query kind present in the set."""
-    n = len(_KINDS)
-    scored = pr.scored
-    kind = qs.kind[pr.q]
-    queries = np.bincount(qs.kind, minlength=n).tolist()
-    n_scored = np.bincount(kind[scored], minlength=n).tolist()
-    correct = np.bincount(kind[pr.predicted == pr.truth], minlength=n).tolist()
-    abstain = np.bincount(kind[pr.predicted == no], minlength=n).tolist()
-    reached = np.bincount(kind[pr.reach & scored], minlength=n).tolist()
+    queries = np.bincount(qs.kind, minlength=len(_KINDS)).tolist()
     out = []
     for i, name in enumerate(_KINDS):
         if not queries[i]:
             continue
+        n_scored = tally.count(kind=i)
+        correct = tally.count(kind=i, correct=1)
         out.append(
             {
                 "kind": name,
                 "queries": queries[i],
-                "scored": n_scored[i],
-                "top1_accuracy": _rate(correct[i], n_scored[i]),
-                "top1_ci": _ci(correct[i], n_scored[i]),
-                "abstention_rate": _rate(abstain[i], n_scored[i]),
+                "scored": n_scored,
+                "top1_accuracy": _rate(correct, n_scored),
+                "top1_ci": _ci(correct, n_scored),
+                "abstention_rate": _rate(tally.count(kind=i, abstain=1), n_scored),
                 "trajectory_reachability": None
                 if name == QueryKind.out_of_scope.value
-                else _rate(reached[i], n_scored[i]),
+                else _rate(tally.count(kind=i, reach=1), n_scored),
             }
         )
     return out
 
 
-def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cell codes, counts, cell of every probe) with cell = truth · L + predicted."""
+class _Confusion(NamedTuple):
+    cells: np.ndarray
+    """The cells with a count, ascending; cell = truth · L + predicted."""
+    counts: np.ndarray
+    cell: np.ndarray
+    """The cell of every scored probe."""
+    dense: np.ndarray | None
+    """Every cell's count (L × L), when that is small enough to hold."""
+
+    def margins(self, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(support, predicted, tp) of every label: row sums, column sums and the diagonal."""
+        if self.dense is not None:
+            m = self.dense.reshape(n_labels, n_labels)
+            return m.sum(axis=1), m.sum(axis=0), np.diagonal(m)
+        t, p = np.divmod(self.cells, n_labels)
+        return (np.bincount(t, self.counts, n_labels).astype(np.int64),
+                np.bincount(p, self.counts, n_labels).astype(np.int64),
+                np.bincount(t[t == p], self.counts[t == p], n_labels).astype(np.int64))  # fmt: skip
+
+
+def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> _Confusion:
+    """The confusion of the scored probes' truth ``t`` and prediction ``p``."""
     cell = t * n_labels + p
     if n_labels * n_labels <= _MAX_DENSE_CONFUSION:
         dense = np.bincount(cell, minlength=n_labels * n_labels)
         cells = np.flatnonzero(dense)
-        return cells, dense[cells], cell
+        return _Confusion(cells, dense[cells], cell, dense)
     cells, counts = np.unique(cell, return_counts=True)
-    return cells, counts, cell
+    return _Confusion(cells, counts, cell, None)
 
 
-def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[dict[str, Any]]:
+def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[Collision]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
     n_labels, no = len(labels), len(labels) - 1
     t, p, sq = pr.t, pr.p, pr.sq
@@ -1053,36 +1211,40 @@ def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarr
     if not mask.any():
         return []
     c_cell = cell[mask]
+    n_q = len(qs)
     # distinct (cell, query) pairs, sorted by cell then query id
-    pair = np.sort(c_cell * len(qs) + sq[mask])
+    pair = np.sort(c_cell * n_q + sq[mask])
     pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
-    pair_cell, pair_q = np.divmod(pair, len(qs))
     per_cell = np.bincount(c_cell)
     cells = np.flatnonzero(per_cell)
     counts = per_cell[cells]
-    start = np.searchsorted(pair_cell, cells).tolist()
-    end = np.searchsorted(pair_cell, cells, side="right").tolist()
-    pq = pair_q.tolist()
+    start = np.searchsorted(pair, cells * n_q)
+    distinct = np.searchsorted(pair, (cells + 1) * n_q) - start
+    # the first few distinct queries of each cell, in id order
+    take = np.minimum(distinct, _SAMPLES)
+    off = _offsets(take)
+    picked = (pair[np.repeat(start - off[:-1], take) + np.arange(int(off[-1]))] % n_q).tolist()
     items = qs.items
+    samples = built_as_validated(QuerySample, [{"query_id": items[j].id, "text": items[j].text}
+                                               for j in picked])  # fmt: skip
     out = [
         {
             "expected": labels[c // n_labels],
             "predicted": labels[c % n_labels],
             "count": k,
-            "queries": b - a,
-            "samples": [
-                {"query_id": items[j].id, "text": items[j].text} for j in pq[a : min(b, a + _SAMPLES)]
-            ],
+            "queries": d,
+            "samples": samples[a:b],
         }
-        for c, k, a, b in zip(cells.tolist(), counts.tolist(), start, end, strict=True)
+        for c, k, d, a, b in zip(cells.tolist(), counts.tolist(), distinct.tolist(), off[:-1].tolist(),
+                                 off[1:].tolist(), strict=True)
     ]
     out.sort(key=lambda c: (-c["count"], c["expected"], c["predicted"]))
-    return out
+    return built_as_validated(Collision, out)
 
 
 def _attractors(
     classes: Sequence[Mapping[str, Any]], confusion: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[Attractor]:
     """Skills (not NO_SKILL) with fp > 0, by fp descending then name, with whom they pull from."""
     sources: dict[str, list[tuple[int, str]]] = {}
     for c in confusion:
@@ -1094,16 +1256,16 @@ def _attractors(
             "fp": c["fp"],
             "predicted": c["predicted"],
             "precision": c["precision"],
-            "pulled_from": [
+            "pulled_from": built_as_validated(AttractorSource, [
                 {"expected": e, "count": k}
                 for k, e in sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES]
-            ],
+            ]),
         }
         for c in classes
         if c["label"] != NO_SKILL and c["fp"] > 0
-    ]
+    ]  # fmt: skip
     out.sort(key=lambda a: (-a["fp"], a["skill"]))
-    return out
+    return built_as_validated(Attractor, out)
 
 
 def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np.ndarray]:
@@ -1111,11 +1273,11 @@ def _judge(pr: _Probes, qs: _Queries, table: ProbeTable) -> tuple[np.ndarray, np
     m = len(pr.q)
     compliance = np.full(m, -1, dtype=np.int8)
     quality = np.full(m, np.nan)
-    todo = np.flatnonzero(qs.checked[pr.q] & pr.scored)
+    todo = np.flatnonzero(qs.checked[pr.q] & pr.scored) if qs.any_checked else ()
     if len(todo):
         from skillreach.compliance import evaluate_probe
 
-        for i in todo.tolist():
+        for i in cast(np.ndarray, todo).tolist():
             judgement = evaluate_probe(qs.items[int(pr.q[i])], table.record(int(pr.sel[i])))
             if judgement.compliance is not None:
                 compliance[i] = int(judgement.compliance)
@@ -1189,14 +1351,15 @@ def _score(
     if missing:
         warnings.append(f"{missing} of {len(qs) * attempts} query × attempt pairs have no probe")
 
-    metrics, denominators, intervals = _run_level(pr, no)
-    classes, macro = _per_class(pr, labels)
+    tally = _Tally(pr, qs, no)
+    metrics, denominators, intervals = _run_level(pr, tally)
+    conf = _confusion(pr.t, pr.p, n_labels)
+    classes, macro = _per_class(pr, labels, conf)
     metrics.update(macro)
-    scored = pr.scored
-    cells, counts, cell = _confusion(pr.t, pr.p, n_labels)
+    n_scored = tally.count()
     confusion = [
         {"expected": labels[c // n_labels], "predicted": labels[c % n_labels], "count": k}
-        for c, k in zip(cells.tolist(), counts.tolist(), strict=True)
+        for c, k in zip(conf.cells.tolist(), conf.counts.tolist(), strict=True)
     ]
     compliance, quality = _judge(pr, qs, table)
     outcomes = Outcomes(
@@ -1213,8 +1376,9 @@ def _score(
         compliance=compliance,
         quality=quality,
     )
-    n_scored = int(scored.sum())
-    return Artifact.model_validate(
+    # the small parts validated; the long lists built as validation builds them (every value already
+    # of its field's type: ints, floats, strings, tuples), ~9,000 models at a million probes
+    head = Artifact.model_validate(
         {
             "tool_version": __version__,
             "catalog": _catalog_info(query_set, catalog, labels[:-1]),
@@ -1232,11 +1396,11 @@ def _score(
             "metrics": metrics,
             "denominators": denominators,
             "intervals": intervals,
-            "classes": classes,
-            "by_kind": _by_kind(pr, qs, no),
-            "confusion": confusion,
-            "collisions": _collisions(pr, qs, labels, cell),
-            "top_attractors": _attractors(classes, confusion),
+            "classes": [],
+            "by_kind": _by_kind(qs, tally),
+            "confusion": [],
+            "collisions": [],
+            "top_attractors": [],
             "usage": {
                 **table.usage,
                 "cost_usd": table.cost_usd if table.priced else None,
@@ -1245,6 +1409,14 @@ def _score(
             },
             "warnings": warnings,
             "outcomes": outcomes,
+        }
+    )
+    return head.model_copy(
+        update={
+            "classes": built_as_validated(ClassStats, classes),
+            "confusion": built_as_validated(ConfusionCell, confusion),
+            "collisions": _collisions(pr, qs, labels, conf.cell),
+            "top_attractors": _attractors(classes, confusion),
         }
     )
 

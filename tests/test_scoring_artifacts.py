@@ -207,3 +207,18 @@ def test_canonical_rows_equal_orjson_sorted_dumps_of_every_row() -> None:
     for chunk in (1, 2, 100):
         text = [r for part in outcomes.canonical_rows(chunk) for r in part]
         assert text == [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]
+
+
+def test_built_as_validated_lays_out_what_validation_would_or_validates() -> None:
+    from skillreach.artifacts import AttractorSource, ConfusionCell, UsageTotals, built_as_validated
+
+    rows = [{"expected": "a", "predicted": "b", "count": 3}, {"expected": "c", "predicted": "d", "count": 1}]
+    cells = built_as_validated(ConfusionCell, rows)
+    assert cells == [ConfusionCell.model_validate(r) for r in rows]
+    assert cells[0].model_fields_set == {"expected", "predicted", "count"}
+    # keys out of order, or a value validation would change (an int for a float): every row validated
+    swapped = built_as_validated(AttractorSource, [{"count": 2, "expected": "a"}])
+    assert list(swapped[0].__dict__) == ["expected", "count"]
+    usage = built_as_validated(UsageTotals, [{"input_tokens": 1, "cost_usd": 1}])
+    assert type(usage[0].cost_usd) is float
+    assert built_as_validated(ConfusionCell, []) == []

@@ -25,9 +25,9 @@ import pytest
 
 from skillreach import scoring
 from skillreach._queryjson import read_json_fast
-from skillreach.artifacts import Outcomes, read_artifact
+from skillreach.artifacts import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
 from skillreach.errors import InputError
-from skillreach.models import ProbeRecord, Query, QueryKind, QuerySet
+from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.queries import _build, _rows_from_json, load_query_set, seal, write_query_set
 from skillreach.scoring import ProbeTable, score
 
@@ -127,6 +127,23 @@ def test_block_reader_equals_line_reader_and_models(
     assert all(fast.record(r) == slow.record(r) for r in fast.rich)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_artifact_score_builds_is_the_one_validation_builds(seed: int) -> None:
+    """Its long lists are built without a validation per model: every value must already be what
+    validation would make of it (a float where a float goes, a tuple for an interval)."""
+    qs, lines = _study(seed)
+    art = score(qs, _records(lines))
+    assert art.collisions
+    assert art.top_attractors
+    again = Artifact.model_validate(art.model_dump())
+    assert again == art
+    assert orjson.dumps(again.model_dump(mode="json")) == orjson.dumps(art.model_dump(mode="json"))
+    for field in ("classes", "confusion", "collisions", "top_attractors"):
+        for got, want in zip(getattr(art, field), getattr(again, field), strict=True):
+            assert {k: type(v) for k, v in got} == {k: type(v) for k, v in want}
+            assert got.model_fields_set == want.model_fields_set
+
+
 def test_a_bad_line_in_a_later_block_is_named_as_the_line_reader_names_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,6 +185,18 @@ def test_fast_query_reader_equals_the_general_one(seed: int, tmp_path: Path) -> 
     _same_models(fast_qs, _general(path))
     assert digest == fast_qs.compute_digest() == qs.provenance.digest
     assert load_query_set(path) == fast_qs
+
+
+def test_the_fast_readers_digest_is_the_sets_in_any_query_order() -> None:
+    qs, _ = _study(3)
+    queries = list(qs.queries)
+    random.Random(3).shuffle(queries)
+    shuffled = QuerySet(catalog_id="c", queries=tuple(queries))
+    text = json.dumps({"catalog_id": "c", "queries": [q.canonical() for q in queries]}, ensure_ascii=False)
+    fast = read_json_fast(text)
+    assert fast is not None
+    assert fast[1] == shuffled.compute_digest()
+    assert [q.id for q in fast[0].queries] == [q.id for q in queries]  # the file's order kept
 
 
 def test_hand_written_keys_are_read_as_the_general_reader_reads_them(tmp_path: Path) -> None:
@@ -252,6 +281,30 @@ def test_canonical_rows_equal_sorted_dumps_at_every_chunk_size() -> None:
     expected = [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]
     for chunk in (1, 7, 64, 10_000):
         assert [r for rows in outcomes.canonical_rows(chunk) for r in rows] == expected
+        assert "".join(outcomes.canonical_text(";\n", chunk)) == ";\n".join(expected)
+
+
+@pytest.mark.parametrize("ids", [("q-1", "q-2"), ("q-ü", "q-2\u2028"), ('q"1', "q-2"), ("q\\1", "q\t2")])
+def test_rows_and_the_written_file_hold_every_query_id_as_json_writes_it(
+    ids: tuple[str, str], tmp_path: Path
+) -> None:
+    """Ids that need no escaping are written as themselves; any other sends the set through the encoder."""
+    outcomes = Outcomes(
+        queries=[(ids[0], "implicit", "a", ()), (ids[1], "out_of_scope", NO_SKILL, ("a",))],
+        names=["a"], q=np.array([0, 1, 1]), attempt=np.array([1, 1, 70_000]), inv_flat=np.array([0, 0]),
+        inv_off=np.array([0, 1, 1, 2]), scored_flat=np.array([0]), scored_off=np.array([0, 1, 1, 1]),
+        predicted=np.array([0, -1, 0]), errors={1: "boom"}, compliance=np.full(3, -1, dtype=np.int8),
+        quality=np.full(3, np.nan),
+    )  # fmt: skip
+    expected = [orjson.dumps(r, option=orjson.OPT_SORT_KEYS).decode() for r in outcomes.to_rows()]
+    assert [r for rows in outcomes.canonical_rows() for r in rows] == expected
+    artifact = score(QuerySet(queries=(Query(id="x", text="x", expected_skill="a"),)), [])
+    written = write_artifact(artifact.model_copy(update={"outcomes": outcomes}), tmp_path / "a.json")
+    text = (tmp_path / "a.json").read_text(encoding="utf-8")
+    assert '  "outcomes": [\n    ' + ",\n    ".join(expected) + "\n  ]," in text  # one row a line
+    back = read_artifact(tmp_path / "a.json")  # the digest recomputed from the canonical form
+    assert back.digest == written.digest == artifact_digest(written)
+    assert back.outcomes == outcomes
 
 
 # ------------------------------------------------------------------------------------------ the command

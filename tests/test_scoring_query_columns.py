@@ -1,8 +1,11 @@
 """Differential tests of the columnar query side of scoring (``_query_fields`` / ``_query_columns``)
-against a plain per-query reference, and of the whole score against the order of the query set."""
+against a plain per-query reference, and of the whole score against the order of the query set and
+against a probe table read for its query set (query ids coded by their place in it)."""
 
 from __future__ import annotations
 
+import gc
+import io
 import random
 
 import numpy as np
@@ -10,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skillreach import scoring
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Checks, ProbeRecord, Query, QueryKind, QuerySet
-from skillreach.scoring import ProbeTable, _query_columns, _query_fields, score
+from skillreach.scoring import ProbeTable, _query_columns, _query_fields, prepare_queries, score
 
 SKILLS = ["alpha", "beta", "gamma", "delta", "eps"]
 IN_SCOPE = [k for k in QueryKind if k is not QueryKind.out_of_scope]
@@ -137,3 +141,44 @@ def test_a_probe_of_a_query_outside_the_set_is_still_refused() -> None:
     probes = [*_probes(queries, 5), ProbeRecord(query_id="nope", attempt=1)]
     with pytest.raises(InputError, match="probe of query 'nope', which is not in the query set"):
         score(QuerySet(queries=queries), probes)
+
+
+def _lines(probes: list[ProbeRecord]) -> bytes:
+    return b"".join(p.to_json_line().encode() + b"\n" for p in probes)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_table_read_for_its_query_set_scores_as_one_read_without_it(seed: int) -> None:
+    queries = tuple(x.model_copy(update={"checks": None}) for x in _queries(seed, 300))
+    qs = QuerySet(queries=queries)
+    data = _lines(_probes(queries, seed))
+    aligned = ProbeTable.from_lines(io.BytesIO(data), queries=qs)
+    plain = ProbeTable.from_lines(io.BytesIO(data))
+    assert aligned.query_ids is not None
+    assert plain.query_ids is None
+    assert list(aligned.query_vocab[: len(queries)]) == sorted(x.id for x in queries)
+    want = score(qs, plain).model_dump(mode="json")
+    assert score(qs, aligned).model_dump(mode="json") == want
+    # another query set object with the same queries (not the one it was read for) maps the vocabulary
+    assert score(QuerySet(queries=queries), aligned).model_dump(mode="json") == want
+
+
+def test_a_table_read_for_its_query_set_still_refuses_a_query_outside_it_by_line() -> None:
+    queries = _queries(6, 20)
+    qs = QuerySet(queries=queries)
+    probes = [*_probes(queries, 6), ProbeRecord(query_id="nope", attempt=1)]
+    table = ProbeTable.from_lines(io.BytesIO(_lines(probes)), source="p.jsonl", queries=qs)
+    with pytest.raises(InputError, match=rf"p.jsonl:{len(probes)}: probe of query 'nope', which is not"):
+        score(qs, table)
+
+
+def test_the_query_side_is_built_once_per_query_set_and_let_go_with_it() -> None:
+    qs = QuerySet(queries=_queries(7, 50))
+    prepare_queries(qs)
+    first = _query_fields(qs)
+    assert _query_fields(qs) is first
+    assert _query_fields(QuerySet(queries=qs.queries)) is not first  # another object: its own
+    key = id(qs)
+    del qs, first
+    gc.collect()
+    assert key not in scoring._PREPARED

@@ -14,6 +14,8 @@ from skillreach._console import make_console
 
 if TYPE_CHECKING:
     from skillreach.artifacts import Artifact
+    from skillreach.models import QuerySet
+    from skillreach.scoring import ProbeTable
 
 __all__ = ["register", "write_reports"]
 
@@ -64,15 +66,14 @@ def write_reports(
             _write_text(markdown, text, "markdown summary", flag="--markdown", append=append)
 
 
-def _read_probes(path: Path) -> object:
+def _read_probes(path: Path, query_set: QuerySet) -> ProbeTable:
     from skillreach._paths import refuse_special_file
     from skillreach.errors import InputError
     from skillreach.scoring import ProbeTable
-
     refuse_special_file(path, "probes.jsonl a study wrote")
     try:
         with path.open("rb") as fh:
-            return ProbeTable.from_lines(fh, source=str(path))
+            return ProbeTable.from_lines(fh, source=str(path), queries=query_set)
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such probe log; pass the probes.jsonl a study wrote") from exc
     except IsADirectoryError as exc:
@@ -123,7 +124,7 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
     from skillreach.artifacts import write_artifact
     from skillreach.errors import InputError
     from skillreach.queries import load_query_set
-    from skillreach.scoring import ProbeTable, score
+    from skillreach.scoring import prepare_queries, score
 
     err = make_console(stderr=True)
     out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")
@@ -139,12 +140,12 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
         )
         catalog = build_catalog(found, "full")
     query_set = load_query_set(queries)
+    prepare_queries(query_set)  # the query side of scoring, built once (score() reuses it)
     # the spinner only on a terminal: elsewhere it shows nothing, yet its refresh thread takes the GIL
     # 12 times a second, and on a busy machine each hand-over can stall the reading for a time slice
     spinner = err.status(f"reading {probes} and scoring…") if err.is_terminal else contextlib.nullcontext()
     with spinner:
-        table = _read_probes(probes)
-        assert isinstance(table, ProbeTable)
+        table = _read_probes(probes, query_set)
         if len(table) == 0:
             raise InputError(f"{probes}: holds no probes; run the study first (nothing to score)")
         artifact = write_artifact(score(query_set, table, catalog), out_path)

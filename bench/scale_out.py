@@ -40,10 +40,12 @@ def _run(cluster: Cluster, skills: Path, queries: Path, out: Path, attempts: int
     return time.perf_counter() - start
 
 
-def _probing_span(api: object) -> float:
+def _probing_span(api: object, capacity: int) -> dict[str, float]:
     """The probing phase from the stand-in's request log: from the answer to the flow's last canary
-    (the batches are submitted right after it) to the answer to the last probe (both answered after
-    the same latency, so the span of their arrivals)."""
+    (the batches are submitted right after it) to the answer to the last probe; and where its time
+    went: ``start`` (the last canary's answer to the first probe's arrival), ``tail`` (from when the
+    probes in flight fell below ``capacity`` for good to the last answer) and the stand-in's mean
+    answer time (``service``, nominally the latency)."""
     from tests.fakes.messages_api import query_text
 
     def canary(call: object) -> bool:
@@ -51,7 +53,21 @@ def _probing_span(api: object) -> float:
         return isinstance(body, dict) and query_text(body).startswith("Use the ")
 
     calls = api.message_requests  # type: ignore[attr-defined]
-    return max(c.at for c in calls if not canary(c)) - max(c.at for c in calls if canary(c))
+    probes = [c for c in calls if not canary(c) and c.answered]
+    began = max(c.answered for c in calls if canary(c))
+    ended = max(c.answered for c in probes)
+    edges = sorted([(c.at, 1) for c in probes] + [(c.answered, -1) for c in probes])
+    inflight, full_until = 0, began
+    for at, step in edges:
+        inflight += step
+        if inflight >= capacity:
+            full_until = at
+    return {
+        "span": ended - began,
+        "start": min(c.at for c in probes) - began,
+        "tail": ended - full_until,
+        "service": sum(c.answered - c.at for c in probes) / len(probes),
+    }
 
 
 def main() -> None:
@@ -81,14 +97,21 @@ def main() -> None:
                 out = root / f"out-{workers}"
                 api.calls.clear()
                 wall = _run(cluster, skills, queries, out, args.attempts, args.concurrency)
-                walls[workers] = _probing_span(api)
+                capacity = workers * args.concurrency
+                span = _probing_span(api, capacity)
+                walls[workers] = span["span"]
                 fixed = wall - walls[workers]
-                ideal = probes * args.latency / (workers * args.concurrency)
+                ideal = probes * args.latency / capacity
                 overhead = overheads[workers] = max(0.0, walls[workers] - ideal) * workers / batches
+                cycle = (walls[workers] - span["start"] - span["tail"]) * capacity / probes
                 print(f"{workers} worker(s): {wall:.1f} s wall, {fixed:.1f} s outside probing, "
                       f"probing {walls[workers]:.1f} s vs ideal {ideal:.1f} s = "
                       f"{walls[workers] / ideal:.2f}× ideal; overhead "
                       f"{overhead:.2f} s per batch ({batches} batches of {args.batch_size})", flush=True)
+                print(f"  where: start {span['start']:.1f} s, tail {span['tail']:.1f} s, in between a probe "
+                      f"every {cycle * 1000:.0f} ms a slot; the stand-in answered in "
+                      f"{span['service'] * 1000:.0f} ms on average ({args.latency * 1000:.0f} nominal)",
+                      flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     ratio = walls[3] / walls[1]

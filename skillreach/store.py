@@ -344,6 +344,10 @@ def _insert_for(backend: str) -> Any:
 
 T = TypeVar("T")
 
+AUTOCOMMIT_ROWS = 100
+"""Probe records up to this many go in one autocommitted INSERT (more: one transaction, as SQLAlchemy
+may split a long VALUES list into several statements)."""
+
 RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
 
@@ -387,6 +391,14 @@ class Store:
         self._writes = sessionmaker(writer, expire_on_commit=False)
         self._write_engine = writer
         self._probe_upserts: dict[bool, Any] = {}
+        # PostgreSQL: a few probe records are one INSERT on an autocommit connection that is not pinged
+        # when it leaves the pool — one round trip, where a transaction and a ping cost five (a task
+        # worker inserts every probe as it finishes, before its slot goes to the next request; a lost
+        # connection is retried by _retry_lost_connection)
+        self._probe_engine: Engine | None = None
+        if self.backend == "postgresql":
+            self._probe_engine = create_engine(
+                self.engine.url, isolation_level="AUTOCOMMIT", pool_size=4, max_overflow=12)
 
     @property
     def safe_url(self) -> str:
@@ -398,6 +410,8 @@ class Store:
         return self.engine.dialect.name
 
     def close(self) -> None:
+        if self._probe_engine is not None:
+            self._probe_engine.dispose()
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -533,6 +547,9 @@ class Store:
             self._probe_upserts[only_over_errors] = stmt
 
         def write() -> int:
+            if self._probe_engine is not None and len(rows) <= AUTOCOMMIT_ROWS:
+                with self._probe_engine.connect() as conn:  # one statement: atomic by itself
+                    return len(conn.execute(stmt, rows).all())
             with self._write_engine.begin() as conn:
                 return len(conn.execute(stmt, rows).all())
 

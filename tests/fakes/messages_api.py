@@ -287,6 +287,7 @@ class Call:
     body: Any
     status: int = 0
     at: float = field(default_factory=time.time)  # when the request arrived (rate-limit tests)
+    answered: float = 0.0  # when its answer was written (0 while there is none)
 
 
 @dataclass
@@ -562,6 +563,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.call.status = status
+        self.call.answered = time.time()
 
     def _send_error(self, err: _APIError) -> None:
         body = {"type": "error", "error": {"type": err.error_type, "message": err.message}}
@@ -652,8 +654,8 @@ class _Handler(BaseHTTPRequestHandler):
             api.max_in_flight = max(api.max_in_flight, api.in_flight)
         try:
             message, delay = api._reply_message(body)
-            if api.latency or delay:
-                time.sleep(api.latency + delay)
+            if api.latency or delay:  # counted from the request's arrival, as a server's latency is
+                time.sleep(max(0.0, self.call.at + api.latency + delay - time.time()))
         finally:
             with api._lock:
                 api.in_flight -= 1

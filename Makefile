@@ -31,7 +31,7 @@ typecheck: $(STAMP)
 # integration tests together on one, and gives each worker its own Prefect home and database.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 up: $(STAMP)
 	$(BIN)/skillreach serve

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,13 +57,38 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # before any test module imports Pref
     _own_worker_resources(os.environ["PYTEST_XDIST_WORKER"])
 
 
+SERIAL_MODULES = frozenset({
+    "tests/test_crash_resume.py",
+    "tests/test_flows_integration.py",
+    "tests/test_scale_out.py",
+    "tests/test_unattended_integration.py",
+})
+"""The modules of the real-Prefect integration tests: under ``pytest -n`` they run one after another on
+one worker (each starts servers and worker processes of its own, and times what they do)."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``pytest -n 2`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
+    once) and the modules of SERIAL_MODULES share one unit of work, in collection order. (xdist's own
+    ``--dist loadgroup`` renames node ids, which pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "integration" if module in SERIAL_MODULES else module
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For ``pytest -n 2 --dist loadgroup``: a module's tests stay on one worker (its module-scoped
-    servers start once), and the real-Prefect integration tests run one after another on one worker
-    (each starts servers and worker processes of its own, and times what they do)."""
-    for item in items:
-        group = "integration" if item.get_closest_marker("integration") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    """An integration test outside SERIAL_MODULES would run beside the others under ``pytest -n``."""
+    stray = sorted({i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("integration")}
+                   - SERIAL_MODULES)
+    if stray:
+        raise pytest.UsageError(f"integration tests in {', '.join(stray)}: add the module to "
+                                "SERIAL_MODULES in tests/conftest.py")
 
 # Variables of the test infrastructure itself (where PostgreSQL and the real agent CLIs are), kept.
 _KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE"}

@@ -26,8 +26,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two pytest-xdist workers: half of the suite's wall is waiting (servers, worker processes, stand-in
+# latency), so two processes overlap it; tests/conftest.py keeps a module on one worker, the real-Prefect
+# integration tests together on one, and gives each worker its own Prefect home and database.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 up: $(STAMP)
 	$(BIN)/skillreach serve

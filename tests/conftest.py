@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,73 @@ def corpora() -> Path:
 
 
 pytest_plugins = ["tests.helpers.world"]  # the `world` fixture of the flow tests
+
+
+def _own_worker_resources(worker: str) -> None:
+    """Under ``pytest -n`` (pytest-xdist) each worker process gets a Prefect home and a PostgreSQL
+    database of its own: two workers sharing the ephemeral server's SQLite file, or one worker's store
+    tests emptying tables another's scale-out test writes, would fail for reasons no user meets."""
+    home = os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect")
+    os.environ["PREFECT_HOME"] = str(Path(home) / f"xdist-{worker}")
+    url = os.environ.get("SKILLREACH_TEST_PG_URL")
+    if not url:
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    from sqlalchemy.exc import OperationalError
+
+    engine = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            known = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first()
+            if known is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except OperationalError:
+        return  # the server does not answer: the postgres tests say so themselves
+    finally:
+        engine.dispose()
+    os.environ["SKILLREACH_TEST_PG_URL"] = base.set(database=name).render_as_string(hide_password=False)
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # before any test module imports Prefect
+    _own_worker_resources(os.environ["PYTEST_XDIST_WORKER"])
+
+
+SERIAL_MODULES = frozenset({
+    "tests/test_crash_resume.py",
+    "tests/test_flows_integration.py",
+    "tests/test_scale_out.py",
+    "tests/test_unattended_integration.py",
+})
+"""The modules of the real-Prefect integration tests: under ``pytest -n`` they run one after another on
+one worker (each starts servers and worker processes of its own, and times what they do)."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``pytest -n 2`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
+    once) and the modules of SERIAL_MODULES share one unit of work, in collection order. (xdist's own
+    ``--dist loadgroup`` renames node ids, which pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "integration" if module in SERIAL_MODULES else module
+
+    config.option.loadscopereorder = False
+    return ByModule(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """An integration test outside SERIAL_MODULES would run beside the others under ``pytest -n``."""
+    stray = sorted({i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("integration")}
+                   - SERIAL_MODULES)
+    if stray:
+        raise pytest.UsageError(f"integration tests in {', '.join(stray)}: add the module to "
+                                "SERIAL_MODULES in tests/conftest.py")
 
 # Variables of the test infrastructure itself (where PostgreSQL and the real agent CLIs are), kept.
 _KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE"}

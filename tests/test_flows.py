@@ -21,7 +21,7 @@ from skillreach.study import StudyConfig, redact
 from skillreach.study.plan import batch_key, batch_pairs, study_id_for
 from skillreach.tasks._context import set_progress
 from tests.helpers.webhooks import WebhookSink
-from tests.helpers.world import cfg, make_skills, run, store_of
+from tests.helpers.world import cfg, fake_charging, make_skills, run, store_of
 
 # ------------------------------------------------------------------------------------------ study
 
@@ -97,24 +97,9 @@ def test_batch_pairs_are_attempt_major_and_skip_done(world: dict[str, Path]) -> 
 
 
 def test_cost_cap_stops_and_keeps_what_was_paid(world: dict[str, Path]) -> None:
-    from skillreach.runtimes.fake import FakeRuntime
-
-    # a fake that charges 1 USD per probe
-    original = FakeRuntime.select
-
-    async def priced(self: Any, query: Any, catalog: Any, tracker: Any) -> Any:
-        outcome = await original(self, query, catalog, tracker)
-        outcome.cost_usd = 1.0
-        return outcome
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(FakeRuntime, "select", priced)
-    try:
-        config = cfg(world, "capped", max_cost=5.0, concurrency=1)
-        with pytest.raises(BudgetExceeded):
-            run(study, config)
-    finally:
-        mp.undo()
+    config = cfg(world, "capped", max_cost=5.0, concurrency=1)
+    with fake_charging(1.0), pytest.raises(BudgetExceeded):
+        run(study, config)
     lines = (world["root"] / "capped/probes.jsonl").read_text().splitlines()
     assert len(lines) == 5
     with store_of(world) as s:

@@ -30,7 +30,7 @@ from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 from skillreach.study.plan import batch_pairs
 from skillreach.study.probe_log import JsonlSink, read_probes
 from skillreach.study.runner import TeeSink, run_probes
-from tests.helpers.world import cfg, run, store_of
+from tests.helpers.world import cfg, fake_charging, run, store_of
 
 CATALOG = Catalog(id="c", skills=(Skill(name="pdf", description="Work with PDF files.", body="# pdf"),))
 
@@ -183,24 +183,10 @@ def test_skillreach_run_starts_the_next_batch_while_the_last_drains_within_one_b
 
 
 def test_the_cost_cap_counts_both_batches_in_flight(world: dict[str, Path]) -> None:
-    from skillreach.runtimes.fake import FakeRuntime
-
-    original = FakeRuntime.select
-
-    async def priced(self: Any, query: Any, catalog: Any, tracker: Any) -> Any:
-        outcome = await original(self, query, catalog, tracker)
-        outcome.cost_usd = 1.0
-        return outcome
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(FakeRuntime, "select", priced)
-    try:
-        base = cfg(world, "capped", max_cost=7.0, concurrency=3, batch_size=4)
-        config = base.model_copy(update={"runtime_options": {**base.runtime_options, "latency_s": 0.02}})
-        with pytest.raises(BudgetExceeded, match="results so far are kept"):
-            run(study, config)
-    finally:
-        mp.undo()
+    base = cfg(world, "capped", max_cost=7.0, concurrency=3, batch_size=4)
+    config = base.model_copy(update={"runtime_options": {**base.runtime_options, "latency_s": 0.02}})
+    with fake_charging(1.0), pytest.raises(BudgetExceeded, match="results so far are kept"):
+        run(study, config)
     kept = read_probes(world["root"] / "capped/probes.jsonl")
     # the cap is seen at the 7th dollar; only probes already in flight beside it finish (≤ 2 more)
     assert 7 <= len(kept) <= 9

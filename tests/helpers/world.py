@@ -4,7 +4,9 @@ home for the store; and how a test runs a flow in-process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,23 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         "home": tmp_path / "home",
         "root": tmp_path,
     }
+
+
+@contextlib.contextmanager
+def fake_charging(cost_usd: float = 1.0) -> Iterator[None]:
+    """The fake runtime charging ``cost_usd`` a probe (cost-cap tests)."""
+    from skillreach.runtimes.fake import FakeRuntime
+
+    original = FakeRuntime.select
+
+    async def priced(self: Any, query: Any, catalog: Any, tracker: Any) -> Any:
+        outcome = await original(self, query, catalog, tracker)
+        outcome.cost_usd = cost_usd
+        return outcome
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FakeRuntime, "select", priced)
+    try:
+        yield
+    finally:
+        mp.undo()

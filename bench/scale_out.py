@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from skillreach.study.plan import finer_tail  # noqa: E402
 from tests.helpers.cluster import Cluster, reset_pg, stand_in, study_world  # noqa: E402
 
 
@@ -84,7 +85,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="scale-out-"))
     queries_n = args.probes // args.attempts
     probes = queries_n * args.attempts
-    batches = -(-probes // args.batch_size)
+    planned = [[("q", 1)] * min(args.batch_size, probes - i) for i in range(0, probes, args.batch_size)]
     skills, queries = study_world(root, queries_n)
     walls: dict[int, float] = {}
     overheads: dict[int, float] = {}
@@ -102,12 +103,13 @@ def main() -> None:
                 walls[workers] = span["span"]
                 fixed = wall - walls[workers]
                 ideal = probes * args.latency / capacity
+                batches = len(finer_tail(planned, workers))  # what the flow submits (its last ones finer)
                 overhead = overheads[workers] = max(0.0, walls[workers] - ideal) * workers / batches
                 cycle = (walls[workers] - span["start"] - span["tail"]) * capacity / probes
                 print(f"{workers} worker(s): {wall:.1f} s wall, {fixed:.1f} s outside probing, "
                       f"probing {walls[workers]:.1f} s vs ideal {ideal:.1f} s = "
                       f"{walls[workers] / ideal:.2f}× ideal; overhead "
-                      f"{overhead:.2f} s per batch ({batches} batches of {args.batch_size})", flush=True)
+                      f"{overhead:.2f} s per batch ({batches} batches of ≤ {args.batch_size})", flush=True)
                 print(f"  where: start {span['start']:.1f} s, tail {span['tail']:.1f} s, in between a probe "
                       f"every {cycle * 1000:.0f} ms a slot; the stand-in answered in "
                       f"{span['service'] * 1000:.0f} ms on average ({args.latency * 1000:.0f} nominal)",

@@ -15,6 +15,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from skillreach.study.plan import (
     claim_out_dir,
     default_out_dir,
     find_skills,
+    finer_tail,
     plan_study,
     probe_options,
     study_id_for,
@@ -637,10 +639,10 @@ def _submit(work: dict[str, Any]) -> Any:
 
 
 def _work_for(
-    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, batch: int, tries: int
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, pairs: Sequence[tuple[str, int]],
+    *, batch: int, tries: int,
 ) -> dict[str, Any]:
     by_id = inputs.query_set.by_id()
-    pairs = plan.batches[batch]
     return {
         "config": config.model_dump(mode="json"),
         "catalog": inputs.catalog.model_dump(mode="json"),
@@ -675,8 +677,13 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         with store_for(config) as store:
             seen.update(await asyncio.to_thread(store.probe_ids, plan.study_id))
     futures: dict[int, tuple[Any, int]] = {}
-    for i in range(len(plan.batches)):
-        futures[i] = (_submit(_work_for(config, inputs, plan, i, 0)), 0)
+    try:  # the workers serving now: the last batches are cut finer so that they run out together
+        workers = await task_workers_seen()
+    except Exception:
+        workers = 1
+    batches = finer_tail(plan.batches, workers)
+    for i, pairs in enumerate(batches):
+        futures[i] = (_submit(_work_for(config, inputs, plan, pairs, batch=i, tries=0)), 0)
     suspect: dict[int, float] = {}  # batch -> when its lock was first seen free while it ran
     resubmitted = 0
 
@@ -703,7 +710,8 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         logger().warning("batch %d lost its worker; submitting it again", i)
         suspect.pop(i, None)
         resubmitted += 1
-        futures[i] = (_submit(_work_for(config, inputs, plan, i, tries + 1)), tries + 1)
+        again = _work_for(config, inputs, plan, batches[i], batch=i, tries=tries + 1)
+        futures[i] = (_submit(again), tries + 1)
 
     progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
     def follow(store: Any) -> None:
@@ -789,7 +797,7 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
             await asyncio.to_thread(write_probes, plan.probes_path, current)
     ran = max(0, len(current) - plan.done)
     return {
-        "batches": len(plan.batches),
+        "batches": len(batches),
         "probes": ran,
         "errors": sum(1 for r in current if r.error),
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in current) - plan.spent_usd, 6),

@@ -18,7 +18,7 @@ from skillreach.flows.study import study
 from skillreach.models import Query
 from skillreach.store import Store
 from skillreach.study import StudyConfig, redact
-from skillreach.study.plan import batch_key, batch_pairs, study_id_for
+from skillreach.study.plan import batch_key, batch_pairs, finer_tail, study_id_for
 from skillreach.tasks._context import set_progress
 from tests.helpers.webhooks import WebhookSink
 from tests.helpers.world import cfg, fake_charging, make_skills, run, store_of
@@ -379,6 +379,34 @@ def test_batch_pairs_cover_every_pending_pair_once(n: int, attempts: int, size: 
     assert sorted(flat) == sorted(expected)
     assert len(flat) == len(set(flat))
     assert all(0 < len(b) <= size for b in batches)
+
+
+def test_finer_tail_cuts_the_last_rounds_into_quarters() -> None:
+    pairs = [(f"q{i}", 1) for i in range(2000)]
+    batches = [pairs[i : i + 50] for i in range(0, 2000, 50)]
+    cut = finer_tail(batches, workers=3)
+    # 2 rounds × 3 workers × 50 = 300 pairs in batches of 13; the 1,700 before in batches of 50
+    assert [len(b) for b in cut] == [50] * 34 + [13] * 23 + [1]
+    assert [p for b in cut for p in b] == pairs  # same pairs, same order (attempt-major kept)
+    assert [len(b) for b in finer_tail(batches[:1], workers=3)] == [25, 13, 12]  # at most half is cut
+
+
+@given(st.lists(st.integers(1, 60), min_size=0, max_size=30), st.integers(1, 50), st.integers(0, 8))
+def test_finer_tail_keeps_every_pair_in_order(sizes: list[int], size: int, workers: int) -> None:
+    flat = [(f"q{i}", 1) for i in range(sum(sizes))]
+    batches = batch_pairs([Query(id=q, text="t", expected_skill="s") for q, _ in flat], 1, size)
+    plain = [tuple((q.id, a) for q, a in b) for b in batches]
+    cut = finer_tail(plain, workers)
+    assert [p for b in cut for p in b] == flat
+    assert all(0 < len(b) <= size for b in cut)
+    assert len(cut) >= len(plain)
+    if workers and size >= 2:  # at most 2 rounds' worth (and half of all) is cut; the rest keeps its size
+        small = -(-size // 4)
+        tail = min(len(flat) // 2, 2 * workers * size)
+        assert sum(len(b) for b in cut if len(b) <= small and len(b) < size) <= tail + small
+        assert all(len(b) == size for b in cut[: (len(flat) - tail) // size])
+    else:
+        assert cut == plain
 
 
 def test_batch_key_is_order_free_and_provenance_bound() -> None:

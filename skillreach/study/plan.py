@@ -36,6 +36,7 @@ __all__ = [
     "claim_out_dir",
     "default_out_dir",
     "find_skills",
+    "finer_tail",
     "plan_study",
     "probe_options",
     "restrict_query_set",
@@ -221,6 +222,28 @@ def batch_pairs(
         (q, a) for a in range(1, attempts + 1) for q in queries if (q.id, a) not in finished
     ]
     return [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+
+
+def finer_tail(
+    batches: Sequence[Sequence[tuple[str, int]]], workers: int, *, rounds: int = 2, parts: int = 4
+) -> list[tuple[tuple[str, int], ...]]:
+    """The same pairs, the last ``rounds × workers`` batches' worth cut into pieces ``parts`` times
+    smaller (guided scheduling): when the queue runs dry, one worker still holding a full batch while
+    the others idle is what a distributed study waits for; with smaller last batches the workers run
+    out together. Earlier batches keep their size (each batch costs a task run)."""
+    flat = [pair for batch in batches for pair in batch]
+    size = max((len(b) for b in batches), default=0)
+    if not flat or workers < 1 or size < 2:
+        return [tuple(b) for b in batches]
+    tail = min(len(flat) // 2, rounds * workers * size)
+    small = max(1, -(-size // parts))
+    head = len(flat) - tail
+    cut = [tuple(b) for b in _chunks(flat[:head], size)]
+    return cut + [tuple(b) for b in _chunks(flat[head:], small)]
+
+
+def _chunks(items: Sequence[tuple[str, int]], size: int) -> list[Sequence[tuple[str, int]]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def batch_key(fingerprint: str, pairs: Sequence[tuple[Query | str, int]]) -> str:

@@ -225,6 +225,7 @@ def _line(**fields: Any) -> bytes:
         _line()[:-1] + b',"z":-Infinity}\n',
         _line() + b"\n\n" + _line() + b"\n",  # a blank line: pyarrow skips it, line numbers would shift
         _line() + b"\n" + _line() + _line() + b"\n\n",  # two objects on a line, and a blank one
+        _line() + _line() + b"\n",  # two objects on a line
         _line() + b"\n " + _line() + b"\n",  # an indented line
         _line() + b"\r\n",
         b"\xef\xbb\xbf" + _line() + b"\n",

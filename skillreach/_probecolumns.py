@@ -34,7 +34,7 @@ _EXACT_FLOAT = 2.0**53
 """Costs below this in magnitude are the same number as a double and as the JSON integer msgspec reads."""
 _MAX_DURATION = 2.0**31
 """Durations below this (24 days in ms) add up exactly in int64 over any log; larger: the other reader."""
-_MAX_COUNT = 1 << 40
+_MAX_COUNT = 1 << 32
 """Token counts below this add up exactly in int64 over any log; larger ones: the other reader."""
 
 
@@ -91,7 +91,7 @@ def _parse(data: bytes) -> Any:
     try:
         return pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22),
+            read_options=pj.ReadOptions(use_threads=True, block_size=1 << 24),
             parse_options=pj.ParseOptions(
                 explicit_schema=_schema(), unexpected_field_behavior="ignore", newlines_in_values=False
             ),
@@ -113,6 +113,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     coded by their place among them, ids outside them after, in the order first seen."""
     import pyarrow.compute as pc
 
+    from skillreach._arrow import view
     from skillreach.scoring import ProbeTable
 
     n_lines = _plain_lines(data)
@@ -128,7 +129,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         return None  # missing or null: only the other reader tells the two apart
     if pc.max(pc.list_value_length(cols["tool_calls"])).as_py():
         return None  # tool calls: compliance judges the line, kept whole by the other reader
-    attempt = acol.to_numpy().astype(np.int64, copy=False)
+    attempt = view(acol, np.int64).copy()
     if len(attempt) and int(attempt.min()) < 1:
         return None
     skills = pc.list_flatten(icol)
@@ -147,14 +148,14 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     if coded is None:
         return None
     q, query_vocab, query_codes = coded
-    lengths = pc.list_value_length(icol).to_numpy().astype(np.int64)
+    lengths = view(pc.list_value_length(icol), np.int32)
     off = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=off[1:])
     ecol = cols["error"]
     errors: dict[int, str] = {}
     if ecol.null_count < len(ecol):
-        rows = np.flatnonzero(ecol.is_valid().to_numpy(zero_copy_only=False))
-        errors = dict(zip(rows.tolist(), ecol.filter(ecol.is_valid()).to_pylist(), strict=True))
+        rows = view(pc.indices_nonzero(pc.is_valid(ecol)), np.uint64)
+        errors = dict(zip(rows.tolist(), ecol.drop_null().to_pylist(), strict=True))
     return ProbeTable(
         query_vocab=query_vocab,
         query_codes=query_codes,
@@ -162,7 +163,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         q=q,
         attempt=attempt,
         skill_vocab=skill_vocab,
-        inv_flat=coded_skills.indices.to_numpy().astype(np.int64),
+        inv_flat=view(coded_skills.indices, np.int32).astype(np.int64),
         inv_off=off,
         errors=errors,
         lines=np.arange(1, len(attempt) + 1, dtype=np.int64),
@@ -180,18 +181,22 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
 
 def _usage(column: Any) -> dict[str, int] | None:
     """The four token totals (a null usage or count: 0); ``None`` for a negative or huge count."""
+    import pyarrow.compute as pc
+
     sums = {}
     for key, counts in zip(_USAGE_KEYS, column.flatten(), strict=True):  # parent nulls applied
-        values = counts.fill_null(0).to_numpy()
-        if len(values) and (int(values.min()) < 0 or int(values.max()) >= _MAX_COUNT):
+        low, high = pc.min_max(counts).values()  # nulls skipped: counted as 0
+        if low.as_py() is not None and (low.as_py() < 0 or high.as_py() >= _MAX_COUNT):
             return None
-        sums[key] = int(values.sum()) if len(values) else 0
+        sums[key] = pc.sum(counts).as_py() or 0  # exact: fewer than 2**31 rows of counts below 2**32
     return sums
 
 
 def _finite(column: Any, bound: float) -> np.ndarray | None:
     """The column's non-null values; ``None`` when one is not finite or not below ``bound`` in magnitude."""
-    values = column.drop_null().to_numpy()
+    from skillreach._arrow import view
+
+    values = view(column.drop_null(), np.float64)
     if len(values) and not bool((np.abs(values) < bound).all()):  # NaN compares False too
         return None
     return values
@@ -201,25 +206,29 @@ def _query_codes(
     qcol: Any, query_ids: Sequence[str] | None
 ) -> tuple[np.ndarray, list[str], dict[str, int] | None] | None:
     """Row codes, the query vocabulary and (unaligned) its inverse; ``None`` for a blank query id."""
-    import pyarrow as pa
     import pyarrow.compute as pc
+
+    from skillreach._arrow import strings, view
 
     if query_ids is None:
         coded = pc.dictionary_encode(qcol.combine_chunks())
         vocab: list[str] = coded.dictionary.to_pylist()
         if any(not x.strip() for x in vocab):
             return None
-        return coded.indices.to_numpy().astype(np.int64), vocab, {x: i for i, x in enumerate(vocab)}
-    ids = pa.array(query_ids, pa.string())
-    where = pc.index_in(qcol, value_set=ids)
-    outside = where.is_null()
-    q = where.fill_null(-1).to_numpy().astype(np.int64)
+        return view(coded.indices, np.int32).astype(np.int64), vocab, {x: i for i, x in enumerate(vocab)}
+    where = pc.index_in(qcol, value_set=strings(query_ids, large=False)).combine_chunks()
     extra: list[str] = []
     if where.null_count:
+        outside = pc.is_null(where)
+        rows = view(pc.indices_nonzero(outside), np.uint64)
+        q = np.frombuffer(where.buffers()[1], dtype=np.int32)[where.offset : where.offset + len(where)]
+        q = q.astype(np.int64)
         out_ids = qcol.filter(outside)
         uniq = pc.unique(out_ids)  # in the order first seen
         extra = uniq.to_pylist()
-        q[q < 0] = len(query_ids) + pc.index_in(out_ids, value_set=uniq).to_numpy().astype(np.int64)
+        q[rows] = len(query_ids) + view(pc.index_in(out_ids, value_set=uniq), np.int32)
+    else:
+        q = view(where, np.int32).astype(np.int64)
     if any(not x.strip() for x in _names(qcol)):
         return None
     return q, [*query_ids, *extra], None

@@ -414,13 +414,11 @@ class Outcomes(Sequence[ProbeOutcome]):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        text = pa.large_string()
+        from skillreach._arrow import ints, repeat
+        from skillreach._arrow import strings as arr
 
         def enc(value: Any) -> str:
             return orjson.dumps(value).decode()
-
-        def arr(values: Sequence[str] | np.ndarray) -> Any:
-            return pa.array(values, type=text)
 
         names = arr([*(enc(s) for s in self._names), "null"])  # predicted -1 → "null", the last
         n_names = len(self._names)
@@ -446,19 +444,17 @@ class Outcomes(Sequence[ProbeOutcome]):
         top = int(self._attempt.max()) if len(self._attempt) else 0
         attempts = arr([str(a) for a in range(top + 1)])
         errored = np.array(sorted(self._errors), dtype=np.int64)
-        empty = pa.scalar("", type=text)
-        sep_scalars = [pa.scalar(sep.decode(), type=text) for sep in seps]
 
         def csr(flat: np.ndarray, off: np.ndarray, start: int, end: int) -> Any:
             o = off[start : end + 1]
-            values = names.take(pa.array(flat[o[0] : o[-1]]))
-            lists = pa.LargeListArray.from_arrays(pa.array(o - o[0]), values)
-            return pc.binary_join(lists, pa.scalar(",", type=text))
+            values = names.take(ints(flat[o[0] : o[-1]]))
+            lists = pa.LargeListArray.from_arrays(ints(o - o[0]), values)
+            return pc.binary_join(lists, repeat(",", end - start))
 
         n = len(self)
         for start in range(0, n, chunk):
             end = min(n, start + chunk)
-            q = pa.array(self._q[start:end])
+            q = ints(self._q[start:end])
             # compliance (and the error, for an errored row) and quality: codes into small vocabularies
             mid_code = self._compliance[start:end].astype(np.int64) + 1  # -1, 0, 1 → null, false, true
             mid_vocab = list(mids)
@@ -474,19 +470,20 @@ class Outcomes(Sequence[ProbeOutcome]):
             predicted = self._predicted[start:end]
             pieces = (
                 per_query[0].take(q),
-                attempts.take(pa.array(self._attempt[start:end])),
-                arr(mid_vocab).take(pa.array(mid_code)),
+                attempts.take(ints(self._attempt[start:end])),
+                arr(mid_vocab).take(ints(mid_code)),
                 csr(self._inv_flat, self._inv_off, start, end),
                 per_query[1].take(q),
-                names.take(pa.array(np.where(predicted < 0, n_names, predicted))),
-                arr(qual_vocab).take(pa.array(qual_code)),
+                names.take(ints(np.where(predicted < 0, n_names, predicted))),
+                arr(qual_vocab).take(ints(qual_code)),
                 per_query[2].take(q),
                 csr(self._scored_flat, self._scored_off, start, end),
                 per_query[3].take(q),
             )
             out = []
-            for sep, scalar in zip(seps, sep_scalars, strict=True):
-                joined = pc.binary_join_element_wise(scalar, *pieces, empty)
+            empty = repeat("", end - start)  # arrays, not Python strings: those make pyarrow import pandas
+            for sep in seps:
+                joined = pc.binary_join_element_wise(repeat(sep.decode(), end - start), *pieces, empty)
                 offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
                 a, b = int(offsets[0]) + (len(sep) if start == 0 else 0), int(offsets[len(joined)])
                 out.append(memoryview(joined.buffers()[2])[a:b])

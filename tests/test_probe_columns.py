@@ -344,3 +344,29 @@ def test_the_command_reads_a_log_above_the_threshold_by_columns(tmp_path: Path) 
     )
     assert "Traceback" not in proc.stderr
     assert np.count_nonzero(np.frombuffer(data, np.uint8) == 10) == len(lines)
+
+
+def test_the_columnar_paths_never_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (≈ 0.5 s) when handed Python or numpy objects to convert; the reader and
+    the artifact's arrow rows hand it buffers only (``skillreach._arrow``)."""
+    qs, data = _big_study(200, 2)
+    queries = write_query_set(qs, tmp_path / "q.json")
+    probes = tmp_path / "probes.jsonl"
+    probes.write_bytes(data)
+    code = (
+        "import sys\n"
+        "from skillreach import artifacts, scoring\n"
+        "from skillreach.queries import load_query_set\n"
+        "scoring._COLUMNAR_MIN = 1\n"
+        "artifacts._ARROW_ROWS = 1\n"
+        f"qs = load_query_set({str(queries)!r})\n"
+        f"with open({str(probes)!r}, 'rb') as fh:\n"
+        "    table = scoring.ProbeTable.from_lines(fh, queries=qs)\n"
+        "assert 'pyarrow.json' in sys.modules, 'not read by columns'\n"
+        f"artifacts.write_artifact(scoring.score(qs, table), {str(tmp_path / 'a.json')!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
+    )
+    argv = [sys.executable, "-c", code]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

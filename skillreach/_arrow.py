@@ -42,11 +42,16 @@ def view(array: Any, dtype: Any) -> np.ndarray:
 
 def strings(values: Sequence[str], *, large: bool = True) -> Any:
     """A ``large_string`` (or ``string``) Arrow array of ``values``."""
-    data = [v.encode() for v in values]
-    offsets = np.zeros(len(data) + 1, dtype=np.int64 if large else np.int32)
-    np.cumsum([len(d) for d in data], out=offsets[1:])
+    text = "".join(values)
+    if text.isascii():  # a character is a byte: the lengths are the strings' own
+        raw, lengths = text.encode(), list(map(len, values))
+    else:
+        encoded = [v.encode() for v in values]
+        raw, lengths = b"".join(encoded), list(map(len, encoded))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
     kind = pa.large_string() if large else pa.string()
-    return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    return pa.Array.from_buffers(kind, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
 
 
 def repeat(text: str, n: int) -> Any:

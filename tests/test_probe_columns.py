@@ -269,7 +269,7 @@ def test_escaped_keys_and_unicode_ids_read_alike() -> None:
 # ------------------------------------------------------------------------------------ through from_lines
 
 
-def _big_study(n_queries: int, attempts: int) -> tuple[QuerySet, bytes]:
+def _big_study(n_queries: int, attempts: int, pad: int = 60) -> tuple[QuerySet, bytes]:
     ids = [f"q-{i:06d}" for i in range(n_queries)]
     queries = tuple(
         Query(id=i, text=f"do s-{k % 7}", expected_skill=f"s-{k % 7}")
@@ -288,7 +288,7 @@ def _big_study(n_queries: int, attempts: int) -> tuple[QuerySet, bytes]:
                 "runtime": "fake", "model": "fake-1", "resolved_model": "fake-1", "fingerprint": "fp",
                 "usage": {"input_tokens": 1000 + k % 13, "output_tokens": 40,
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 7},
-                "cost_usd": 0.0004, "duration_ms": 350 + k % 3, "notes": "x" * 60,
+                "cost_usd": 0.0004, "duration_ms": 350 + k % 3, "notes": "x" * pad,
             }, ensure_ascii=False, separators=(",", ":")))  # fmt: skip
     return qs, ("\n".join(rows) + "\n").encode()
 
@@ -320,7 +320,7 @@ def _score_cmd(queries: Path, probes: Path, out: Path) -> subprocess.CompletedPr
 
 
 def test_the_command_reads_a_log_above_the_threshold_by_columns(tmp_path: Path) -> None:
-    qs, data = _big_study(12_000, 5)  # 60,000 lines
+    qs, data = _big_study(12_000, 5, pad=600)  # 60,000 lines, 50 MB
     assert len(data) >= scoring._COLUMNAR_MIN
     assert read_columns(data, source="p", query_ids=_ids(qs)) is not None  # so the command takes that path
     queries = write_query_set(qs, tmp_path / "q.json")

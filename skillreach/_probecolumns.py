@@ -14,6 +14,7 @@ escapes are decoded by both readers alike. pyarrow is imported only when a log i
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -229,6 +230,7 @@ def _query_codes(
         q[rows] = len(query_ids) + view(pc.index_in(out_ids, value_set=uniq), np.int32)
     else:
         q = view(where, np.int32).astype(np.int64)
-    if any(not x.strip() for x in _names(qcol)):
+    # the rows' ids are among the set's and ``extra``: their own strings are checked, not 1,000,000 rows'
+    if any(not x.strip() for x in itertools.chain(query_ids, extra)):
         return None
     return q, [*query_ids, *extra], None

@@ -252,6 +252,15 @@ def test_what_pyarrow_reads_beyond_the_rules_is_declined(data: bytes) -> None:
     assert read_columns(data, source="p.jsonl") is None
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\u2003", "\x1c"])
+def test_a_blank_query_id_outside_the_query_set_is_declined(blank: str) -> None:
+    qs = _query_set(["q-1"])
+    data = _line() + b"\n" + _line(query_id=blank) + b"\n"
+    assert read_columns(data, source="p.jsonl", query_ids=_ids(qs)) is None
+    with pytest.raises(InputError, match=r"p\.jsonl:2: field 'query_id' must be a non-empty string"):
+        _reference(data, qs)
+
+
 def test_escaped_keys_and_unicode_ids_read_alike() -> None:
     lines = [
         b'{"query_\\u0069d":"\\u00fc-\\u00df","attempt":2,"invoked":["\\ud83d\\ude00"],"usage":{"input_tokens":3}}',

@@ -245,6 +245,7 @@ def _line(**fields: Any) -> bytes:
         _line(final_text="") + b"\n",
         _line(rubric_grade=1.0) + b"\n",
         _line() + b"\n" + _line()[:-3],  # a torn last line
+        _line()[:-1] + b',"x":"\\ud800"}\n',  # a lone surrogate (in a field scoring skips)
         b"",
     ],
 )

@@ -173,10 +173,10 @@ class ProbeTable:
         (:func:`skillreach.study.probe_log.parse_lines`); a bad field raises :class:`InputError` naming
         ``source:line`` and the field.
 
-        Given a file opened in binary mode of at least ``_COLUMNAR_MIN`` bytes, it is first read whole by
-        the columnar reader (:func:`skillreach._probecolumns.read_columns`: pyarrow, no Python object per
-        row, every rule below checked on the columns); a log it refuses is read as follows. Otherwise it
-        is read in blocks that msgspec decodes straight into
+        Given a file opened in binary mode of ``_COLUMNAR_MIN`` to ``_COLUMNAR_MAX`` bytes, it is first
+        read whole by the columnar reader (:func:`skillreach._probecolumns.read_columns`: pyarrow, no
+        Python object per row, every rule below checked on the columns); a log it refuses is read as
+        follows. Otherwise it is read in blocks that msgspec decodes straight into
         typed rows (:class:`_Line`, as strict as the per-line checks or stricter); a block it refuses,
         or one holding blank lines, is read again line by line, so every message and the torn-line
         rule are those of the line-by-line reader.
@@ -191,7 +191,7 @@ class ProbeTable:
         with cyclic_gc_paused():
             if hasattr(lines, "read"):
                 fh = cast(BinaryIO, lines)
-                if _size(fh) >= _COLUMNAR_MIN:
+                if _COLUMNAR_MIN <= _size(fh) <= _COLUMNAR_MAX:
                     from skillreach._probecolumns import read_columns
 
                     data = fh.read()
@@ -215,6 +215,9 @@ _BLOCK = 1 << 23
 _COLUMNAR_MIN = 48 << 20
 """Logs from this size on are read by the columnar reader first: below it, importing pyarrow (≈ 0.4 s)
 costs more than it saves (≈ 3 µs of CPU a line; even at ≈ 125,000 lines of the bench's, ≈ 40 MB)."""
+_COLUMNAR_MAX = 1 << 30
+"""The columnar reader holds the whole file's bytes beside its columns (0.93 GiB peak for 1,000,000
+lines, 310 MB): a larger log is read in blocks, its memory the columns and one block."""
 
 
 def _size(fh: BinaryIO) -> int:

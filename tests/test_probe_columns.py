@@ -329,6 +329,28 @@ def _score_cmd(queries: Path, probes: Path, out: Path) -> subprocess.CompletedPr
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
 
 
+def test_a_log_above_the_ceiling_is_read_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``_COLUMNAR_MAX`` the whole file is not held in memory: the block reader reads it, alike."""
+    import skillreach._probecolumns as columns
+
+    qs, data = _big_study(300, 3)
+    path = tmp_path / "probes.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(scoring, "_COLUMNAR_MIN", 1)
+    monkeypatch.setattr(scoring, "_COLUMNAR_MAX", len(data) - 1)
+    called: list[int] = []
+    real = columns.read_columns
+    monkeypatch.setattr(columns, "read_columns", lambda *a, **k: called.append(1) or real(*a, **k))
+    with path.open("rb") as fh:
+        table = ProbeTable.from_lines(fh, source=str(path), queries=qs)
+    assert called == []
+    assert _table(table) == _table(ProbeTable.from_lines(io.BytesIO(data), source=str(path), queries=qs))
+    monkeypatch.setattr(scoring, "_COLUMNAR_MAX", len(data))
+    with path.open("rb") as fh:
+        ProbeTable.from_lines(fh, source=str(path), queries=qs)
+    assert called == [1]
+
+
 def test_the_command_reads_a_log_above_the_threshold_by_columns(tmp_path: Path) -> None:
     qs, data = _big_study(12_000, 5, pad=600)  # 60,000 lines, 50 MB
     assert len(data) >= scoring._COLUMNAR_MIN

@@ -381,14 +381,19 @@ def test_batch_pairs_cover_every_pending_pair_once(n: int, attempts: int, size: 
     assert all(0 < len(b) <= size for b in batches)
 
 
-def test_finer_tail_cuts_the_last_rounds_into_quarters() -> None:
+def test_finer_tail_shrinks_the_batches_as_the_study_nears_its_end() -> None:
     pairs = [(f"q{i}", 1) for i in range(2000)]
     batches = [pairs[i : i + 50] for i in range(0, 2000, 50)]
     cut = finer_tail(batches, workers=3)
-    # 2 rounds × 3 workers × 50 = 300 pairs in batches of 13; the 1,700 before in batches of 50
-    assert [len(b) for b in cut] == [50] * 34 + [13] * 23 + [1]
+    sizes = [len(b) for b in cut]
     assert [p for b in cut for p in b] == pairs  # same pairs, same order (attempt-major kept)
-    assert [len(b) for b in finer_tail(batches[:1], workers=3)] == [25, 13, 12]  # at most half is cut
+    assert sizes[:29] == [50] * 29  # full while 1/12 of what is left is at least a batch (600 pairs)
+    assert sizes[29:33] == [46, 42, 39, 36]  # then a twelfth (4 × 3 workers) of what is left
+    assert sizes == sorted(sizes, reverse=True)
+    assert min(sizes[:-1]) == 7  # never below an eighth of a batch (the last one holds what is left)
+    assert len(cut) == 62
+    # one worker: a quarter of what is left; a study smaller than that: small batches from the start
+    assert [len(b) for b in finer_tail(batches[:1], workers=1)] == [13, 10, 7, 7, 7, 6]
 
 
 @given(st.lists(st.integers(1, 60), min_size=0, max_size=30), st.integers(1, 50), st.integers(0, 8))
@@ -399,12 +404,13 @@ def test_finer_tail_keeps_every_pair_in_order(sizes: list[int], size: int, worke
     cut = finer_tail(plain, workers)
     assert [p for b in cut for p in b] == flat
     assert all(0 < len(b) <= size for b in cut)
-    assert len(cut) >= len(plain)
-    if workers and size >= 2:  # at most 2 rounds' worth (and half of all) is cut; the rest keeps its size
-        small = -(-size // 4)
-        tail = min(len(flat) // 2, 2 * workers * size)
-        assert sum(len(b) for b in cut if len(b) <= small and len(b) < size) <= tail + small
-        assert all(len(b) == size for b in cut[: (len(flat) - tail) // size])
+    biggest = max(map(len, plain), default=0)
+    if workers and biggest >= 2:  # each batch: a (4 × workers)-th of what is left, within [size / 8, size]
+        left = len(flat)
+        for b in cut:
+            want = min(biggest, max(-(-biggest // 8), -(-left // (4 * workers))))
+            assert len(b) == min(want, left)
+            left -= len(b)
     else:
         assert cut == plain
 

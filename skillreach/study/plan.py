@@ -225,25 +225,27 @@ def batch_pairs(
 
 
 def finer_tail(
-    batches: Sequence[Sequence[tuple[str, int]]], workers: int, *, rounds: int = 2, parts: int = 4
+    batches: Sequence[Sequence[tuple[str, int]]], workers: int, *, share: int = 4, parts: int = 8
 ) -> list[tuple[tuple[str, int], ...]]:
-    """The same pairs, the last ``rounds × workers`` batches' worth cut into pieces ``parts`` times
-    smaller (guided scheduling): when the queue runs dry, one worker still holding a full batch while
-    the others idle is what a distributed study waits for; with smaller last batches the workers run
-    out together. Earlier batches keep their size (each batch costs a task run)."""
+    """The same pairs, in the same order, in batches that shrink as the study nears its end (guided
+    self-scheduling): each batch is ``1 / (share × workers)`` of the pairs left after it starts, at most
+    the batches' size and at least a ``parts``-th of it. When the queue runs dry, one worker still holding
+    a full batch (a task worker holds up to three: two running, one received) while the others idle is
+    what a distributed study waits for; with shrinking batches the last full one is handed out long
+    before the end and the workers run out together. Early batches keep their size (a batch costs a
+    task run)."""
     flat = [pair for batch in batches for pair in batch]
     size = max((len(b) for b in batches), default=0)
     if not flat or workers < 1 or size < 2:
         return [tuple(b) for b in batches]
-    tail = min(len(flat) // 2, rounds * workers * size)
-    small = max(1, -(-size // parts))
-    head = len(flat) - tail
-    cut = [tuple(b) for b in _chunks(flat[:head], size)]
-    return cut + [tuple(b) for b in _chunks(flat[head:], small)]
-
-
-def _chunks(items: Sequence[tuple[str, int]], size: int) -> list[Sequence[tuple[str, int]]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+    smallest = max(1, -(-size // parts))
+    out: list[tuple[tuple[str, int], ...]] = []
+    i = 0
+    while i < len(flat):
+        k = min(size, max(smallest, -(-(len(flat) - i) // (share * workers))))
+        out.append(tuple(flat[i : i + k]))
+        i += k
+    return out
 
 
 def batch_key(fingerprint: str, pairs: Sequence[tuple[Query | str, int]]) -> str:

@@ -92,7 +92,7 @@ def test_one_rate_limit_holds_across_three_workers(
 ) -> None:
     """R requests per window across three workers, measured at the stand-in: no window holds more than R.
     The window is scaled to 6 s (the limit's slot decay scaled the same way) to keep the test short;
-    ``SKILLREACH_SCALE_WINDOW_S=60`` runs it at the issue's R requests per minute (about 3 minutes)."""
+    ``SKILLREACH_SCALE_WINDOW_S=60`` runs it at the issue's R requests per minute (264 s here)."""
     cluster, api = fresh
     r, window = 12, WINDOW_S
     skills, queries = study_world(tmp_path, 12)

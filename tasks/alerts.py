@@ -47,7 +47,7 @@ def _emit(payload: dict[str, Any]) -> bool:
     return ev is not None
 
 
-@task(name="deliver_alerts", tags=["skillreach", "alerts"], cache_policy=NO_CACHE)
+@task(name="deliver_alerts", cache_policy=NO_CACHE)
 async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict[str, Any]]) -> list[str]:
     """Store and deliver one alert per breach; returns each alert's delivery (event|posted|failed|none)."""
     if not breaches:

@@ -141,7 +141,7 @@ def _grown_files(config: StudyConfig, repo: BaselineRepo) -> dict[str, str]:
     return {rel: config.queries.read_text(encoding="utf-8")}
 
 
-@task(name="baseline_config", tags=["skillreach", "baselines"], cache_policy=NO_CACHE)
+@task(name="baseline_config", cache_policy=NO_CACHE)
 async def baseline_config(config: StudyConfig, inputs: StudyInputs) -> StudyConfig:
     """A re-baselining measures every metric of a record: compliance (and rubric grading) whenever the
     query set has checks."""
@@ -150,7 +150,7 @@ async def baseline_config(config: StudyConfig, inputs: StudyInputs) -> StudyConf
     return config.model_copy(update={"compliance": True})
 
 
-@task(name="gate_study", tags=["skillreach", "gates"], cache_policy=NO_CACHE)
+@task(name="gate_study", cache_policy=NO_CACHE)
 async def gate_study(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, artifact: Any
 ) -> GateOutcome:
@@ -214,7 +214,7 @@ async def gate_study(
                        tuple(results))
 
 
-@task(name="record_baselines", tags=["skillreach", "baselines"], cache_policy=NO_CACHE)
+@task(name="record_baselines", cache_policy=NO_CACHE)
 async def record_baselines(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, outcome: GateOutcome
 ) -> dict[str, Any]:

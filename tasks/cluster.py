@@ -14,7 +14,7 @@ from skillreach.tasks._context import logger
 __all__ = ["find_communities", "read_skills"]
 
 
-@task(name="read_skills", tags=["skillreach", "cluster"], cache_policy=NO_CACHE)
+@task(name="read_skills", cache_policy=NO_CACHE)
 async def read_skills(dirs: list[Path]) -> list[Skill]:
     """Every skill under ``dirs`` (a SKILL.md that does not parse is reported and skipped)."""
     from skillreach.skills import load_skills
@@ -22,7 +22,7 @@ async def read_skills(dirs: list[Path]) -> list[Skill]:
     return list(load_skills(dirs, on_problem=lambda line: logger().warning("%s", line)))
 
 
-@task(name="find_communities", tags=["skillreach", "cluster"], cache_policy=NO_CACHE)
+@task(name="find_communities", cache_policy=NO_CACHE)
 async def find_communities(
     skills: list[Skill], *, target_size: int, seed: int, resolution: float, top: int, min_ratio: float
 ) -> Clustering:

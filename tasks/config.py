@@ -17,7 +17,7 @@ CONFIG_ENV = "SKILLREACH_STUDY_CONFIG"
 """A config file (TOML/YAML) the deployments read when they are given none."""
 
 
-@task(name="resolve_config", tags=["skillreach"], cache_policy=NO_CACHE)
+@task(name="resolve_config", cache_policy=NO_CACHE)
 async def resolve_config(
     config: StudyConfig | None = None, config_file: str | None = None, **updates: Any
 ) -> StudyConfig:

@@ -35,7 +35,7 @@ def grown_path(config: StudyConfig, digest: str) -> Path:
     return config.home / "corpus" / f"{digest.removeprefix('sha256:')[:16]}.json"
 
 
-@task(name="generation_for", tags=["skillreach", "queries"], cache_policy=NO_CACHE)
+@task(name="generation_for", cache_policy=NO_CACHE)
 async def generation_for(config: StudyConfig, skill: str) -> GenerateOptions | None:
     """The generation flow's options for ``skill`` when it has no positive query and a generator model
     is configured; ``None`` otherwise (the study then reports the skill as "no queries")."""
@@ -56,7 +56,7 @@ async def generation_for(config: StudyConfig, skill: str) -> GenerateOptions | N
     )
 
 
-@task(name="grow_corpus", tags=["skillreach", "queries"], cache_policy=NO_CACHE)
+@task(name="grow_corpus", cache_policy=NO_CACHE)
 async def grow_corpus(config: StudyConfig, skill: str, outcome: GenerationOutcome) -> StudyConfig:
     """The study's query set grown by the generated queries for ``skill``, sealed and written under
     ``home/corpus/``; the returned configuration studies it (``grown_from``: the parent set)."""

@@ -20,7 +20,7 @@ __all__ = ["crash_children", "crash_studies"]
 _FINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 
 
-@task(name="crash_children", tags=["skillreach"], cache_policy=NO_CACHE)
+@task(name="crash_children", cache_policy=NO_CACHE)
 async def crash_children(flow_run_id: str, message: str) -> list[str]:
     """Mark every unfinished descendant of ``flow_run_id`` Crashed; returns the run and its descendants."""
     from prefect.client.orchestration import get_client
@@ -42,7 +42,7 @@ async def crash_children(flow_run_id: str, message: str) -> list[str]:
     return seen
 
 
-@task(name="crash_studies", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+@task(name="crash_studies", cache_policy=NO_CACHE)
 async def crash_studies(config: StudyConfig, flow_run_ids: list[str], message: str) -> list[str]:
     """The studies those runs were running, marked ``crashed`` in the store."""
     with store_for(config) as store:

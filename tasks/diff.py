@@ -29,7 +29,7 @@ class Arms:
     texts: dict[str, str] = field(default_factory=dict)
 
 
-@task(name="load_arms", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="load_arms", cache_policy=NO_CACHE)
 async def load_arms(a: Path, b: Path, queries: Path | None = None) -> Arms:
     """Both arms' artifacts (digests verified) and, with ``queries``, the query texts."""
     from skillreach.diff import load_arm, query_texts
@@ -39,7 +39,7 @@ async def load_arms(a: Path, b: Path, queries: Path | None = None) -> Arms:
     return Arms(a=arm_a, b=arm_b, texts=texts)
 
 
-@task(name="compare_arms", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="compare_arms", cache_policy=NO_CACHE)
 async def compare_arms(
     arms: Arms,
     *,
@@ -79,7 +79,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-@task(name="write_diff_reports", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="write_diff_reports", cache_policy=NO_CACHE)
 async def write_diff_reports(
     result: DiffResult,
     *,
@@ -100,7 +100,7 @@ async def write_diff_reports(
     return written
 
 
-@task(name="arm_b", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="arm_b", cache_policy=NO_CACHE)
 async def arm_b(a: Path, skills: list[Path], out: Path, secrets_from: StudyConfig) -> tuple[Arm, StudyConfig]:
     """Arm A (read) and the configuration of arm B (probed): A's study with ``skills``, into ``out``."""
     from skillreach.diff import arm_b_config, load_arm
@@ -109,7 +109,7 @@ async def arm_b(a: Path, skills: list[Path], out: Path, secrets_from: StudyConfi
     return arm_a, arm_b_config(arm_a, skills, Path(out), secrets_from)
 
 
-@task(name="diff_stages", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="diff_stages", cache_policy=NO_CACHE)
 async def diff_stages(
     arm_a: Arm, inputs: StudyInputs, plan: StudyPlan, looks: int, seed: int
 ) -> tuple[list[str], list[list[tuple[str, int]]]]:
@@ -123,7 +123,7 @@ async def diff_stages(
     return planned, stage_pairs(pairs, stage_order(planned, seed), looks)
 
 
-@task(name="diff_look", tags=["skillreach", "diff"], cache_policy=NO_CACHE)
+@task(name="diff_look", cache_policy=NO_CACHE)
 async def diff_look(
     arm_a: Arm, artifact_b: object, planned: list[str], attempts: int, *, looks: int, look: int, seed: int
 ) -> StagedDiff:

@@ -28,7 +28,7 @@ def judge_for(model: str) -> Judge:
     return FakeJudge(model) if model == FAKE_JUDGE_MODEL else get_judge("anthropic", model=model)
 
 
-@task(name="check_judge", tags=["skillreach", "judge"], cache_policy=NO_CACHE)
+@task(name="check_judge", cache_policy=NO_CACHE)
 async def check_judge(config: StudyConfig, inputs: StudyInputs) -> str | None:
     """Before any probe is paid for: a compliance study with rubrics has a judge (a live study names
     one), and the Messages API judge has its key. Returns the judge model, or ``None`` when none is needed."""
@@ -57,7 +57,7 @@ async def check_judge(config: StudyConfig, inputs: StudyInputs) -> str | None:
     return model
 
 
-@task(name="grade_rubrics", tags=["skillreach", "judge"], cache_policy=NO_CACHE)
+@task(name="grade_rubrics", cache_policy=NO_CACHE)
 async def grade_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> dict[str, Any]:
     """Grade the study's rubric probes not graded yet; return counts (graded, reused, failed, judge)."""
     from skillreach.errors import ProbeFailed, SkillreachError

@@ -24,7 +24,7 @@ class Scored:
     report_path: Path
 
 
-@task(name="score", tags=["skillreach", "score"], cache_policy=NO_CACHE)
+@task(name="score", cache_policy=NO_CACHE)
 async def score_study(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, kind: str = "study"
 ) -> Scored:
@@ -85,7 +85,7 @@ async def score_study(
     return Scored(artifact, artifact_path, report_path)
 
 
-@task(name="fail_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+@task(name="fail_study", cache_policy=NO_CACHE)
 async def fail_study(config: StudyConfig, plan: StudyPlan, error: BaseException | str) -> None:
     """Mark the study failed (the probes already written stay; a re-run resumes)."""
     with store_for(config) as store:
@@ -102,7 +102,7 @@ def _as_drift(comparison: Any) -> dict[str, Any]:
     return dict(data)
 
 
-@task(name="publish_report", tags=["skillreach", "report"], cache_policy=NO_CACHE)
+@task(name="publish_report", cache_policy=NO_CACHE)
 async def publish_report(scored: Scored, gates: Any) -> Path:
     """Re-render ``report.html`` with the gate report (``gates``: a ``GateOutcome``) once the study is
     gated, and keep the gate beside the artifact (``gate.json``) for ``skillreach report DIR``.
@@ -140,7 +140,7 @@ def artifact_key(config: StudyConfig | None, kind: str, study_id: str) -> str:
     return f"skillreach-{slug}-{hashlib.sha256(what.encode()).hexdigest()[:12]}"
 
 
-@task(name="publish_run", tags=["skillreach", "report"], cache_policy=NO_CACHE)
+@task(name="publish_run", cache_policy=NO_CACHE)
 async def publish_run(
     plan: StudyPlan, artifact: Any, gate_report: str, config: StudyConfig | None = None, kind: str = "study"
 ) -> bool:

@@ -16,7 +16,7 @@ from skillreach.study.plan import StudyPlan
 __all__ = ["plan_stages_of", "staged_look"]
 
 
-@task(name="plan_stages", tags=["skillreach", "gate"], cache_policy=NO_CACHE)
+@task(name="plan_stages", cache_policy=NO_CACHE)
 async def plan_stages_of(
     plan: StudyPlan, members: list[tuple[str, BaselineRecord]], looks: int
 ) -> list[list[tuple[str, int]]]:
@@ -26,7 +26,7 @@ async def plan_stages_of(
     return stage_pairs([p for batch in plan.batches for p in batch], order, looks)
 
 
-@task(name="staged_look", tags=["skillreach", "gate"], cache_policy=NO_CACHE)
+@task(name="staged_look", cache_policy=NO_CACHE)
 async def staged_look(
     artifact: Any,
     queries: Path,

@@ -1,6 +1,6 @@
 """The study's tasks up to the probes: find the skills, assemble the catalog, plan, estimate the cost,
-canary, probe a batch. Each wraps functions of :mod:`skillreach.study` with Prefect's retries, cache
-keys and tags.
+canary, probe a batch. Each wraps functions of :mod:`skillreach.study` with Prefect's retries and cache
+keys (no tags: see DEVELOPERS.md, "Tasks carry no tags").
 
 The unit of Prefect work is a **batch** of probes (50–200), run with asyncio inside the task
 (:func:`skillreach.study.runner.run_probes`); Prefect retries a whole batch, and a cache key built from
@@ -68,13 +68,13 @@ __all__ = [
 ]
 
 
-@task(name="discover_skills", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
+@task(name="discover_skills", cache_policy=NO_CACHE)
 async def discover_skills(config: StudyConfig) -> SkillsFound:
     """Every skill under the study's folders (a file that does not parse is reported and skipped)."""
     return find_skills(config, logger())
 
 
-@task(name="assemble_catalog", tags=["skillreach", "catalog"], cache_policy=NO_CACHE)
+@task(name="assemble_catalog", cache_policy=NO_CACHE)
 async def assemble_catalog(config: StudyConfig) -> StudyInputs:
     """Discover the skills, build the resident catalog, load and validate the query set."""
     return assemble_inputs(config, await discover_skills.fn(config), logger())
@@ -131,7 +131,7 @@ def _release_study_lock(study_id: str) -> None:
         held[0].release()
 
 
-@task(name="release_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+@task(name="release_study", cache_policy=NO_CACHE)
 async def release_study(plan: StudyPlan) -> None:
     """Give back the study's lock (at the end of the study, however it ended)."""
     _release_study_lock(plan.study_id)
@@ -150,7 +150,7 @@ def _progress_of(config: StudyConfig, out: Path) -> Any:
     return callback
 
 
-@task(name="prepare_study", tags=["skillreach", "store"], cache_policy=NO_CACHE)
+@task(name="prepare_study", cache_policy=NO_CACHE)
 async def prepare_study(
     config: StudyConfig, inputs: StudyInputs, kind: str = "study", slot: str | None = None
 ) -> StudyPlan:
@@ -222,7 +222,7 @@ async def _plan_locked(
     return plan
 
 
-@task(name="estimate_spend", tags=["skillreach", "cost"], cache_policy=NO_CACHE)
+@task(name="estimate_spend", cache_policy=NO_CACHE)
 async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> dict[str, Any] | None:
     """What the pending probes should cost (probes × expected tokens × price), said before spending.
 
@@ -254,7 +254,7 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
     return estimate.as_dict()
 
 
-@task(name="canary", tags=["skillreach", "probe"], cache_policy=NO_CACHE)
+@task(name="canary", cache_policy=NO_CACHE)
 async def canary(config: StudyConfig, inputs: StudyInputs) -> int:
     """A few skill-naming probes; :class:`HarnessBlind` when the harness sees no activation at all."""
     from skillreach.study.runner import canary_check
@@ -310,7 +310,6 @@ class _FinishedSink:
 
 @task(
     name="probe_batch",
-    tags=["skillreach", "probe"],
     retries=2,
     retry_delay_seconds=[5, 30],
     retry_condition_fn=_retry_unless_our_error,
@@ -537,7 +536,6 @@ class _StoreSink:
 
 @task(
     name=BATCH_TASK,
-    tags=["skillreach", "probe"],
     retries=2,
     retry_delay_seconds=[5, 30],
     retry_condition_fn=_retry_unless_our_error,

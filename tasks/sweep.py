@@ -43,7 +43,7 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-@task(name="plan_capacity", tags=["skillreach", "sweep"], cache_policy=NO_CACHE)
+@task(name="plan_capacity", cache_policy=NO_CACHE)
 async def plan_capacity(config: SweepConfig) -> SweepStage:
     """Discover the corpus, choose anchors and the seeded filler order, seal the sweep's query set."""
     from skillreach.queries import dump_query_set, load_query_set, seal
@@ -129,7 +129,7 @@ def link_farm(folder: Path, names: list[str], folders: dict[str, str]) -> None:
     os.replace(tmp, folder)
 
 
-@task(name="stage_size", tags=["skillreach", "sweep"], cache_policy=NO_CACHE)
+@task(name="stage_size", cache_policy=NO_CACHE)
 async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> StudyConfig:
     """The study of one size: its resident skills linked under ``OUT/n-XXXX/skills``, the sweep's set."""
     from skillreach.sweep import catalog_at, size_folder
@@ -149,7 +149,7 @@ async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> Study
     )
 
 
-@task(name="measure_size", tags=["skillreach", "sweep"], cache_policy=NO_CACHE)
+@task(name="measure_size", cache_policy=NO_CACHE)
 async def measure_size(config: SweepConfig, size: int, artifact_path: Path) -> SizePoint:
     """One size's figures with intervals, from its study's artifact."""
     from skillreach.artifacts import read_artifact
@@ -167,7 +167,7 @@ async def measure_size(config: SweepConfig, size: int, artifact_path: Path) -> S
     return point
 
 
-@task(name="finish_sweep", tags=["skillreach", "sweep"], cache_policy=NO_CACHE)
+@task(name="finish_sweep", cache_policy=NO_CACHE)
 async def finish_sweep(
     config: SweepConfig, stage: SweepStage, points: list[SizePoint], stopped_at: int | None
 ) -> SweepResult:

@@ -14,7 +14,7 @@ from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog,
 __all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model", "snapshot_pins"]
 
 
-@task(name="snapshot_catalog", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+@task(name="snapshot_catalog", cache_policy=NO_CACHE)
 async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDiff:
     """Compare every discovered skill (name → content digest) with the last snapshot of the same
     folders; store a new snapshot when anything changed (or when there was none)."""
@@ -30,7 +30,7 @@ async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDi
     return diff
 
 
-@task(name="snapshot_model", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+@task(name="snapshot_model", cache_policy=NO_CACHE)
 async def snapshot_model(config: StudyConfig) -> ModelChange | None:
     """Resolve the configured model alias to its snapshot now; a change from the last one is returned."""
     from skillreach.study.runner import resolve_model
@@ -55,7 +55,7 @@ async def snapshot_model(config: StudyConfig) -> ModelChange | None:
     return diff_model(config.runtime, alias, previous, current)
 
 
-@task(name="snapshot_pins", tags=["skillreach", "watch"], cache_policy=NO_CACHE)
+@task(name="snapshot_pins", cache_policy=NO_CACHE)
 async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEvent]:
     """Compare the query set's digest, every skill's rubric version and the runtime's version with their
     last snapshot; the changes are events (``skillreach.corpus.changed``, ``.rubric.changed``,
@@ -93,7 +93,7 @@ async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEv
     return pin_events(found.source, diff, grown_for=grown_for)
 
 
-@task(name="emit_watch_events", tags=["skillreach", "watch", "events"], cache_policy=NO_CACHE)
+@task(name="emit_watch_events", cache_policy=NO_CACHE)
 async def emit_watch_events(events: list[WatchEvent]) -> int:
     """Emit the events to Prefect (they fire the ``rebaseline-all`` triggers). Without a Prefect run and
     server there is no one to tell: they are logged, and 0 is returned."""

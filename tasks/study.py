@@ -629,10 +629,12 @@ async def use_task_workers(config: StudyConfig) -> bool:
 def _submit(work: dict[str, Any]) -> Any:
     """``probe_batch_remote.delay(work)`` outside the flow run's context: Prefect would pickle that
     context (the Flow object holds a thread lock) into the task's parameters and fail. The batch runs
-    are tagged with the study instead of nested under its flow run."""
+    are named after the study (``batch 3 of st-…``) instead of nested under its flow run; not tagged:
+    a tagged task run costs a concurrency-slot acquisition with a lease (DEVELOPERS.md)."""
     import contextvars
 
-    task_ = probe_batch_remote.with_options(tags=["skillreach", "probe", str(work["study_id"])])
+    name = f"batch {work['batch']} of {work['study_id']}"
+    task_ = probe_batch_remote.with_options(task_run_name=name)
     return contextvars.Context().run(task_.delay, work)
 
 

@@ -51,8 +51,9 @@ async def study(
     try:
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
-        if plan.batches and await use_task_workers(config):  # task workers on any machine, shared store
-            summary = await probe_on_workers(config, inputs, plan)
+        workers = await use_task_workers(config) if plan.batches else 0
+        if workers:  # task workers on any machine, shared store
+            summary = await probe_on_workers(config, inputs, plan, workers=workers)
             spent += summary["cost_usd"]
             ran += summary["probes"]
         else:  # one machine: the batches in this process, the next starting as the previous drains

@@ -609,21 +609,21 @@ async def task_workers_seen() -> int:
         return len(response.json())
 
 
-async def use_task_workers(config: StudyConfig) -> bool:
-    """Distribute the batches when this is a tracked run, the store is shared and a worker serves them;
-    otherwise they run in this process, one after another (the single-machine path)."""
+async def use_task_workers(config: StudyConfig) -> int:
+    """How many task workers to distribute the batches over: those serving them when this is a tracked
+    run and the store is shared; 0 otherwise (they run in this process, the single-machine path)."""
     from skillreach.tasks._context import in_prefect_run
 
     if not in_prefect_run() or api_url() is None or not _store_is_shared(config):
-        return False
+        return 0
     try:
         n = await task_workers_seen()
     except Exception:  # an old server without the endpoint: run in-process
         logger().info("could not ask the Prefect server for task workers; probing in this process")
-        return False
+        return 0
     if n:
         logger().info("probing on %d task worker(s) (%s)", n, BATCH_TASK)
-    return n > 0
+    return n
 
 
 def _submit(work: dict[str, Any]) -> Any:
@@ -657,7 +657,7 @@ def _work_for(
 
 
 async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan,
-                           *, poll_s: float = 1.0) -> dict[str, Any]:
+                           *, workers: int = 1, poll_s: float = 1.0) -> dict[str, Any]:
     """Submit every batch as a background task, wait for all, and write ``probes.jsonl`` from the store.
 
     A batch whose worker died (its task run started, its PostgreSQL advisory lock free: the kernel
@@ -677,11 +677,7 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         with store_for(config) as store:
             seen.update(await asyncio.to_thread(store.probe_ids, plan.study_id))
     futures: dict[int, tuple[Any, int]] = {}
-    try:  # the workers serving now: the last batches are cut finer so that they run out together
-        workers = await task_workers_seen()
-    except Exception:
-        workers = 1
-    batches = finer_tail(plan.batches, workers)
+    batches = finer_tail(plan.batches, workers)  # shrinking towards the end: the workers run out together
     for i, pairs in enumerate(batches):
         futures[i] = (_submit(_work_for(config, inputs, plan, pairs, batch=i, tries=0)), 0)
     suspect: dict[int, float] = {}  # batch -> when its lock was first seen free while it ran

@@ -14,8 +14,10 @@ spaces, UTF-8) of every field but ``digest``; :func:`read_artifact` recomputes i
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -786,16 +788,15 @@ def built_as_validated(cls: type[_M], rows: Sequence[dict[str, Any]]) -> list[_M
     if not rows:
         return []
     first = cls.model_validate(rows[0])
-    new = cls.__new__
-    put = object.__setattr__
-    out: list[_M] = []
-    for row in rows:
-        m = new(cls)
-        put(m, "__dict__", row)
-        put(m, "__pydantic_fields_set__", set(row))
-        put(m, "__pydantic_extra__", None)
-        put(m, "__pydantic_private__", None)
-        out.append(m)
+    put, n, again = object.__setattr__, len(rows), itertools.repeat
+    out: list[_M] = list(map(cls.__new__, again(cls, n)))  # one C-level pass per attribute
+    for name, values in (
+        ("__dict__", rows),
+        ("__pydantic_fields_set__", map(set, rows)),
+        ("__pydantic_extra__", again(None, n)),
+        ("__pydantic_private__", again(None, n)),
+    ):
+        collections.deque(map(put, out, again(name), values), maxlen=0)
     made = out[0]
     attrs = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
     if list(made.__dict__) != list(first.__dict__) or any(

@@ -695,12 +695,18 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return off
 
 
-def _csr_gather(flat: np.ndarray, off: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The CSR sequences of ``rows`` (in that order): (flat, lengths)."""
+def _csr_gather(
+    flat: np.ndarray, off: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR sequences of ``rows`` (in that order): (flat, lengths, the position in ``rows`` of every
+    element of flat)."""
     lengths = (off[1:] - off[:-1])[rows]
     new_off = _offsets(lengths)
-    index = np.repeat(off[:-1][rows] - new_off[:-1], lengths) + np.arange(int(new_off[-1]), dtype=np.int64)
-    return flat[index], lengths
+    rowof = np.repeat(np.arange(len(rows), dtype=np.int32 if len(rows) < 1 << 31 else np.int64), lengths)
+    # element k of row i is element (off[rows[i]] + k - new_off[i]) of ``flat``
+    index = (off[:-1][rows] - new_off[:-1])[rowof]
+    index += np.arange(int(new_off[-1]), dtype=np.int64)
+    return flat[index], lengths, rowof
 
 
 def _firsts(flat: np.ndarray, off: np.ndarray, lengths: np.ndarray, empty: int) -> np.ndarray:
@@ -710,30 +716,54 @@ def _firsts(flat: np.ndarray, off: np.ndarray, lengths: np.ndarray, empty: int) 
     return np.where(lengths > 0, flat[np.minimum(off[:-1], len(flat) - 1)], empty)
 
 
-def _last_per_key(key: np.ndarray) -> np.ndarray:
-    """Indices of the last occurrence of every distinct key, in ascending key order."""
-    n = len(key)
+class _Latest(NamedTuple):
+    """The rows that count, the last of each (query, attempt), in (query, attempt) order."""
+
+    sel: np.ndarray
+    """Position → row."""
+    q: np.ndarray
+    attempt: np.ndarray
+    key: np.ndarray
+    """Position → its key, ascending (a row's key: ``row_key``)."""
+    row_key: np.ndarray
+    """Row → ``query << bits | attempt``."""
+
+
+def _latest(q: np.ndarray, attempt: np.ndarray) -> _Latest:
+    """The last row of every (query, attempt) pair, in (query, attempt) order. The pairs are keyed
+    ``query << bits | attempt``: with no more than 8 slots a row, a table indexed by key finds the last
+    row of each in two passes (the keys that occur, ascending, are its filled slots), else a sort."""
+    n = len(q)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    size = int(key.max()) + 1
+        none = np.zeros(0, dtype=np.int64)
+        return _Latest(none, none, none, none, none)
+    bits = int(attempt.max()).bit_length()
+    if int(q.max()).bit_length() + bits > 62:  # huge attempt numbers: keyed by their rank instead
+        values, rank = np.unique(attempt, return_inverse=True)
+        found = _latest(q, rank.astype(np.int64))
+        return found._replace(attempt=values[found.attempt])
+    row_key = (q << bits) | attempt
+    index: type[np.signedinteger[Any]] = np.int32 if n < 1 << 31 else np.int64  # half the traffic
+    size = (int(q.max()) + 1) << bits
     if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
-        index: type[np.signedinteger[Any]] = np.int32 if n < 1 << 31 else np.int64  # half the traffic
         rows = np.arange(n, dtype=index)
-        if n > 1 and bool(np.all(key[1:] > key[:-1])):
-            return rows  # already in order, no repeat
-        last = np.full(size, -1, dtype=index)
-        last[key] = rows  # well defined when no key repeats: then every row fills a slot of its own
-        sel = last[last >= 0]
-        if len(sel) == n:
-            return sel
-        last.fill(-1)  # a key repeats (which row won its slot is not defined): the latest, exactly
-        np.maximum.at(last, key, rows)
-        return last[last >= 0]
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    keep = np.ones(n, dtype=bool)
-    keep[:-1] = ks[1:] != ks[:-1]
-    return order[keep]
+        if n > 1 and bool(np.all(row_key[1:] > row_key[:-1])):
+            sel, key = rows, row_key  # already in order, no repeat
+        else:
+            last = np.full(size, -1, dtype=index)
+            last[row_key] = rows  # well defined when no key repeats: then every row fills a slot of its own
+            key = np.flatnonzero(last >= 0)
+            if len(key) < n:  # a key repeats (which row won its slot is not defined): the latest, exactly
+                last.fill(-1)
+                np.maximum.at(last, row_key, rows)
+            sel = last[key]
+    else:
+        order = np.argsort(row_key, kind="stable")
+        ks = row_key[order]
+        keep = np.ones(n, dtype=bool)
+        keep[:-1] = ks[1:] != ks[:-1]
+        sel, key = order[keep], ks[keep]
+    return _Latest(sel, key >> bits, key & ((1 << bits) - 1), key, row_key)
 
 
 # ------------------------------------------------------------------------------------ the two sides
@@ -998,34 +1028,39 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
             f"{table.where(row)}: probe of query {table.query_vocab[bad]!r}, which is not in the query "
             "set; score with the query set the probes were run with"
         )
-    width = int(table.attempt.max()) + 1 if len(table) else 1
-    sel = _last_per_key(row_q * width + table.attempt)
+    sel, q, attempt, key, row_key = _latest(row_q, table.attempt)
     m = len(sel)
-    q = row_q[sel]
     err = np.zeros(m, dtype=bool)
     errors: dict[int, str] = {}
     if table.errors:
-        pos = np.full(len(table), -1, dtype=np.int64)
-        pos[sel] = np.arange(m, dtype=np.int64)
-        at = pos[np.fromiter(table.errors, dtype=np.int64, count=len(table.errors))]
-        err[at[at >= 0]] = True
-        errors = {a: msg for a, msg in zip(at.tolist(), table.errors.values(), strict=True) if a >= 0}
+        # an errored row's place: its key among the sorted keys, where that row won (not superseded)
+        rows = np.fromiter(table.errors, dtype=np.int64, count=len(table.errors))
+        at = np.searchsorted(key, row_key[rows])
+        won = sel[np.minimum(at, m - 1)] == rows
+        err[at[won]] = True
+        pairs = zip(at.tolist(), table.errors.values(), strict=True)
+        errors = dict(pairs if won.all() else itertools.compress(pairs, won.tolist()))
 
     lut = np.array([ext[s] for s in table.skill_vocab], dtype=np.int64)
-    raw_flat, raw_len = _csr_gather(table.inv_flat, table.inv_off, sel)
+    raw_flat, raw_len, rowof = _csr_gather(table.inv_flat, table.inv_off, sel)
     raw = lut[raw_flat] if len(raw_flat) else raw_flat
     raw_off = _offsets(raw_len)
-    rowof = np.repeat(np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64), raw_len)
-    drop = err[rowof] if errors else np.zeros(len(raw), dtype=bool)
-    if qs.acceptable.shape[1] and len(raw):
-        # only the invocations of probes whose query accepts a skill can name one
-        at = np.flatnonzero((qs.acceptable[:, 0] >= 0)[q][rowof])
-        acc_of = qs.acceptable[q[rowof[at]]]
-        named = raw[at]
-        for j in range(qs.acceptable.shape[1]):
-            drop[at[named == acc_of[:, j]]] = True
-    if drop.any():
-        keep = ~drop
+    drop = np.zeros(0, dtype=np.int64)
+    if len(raw) and (errors or qs.acceptable.shape[1]):
+        # only the invocations of errored probes and of probes whose query accepts a skill can be dropped
+        special = err | (qs.acceptable[:, 0] >= 0)[q] if qs.acceptable.shape[1] else err
+        cand = np.flatnonzero(special[rowof])
+        cand_row = rowof[cand]
+        dropped = err[cand_row]
+        if qs.acceptable.shape[1]:
+            acc_of = qs.acceptable[q[cand_row]]
+            named = raw[cand]
+            for j in range(qs.acceptable.shape[1]):
+                dropped |= named == acc_of[:, j]
+        drop = cand[dropped]
+    if len(drop):
+        keep = np.ones(len(raw), dtype=bool)
+        keep[drop] = False
         kept, kept_row = raw[keep], rowof[keep]
         kept_len = raw_len - np.bincount(rowof[drop], minlength=m)
         kept_off = _offsets(kept_len)
@@ -1051,7 +1086,7 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     return _Probes(
         sel=sel,
         q=q,
-        attempt=table.attempt[sel],
+        attempt=attempt,
         err=err,
         errors=errors,
         raw=raw,
@@ -1278,20 +1313,23 @@ def _attractors(
     for c in confusion:
         if c["predicted"] != c["expected"]:
             sources.setdefault(c["predicted"], []).append((c["count"], c["expected"]))
+    chosen = [c for c in classes if c["label"] != NO_SKILL and c["fp"] > 0]
+    pulled = [sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES] for c in chosen]
+    # every attractor's sources laid out at once, then handed out in slices
+    flat = built_as_validated(
+        AttractorSource, [{"expected": e, "count": k} for k, e in itertools.chain.from_iterable(pulled)]
+    )
+    ends = list(itertools.accumulate(map(len, pulled), initial=0))
     out = [
         {
             "skill": c["label"],
             "fp": c["fp"],
             "predicted": c["predicted"],
             "precision": c["precision"],
-            "pulled_from": built_as_validated(AttractorSource, [
-                {"expected": e, "count": k}
-                for k, e in sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES]
-            ]),
+            "pulled_from": flat[a:b],
         }
-        for c in classes
-        if c["label"] != NO_SKILL and c["fp"] > 0
-    ]  # fmt: skip
+        for c, a, b in zip(chosen, ends[:-1], ends[1:], strict=True)
+    ]
     out.sort(key=lambda a: (-a["fp"], a["skill"]))
     return built_as_validated(Attractor, out)
 

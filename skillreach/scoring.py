@@ -979,6 +979,8 @@ class _Probes:
     in_scope: np.ndarray
     reach: np.ndarray
     """Expected skill ∈ scored_inv."""
+    correct: np.ndarray
+    """predicted == truth (never for an errored probe)."""
     ranks: np.ndarray
     """How many probes reached the expected skill at each rank (its 1-based position in scored_inv)."""
 
@@ -1067,22 +1069,35 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off
     no = n_labels - 1
-    predicted = _firsts(kept, kept_off, kept_len, no)
+    raw_predicted = _firsts(raw, raw_off, raw_len, no)
+    predicted = raw_predicted.copy()
+    if len(drop):  # only a probe that lost an invocation can predict other than its raw prediction
+        fix = rowof[drop]
+        fix = fix[np.r_[True, fix[1:] != fix[:-1]]]  # ascending, each once
+        if len(kept):
+            first = kept[np.minimum(kept_off[fix], len(kept) - 1)]
+            predicted[fix] = np.where(kept_len[fix] > 0, first, no)
+        else:
+            predicted[fix] = no
     predicted[err] = -1
     truth = qs.truth[q]
+    in_scope = qs.in_scope[q]
+    correct = predicted == truth
 
-    # first position of the expected skill in scored_inv (positions rise within a probe)
-    hit_idx = np.flatnonzero(kept == truth[kept_row])
-    reach = np.zeros(m, dtype=bool)
-    ranks = np.zeros(0, dtype=np.int64)
-    if len(hit_idx):
-        hit_rows = kept_row[hit_idx]
-        first = np.ones(len(hit_rows), dtype=bool)
-        first[1:] = hit_rows[1:] != hit_rows[:-1]
-        if not first.all():
-            hit_rows, hit_idx = hit_rows[first], hit_idx[first]
-        reach[hit_rows] = True
-        ranks = np.bincount(hit_idx - kept_off[hit_rows] + 1)
+    # the expected skill's first position in scored_inv: 1 exactly when an in-scope probe is correct (an
+    # out-of-scope probe's truth, NO_SKILL, is never invoked); later ones are found among the invocations
+    # after their probe's first (positions rise within a probe)
+    reach = correct & in_scope
+    at_first = int(np.count_nonzero(reach))
+    later = np.flatnonzero(kept_row[1:] == kept_row[:-1]) + 1
+    later = later[kept[later] == truth[kept_row[later]]]
+    later_row = kept_row[later]
+    first_hit = ~reach[later_row]  # not reached at position 1
+    first_hit[1:] &= later_row[1:] != later_row[:-1]
+    later, later_row = later[first_hit], later_row[first_hit]
+    reach[later_row] = True
+    ranks = np.bincount(later - kept_off[later_row] + 1, minlength=2)
+    ranks[1] = at_first
     return _Probes(
         sel=sel,
         q=q,
@@ -1095,10 +1110,11 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         kept_off=kept_off,
         kept_len=kept_len,
         predicted=predicted,
-        raw_predicted=_firsts(raw, raw_off, raw_len, no),
+        raw_predicted=raw_predicted,
         truth=truth,
-        in_scope=qs.in_scope[q],
+        in_scope=in_scope,
         reach=reach,
+        correct=correct,
         ranks=ranks,
     )
 
@@ -1115,7 +1131,7 @@ class _Tally:
         code |= pr.in_scope.view(np.int8) << 4
         code |= pr.reach.view(np.int8) << 3  # reach, abstain and correct imply scored
         code |= (pr.predicted == no).view(np.int8) << 2  # an errored probe predicts -1
-        code |= (pr.predicted == pr.truth).view(np.int8) << 1
+        code |= pr.correct.view(np.int8) << 1
         code |= pr.scored.view(np.int8)
         # axes: kind, in scope, reached, abstained, correct, scored
         h = np.bincount(code.view(np.uint8), minlength=len(_KINDS) * 32)

@@ -166,6 +166,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         skill_vocab=skill_vocab,
         inv_flat=view(coded_skills.indices, np.int32).astype(np.int64),
         inv_off=off,
+        inv_len=lengths,
         errors=errors,
         lines=np.arange(1, len(attempt) + 1, dtype=np.int64),
         usage=usage,

@@ -90,6 +90,8 @@ class ProbeTable:
     inv_flat: np.ndarray
     inv_off: np.ndarray
     """``invoked`` of row i is ``skill_vocab[inv_flat[inv_off[i]:inv_off[i+1]]]``."""
+    inv_len: np.ndarray
+    """Row → its number of invocations (``inv_off``'s differences, as the reader counted them: int32)."""
     errors: dict[int, str]
     lines: np.ndarray
     """Row → 1-based line of the log (or position in the record list)."""
@@ -626,7 +628,7 @@ class _Builder:
             self.usage[k] += v
 
     def build(self) -> ProbeTable:
-        inv_len = np.asarray(self.inv_len, dtype=np.int64)
+        inv_len = np.asarray(self.inv_len, dtype=np.int32)
         off = np.zeros(len(inv_len) + 1, dtype=np.int64)
         np.cumsum(inv_len, out=off[1:])
         q = np.asarray(self.q, dtype=np.int64)
@@ -644,6 +646,7 @@ class _Builder:
             skill_vocab=list(self.svocab),
             inv_flat=np.asarray(self.inv_flat, dtype=np.int64),
             inv_off=off,
+            inv_len=inv_len,
             errors=self.errors,
             lines=np.concatenate([*self.line_blocks, np.asarray(self.lines, dtype=np.int64)]),
             usage=dict(zip(_USAGE_KEYS, self.usage, strict=True)),
@@ -696,24 +699,25 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 
 
 def _csr_gather(
-    flat: np.ndarray, off: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CSR sequences of ``rows`` (in that order): (flat, lengths, the position in ``rows`` of every
-    element of flat)."""
-    lengths = (off[1:] - off[:-1])[rows]
+    flat: np.ndarray, off: np.ndarray, lengths: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The CSR sequences of ``rows`` (in that order) of the CSR ``flat``, ``off`` (whose sequences are
+    ``lengths`` long): (flat, offsets, lengths, the position in ``rows`` of every element of flat)."""
+    lengths = lengths[rows]
     new_off = _offsets(lengths)
     rowof = np.repeat(np.arange(len(rows), dtype=np.int32 if len(rows) < 1 << 31 else np.int64), lengths)
     # element k of row i is element (off[rows[i]] + k - new_off[i]) of ``flat``
     index = (off[:-1][rows] - new_off[:-1])[rowof]
     index += np.arange(int(new_off[-1]), dtype=np.int64)
-    return flat[index], lengths, rowof
+    return flat[index], new_off, lengths, rowof
 
 
 def _firsts(flat: np.ndarray, off: np.ndarray, lengths: np.ndarray, empty: int) -> np.ndarray:
     """The first element of every CSR sequence, ``empty`` for an empty one."""
     if len(flat) == 0:
         return np.full(len(lengths), empty, dtype=np.int64)
-    return np.where(lengths > 0, flat[np.minimum(off[:-1], len(flat) - 1)], empty)
+    # only empty sequences at the end start past the last element: clipped, then replaced
+    return np.where(lengths > 0, flat.take(off[:-1], mode="clip"), empty)
 
 
 class _Latest(NamedTuple):
@@ -1044,9 +1048,8 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         errors = dict(pairs if won.all() else itertools.compress(pairs, won.tolist()))
 
     lut = np.array([ext[s] for s in table.skill_vocab], dtype=np.int64)
-    raw_flat, raw_len, rowof = _csr_gather(table.inv_flat, table.inv_off, sel)
+    raw_flat, raw_off, raw_len, rowof = _csr_gather(table.inv_flat, table.inv_off, table.inv_len, sel)
     raw = lut[raw_flat] if len(raw_flat) else raw_flat
-    raw_off = _offsets(raw_len)
     drop = np.zeros(0, dtype=np.int64)
     if len(raw) and (errors or qs.acceptable.shape[1]):
         # only the invocations of errored probes and of probes whose query accepts a skill can be dropped
@@ -1064,7 +1067,8 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
         keep = np.ones(len(raw), dtype=bool)
         keep[drop] = False
         kept, kept_row = raw[keep], rowof[keep]
-        kept_len = raw_len - np.bincount(rowof[drop], minlength=m)
+        kept_len = raw_len.copy()
+        np.subtract.at(kept_len, rowof[drop], 1)
         kept_off = _offsets(kept_len)
     else:
         kept, kept_row, kept_len, kept_off = raw, rowof, raw_len, raw_off

@@ -1127,25 +1127,81 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
 
 
 class _Tally:
-    """Counts of scored probes by (query kind, in scope, reached, abstained, correct), from one
-    ``bincount`` over a combined code: every run-level and per-kind count is a sum of its cells."""
+    """Counts of scored probes by (query kind, in scope, reached, abstained, correct): every run-level and
+    per-kind count is a sum of its cells (``h``, axes in that order)."""
 
-    def __init__(self, pr: _Probes, qs: _Queries, no: int) -> None:
+    def __init__(self, h: np.ndarray) -> None:
+        self.h = h
+
+    @classmethod
+    def of_probes(cls, pr: _Probes, qs: _Queries, no: int) -> _Tally:
+        """From one ``bincount`` over a code combining the five (the scored ones)."""
         code = qs.kind[pr.q] << 5  # int8: 4 kinds × 32
         code |= pr.in_scope.view(np.int8) << 4
         code |= pr.reach.view(np.int8) << 3  # reach, abstain and correct imply scored
         code |= (pr.predicted == no).view(np.int8) << 2  # an errored probe predicts -1
         code |= pr.correct.view(np.int8) << 1
         code |= pr.scored.view(np.int8)
-        # axes: kind, in scope, reached, abstained, correct, scored
         h = np.bincount(code.view(np.uint8), minlength=len(_KINDS) * 32)
-        self.h = h.reshape(len(_KINDS), 2, 2, 2, 2, 2)
+        return cls(h.reshape(len(_KINDS), 2, 2, 2, 2, 2)[..., 1])  # the last axis: scored
+
+    @classmethod
+    def of_cells(cls, scored: np.ndarray, no: int) -> _Tally:
+        """From the counts of scored probes by (kind, r, truth, predicted) (:func:`_counts`), r being
+        "reached" for an in-scope probe: every other bit is a function of (truth, predicted)."""
+        n_kinds, _, n_labels, _ = scored.shape
+        t = np.arange(n_labels)[:, None]
+        p = np.arange(n_labels)[None, :]
+        in_scope = np.broadcast_to(t != no, (n_labels, n_labels)).astype(np.int64)
+        rest = ((p == no) << 1) | (t == p)  # abstained, correct
+        # the bits (in scope, reached, abstained, correct) of every (r, truth, predicted) cell
+        bits = np.stack([in_scope << 3 | rest, in_scope << 3 | in_scope << 2 | rest])
+        h = np.stack([np.bincount(bits.ravel(), scored[k].ravel(), minlength=16) for k in range(n_kinds)])
+        return cls(h.astype(np.int64).reshape(n_kinds, 2, 2, 2, 2))
 
     def count(self, *, kind: int | None = None, **bits: int) -> int:
         """Scored probes with the given bits (in_scope, reach, abstain, correct) set (1) or clear (0)."""
         index: list[Any] = [slice(None) if kind is None else kind]
         index += [bits.get(name, slice(None)) for name in ("in_scope", "reach", "abstain", "correct")]
-        return int(self.h[(*index, 1)].sum())
+        return int(self.h[tuple(index)].sum())
+
+
+_MAX_DENSE_COUNTS = 1 << 22
+"""Up to this many (kind, r, truth, predicted) cells (≈ 510 labels), every count comes from one
+``bincount`` of the probes (:func:`_counts`)."""
+
+
+def _counts(pr: _Probes, qs: _Queries, n_labels: int) -> tuple[_Tally, _Confusion, np.ndarray]:
+    """The tally, the confusion and, per truth label, the probes that reached it along their trajectory
+    (``trajectory_recall``'s numerator: in scope, the expected skill in scored_inv; out of scope, nothing
+    kept).
+
+    With few enough labels, one ``bincount`` over every probe of the code (kind, r, truth, predicted + 1)
+    — r being that trajectory bit, which for an in-scope probe is "reached" (an out-of-scope one never
+    reaches) — gives all three: every other bit is a function of (truth, predicted), and an errored
+    probe (predicted -1) falls in a column of its own. Else each is counted apart."""
+    no = n_labels - 1
+    n_kinds = len(_KINDS)
+    traj_ok = np.where(pr.in_scope, pr.reach, pr.kept_len == 0)
+    size = n_kinds * 2 * n_labels * (n_labels + 1)
+    if size > _MAX_DENSE_COUNTS or n_labels * n_labels > _MAX_DENSE_CONFUSION:
+        tally = _Tally.of_probes(pr, qs, no)
+        conf = _confusion(pr.t, pr.p, n_labels)
+        return tally, conf, np.bincount(pr.t[pr.only_scored(traj_ok)], minlength=n_labels)
+    code = qs.kind[pr.q].astype(np.int64)
+    code <<= 1
+    code |= traj_ok
+    code *= n_labels
+    code += pr.truth
+    code *= n_labels + 1
+    code += pr.predicted
+    code += 1
+    h = np.bincount(code, minlength=size).reshape(n_kinds, 2, n_labels, n_labels + 1)
+    scored = h[..., 1:]  # column 0: errored probes
+    dense = scored.sum(axis=(0, 1))
+    cells = np.flatnonzero(dense)
+    conf = _Confusion(cells, dense.ravel()[cells], dense.ravel())
+    return _Tally.of_cells(scored, no), conf, scored[:, 1].sum(axis=(0, 2))
 
 
 def _run_level(
@@ -1188,13 +1244,12 @@ def _run_level(
 
 
 def _per_class(
-    pr: _Probes, labels: Sequence[str], confusion: _Confusion
+    labels: Sequence[str], confusion: _Confusion, trajectory: np.ndarray
 ) -> tuple[list[dict[str, Any]], dict[str, float | None]]:
     """Turn-1 conservation counts and rates for every label, and the macro averages."""
     n_labels = len(labels)
     support, n_pred, tp = (x.tolist() for x in confusion.margins(n_labels))
-    traj_ok = pr.only_scored(np.where(pr.in_scope, pr.reach, pr.kept_len == 0))
-    traj = np.bincount(pr.t[traj_ok], minlength=n_labels).tolist()
+    traj = trajectory.tolist()
     classes: list[dict[str, Any]] = []
     for i, label in enumerate(labels):
         s_, pr_, tp_ = support[i], n_pred[i], tp[i]
@@ -1259,8 +1314,6 @@ class _Confusion(NamedTuple):
     cells: np.ndarray
     """The cells with a count, ascending; cell = truth · L + predicted."""
     counts: np.ndarray
-    cell: np.ndarray
-    """The cell of every scored probe."""
     dense: np.ndarray | None
     """Every cell's count (L × L), when that is small enough to hold."""
 
@@ -1281,22 +1334,25 @@ def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> _Confusion:
     if n_labels * n_labels <= _MAX_DENSE_CONFUSION:
         dense = np.bincount(cell, minlength=n_labels * n_labels)
         cells = np.flatnonzero(dense)
-        return _Confusion(cells, dense[cells], cell, dense)
+        return _Confusion(cells, dense[cells], dense)
     cells, counts = np.unique(cell, return_counts=True)
-    return _Confusion(cells, counts, cell, None)
+    return _Confusion(cells, counts, None)
 
 
-def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], cell: np.ndarray) -> list[Collision]:
+def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str]) -> list[Collision]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
     n_labels, no = len(labels), len(labels) - 1
-    t, p, sq = pr.t, pr.p, pr.sq
-    mask = (p != t) & (p != no)
-    if not mask.any():
+    t, p = pr.truth, pr.predicted
+    mask = ~pr.correct  # an errored probe predicts -1, which is neither
+    mask &= p != no
+    mask &= ~pr.err
+    at = np.flatnonzero(mask)
+    if not len(at):
         return []
-    c_cell = cell[mask]
+    c_cell = t[at] * n_labels + p[at]
     n_q = len(qs)
     # distinct (cell, query) pairs, sorted by cell then query id
-    pair = np.sort(c_cell * n_q + sq[mask])
+    pair = np.sort(c_cell * n_q + pr.q[at])
     pair = pair[np.r_[True, pair[1:] != pair[:-1]]]
     per_cell = np.bincount(c_cell)
     cells = np.flatnonzero(per_cell)
@@ -1417,7 +1473,7 @@ def _score(
         )
     qf = _query_fields(query_set)
     labels = _labels(qf, table, catalog, warnings)
-    n_labels, no = len(labels), len(labels) - 1
+    n_labels = len(labels)
     ext = {name: i for i, name in enumerate(labels)}
     qs = _query_columns(qf, ext)
     for s in table.skill_vocab:
@@ -1437,10 +1493,9 @@ def _score(
     if missing:
         warnings.append(f"{missing} of {len(qs) * attempts} query × attempt pairs have no probe")
 
-    tally = _Tally(pr, qs, no)
+    tally, conf, trajectory = _counts(pr, qs, n_labels)
     metrics, denominators, intervals = _run_level(pr, tally)
-    conf = _confusion(pr.t, pr.p, n_labels)
-    classes, macro = _per_class(pr, labels, conf)
+    classes, macro = _per_class(labels, conf, trajectory)
     metrics.update(macro)
     n_scored = tally.count()
     confusion = [
@@ -1501,7 +1556,7 @@ def _score(
         update={
             "classes": built_as_validated(ClassStats, classes),
             "confusion": built_as_validated(ConfusionCell, confusion),
-            "collisions": _collisions(pr, qs, labels, conf.cell),
+            "collisions": _collisions(pr, qs, labels),
             "top_attractors": _attractors(classes, confusion),
         }
     )

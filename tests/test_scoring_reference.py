@@ -198,12 +198,21 @@ def test_score_equals_the_per_probe_reference_on_any_log(log: tuple[QuerySet, li
     _check(score(qs, records, _catalog()), _reference(qs, records))
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [{"_MAX_DENSE_COUNTS": 0}, {"_MAX_DENSE_COUNTS": 0, "_MAX_DENSE_CONFUSION": 0}],
+    ids=["counted-apart", "sparse-confusion"],
+)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(logs())
-def test_the_sparse_confusion_path_equals_the_reference(log: tuple[QuerySet, list[ProbeRecord]]) -> None:
+@given(log=logs())
+def test_the_paths_for_many_labels_equal_the_reference(
+    limits: dict[str, int], log: tuple[QuerySet, list[ProbeRecord]]
+) -> None:
+    """As with more labels than one combined count (≈ 510) or a dense confusion (2,048) may hold."""
     qs, records = log
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(scoring, "_MAX_DENSE_CONFUSION", 0)  # as with more labels than a dense matrix may hold
+        for name, value in limits.items():
+            mp.setattr(scoring, name, value)
         art = score(qs, records, _catalog())
     _check(art, _reference(qs, records))
 

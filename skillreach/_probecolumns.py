@@ -115,7 +115,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     import pyarrow.compute as pc
 
     from skillreach._arrow import view
-    from skillreach.scoring import ProbeTable
+    from skillreach.scoring import ProbeTable, _offsets
 
     n_lines = _plain_lines(data)
     if n_lines is None:
@@ -150,8 +150,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         return None
     q, query_vocab, query_codes = coded
     lengths = view(pc.list_value_length(icol), np.int32)
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
+    off = _offsets(lengths)
     ecol = cols["error"]
     errors: dict[int, str] = {}
     if ecol.null_count < len(ecol):

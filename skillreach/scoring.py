@@ -791,6 +791,7 @@ class _Queries:
     info: list[QueryInfo]
     kind: np.ndarray
     """Query → index into :data:`_KINDS` (int8)."""
+    texts: Sequence[str]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -817,9 +818,11 @@ class _QueryFields(NamedTuple):
     info: list[QueryInfo]
     expected_names: frozenset[str]
     acceptable_names: frozenset[str]
+    texts: tuple[str, ...] = ()
+    """Query → its text (collision samples quote it)."""
 
 
-_QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
+_QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks", "text")
 _FIELDS_OF = attrgetter("__dict__")
 _PREPARED: dict[int, tuple[weakref.ref[QuerySet], _QueryFields]] = {}
 _PREPARED_LOCK = threading.Lock()
@@ -860,14 +863,17 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         none = np.zeros(0, dtype=np.int64)
         return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none.astype(np.int8),
                             np.zeros(0, dtype=bool), False, [], frozenset(), frozenset())  # fmt: skip
-    ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
+    ids, expected, acceptable, kinds, checks, texts = zip(
+        *map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True
+    )
     items = list(queries)
     dup = None
     if any(map(operator.ge, ids, ids[1:])):
         # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
         pick = operator.itemgetter(*sorted(range(n), key=ids.__getitem__))
-        items, ids, expected, acceptable, kinds, checks = (
-            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks)
+        items, ids, expected, acceptable, kinds, checks, texts = (
+            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks),
+            pick(texts),
         )  # fmt: skip
         if any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
             dup = next(a for a, b in itertools.pairwise(ids) if a == b)
@@ -907,6 +913,7 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
         expected_names=cast(frozenset[str], expected_names),
         acceptable_names=acceptable_names,
+        texts=texts,
     )
 
 
@@ -958,6 +965,7 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
         any_checked=qf.any_checked,
         info=qf.info,
         kind=qf.kind,
+        texts=qf.texts,
     )
 
 
@@ -1340,7 +1348,7 @@ def _confusion(t: np.ndarray, p: np.ndarray, n_labels: int) -> _Confusion:
     return _Confusion(cells, counts, None)
 
 
-def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str]) -> list[Collision]:
+def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], rank: np.ndarray) -> list[Collision]:
     """Confusion pairs with predicted ≠ truth and predicted ≠ NO_SKILL, with up to 3 sample queries."""
     n_labels, no = len(labels), len(labels) - 1
     t, p = pr.truth, pr.predicted
@@ -1360,52 +1368,54 @@ def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str]) -> list[Collis
     counts = per_cell[cells]
     start = np.searchsorted(pair, cells * n_q)
     distinct = np.searchsorted(pair, (cells + 1) * n_q) - start
+    # by count descending, then expected and predicted name
+    expected, predicted = np.divmod(cells, n_labels)
+    order = np.lexsort((rank[predicted], rank[expected], -counts))
+    expected, predicted, counts, start, distinct = (
+        x[order] for x in (expected, predicted, counts, start, distinct)
+    )
     # the first few distinct queries of each cell, in id order
     take = np.minimum(distinct, _SAMPLES)
     off = _offsets(take)
     picked = (pair[np.repeat(start - off[:-1], take) + np.arange(int(off[-1]))] % n_q).tolist()
-    items = qs.items
-    samples = built_as_validated(QuerySample, [{"query_id": items[j].id, "text": items[j].text}
-                                               for j in picked])  # fmt: skip
+    ids, texts = qs.ids, qs.texts
+    samples = built_as_validated(QuerySample, [{"query_id": ids[j], "text": texts[j]} for j in picked])
     out = [
-        {
-            "expected": labels[c // n_labels],
-            "predicted": labels[c % n_labels],
-            "count": k,
-            "queries": d,
-            "samples": samples[a:b],
-        }
-        for c, k, d, a, b in zip(cells.tolist(), counts.tolist(), distinct.tolist(), off[:-1].tolist(),
-                                 off[1:].tolist(), strict=True)
-    ]
-    out.sort(key=lambda c: (-c["count"], c["expected"], c["predicted"]))
+        {"expected": labels[e], "predicted": labels[p], "count": k, "queries": d, "samples": samples[a:b]}
+        for e, p, k, d, a, b in zip(expected.tolist(), predicted.tolist(), counts.tolist(), distinct.tolist(),
+                                    off[:-1].tolist(), off[1:].tolist(), strict=True)
+    ]  # fmt: skip
     return built_as_validated(Collision, out)
 
 
 def _attractors(
-    classes: Sequence[Mapping[str, Any]], confusion: Sequence[Mapping[str, Any]]
+    labels: Sequence[str], rank: np.ndarray, classes: Sequence[Mapping[str, Any]], conf: _Confusion
 ) -> list[Attractor]:
-    """Skills (not NO_SKILL) with fp > 0, by fp descending then name, with whom they pull from."""
-    sources: dict[str, list[tuple[int, str]]] = {}
-    for c in confusion:
-        if c["predicted"] != c["expected"]:
-            sources.setdefault(c["predicted"], []).append((c["count"], c["expected"]))
-    chosen = [c for c in classes if c["label"] != NO_SKILL and c["fp"] > 0]
-    pulled = [sorted(sources.get(c["label"], []), key=lambda x: (-x[0], x[1]))[:_SAMPLES] for c in chosen]
-    # every attractor's sources laid out at once, then handed out in slices
+    """Skills (not NO_SKILL) with fp > 0, by fp descending then name, with the (up to 3) expected skills
+    they pull from most, by count descending then name: every skill predicted in an off-diagonal cell."""
+    n_labels = len(labels)
+    expected, predicted = np.divmod(conf.cells, n_labels)
+    off = (expected != predicted) & (predicted != n_labels - 1)
+    expected, predicted, counts = expected[off], predicted[off], conf.counts[off]
+    order = np.lexsort((rank[expected], -counts, predicted))
+    expected, predicted, counts = expected[order], predicted[order], counts[order]
+    skills, first, size = np.unique(predicted, return_index=True, return_counts=True)
+    top = np.arange(len(predicted)) - np.repeat(first, size) < _SAMPLES
     flat = built_as_validated(
-        AttractorSource, [{"expected": e, "count": k} for k, e in itertools.chain.from_iterable(pulled)]
-    )
-    ends = list(itertools.accumulate(map(len, pulled), initial=0))
+        AttractorSource,
+        [{"expected": labels[e], "count": k} for e, k in zip(expected[top].tolist(), counts[top].tolist(),
+                                                              strict=True)],
+    )  # fmt: skip
+    ends = _offsets(np.minimum(size, _SAMPLES)).tolist()
     out = [
         {
-            "skill": c["label"],
-            "fp": c["fp"],
-            "predicted": c["predicted"],
-            "precision": c["precision"],
+            "skill": labels[i],
+            "fp": classes[i]["fp"],
+            "predicted": classes[i]["predicted"],
+            "precision": classes[i]["precision"],
             "pulled_from": flat[a:b],
         }
-        for c, a, b in zip(chosen, ends[:-1], ends[1:], strict=True)
+        for i, a, b in zip(skills.tolist(), ends[:-1], ends[1:], strict=True)
     ]
     out.sort(key=lambda a: (-a["fp"], a["skill"]))
     return built_as_validated(Attractor, out)
@@ -1475,6 +1485,8 @@ def _score(
     qf = _query_fields(query_set)
     labels = _labels(qf, table, catalog, warnings)
     n_labels = len(labels)
+    rank = np.empty(n_labels, dtype=np.int64)  # label → its place in name order (NO_SKILL is last in code)
+    rank[sorted(range(n_labels), key=labels.__getitem__)] = np.arange(n_labels)
     ext = {name: i for i, name in enumerate(labels)}
     qs = _query_columns(qf, ext)
     for s in table.skill_vocab:
@@ -1557,8 +1569,8 @@ def _score(
         update={
             "classes": built_as_validated(ClassStats, classes),
             "confusion": built_as_validated(ConfusionCell, confusion),
-            "collisions": _collisions(pr, qs, labels),
-            "top_attractors": _attractors(classes, confusion),
+            "collisions": _collisions(pr, qs, labels, rank),
+            "top_attractors": _attractors(labels, rank, classes, conf),
         }
     )
 

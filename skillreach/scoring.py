@@ -747,7 +747,8 @@ def _latest(q: np.ndarray, attempt: np.ndarray) -> _Latest:
         values, rank = np.unique(attempt, return_inverse=True)
         found = _latest(q, rank.astype(np.int64))
         return found._replace(attempt=values[found.attempt])
-    row_key = (q << bits) | attempt
+    row_key = q << bits
+    row_key |= attempt
     index: type[np.signedinteger[Any]] = np.int32 if n < 1 << 31 else np.int64  # half the traffic
     size = (int(q.max()) + 1) << bits
     if size <= max(8 * n, 1 << 20):  # a direct table: O(n + size), no sort
@@ -1197,14 +1198,11 @@ def _counts(pr: _Probes, qs: _Queries, n_labels: int) -> tuple[_Tally, _Confusio
         tally = _Tally.of_probes(pr, qs, no)
         conf = _confusion(pr.t, pr.p, n_labels)
         return tally, conf, np.bincount(pr.t[pr.only_scored(traj_ok)], minlength=n_labels)
-    code = qs.kind[pr.q].astype(np.int64)
-    code <<= 1
-    code |= traj_ok
-    code *= n_labels
-    code += pr.truth
-    code *= n_labels + 1
+    # each query's part of the code (kind, truth) once, then per probe: + r, + predicted + 1
+    base = (qs.kind.astype(np.int64) * (2 * n_labels) + qs.truth) * (n_labels + 1) + 1
+    code = base[pr.q]
+    code += traj_ok * (n_labels * (n_labels + 1))  # (a masked add is slower)
     code += pr.predicted
-    code += 1
     h = np.bincount(code, minlength=size).reshape(n_kinds, 2, n_labels, n_labels + 1)
     scored = h[..., 1:]  # column 0: errored probes
     dense = scored.sum(axis=(0, 1))
@@ -1222,12 +1220,12 @@ def _run_level(
     # consistency: probes are in query order, so each query's scored attempts are contiguous
     n_queries = n_consistent = 0
     if n_scored:
+        # a query is inconsistent when two of its scored attempts, side by side, predict apart
         sq, rp = pr.sq, pr.only_scored(pr.raw_predicted)
-        starts = np.flatnonzero(np.r_[True, sq[1:] != sq[:-1]])
-        n_queries = len(starts)
-        n_consistent = int(
-            np.count_nonzero(np.minimum.reduceat(rp, starts) == np.maximum.reduceat(rp, starts))
-        )
+        same = sq[1:] == sq[:-1]
+        n_queries = len(sq) - int(np.count_nonzero(same))
+        apart = sq[1:][same & (rp[1:] != rp[:-1])]
+        n_consistent = n_queries - (int(np.count_nonzero(apart[1:] != apart[:-1])) + 1 if len(apart) else 0)
     correct = tally.count(correct=1)
     hits = {
         "top1_accuracy": (correct, n_scored),

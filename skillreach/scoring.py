@@ -1051,7 +1051,10 @@ def _probe_columns(table: ProbeTable, qs: _Queries, ext: dict[str, int], n_label
     if table.errors:
         # an errored row's place: its key among the sorted keys, where that row won (not superseded)
         rows = np.fromiter(table.errors, dtype=np.int64, count=len(table.errors))
-        at = np.searchsorted(key, row_key[rows])
+        needles = row_key[rows]
+        order = np.argsort(needles)  # sorted needles: each search starts where the last one ended
+        at = np.empty_like(order)
+        at[order] = np.searchsorted(key, needles[order])
         won = sel[np.minimum(at, m - 1)] == rows
         err[at[won]] = True
         pairs = zip(at.tolist(), table.errors.values(), strict=True)

@@ -44,8 +44,10 @@ def _table(t: ProbeTable) -> dict[str, Any]:
     names = ("query_vocab", "skill_vocab", "errors", "usage", "cost_usd", "priced", "duration_ms", "runtimes",
              "models", "resolved_models", "fingerprints", "query_ids", "warnings", "source")  # fmt: skip
     out = {k: getattr(t, k) for k in names}
-    out.update({k: getattr(t, k).tolist() for k in ("q", "attempt", "inv_flat", "inv_off", "lines")})
-    out.update({f"{k}.dtype": getattr(t, k).dtype for k in ("q", "attempt", "inv_flat", "inv_off", "lines")})
+    arrays = ("q", "attempt", "inv_flat", "inv_off", "inv_len", "lines")
+    out.update({k: getattr(t, k).tolist() for k in arrays})
+    assert out["inv_len"] == np.diff(t.inv_off).tolist()  # the readers' counts are the offsets' steps
+    out.update({f"{k}.dtype": getattr(t, k).dtype for k in arrays})
     out["query_codes"] = None if t.query_codes is None else dict(t.query_codes)
     out["rich"] = sorted(t.rich)
     out["types"] = [type(t.cost_usd), type(t.duration_ms), *map(type, t.usage.values())]

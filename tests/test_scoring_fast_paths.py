@@ -98,7 +98,9 @@ def _columns(t: ProbeTable) -> dict[str, Any]:
     names = ("query_vocab", "skill_vocab", "errors", "usage", "cost_usd", "priced", "duration_ms", "runtimes",
              "models", "resolved_models", "fingerprints")  # fmt: skip
     out = {k: getattr(t, k) for k in names}
-    out.update({k: getattr(t, k).tolist() for k in ("q", "attempt", "inv_flat", "inv_off", "lines")})
+    arrays = ("q", "attempt", "inv_flat", "inv_off", "inv_len", "lines")
+    out.update({k: getattr(t, k).tolist() for k in arrays})
+    assert out["inv_len"] == np.diff(t.inv_off).tolist()  # the readers' counts are the offsets' steps
     out["rich"] = sorted(t.rich)
     return out
 

@@ -792,7 +792,6 @@ class _Queries:
     info: list[QueryInfo]
     kind: np.ndarray
     """Query → index into :data:`_KINDS` (int8)."""
-    texts: Sequence[str]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -819,11 +818,9 @@ class _QueryFields(NamedTuple):
     info: list[QueryInfo]
     expected_names: frozenset[str]
     acceptable_names: frozenset[str]
-    texts: tuple[str, ...] = ()
-    """Query → its text (collision samples quote it)."""
 
 
-_QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks", "text")
+_QUERY_FIELDS = operator.itemgetter("id", "expected_skill", "acceptable_skills", "kind", "checks")
 _FIELDS_OF = attrgetter("__dict__")
 _PREPARED: dict[int, tuple[weakref.ref[QuerySet], _QueryFields]] = {}
 _PREPARED_LOCK = threading.Lock()
@@ -864,17 +861,14 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         none = np.zeros(0, dtype=np.int64)
         return _QueryFields([], (), None, [], none, np.zeros((0, 0), dtype=np.int64), none.astype(np.int8),
                             np.zeros(0, dtype=bool), False, [], frozenset(), frozenset())  # fmt: skip
-    ids, expected, acceptable, kinds, checks, texts = zip(
-        *map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True
-    )
+    ids, expected, acceptable, kinds, checks = zip(*map(_QUERY_FIELDS, map(_FIELDS_OF, queries)), strict=True)
     items = list(queries)
     dup = None
     if any(map(operator.ge, ids, ids[1:])):
         # n ≥ 2 here, so ``itemgetter`` of the order gives tuples
         pick = operator.itemgetter(*sorted(range(n), key=ids.__getitem__))
-        items, ids, expected, acceptable, kinds, checks, texts = (
-            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks),
-            pick(texts),
+        items, ids, expected, acceptable, kinds, checks = (
+            list(pick(queries)), pick(ids), pick(expected), pick(acceptable), pick(kinds), pick(checks)
         )  # fmt: skip
         if any(map(operator.eq, ids, ids[1:])):  # sorted: a repeated id sits by itself
             dup = next(a for a, b in itertools.pairwise(ids) if a == b)
@@ -914,7 +908,6 @@ def _build_query_fields(query_set: QuerySet) -> _QueryFields:
         info=list(zip(ids, kind_names, truths, acceptable, strict=True)),
         expected_names=cast(frozenset[str], expected_names),
         acceptable_names=acceptable_names,
-        texts=texts,
     )
 
 
@@ -966,7 +959,6 @@ def _query_columns(qf: _QueryFields, ext: dict[str, int]) -> _Queries:
         any_checked=qf.any_checked,
         info=qf.info,
         kind=qf.kind,
-        texts=qf.texts,
     )
 
 
@@ -1379,8 +1371,9 @@ def _collisions(pr: _Probes, qs: _Queries, labels: Sequence[str], rank: np.ndarr
     take = np.minimum(distinct, _SAMPLES)
     off = _offsets(take)
     picked = (pair[np.repeat(start - off[:-1], take) + np.arange(int(off[-1]))] % n_q).tolist()
-    ids, texts = qs.ids, qs.texts
-    samples = built_as_validated(QuerySample, [{"query_id": ids[j], "text": texts[j]} for j in picked])
+    items = qs.items
+    samples = built_as_validated(QuerySample, [{"query_id": items[j].id, "text": items[j].text}
+                                               for j in picked])  # fmt: skip
     out = [
         {"expected": labels[e], "predicted": labels[p], "count": k, "queries": d, "samples": samples[a:b]}
         for e, p, k, d, a, b in zip(expected.tolist(), predicted.tolist(), counts.tolist(), distinct.tolist(),

@@ -603,7 +603,11 @@ async def run_probes(
             commit.settle()
         raise
     if commit is not None:
-        await commit.drain()  # every record returned is durable (and with the store, through a tee)
+        try:
+            await commit.drain()  # every record returned is durable (and with the store, through a tee)
+        except asyncio.CancelledError:
+            commit.settle()
+            raise
     if stop.is_set() and cost_cap is not None:
         exc = BudgetExceeded(
             f"the cost cap of ${cost_cap:.2f} was reached (${spent:.4f} spent) after {len(records)} "

@@ -39,7 +39,7 @@ import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions tha
 __all__ = [
     "BLOCK_CELLS",
     "CAVEAT",
+    "COMPILED_PAIRS",
     "K1",
     "STOPWORDS",
     "TIE_DECIMALS",
@@ -384,6 +385,31 @@ _GROUP = 16
 _UNIT = 2.0**-24
 """float32's unit roundoff."""
 
+_ROWS = 512
+"""Documents a call of the compiled screen scores at once (512 × a block of queries: in cache)."""
+
+COMPILED_PAIRS = 20_000**2
+"""From this many pairs (queries × skills) :func:`rivals` screens with the compiled loop (numba, when
+it imports): loading it costs ~1–2 s of CPU once per process, more than the scipy screen of a smaller
+catalog; at 50,000 skills it takes the screen from ~30 s to ~15 s."""
+
+
+@lru_cache(maxsize=1)
+def _compiled_kernel() -> Callable[..., None] | None:
+    """:func:`skillreach._bm25kernel.add_sparse_product`, or ``None`` where numba does not import."""
+    try:
+        from skillreach._bm25kernel import add_sparse_product
+    except ImportError:  # pragma: no cover - numba is a dependency; the scipy screen stays exact
+        return None
+    return add_sparse_product
+
+
+def _compiled_screen(n_queries: int, n_docs: int, compiled: bool | None) -> bool:
+    """Whether :func:`rivals` screens with the compiled loop: as asked, else for big products only."""
+    if compiled is None:
+        compiled = n_queries * n_docs >= COMPILED_PAIRS
+    return compiled and _compiled_kernel() is not None
+
 
 def _exact_scores(
     queries: sp.csr_matrix, weights: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray
@@ -450,7 +476,14 @@ class _Screen:
     """
 
     def __init__(
-        self, index: BM25Index, queries: sp.csr_matrix, dense_df: int, block: int, levels: int | None = None
+        self,
+        index: BM25Index,
+        queries: sp.csr_matrix,
+        dense_df: int,
+        block: int,
+        levels: int | None = None,
+        *,
+        compiled: bool = False,
     ) -> None:
         import scipy.sparse as sp
 
@@ -475,15 +508,38 @@ class _Screen:
         m = int(terms_per_query.max()) if terms_per_query.size else 0
         self.delta = 2.0 * (m + 3) * _UNIT
         self._out = np.empty(self.height * self.block, dtype=np.float32)
+        self._kernel = _compiled_kernel() if compiled else None
+        if self._kernel is not None:  # one signature for the compiled loop: int64 indices
+            self._tail_arrays = (
+                self.sparse_w.indptr.astype(np.int64),
+                self.sparse_w.indices.astype(np.int64),
+                self.sparse_w.data,
+            )
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         """Float32 scores, documents × queries ``start:stop`` (padded documents score 0)."""
         shape = (self.height, stop - start)
         out = self._out[: shape[0] * shape[1]].reshape(shape)
+        if self._kernel is not None:
+            self._compiled_scores(start, stop, out)
+            return out
         np.matmul(self.dense_w, self.dense_q[start:stop].toarray().T, out=out)
         if self.sparse_w.shape[1]:
             _accumulate(out, self.sparse_w @ self.sparse_q[start:stop].T)
         return out
+
+    def _compiled_scores(self, start: int, stop: int, out: np.ndarray) -> None:
+        """:meth:`scores` with the tail added by the compiled loop, :data:`_ROWS` documents at a time
+        (the dense product of those rows, then their sparse part, while the rows are in cache)."""
+        kernel = self._kernel
+        assert kernel is not None
+        dense_q = np.ascontiguousarray(self.dense_q[start:stop].toarray().T)
+        q_t = self.sparse_q[start:stop].T.tocsr()  # terms × queries: the queries that say each term
+        q_arrays = (q_t.indptr.astype(np.int64), q_t.indices.astype(np.int64), q_t.data)
+        for first in range(0, self.height, _ROWS):
+            last = min(first + _ROWS, self.height)
+            np.matmul(self.dense_w[first:last], dense_q, out=out[first:last])
+            kernel(out[first:last], first, *self._tail_arrays, *q_arrays)
 
     def candidates(self, start: int, stop: int, own: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
         """(queries counted from ``start``, documents) that can be among a query's ``top`` best.
@@ -526,6 +582,7 @@ def rivals(
     only: Collection[str] | None = None,
     block: int = 2048,
     dense_df: int | None = None,
+    compiled: bool | None = None,
 ) -> list[SkillRivals]:
     """For each skill (in the given order) its ``top`` nearest rivals: positive BM25 of its name +
     description against theirs, best first (ties by name), with the ratio to its self-score.
@@ -543,11 +600,17 @@ def rivals(
     if top < 0:
         raise ValueError("top must be ≥ 0")
     with cyclic_gc_paused():  # millions of objects and no cycle: 4× the time with the collector on
-        return _rivals(skills, top, only, block, dense_df)
+        return _rivals(skills, top, only, block=block, dense_df=dense_df, compiled=compiled)
 
 
 def _rivals(
-    skills: Sequence[Skill], top: int, only: Collection[str] | None, block: int, dense_df: int | None
+    skills: Sequence[Skill],
+    top: int,
+    only: Collection[str] | None,
+    *,
+    block: int,
+    dense_df: int | None,
+    compiled: bool | None,
 ) -> list[SkillRivals]:
     docs = _documents(skills)
     index = BM25Index(docs)
@@ -564,7 +627,10 @@ def _rivals(
     found_cols: list[np.ndarray] = []
     found_scores: list[np.ndarray] = []
     if top > 0 and rows.size and n:
-        screen = _Screen(index, queries, max(32, n // 40) if dense_df is None else dense_df, block)
+        compiled = _compiled_screen(rows.size, n, compiled)
+        if dense_df is None:
+            dense_df = max(32, n // (10 if compiled else 40))
+        screen = _Screen(index, queries, dense_df, block, compiled=compiled)
         for start in range(0, rows.size, screen.block):
             stop = min(start + screen.block, rows.size)
             local, cols = screen.candidates(start, stop, rows[start:stop], top)

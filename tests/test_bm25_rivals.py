@@ -368,3 +368,30 @@ def _tokenize_by_regex(text: str) -> list[str]:
 def test_tokenize_equals_the_regex_on_any_text(text: str) -> None:
     """The ASCII fast path (translate + split) gives the letter/digit runs of ``[^\\W_]+``."""
     assert tokenize(text) == _tokenize_by_regex(text)
+
+
+def test_overlap_command_on_twenty_thousand_skills_equals_the_scipy_screen(tmp_path: Path) -> None:
+    """``skillreach overlap`` past :data:`COMPILED_PAIRS` (the compiled screen, in a fresh process that
+    loads numba) prints the rivals the scipy screen finds. About 30–60 s on the loaded 2-core machine."""
+    skills = zipf_catalog(20_000, seed=8, words=(3, 20))
+    for s in skills:
+        folder = tmp_path / s.name
+        folder.mkdir()
+        (folder / "SKILL.md").write_text(f"---\nname: {s.name}\ndescription: {s.description}\n---\nSteps.\n")
+    run = subprocess.run(
+        [str(SKILLREACH), "overlap", str(tmp_path), "--top", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    printed = {s["name"]: s for s in json.loads(run.stdout)["skills"]}
+    expected = rivals(skills, top=3, compiled=False)  # what the command reads: name, description
+    assert len(printed) == len(expected) == 20_000
+    for r in expected:
+        got = printed[r.name]
+        assert got["self_score"] == pytest.approx(r.self_score, rel=1e-12)
+        assert [(v["name"], v["score"]) for v in got["rivals"]] == [
+            (v.name, pytest.approx(v.score, rel=1e-12)) for v in r.rivals
+        ]

@@ -180,6 +180,33 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
 
 
+_BULK_SEPARATORS = str.maketrans(dict.fromkeys([c for c in map(chr, range(1, 128)) if not c.isalnum()], " "))
+"""Like :data:`_ASCII_SEPARATORS`, but NUL (between two texts) is kept: one character each, so
+``translate`` keeps its fast ASCII path."""
+
+
+def _ascii_codes(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray] | None:
+    """The tokens of every text at once, as :func:`tokenize` makes them text by text: (term → code in
+    order of first use, the code of every token in order, tokens per text); ``None`` unless every text
+    is ASCII without NUL (then the texts joined by a NUL go through one ``lower``/``translate``/``split``
+    and one pass to codes, stopwords and text boundaries dropped by code)."""
+    if not texts:
+        return None
+    joined = " \x00 ".join(texts)
+    if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+        return None
+    tokens = joined.lower().translate(_BULK_SEPARATORS).split()
+    seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    for reserved in ("\x00", *sorted(STOPWORDS)):  # code 0: a boundary; then the stopwords
+        seen[reserved]  # the lookup assigns the next code
+    codes = np.fromiter(map(seen.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    first = len(STOPWORDS) + 1
+    kept = codes >= first
+    lengths = np.bincount(np.cumsum(codes == 0)[kept], minlength=len(texts)).astype(np.int64)
+    terms = itertools.islice(seen, first, None)
+    return dict(zip(terms, range(len(seen) - first), strict=True)), codes[kept] - first, lengths
+
+
 def skill_text(skill: Skill) -> str:
     """What a skill's BM25 document (and its query, for overlap) is made of: name, then description."""
     return f"{skill.name}\n{skill.description}"
@@ -208,15 +235,23 @@ class BM25Index:
 
         self.k1 = k1
         self.b = b
-        docs = [
-            tokenize(d) if isinstance(d, str) else d if isinstance(d, list) else list(d) for d in documents
-        ]
-        self.n_docs = len(docs)
-        first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        # One C-level pass over every token: its term code; the sparse constructor sums repeats into
-        # term frequencies (integers, so exactly the counts).
-        cols = np.fromiter(map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64)
-        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        texts = [d for d in documents if isinstance(d, str)]
+        coded = _ascii_codes(texts) if len(texts) == len(documents) else None
+        if coded is not None:
+            first_seen, cols, lengths = coded
+        else:
+            docs = [
+                tokenize(d) if isinstance(d, str) else d if isinstance(d, list) else list(d)
+                for d in documents
+            ]
+            first_seen = defaultdict(itertools.count().__next__)
+            # One C-level pass over every token: its term code; the sparse constructor sums repeats into
+            # term frequencies (integers, so exactly the counts).
+            cols = np.fromiter(
+                map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64
+            )
+            lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        self.n_docs = len(lengths)
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
         remap = np.empty(len(first_seen), dtype=np.int64)
@@ -617,9 +652,8 @@ def _rivals(
     dense_df: int | None,
     compiled: bool | None,
 ) -> list[SkillRivals]:
-    docs = _documents(skills)
-    index = BM25Index(docs)
-    n = len(docs)
+    index = BM25Index([skill_text(s) for s in skills])  # ASCII texts: tokenised at once
+    n = index.n_docs
     names = [s.name for s in skills]
     rows = np.asarray([i for i, name in enumerate(names) if only is None or name in only], dtype=np.int64)
     # A skill's query is its own document, so its term counts are the rows of the tf matrix.

@@ -437,8 +437,8 @@ def _compiled_kernel() -> Callable[..., None] | None:
     """:func:`skillreach._bm25kernel.add_sparse_product`, or ``None`` where numba does not import."""
     try:
         from skillreach._bm25kernel import add_sparse_product
-    except ImportError:  # pragma: no cover - numba is a dependency; the scipy screen stays exact
-        return None
+    except (ImportError, RuntimeError):  # pragma: no cover - no numba, or nowhere to cache its code
+        return None  # (numba raises RuntimeError then): the scipy screen, as exact
     return add_sparse_product
 
 

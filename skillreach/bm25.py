@@ -548,6 +548,7 @@ class _Screen:
         self._out = np.empty(self.height * self.block, dtype=np.float32)
         self._kernel = _compiled_kernel() if compiled else None
         if self._kernel is not None:  # one signature for the compiled loop: int64 indices
+            self._pooled = np.empty(self.height // _GROUP * self.block, dtype=np.float32)
             self._tail_arrays = (
                 self.sparse_w.indptr.astype(np.int64),
                 self.sparse_w.indices.astype(np.int64),
@@ -574,10 +575,17 @@ class _Screen:
         dense_q = np.ascontiguousarray(self.dense_q[start:stop].toarray().T)
         q_t = self.sparse_q[start:stop].T.tocsr()  # terms × queries: the queries that say each term
         q_arrays = (q_t.indptr.astype(np.int64), q_t.indices.astype(np.int64), q_t.data)
-        for first in range(0, self.height, _ROWS):
-            last = min(first + _ROWS, self.height)
+        slab = self.height // _GROUP  # the first pooling's groups: rows g, g + slab, g + 2·slab, …
+        pooled = self._pooled[: slab * (stop - start)].reshape(slab, stop - start)
+        pooled.fill(0.0)  # every score is ≥ 0
+        first = 0
+        while first < self.height:
+            last = min(first + _ROWS, (first // slab + 1) * slab)
             np.matmul(self.dense_w[first:last], dense_q, out=out[first:last])
             kernel(out[first:last], first, *self._tail_arrays, *q_arrays)
+            at = first % slab  # pooled while the rows are in cache, not read again from memory
+            np.maximum(pooled[at : at + last - first], out[first:last], out=pooled[at : at + last - first])
+            first = last
 
     def candidates(self, start: int, stop: int, own: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
         """(queries counted from ``start``, documents) that can be among a query's ``top`` best.
@@ -591,9 +599,17 @@ class _Screen:
         """
         scores = self.scores(start, stop)
         n_queries = stop - start
-        scores[own, np.arange(n_queries)] = 0.0
+        queries = np.arange(n_queries)
+        scores[own, queries] = 0.0
         levels = [scores]
-        for _ in range(self.levels):
+        if self._kernel is not None:  # the first pooling is done: redo the groups of the own documents
+            slab = self.height // _GROUP
+            pooled = self._pooled[: slab * n_queries].reshape(slab, n_queries)
+            group = own % slab
+            members = group[None, :] + slab * np.arange(_GROUP)[:, None]
+            pooled[group, queries] = scores[members, queries[None, :]].max(axis=0)
+            levels.append(pooled)
+        for _ in range(self.levels + 1 - len(levels)):
             below = levels[-1]
             levels.append(below.reshape(_GROUP, below.shape[0] // _GROUP, n_queries).max(axis=0))
         last = levels[-1]

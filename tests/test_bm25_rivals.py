@@ -295,14 +295,18 @@ def test_screen_float32_error_within_its_bound(compiled: bool) -> None:
     assert np.abs(approx - exact).max() > 0  # float32 indeed: the bound is what makes it exact
 
 
-@pytest.mark.parametrize(("seed", "dense_df", "top"), [(0, 0, 1), (1, 30, 5), (2, 5, 10), (3, 1, 40)])
+@pytest.mark.parametrize(
+    ("seed", "dense_df", "top", "levels"),
+    [(0, 0, 1, 1), (1, 30, 5, 1), (2, 5, 10, 1), (3, 1, 40, 1), (4, 5, 10, 2), (5, 0, 3, 2), (6, 30, 40, 2)],
+)
 def test_compiled_screen_candidates_hold_every_column_the_exact_rule_can_take(
-    seed: int, dense_df: int, top: int
+    seed: int, dense_df: int, top: int, levels: int
 ) -> None:
+    """The compiled screen pools its first level while it scores (the own documents' groups redone)."""
     skills = zipf_catalog(700, seed=seed, vocabulary=400, words=(1, 30))
     exact = overlap_matrix(skills)
     index = BM25Index(_documents(skills))
-    screen = _Screen(index, index.tf, dense_df, block=200, compiled=True)
+    screen = _Screen(index, index.tf, dense_df, block=200, levels=levels, compiled=True)
     for start in range(0, len(skills), screen.block):
         stop = min(start + screen.block, len(skills))
         local, cols = screen.candidates(start, stop, np.arange(start, stop), top)

@@ -218,10 +218,12 @@ def test_rivals_equal_before_with_many_ties_and_every_top(top: int) -> None:
     _assert_same(rivals(skills, top=top, block=64), _rivals_before(skills, top=top))
 
 
-def test_rivals_of_some_skills_equal_before() -> None:
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rivals_of_some_skills_equal_before(compiled: bool) -> None:
     skills = zipf_catalog(600, seed=3)
     only = {s.name for s in random.Random(1).sample(skills, 40)}
-    _assert_same(rivals(skills, top=7, only=only), _rivals_before(skills, top=7, only=only))
+    before = _rivals_before(skills, top=7, only=only)
+    _assert_same(rivals(skills, top=7, only=only, compiled=compiled), before)
     assert rivals(skills, top=7, only=set()) == []
 
 

@@ -296,14 +296,16 @@ class _FinishedSink:
     def write_many(self, records: Any) -> None:  # a group: one write and one fsync of the probe log
         self.stage(records)()
 
-    def stage(self, records: Any) -> Any:  # the group in the log now; durable, then counted, in a thread
+    def stage(self, records: Any) -> Any:
+        """The group in the log, its spend counted (the cost cap across batches), now; made durable,
+        then counted as finished, by the call returned (in a thread)."""
         durable = self.tee.stage(records)
+        if self.here is not None:
+            self.here.add(records)
 
         def commit() -> None:
             durable()
             self.finished.update((r.query_id, r.attempt) for r in records if r.error is None)
-            if self.here is not None:
-                self.here.add(records)
 
         return commit
 
@@ -420,7 +422,7 @@ class _Here:
             self._log = JsonlSink(self.path)
         return self._runtime, self._store, self._log
 
-    def add(self, records: Any) -> None:  # from the probe log's writer threads
+    def add(self, records: Any) -> None:  # as each group of records reaches the probe log
         cost = sum(r.cost_usd or 0.0 for r in records)
         with self._lock:
             self.spent += cost

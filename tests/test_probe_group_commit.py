@@ -26,6 +26,7 @@ from skillreach.errors import BudgetExceeded
 from skillreach.flows.study import study
 from skillreach.models import Catalog, Query, Skill
 from skillreach.queries import load_query_set
+from skillreach.study import runner
 from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 from skillreach.study.plan import batch_pairs
 from skillreach.study.probe_log import JsonlSink, read_probes
@@ -76,6 +77,76 @@ async def test_group_commit_shares_fsyncs_and_keeps_records_on_disk_before_the_s
     # a probe starts only in a free slot, and a slot is free once its record is on disk
     assert max(rt.unrecorded) <= concurrency - 1
     assert 0 < sink.fsyncs <= n // 2  # the records that finished together shared their fsync
+
+
+async def test_fsyncs_are_spaced_and_every_record_is_durable_when_run_probes_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync runs off the probes' slots, at most one every SYNC_EVERY_S; what is staged when the
+    run ends is synced before run_probes returns."""
+    monkeypatch.setattr(runner, "SYNC_EVERY_S", 0.1)
+    log = tmp_path / "probes.jsonl"
+    sink = JsonlSink(log)
+    n, concurrency = 320, 16
+    t0 = time.perf_counter()
+    records = await run_probes(OnDisk(log, 0.01), CATALOG, [(q, 1) for q in queries(n)],
+                               options=ProbeOptions(), sink=sink, concurrency=concurrency, fingerprint="fp")
+    elapsed = time.perf_counter() - t0
+    assert len(records) == n
+    assert sink.synced == sink.count == n  # all of it on the disk, not only in the page cache
+    assert 1 <= sink.fsyncs <= elapsed / 0.1 + 2, (sink.fsyncs, elapsed)
+    sink.close()
+
+
+class _FailingSync(JsonlSink):
+    def _sync(self, fd: int, mine: int) -> None:
+        raise OSError(5, "Input/output error")
+
+
+async def test_a_failed_fsync_fails_the_run_and_the_records_stay_in_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "probes.jsonl"
+    sink = _FailingSync(log)
+    with pytest.raises(OSError, match="Input/output error"):
+        await run_probes(OnDisk(log, 0.002), CATALOG, [(q, 1) for q in queries(40)],
+                         options=ProbeOptions(), sink=sink, concurrency=4, fingerprint="fp")
+    sink.close()
+    kept = read_probes(log)
+    assert 1 <= len(kept) <= 40
+    assert len({r.query_id for r in kept}) == len(kept)
+
+
+class ListStore:
+    def __init__(self) -> None:
+        self.rows: list[str] = []
+
+    def add_probes(self, study_id: str, records: Any) -> int:
+        self.rows.extend(r.query_id for r in records)
+        return len(records)
+
+
+async def test_a_cancelled_run_still_hands_every_logged_record_to_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C half-way: the groups staged but not yet synced are made durable on the way out, so the
+    store gets exactly what the log has."""
+    monkeypatch.setattr(runner, "SYNC_EVERY_S", 30.0)  # nothing synced by the timer before the cancel
+    log = tmp_path / "probes.jsonl"
+    store = ListStore()
+    tee = TeeSink(JsonlSink(log), store, "st", every=1)
+    probing = asyncio.create_task(
+        run_probes(OnDisk(log, 0.005), CATALOG, [(q, 1) for q in queries(200)], options=ProbeOptions(),
+                   sink=tee, concurrency=8, fingerprint="fp")
+    )
+    while not log.exists() or log.read_bytes().count(b"\n") < 40:
+        await asyncio.sleep(0.005)
+    probing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await probing
+    tee.flush()
+    logged = sorted(r.query_id for r in read_probes(log))
+    assert 40 <= len(logged) < 200
+    assert sorted(store.rows) == logged
+    assert tee.log.synced == len(logged)  # type: ignore[attr-defined]
 
 
 class SlowStore:

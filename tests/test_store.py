@@ -7,6 +7,7 @@ so CI can never pass by silently skipping them.
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 from pathlib import Path
@@ -120,6 +121,22 @@ def test_probes_round_trip_and_a_pair_is_replaced_not_duplicated(store: Store) -
     assert q2.error is None
     assert got[0] == _probe("q1")
     assert store.add_probes("st-1", []) == 0
+
+
+def test_a_probe_is_stored_as_its_own_json_and_reads_back_equal(store: Store) -> None:
+    """The record column holds the record's ``model_dump_json`` as it is (no second encoding); every
+    field, a non-ASCII answer and a small float included, reads back equal, and the JSON columns that
+    are not probe records still go through ``json``."""
+    _study(store)
+    text_ = "Zürich — 東京 \u2028 \"quoted\""
+    rec = _probe("q1").model_copy(update={"final_text": text_, "cost_usd": 2.7e-05, "resolved_model": "m-1"})
+    store.add_probes("st-1", [rec])
+    assert store.probes("st-1") == [rec]
+    with store.engine.connect() as conn:
+        stored = conn.execute(text("SELECT CAST(record AS TEXT) FROM probe_records")).scalar_one()
+        config = conn.execute(text("SELECT CAST(config AS TEXT) FROM studies")).scalar_one()
+    assert stored == rec.model_dump_json()  # as pydantic wrote it, not decoded and encoded again
+    assert json.loads(config) == {"runtime": "keyword"}
 
 
 def test_artifacts_baselines_snapshots(store: Store) -> None:

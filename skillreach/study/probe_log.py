@@ -199,7 +199,13 @@ class JsonlSink:
 
     @property
     def count(self) -> int:
+        """Records written to the file (in the page cache at least)."""
         return self._written
+
+    @property
+    def synced(self) -> int:
+        """Records an ``fsync`` has covered (on the disk)."""
+        return self._synced
 
     def _open(self) -> Any:
         self.path.parent.mkdir(parents=True, exist_ok=True)

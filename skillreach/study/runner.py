@@ -5,8 +5,10 @@ Pure of Prefect and of network clients: a runtime (``skillreach.runtimes``) is p
 batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for its slice of pairs.
 
 - :func:`run_probes` runs the pairs with at most ``concurrency`` in flight. Each finished probe is
-  written to the sink (``probes.jsonl``: appended, flushed, fsynced) **before** anything else happens
-  with it, so a probe already paid for survives a crash. A probe that fails after its retries is a
+  written to the sink (``probes.jsonl``: appended and flushed into the file) **before** anything else
+  happens with it, its slot included, so a probe already paid for survives the process being killed;
+  the log is fsynced in the background (at most every :data:`SYNC_EVERY_S`) and before
+  :func:`run_probes` returns (:class:`_GroupCommit`). A probe that fails after its retries is a
   record with ``error`` (never an empty selection). ``cost_cap`` stops starting new probes once the
   spend reaches it; the probes in flight finish and are written, then :class:`BudgetExceeded` is raised.
 - Resume: :func:`skillreach.study.probe_log.completed_pairs` gives the (query, attempt) pairs already
@@ -58,6 +60,10 @@ __all__ = [
 log = logging.getLogger("skillreach.runner")
 
 FINGERPRINT_VERSION = 1
+
+SYNC_EVERY_S = 0.05
+"""At most one ``fsync`` of the probe log (with the store and bookkeeping after it) every this many
+seconds while probes run: see :class:`_GroupCommit`."""
 
 
 # ------------------------------------------------------------------------------------- fingerprint
@@ -119,11 +125,11 @@ class ProbeSink(Protocol):
     """Where finished probes go, as they finish.
 
     ``write`` is called from the event loop's thread, one record at a time — unless the sink has a
-    true ``thread_safe`` attribute, in which case it is called from a worker thread (so a slow
-    ``fsync`` does not stall the probes in flight), with the records that finished together as one
-    group (group commit, :class:`_GroupCommit`): ``write_many(records)`` when the sink has it (one
-    write and one ``fsync`` for the group), else ``write`` for each. Either way the probe's task waits
-    for its record to be written before anything else happens with it.
+    true ``thread_safe`` attribute: then the records that finished together go as one group (group
+    commit, :class:`_GroupCommit`), to ``stage(records)`` on the loop when the sink has it (the group
+    in the file now; the call it returns, making them durable, later in a worker thread), else to
+    ``write_many(records)`` (or ``write`` for each) in a worker thread. Either way the probe's task
+    waits for its record to be in the sink before anything else happens with it.
     """
 
     def write(self, record: ProbeRecord) -> None: ...
@@ -292,15 +298,25 @@ class Slots:
 
 
 class _GroupCommit:
-    """Group commit for a thread-safe sink: the records that finish in one event-loop turn, and those
-    that finish while a group is being written, go to the sink as one group, one thread hop a group
-    instead of one a record. A sink with ``stage`` (the probe log, and the tee and batch sinks around
-    it) writes the group on the loop (into the page cache) and only its ``fsync`` runs in the thread,
-    which then needs the interpreter lock for almost nothing; others get ``write_many`` (or ``write``
-    for each) in the thread. Each probe awaits its own group — still inside its slot — so a record is
-    on disk before its slot admits the next request, as with one write a record."""
+    """Group commit for a thread-safe sink.
 
-    def __init__(self, sink: ProbeSink) -> None:
+    The records that finish in one event-loop turn go to the sink as one group. A sink with ``stage``
+    (the probe log, and the tee and batch sinks around it) writes the group on the loop: one
+    ``write`` into the file, flushed. From then on the records survive the process being killed, so
+    each probe's slot admits the next request at once. Making the group durable (the ``fsync``, then
+    the store and the batch's bookkeeping: the call ``stage`` returns) runs in a worker thread, off the
+    probes' slots, for every group staged since the last one: at most one such thread call at a time,
+    and at most one every :data:`SYNC_EVERY_S`. So a thousand records take some forty thread hops, not
+    one each, and the loop never waits for the disk. :meth:`drain` (``run_probes`` calls it before it
+    returns, or raises) makes every staged record durable and raises what failed in the thread.
+    A machine that loses power mid-study loses the probes in flight and at most the records of the last
+    :data:`SYNC_EVERY_S` (PostgreSQL's ``synchronous_commit = off`` trade).
+
+    A sink without ``stage`` gets ``write_many`` (or ``write`` for each) in the thread, and each probe
+    awaits its group there, still inside its slot: its record is on disk before the slot moves on.
+    """
+
+    def __init__(self, sink: ProbeSink, every: float | None = None) -> None:
         self._sink = sink
         self._stage: Callable[[Sequence[ProbeRecord]], Callable[[], None]] | None = getattr(
             sink, "stage", None
@@ -308,14 +324,22 @@ class _GroupCommit:
         self._write_many: Callable[[Sequence[ProbeRecord]], None] = (
             getattr(sink, "write_many", None) or self._each
         )
+        self._every = SYNC_EVERY_S if every is None else every
         self._pending: list[tuple[ProbeRecord, asyncio.Future[None]]] = []
         self._busy = False  # a group is being written, or one is about to start this turn
+        self._unsynced: list[Callable[[], None]] = []  # staged groups' durable calls, not yet started
+        self._syncing: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_sync = -float("inf")
+        self._failed: BaseException | None = None
 
     def _each(self, records: Sequence[ProbeRecord]) -> None:
         for record in records:
             self._sink.write(record)
 
     async def write(self, record: ProbeRecord) -> None:
+        if self._failed is not None:  # an earlier group could not be made durable: stop here
+            raise self._failed
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((record, done))
@@ -327,18 +351,23 @@ class _GroupCommit:
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         group, self._pending = self._pending, []
         records = [r for r, _ in group]
-        writing: asyncio.Future[None]
         if self._stage is None:
             writing = loop.run_in_executor(None, self._write_many, records)
-        else:
-            try:
-                durable = self._stage(records)
-            except Exception as exc:  # the log could not be written: every probe of the group fails
-                writing = loop.create_future()
-                writing.set_exception(exc)
-            else:
-                writing = loop.run_in_executor(None, durable)
-        writing.add_done_callback(lambda w: self._finish(loop, group, w))
+            writing.add_done_callback(lambda w: self._finish(loop, group, w))
+            return
+        self._busy = False
+        try:
+            durable = self._stage(records)
+        except Exception as exc:  # the log could not be written: every probe of the group fails
+            for _, done in group:
+                if not done.done():
+                    done.set_exception(exc)
+            return
+        for _, done in group:
+            if not done.done():  # its probe was cancelled meanwhile (the record is written all the same)
+                done.set_result(None)
+        self._unsynced.append(durable)
+        self._sync_soon(loop)
 
     def _finish(
         self,
@@ -348,7 +377,7 @@ class _GroupCommit:
     ) -> None:
         error = writing.exception() if not writing.cancelled() else asyncio.CancelledError()
         for _, done in group:
-            if done.done():  # its probe was cancelled meanwhile (the record is written all the same)
+            if done.done():
                 continue
             if error is None:
                 done.set_result(None)
@@ -358,6 +387,60 @@ class _GroupCommit:
             self._start(loop)  # what finished while this group was written
         else:
             self._busy = False
+
+    def _sync_soon(self, loop: asyncio.AbstractEventLoop, *, now: bool = False) -> None:
+        """Start the thread call for the groups staged so far, unless one runs (it starts the next when
+        it ends) or the last one started less than ``every`` ago (a timer starts it then)."""
+        if self._syncing is not None or not self._unsynced:
+            return
+        wait = self._last_sync + self._every - loop.time()
+        if wait > 0 and not now:
+            if self._timer is None:
+                self._timer = loop.call_later(wait, self._on_timer, loop)
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        calls, self._unsynced = self._unsynced, []
+        self._last_sync = loop.time()
+        syncing = loop.run_in_executor(None, _call_each, calls)
+        self._syncing = syncing
+        syncing.add_done_callback(lambda f: self._synced(loop, f))
+
+    def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        self._sync_soon(loop)
+
+    def _synced(self, loop: asyncio.AbstractEventLoop, syncing: asyncio.Future[None]) -> None:
+        self._syncing = None
+        if not syncing.cancelled() and syncing.exception() is not None and self._failed is None:
+            self._failed = syncing.exception()
+        self._sync_soon(loop)
+
+    async def drain(self) -> None:
+        """Every record staged so far durable; raises what failed making a group durable."""
+        loop = asyncio.get_running_loop()
+        while self._syncing is not None or self._unsynced:
+            if self._syncing is None:
+                self._sync_soon(loop, now=True)
+            if self._syncing is not None:
+                await asyncio.wait([self._syncing])
+        if self._failed is not None:
+            raise self._failed
+
+    def settle(self) -> None:
+        """On the way out of a cancelled run: the staged groups not yet started made durable here, on
+        the loop's thread (a thread call already running finishes on its own)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        calls, self._unsynced = self._unsynced, []
+        _call_each(calls)
+
+
+def _call_each(calls: Sequence[Callable[[], None]]) -> None:
+    for call in calls:
+        call()
 
 
 def pending_pairs(pairs: Sequence[tuple[Query, int]], done: set[tuple[str, int]]) -> list[tuple[Query, int]]:
@@ -491,7 +574,7 @@ async def run_probes(
             # recorded before the slot goes to the next request: a process killed now loses at most the
             # probes that hold a slot (paid, not yet recorded)
             if commit is not None:
-                await commit.write(record)  # on disk before anything else can fail
+                await commit.write(record)  # in the log before anything else can fail
             else:
                 sink.write(record)
             records.append(record)
@@ -507,11 +590,24 @@ async def run_probes(
                 group.create_task(one(query, attempt))
     except BaseExceptionGroup as group_error:
         # the first failure (a ConfigError, a store that went away ...) as itself, not wrapped in a group;
-        # the records finished before it are on disk already
+        # the records finished before it are in the log already, and made durable here
+        if commit is not None:
+            with contextlib.suppress(Exception):
+                await commit.drain()
         first = group_error.exceptions[0]
         while isinstance(first, BaseExceptionGroup):
             first = first.exceptions[0]
         raise first from None
+    except BaseException:  # cancelled (Ctrl-C, a timeout): what is staged made durable on the way out
+        if commit is not None:
+            commit.settle()
+        raise
+    if commit is not None:
+        try:
+            await commit.drain()  # every record returned is durable (and with the store, through a tee)
+        except asyncio.CancelledError:
+            commit.settle()
+            raise
     if stop.is_set() and cost_cap is not None:
         exc = BudgetExceeded(
             f"the cost cap of ${cost_cap:.2f} was reached (${spent:.4f} spent) after {len(records)} "

@@ -429,7 +429,7 @@ _ROWS = 512
 COMPILED_PAIRS = 20_000**2
 """From this many pairs (queries × skills) :func:`rivals` screens with the compiled loop (numba, when
 it imports): loading it costs ~1–2 s of CPU once per process, more than the scipy screen of a smaller
-catalog; at 50,000 skills it takes the screen from ~30 s to ~15 s."""
+catalog; at 50,000 skills it takes the screen's CPU from ~30 s to ~12 s."""
 
 
 @lru_cache(maxsize=1)

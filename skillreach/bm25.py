@@ -25,8 +25,11 @@ same order whatever the order of the corpus. Tests hold it equal to :class:`Luce
 (:class:`_Screen`: a dense BLAS product for the common terms, a sparse one for the tail) scores a
 block of skills against all, a proven bound on its rounding keeps every pair that can reach a skill's
 top k, ties included, and only those (about k per skill) are scored again in float64 and ranked, so
-the result is the one the exact matrix gives. What bounds it at 50,000 skills: the two products
-(~13 ns a pair on the 2-core machine, the dense one two thirds of it), then the pooling of maxima.
+the result is the one the exact matrix gives. From 20,000² pairs the sparse part is added by a
+compiled loop (:mod:`skillreach._bm25kernel`, numba) instead of scipy's sparse product, ~4× cheaper a
+product, so far fewer terms go through the dense one (df ≥ n/10 instead of n/40). What bounds it at
+50,000 skills: the two products still (the compiled loop ~5 ns a product, the dense ~74 terms), then
+the pooling of maxima, tokenising and the index, and loading numba (~1–2 s once per process).
 
 Lexical overlap is a targeting device — it says which pairs of skills deserve probing — not a verdict
 on whether an agent will confuse them.
@@ -39,7 +42,7 @@ import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -56,6 +59,7 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions tha
 __all__ = [
     "BLOCK_CELLS",
     "CAVEAT",
+    "COMPILED_PAIRS",
     "K1",
     "STOPWORDS",
     "TIE_DECIMALS",
@@ -176,6 +180,33 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
 
 
+_BULK_SEPARATORS = str.maketrans(dict.fromkeys([c for c in map(chr, range(1, 128)) if not c.isalnum()], " "))
+"""Like :data:`_ASCII_SEPARATORS`, but NUL (between two texts) is kept: one character each, so
+``translate`` keeps its fast ASCII path."""
+
+
+def _ascii_codes(texts: Sequence[str]) -> tuple[dict[str, int], np.ndarray, np.ndarray] | None:
+    """The tokens of every text at once, as :func:`tokenize` makes them text by text: (term → code in
+    order of first use, the code of every token in order, tokens per text); ``None`` unless every text
+    is ASCII without NUL (then the texts joined by a NUL go through one ``lower``/``translate``/``split``
+    and one pass to codes, stopwords and text boundaries dropped by code)."""
+    if not texts:
+        return None
+    joined = " \x00 ".join(texts)
+    if not joined.isascii() or joined.count("\x00") != len(texts) - 1:
+        return None
+    tokens = joined.lower().translate(_BULK_SEPARATORS).split()
+    seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+    for reserved in ("\x00", *sorted(STOPWORDS)):  # code 0: a boundary; then the stopwords
+        seen[reserved]  # the lookup assigns the next code
+    codes = np.fromiter(map(seen.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    first = len(STOPWORDS) + 1
+    kept = codes >= first
+    lengths = np.bincount(np.cumsum(codes == 0)[kept], minlength=len(texts)).astype(np.int64)
+    terms = itertools.islice(seen, first, None)
+    return dict(zip(terms, range(len(seen) - first), strict=True)), codes[kept] - first, lengths
+
+
 def skill_text(skill: Skill) -> str:
     """What a skill's BM25 document (and its query, for overlap) is made of: name, then description."""
     return f"{skill.name}\n{skill.description}"
@@ -204,15 +235,23 @@ class BM25Index:
 
         self.k1 = k1
         self.b = b
-        docs = [
-            tokenize(d) if isinstance(d, str) else d if isinstance(d, list) else list(d) for d in documents
-        ]
-        self.n_docs = len(docs)
-        first_seen: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        # One C-level pass over every token: its term code; the sparse constructor sums repeats into
-        # term frequencies (integers, so exactly the counts).
-        cols = np.fromiter(map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64)
-        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        texts = [d for d in documents if isinstance(d, str)]
+        coded = _ascii_codes(texts) if len(texts) == len(documents) else None
+        if coded is not None:
+            first_seen, cols, lengths = coded
+        else:
+            docs = [
+                tokenize(d) if isinstance(d, str) else d if isinstance(d, list) else list(d)
+                for d in documents
+            ]
+            first_seen = defaultdict(itertools.count().__next__)
+            # One C-level pass over every token: its term code; the sparse constructor sums repeats into
+            # term frequencies (integers, so exactly the counts).
+            cols = np.fromiter(
+                map(first_seen.__getitem__, itertools.chain.from_iterable(docs)), dtype=np.int64
+            )
+            lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        self.n_docs = len(lengths)
         # Sorted vocabulary: the column order (and so every floating-point sum) is corpus-order free.
         terms = sorted(first_seen)
         remap = np.empty(len(first_seen), dtype=np.int64)
@@ -384,6 +423,31 @@ _GROUP = 16
 _UNIT = 2.0**-24
 """float32's unit roundoff."""
 
+_ROWS = 512
+"""Documents a call of the compiled screen scores at once (512 × a block of queries: in cache)."""
+
+COMPILED_PAIRS = 20_000**2
+"""From this many pairs (queries × skills) :func:`rivals` screens with the compiled loop (numba, when
+it imports): loading it costs ~1–2 s of CPU once per process, more than the scipy screen of a smaller
+catalog; at 50,000 skills it takes the screen's CPU from ~30 s to ~12 s."""
+
+
+@lru_cache(maxsize=1)
+def _compiled_kernel() -> Callable[..., None] | None:
+    """:func:`skillreach._bm25kernel.add_sparse_product`, or ``None`` where numba does not import."""
+    try:
+        from skillreach._bm25kernel import add_sparse_product
+    except (ImportError, RuntimeError):  # pragma: no cover - no numba, or nowhere to cache its code
+        return None  # (numba raises RuntimeError then): the scipy screen, as exact
+    return add_sparse_product
+
+
+def _compiled_screen(n_queries: int, n_docs: int, compiled: bool | None) -> bool:
+    """Whether :func:`rivals` screens with the compiled loop: as asked, else for big products only."""
+    if compiled is None:
+        compiled = n_queries * n_docs >= COMPILED_PAIRS
+    return compiled and _compiled_kernel() is not None
+
 
 def _exact_scores(
     queries: sp.csr_matrix, weights: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray
@@ -450,7 +514,14 @@ class _Screen:
     """
 
     def __init__(
-        self, index: BM25Index, queries: sp.csr_matrix, dense_df: int, block: int, levels: int | None = None
+        self,
+        index: BM25Index,
+        queries: sp.csr_matrix,
+        dense_df: int,
+        block: int,
+        levels: int | None = None,
+        *,
+        compiled: bool = False,
     ) -> None:
         import scipy.sparse as sp
 
@@ -475,15 +546,46 @@ class _Screen:
         m = int(terms_per_query.max()) if terms_per_query.size else 0
         self.delta = 2.0 * (m + 3) * _UNIT
         self._out = np.empty(self.height * self.block, dtype=np.float32)
+        self._kernel = _compiled_kernel() if compiled else None
+        if self._kernel is not None:  # one signature for the compiled loop: int64 indices
+            self._pooled = np.empty(self.height // _GROUP * self.block, dtype=np.float32)
+            self._tail_arrays = (
+                self.sparse_w.indptr.astype(np.int64),
+                self.sparse_w.indices.astype(np.int64),
+                self.sparse_w.data,
+            )
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         """Float32 scores, documents × queries ``start:stop`` (padded documents score 0)."""
         shape = (self.height, stop - start)
         out = self._out[: shape[0] * shape[1]].reshape(shape)
+        if self._kernel is not None:
+            self._compiled_scores(start, stop, out)
+            return out
         np.matmul(self.dense_w, self.dense_q[start:stop].toarray().T, out=out)
         if self.sparse_w.shape[1]:
             _accumulate(out, self.sparse_w @ self.sparse_q[start:stop].T)
         return out
+
+    def _compiled_scores(self, start: int, stop: int, out: np.ndarray) -> None:
+        """:meth:`scores` with the tail added by the compiled loop, :data:`_ROWS` documents at a time
+        (the dense product of those rows, then their sparse part, while the rows are in cache)."""
+        kernel = self._kernel
+        assert kernel is not None
+        dense_q = np.ascontiguousarray(self.dense_q[start:stop].toarray().T)
+        q_t = self.sparse_q[start:stop].T.tocsr()  # terms × queries: the queries that say each term
+        q_arrays = (q_t.indptr.astype(np.int64), q_t.indices.astype(np.int64), q_t.data)
+        slab = self.height // _GROUP  # the first pooling's groups: rows g, g + slab, g + 2·slab, …
+        pooled = self._pooled[: slab * (stop - start)].reshape(slab, stop - start)
+        pooled.fill(0.0)  # every score is ≥ 0
+        first = 0
+        while first < self.height:
+            last = min(first + _ROWS, (first // slab + 1) * slab)
+            np.matmul(self.dense_w[first:last], dense_q, out=out[first:last])
+            kernel(out[first:last], first, *self._tail_arrays, *q_arrays)
+            at = first % slab  # pooled while the rows are in cache, not read again from memory
+            np.maximum(pooled[at : at + last - first], out[first:last], out=pooled[at : at + last - first])
+            first = last
 
     def candidates(self, start: int, stop: int, own: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
         """(queries counted from ``start``, documents) that can be among a query's ``top`` best.
@@ -497,9 +599,17 @@ class _Screen:
         """
         scores = self.scores(start, stop)
         n_queries = stop - start
-        scores[own, np.arange(n_queries)] = 0.0
+        queries = np.arange(n_queries)
+        scores[own, queries] = 0.0
         levels = [scores]
-        for _ in range(self.levels):
+        if self._kernel is not None:  # the first pooling is done: redo the groups of the own documents
+            slab = self.height // _GROUP
+            pooled = self._pooled[: slab * n_queries].reshape(slab, n_queries)
+            group = own % slab
+            members = group[None, :] + slab * np.arange(_GROUP)[:, None]
+            pooled[group, queries] = scores[members, queries[None, :]].max(axis=0)
+            levels.append(pooled)
+        for _ in range(self.levels + 1 - len(levels)):
             below = levels[-1]
             levels.append(below.reshape(_GROUP, below.shape[0] // _GROUP, n_queries).max(axis=0))
         last = levels[-1]
@@ -526,6 +636,7 @@ def rivals(
     only: Collection[str] | None = None,
     block: int = 2048,
     dense_df: int | None = None,
+    compiled: bool | None = None,
 ) -> list[SkillRivals]:
     """For each skill (in the given order) its ``top`` nearest rivals: positive BM25 of its name +
     description against theirs, best first (ties by name), with the ratio to its self-score.
@@ -537,21 +648,28 @@ def rivals(
     128 MiB each), which finds per row the few columns whose exact score can reach its top ``top``
     (ties included) with a proven bound on the float32 error; only those are scored again in float64
     (each score summed in vocabulary order) and ranked. ``dense_df``: terms in at least this many
-    skills go through the dense product of the screen (``0``: none; ``None``: ``max(32, n // 40)``,
-    the cheapest split measured at 20,000 and 50,000 skills).
+    skills go through the dense product of the screen (``0``: none; ``None``: ``max(32, n // 40)``
+    with the scipy screen, ``max(32, n // 10)`` with the compiled one: the cheapest splits measured at
+    50,000 skills). ``compiled``: screen with the compiled loop (:mod:`skillreach._bm25kernel`);
+    ``None``: from :data:`COMPILED_PAIRS` pairs on, when numba imports. Both name the same rivals.
     """
     if top < 0:
         raise ValueError("top must be ≥ 0")
     with cyclic_gc_paused():  # millions of objects and no cycle: 4× the time with the collector on
-        return _rivals(skills, top, only, block, dense_df)
+        return _rivals(skills, top, only, block=block, dense_df=dense_df, compiled=compiled)
 
 
 def _rivals(
-    skills: Sequence[Skill], top: int, only: Collection[str] | None, block: int, dense_df: int | None
+    skills: Sequence[Skill],
+    top: int,
+    only: Collection[str] | None,
+    *,
+    block: int,
+    dense_df: int | None,
+    compiled: bool | None,
 ) -> list[SkillRivals]:
-    docs = _documents(skills)
-    index = BM25Index(docs)
-    n = len(docs)
+    index = BM25Index([skill_text(s) for s in skills])  # ASCII texts: tokenised at once
+    n = index.n_docs
     names = [s.name for s in skills]
     rows = np.asarray([i for i, name in enumerate(names) if only is None or name in only], dtype=np.int64)
     # A skill's query is its own document, so its term counts are the rows of the tf matrix.
@@ -564,7 +682,10 @@ def _rivals(
     found_cols: list[np.ndarray] = []
     found_scores: list[np.ndarray] = []
     if top > 0 and rows.size and n:
-        screen = _Screen(index, queries, max(32, n // 40) if dense_df is None else dense_df, block)
+        compiled = _compiled_screen(rows.size, n, compiled)
+        if dense_df is None:
+            dense_df = max(32, n // (10 if compiled else 40))
+        screen = _Screen(index, queries, dense_df, block, compiled=compiled)
         for start in range(0, rows.size, screen.block):
             stop = min(start + screen.block, rows.size)
             local, cols = screen.candidates(start, stop, rows[start:stop], top)
@@ -576,19 +697,23 @@ def _rivals(
 
     all_rows = np.concatenate(found_rows) if found_rows else np.empty(0, dtype=np.int64)
     bounds = np.searchsorted(all_rows, np.arange(rows.size + 1)).tolist()
-    picked = np.concatenate(found_cols).tolist() if found_cols else []
-    values = np.concatenate(found_scores).tolist() if found_scores else []
+    picked = np.concatenate(found_cols) if found_cols else np.empty(0, dtype=np.int64)
+    scores = np.concatenate(found_scores) if found_scores else np.empty(0)
+    own = self_scores[all_rows]
+    with np.errstate(divide="ignore", invalid="ignore"):  # the ratio is None where own is 0
+        ratios = (scores / own).tolist()
+    rival_names = [names[j] for j in picked.tolist()]
+    values = scores.tolist()
     out_list: list[SkillRivals] = []
     for k, (i, self_score) in enumerate(zip(rows.tolist(), self_scores.tolist(), strict=True)):
         lo, hi = bounds[k], bounds[k + 1]
+        if self_score <= 0:
+            ratios[lo:hi] = [None] * (hi - lo)
         out_list.append(
             SkillRivals(
                 name=names[i],
                 self_score=self_score,
-                rivals=[
-                    Rival(name=names[j], score=v, ratio=v / self_score if self_score > 0 else None)
-                    for j, v in zip(picked[lo:hi], values[lo:hi], strict=True)
-                ],
+                rivals=list(map(Rival, rival_names[lo:hi], values[lo:hi], ratios[lo:hi])),
                 path=skills[i].path,
             )
         )

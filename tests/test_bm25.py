@@ -15,6 +15,7 @@ from rank_bm25 import BM25Okapi
 from skillreach.bm25 import (
     BM25Index,
     LuceneBM25,
+    _ascii_codes,
     overlap_matrix,
     rank,
     rivals,
@@ -271,3 +272,38 @@ def test_rivals_in_blocks_equal_the_exact_top_k_of_the_dense_matrix(block: int) 
         assert got.self_score == pytest.approx(matrix[i, i], abs=1e-12)
         assert [r.name for r in got.rivals] == [names[j] for j in order]
         assert [r.score for r in got.rivals] == pytest.approx([matrix[i, j] for j in order], abs=1e-12)
+
+
+# ------------------------------------------------------------- texts tokenised at once == one by one
+
+
+def _assert_same_index(a: BM25Index, b: BM25Index) -> None:
+    assert a.vocabulary == b.vocabulary
+    assert a.n_docs == b.n_docs
+    assert np.array_equal(a.doc_len, b.doc_len)
+    assert (a.tf != b.tf).nnz == 0
+    assert np.array_equal(a.tf.indptr, b.tf.indptr)
+    assert np.array_equal(a.weights.data, b.weights.data)
+    assert np.array_equal(a.idf, b.idf)
+
+
+ascii_texts = st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(ascii_texts | st.sampled_from(["The PDF", "to and of", "", "pdf-to-md x_y"]), max_size=30)
+)
+def test_index_of_texts_tokenised_at_once_equals_text_by_text(texts: list[str]) -> None:
+    """ASCII texts go through one lower/translate/split (NUL between them); the index is the one
+    their token lists give, stopwords, empty texts and texts holding NUL included."""
+    _assert_same_index(BM25Index(texts), BM25Index([tokenize(t) for t in texts]))
+
+
+def test_index_of_texts_falls_back_text_by_text_for_non_ascii() -> None:
+    texts = ["Ｆｕｌｌ-width PDF", "Straße und Café", "plain pdf words", "nul\x00inside pdf"]
+    _assert_same_index(BM25Index(texts), BM25Index([tokenize(t) for t in texts]))
+    _assert_same_index(BM25Index(texts[2:]), BM25Index([tokenize(t) for t in texts[2:]]))
+    assert _ascii_codes(texts[2:3]) is not None  # the path taken at once
+    assert _ascii_codes(texts) is None
+    assert _ascii_codes(texts[2:]) is None

@@ -25,12 +25,15 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skillreach._bm25kernel import add_sparse_product
 from skillreach.bm25 import (
+    COMPILED_PAIRS,
     STOPWORDS,
     TIE_DECIMALS,
     BM25Index,
     SkillRivals,
     _accumulate,
+    _compiled_screen,
     _documents,
     _Screen,
     overlap_matrix,
@@ -137,11 +140,53 @@ def zipf_catalog(n: int, seed: int, vocabulary: int = 3000, words: tuple[int, in
 # --------------------------------------------------------------------------- differential tests
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("dense_df", [None, 0, 1, 40])
-def test_rivals_equal_before_on_a_seeded_zipf_catalog(dense_df: int | None) -> None:
+def test_rivals_equal_before_on_a_seeded_zipf_catalog(dense_df: int | None, compiled: bool) -> None:
     skills = zipf_catalog(1200, seed=5)
     before = _rivals_before(skills, top=10, block=500)  # ≥ 1000 × 1000: the old hybrid product
-    _assert_same(rivals(skills, top=10, dense_df=dense_df, block=97), before)
+    _assert_same(rivals(skills, top=10, dense_df=dense_df, block=97, compiled=compiled), before)
+
+
+def _same_rivals(a: list[SkillRivals], b: list[SkillRivals]) -> None:
+    assert [r.name for r in a] == [r.name for r in b]
+    assert _close([r.self_score for r in a], [r.self_score for r in b])
+    for x, y in zip(a, b, strict=True):
+        assert [v.name for v in x.rivals] == [v.name for v in y.rivals], x.name
+        assert _close([v.score for v in x.rivals], [v.score for v in y.rivals]), x.name
+        assert [v.ratio for v in x.rivals] == [v.ratio for v in y.rivals] or _close(
+            [v.ratio or 0.0 for v in x.rivals], [v.ratio or 0.0 for v in y.rivals]
+        ), x.name
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    n=st.integers(1, 400),
+    vocabulary=st.sampled_from([5, 40, 400]),
+    top=st.sampled_from([1, 3, 10, 50]),
+    dense_df=st.sampled_from([None, 0, 1, 3, 30]),
+    block=st.sampled_from([1, 7, 64, 2048]),
+)
+def test_compiled_screen_equals_the_scipy_screen_on_random_catalogs(
+    seed: int, n: int, vocabulary: int, top: int, dense_df: int | None, block: int
+) -> None:
+    """The compiled screen (numba, dense/sparse split moved) picks what the scipy screen picks."""
+    skills = zipf_catalog(n, seed=seed, vocabulary=vocabulary, words=(0, 40))
+    simple = rivals(skills, top=top, dense_df=0, compiled=False)  # the sparse product alone
+    _same_rivals(rivals(skills, top=top, dense_df=dense_df, block=block, compiled=True), simple)
+    _same_rivals(rivals(skills, top=top, dense_df=dense_df, block=block, compiled=False), simple)
+
+
+def test_compiled_screen_is_chosen_from_twenty_thousand_squared_pairs() -> None:
+    """The automatic choice: the compiled screen for big products only (loading it costs ~1–2 s), so
+    the rivals of one skill in a big catalog (``only=``) keep the scipy screen."""
+    assert COMPILED_PAIRS == 20_000**2
+    assert _compiled_screen(20_000, 20_000, None)
+    assert not _compiled_screen(19_999, 20_000, None)
+    assert not _compiled_screen(1, 100_000, None)
+    assert _compiled_screen(3, 3, True)
+    assert not _compiled_screen(50_000, 50_000, False)
 
 
 @pytest.mark.parametrize("top", [0, 1, 3, 25, 400])
@@ -173,10 +218,12 @@ def test_rivals_equal_before_with_many_ties_and_every_top(top: int) -> None:
     _assert_same(rivals(skills, top=top, block=64), _rivals_before(skills, top=top))
 
 
-def test_rivals_of_some_skills_equal_before() -> None:
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rivals_of_some_skills_equal_before(compiled: bool) -> None:
     skills = zipf_catalog(600, seed=3)
     only = {s.name for s in random.Random(1).sample(skills, 40)}
-    _assert_same(rivals(skills, top=7, only=only), _rivals_before(skills, top=7, only=only))
+    before = _rivals_before(skills, top=7, only=only)
+    _assert_same(rivals(skills, top=7, only=only, compiled=compiled), before)
     assert rivals(skills, top=7, only=set()) == []
 
 
@@ -238,15 +285,58 @@ def test_screen_candidates_hold_every_column_the_exact_rule_can_take(
             assert {(i, j) for j in needed.tolist()} <= got
 
 
-def test_screen_float32_error_within_its_bound() -> None:
+@pytest.mark.parametrize("compiled", [False, True])
+def test_screen_float32_error_within_its_bound(compiled: bool) -> None:
     skills = zipf_catalog(400, seed=4, vocabulary=300)
     exact = overlap_matrix(skills)
     index = BM25Index(_documents(skills))
-    screen = _Screen(index, index.tf, dense_df=20, block=400)
+    screen = _Screen(index, index.tf, dense_df=20, block=400, compiled=compiled)
     approx = screen.scores(0, 400)[:400].T.astype(np.float64)
     assert screen.delta < 1e-4
     assert np.all(np.abs(approx - exact) <= screen.delta * exact + 1e-30)
     assert np.abs(approx - exact).max() > 0  # float32 indeed: the bound is what makes it exact
+
+
+@pytest.mark.parametrize(
+    ("seed", "dense_df", "top", "levels"),
+    [(0, 0, 1, 1), (1, 30, 5, 1), (2, 5, 10, 1), (3, 1, 40, 1), (4, 5, 10, 2), (5, 0, 3, 2), (6, 30, 40, 2)],
+)
+def test_compiled_screen_candidates_hold_every_column_the_exact_rule_can_take(
+    seed: int, dense_df: int, top: int, levels: int
+) -> None:
+    """The compiled screen pools its first level while it scores (the own documents' groups redone)."""
+    skills = zipf_catalog(700, seed=seed, vocabulary=400, words=(1, 30))
+    exact = overlap_matrix(skills)
+    index = BM25Index(_documents(skills))
+    screen = _Screen(index, index.tf, dense_df, block=200, levels=levels, compiled=True)
+    for start in range(0, len(skills), screen.block):
+        stop = min(start + screen.block, len(skills))
+        local, cols = screen.candidates(start, stop, np.arange(start, stop), top)
+        got = set(zip((local + start).tolist(), cols.tolist(), strict=True))
+        for i in range(start, stop):
+            row = exact[i].copy()
+            row[i] = -np.inf
+            kth = np.sort(row)[::-1][top - 1]
+            needed = np.flatnonzero((row >= kth - 10.0**-TIE_DECIMALS) & (row > 0))
+            assert {(i, j) for j in needed.tolist()} <= got
+
+
+def test_compiled_kernel_adds_the_sparse_product_in_place() -> None:
+    """``out += A[rows] @ B`` for a slice of A's rows (small integers: every sum exact in float32)."""
+    rng = np.random.default_rng(3)
+    a = sp.random(40, 25, density=0.2, random_state=4, format="csr", dtype=np.float32)
+    b = sp.random(25, 13, density=0.3, random_state=5, format="csr", dtype=np.float32)
+    a.data = rng.integers(1, 9, a.nnz).astype(np.float32)
+    b.data = rng.integers(1, 9, b.nnz).astype(np.float32)
+    out = rng.integers(0, 5, (15, 13)).astype(np.float32)
+    expected = out + (a @ b).toarray()[10:25]
+    arrays = (
+        [x.astype(np.int64) for x in (a.indptr, a.indices)],
+        [x.astype(np.int64) for x in (b.indptr, b.indices)],
+    )
+    add_sparse_product(out, 10, *arrays[0], a.data, *arrays[1], b.data)
+    assert np.array_equal(out, expected)
+    assert np.count_nonzero((a @ b).toarray()[10:25]) > 20
 
 
 def test_accumulate_adds_in_place() -> None:
@@ -284,3 +374,30 @@ def _tokenize_by_regex(text: str) -> list[str]:
 def test_tokenize_equals_the_regex_on_any_text(text: str) -> None:
     """The ASCII fast path (translate + split) gives the letter/digit runs of ``[^\\W_]+``."""
     assert tokenize(text) == _tokenize_by_regex(text)
+
+
+def test_overlap_command_on_twenty_thousand_skills_equals_the_scipy_screen(tmp_path: Path) -> None:
+    """``skillreach overlap`` past :data:`COMPILED_PAIRS` (the compiled screen, in a fresh process that
+    loads numba) prints the rivals the scipy screen finds. About 30–60 s on the loaded 2-core machine."""
+    skills = zipf_catalog(20_000, seed=8, words=(3, 20))
+    for s in skills:
+        folder = tmp_path / s.name
+        folder.mkdir()
+        (folder / "SKILL.md").write_text(f"---\nname: {s.name}\ndescription: {s.description}\n---\nSteps.\n")
+    run = subprocess.run(
+        [str(SKILLREACH), "overlap", str(tmp_path), "--top", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    printed = {s["name"]: s for s in json.loads(run.stdout)["skills"]}
+    expected = rivals(skills, top=3, compiled=False)  # what the command reads: name, description
+    assert len(printed) == len(expected) == 20_000
+    for r in expected:
+        got = printed[r.name]
+        assert got["self_score"] == pytest.approx(r.self_score, rel=1e-12)
+        assert [(v["name"], v["score"]) for v in got["rivals"]] == [
+            (v.name, pytest.approx(v.score, rel=1e-12)) for v in r.rivals
+        ]

@@ -316,7 +316,7 @@ class _GroupCommit:
     awaits its group there, still inside its slot: its record is on disk before the slot moves on.
     """
 
-    def __init__(self, sink: ProbeSink, every: float | None = None) -> None:
+    def __init__(self, sink: ProbeSink) -> None:
         self._sink = sink
         self._stage: Callable[[Sequence[ProbeRecord]], Callable[[], None]] | None = getattr(
             sink, "stage", None
@@ -324,7 +324,7 @@ class _GroupCommit:
         self._write_many: Callable[[Sequence[ProbeRecord]], None] = (
             getattr(sink, "write_many", None) or self._each
         )
-        self._every = SYNC_EVERY_S if every is None else every
+        self._every = SYNC_EVERY_S
         self._pending: list[tuple[ProbeRecord, asyncio.Future[None]]] = []
         self._busy = False  # a group is being written, or one is about to start this turn
         self._unsynced: list[Callable[[], None]] = []  # staged groups' durable calls, not yet started
@@ -338,8 +338,6 @@ class _GroupCommit:
             self._sink.write(record)
 
     async def write(self, record: ProbeRecord) -> None:
-        if self._failed is not None:  # an earlier group could not be made durable: stop here
-            raise self._failed
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((record, done))
@@ -347,6 +345,8 @@ class _GroupCommit:
             self._busy = True
             loop.call_soon(self._start, loop)  # after this turn: its other records join the group
         await done
+        if self._failed is not None:  # an earlier group could not be made durable: the run stops, with
+            raise self._failed  # this record (paid for) in the log all the same
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         group, self._pending = self._pending, []

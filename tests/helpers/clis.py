@@ -45,8 +45,19 @@ def real_pi() -> str | None:
     return None
 
 
-def hold_hooks_left() -> list[str]:
-    """Command lines of claude-code's hold hooks (started by this interpreter) still alive."""
+def hold_hooks_left(within_s: float = 2.0) -> list[str]:
+    """Command lines of claude-code's hold hooks (started by this interpreter) still alive after up to
+    ``within_s``: the runtime SIGKILLs them as its probe ends, and on a loaded machine a killed process
+    can take a moment to be scheduled and die."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while (left := _hold_hooks_alive()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _hold_hooks_alive() -> list[str]:
     import sys
 
     left = []

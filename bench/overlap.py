@@ -2,7 +2,7 @@
 
 A seeded vocabulary of 20,000 made-up words with Zipf-like frequencies (plus common English function
 words, which the tokenizer drops), descriptions of 50–150 words, names of 2–4 words. Prints seconds for
-:func:`skillreach.bm25.rivals` (all pairs, top 10) and :func:`overlap_matrix` (the dense n × n matrix)
+:func:`skillreach.skills.bm25.rivals` (all pairs, top 10) and :func:`overlap_matrix` (the dense n × n matrix)
 on the whole catalog, for the rank-bm25 reference (:class:`LuceneBM25`, one ``get_scores`` per skill)
 on a 200-skill sample, that reference extrapolated to the full catalog (quadratic: × (n/200)²), and
 checks the two agree on the sample. Then the top 10 rivals of every skill of a 50,000-skill catalog
@@ -46,8 +46,8 @@ from typing import TypeVar
 import numpy as np
 from _calibrate import QUIET_US_PER_LINE, load, reference_us_per_line, verdict
 
-from skillreach.bm25 import LuceneBM25, overlap_matrix, rivals, skill_text, tokenize
 from skillreach.models import Skill
+from skillreach.skills.bm25 import LuceneBM25, overlap_matrix, rivals, skill_text, tokenize
 
 T = TypeVar("T")
 

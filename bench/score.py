@@ -10,7 +10,7 @@ Two figures, each a ratio to a reference run in the same process on the same dat
 2. scoring alone (ProbeTable → Artifact, in process: every figure of spec/metrics.md and the
    artifact's outcomes, what the command's ``score()`` call does) against scikit-learn's
    ``precision_recall_fscore_support`` on the same integer-coded labels. Goal ≤ 1.0×. As in the command,
-   the query set is loaded from queries.json and prepared (:func:`skillreach.scoring.prepare_queries`,
+   the query set is loaded from queries.json and prepared (:func:`skillreach.scoring.core.prepare_queries`,
    its query side built once, timed apart), and probes.jsonl is read for it.
 
 Also printed: the in-process split (parse, score) and sklearn on the label strings.
@@ -41,10 +41,10 @@ from typing import cast
 
 import numpy as np
 
-from skillreach.artifacts import Artifact, write_artifact
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Provenance, Query, QueryKind, QuerySet, Skill
-from skillreach.queries import load_query_set
-from skillreach.scoring import ProbeTable, prepare_queries, score
+from skillreach.queries.sets import load_query_set
+from skillreach.scoring.artifact import Artifact, write_artifact
+from skillreach.scoring.core import ProbeTable, prepare_queries, score
 
 
 def make_study(
@@ -129,7 +129,7 @@ def make_study(
 
 def write_inputs(folder: Path, qs: QuerySet, catalog: Catalog, lines: list[bytes]) -> tuple[Path, Path, Path]:
     """probes.jsonl, a sealed queries.json and one SKILL.md folder per skill, under ``folder``."""
-    from skillreach.queries import seal, write_query_set
+    from skillreach.queries.sets import seal, write_query_set
 
     probes = folder / "probes.jsonl"
     with probes.open("wb") as fh:

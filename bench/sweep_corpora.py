@@ -39,10 +39,10 @@ DEFAULT_ANCHORS = [
 
 def labelled_queries(out: Path) -> Path:
     """One sealed query set from the corpora's labelled sets (ids prefixed by their origin)."""
-    from skillreach.importers import import_queries
     from skillreach.models import QuerySet
-    from skillreach.queries import seal, write_query_set
-    from skillreach.skills import load_skills
+    from skillreach.queries.importers import import_queries
+    from skillreach.queries.sets import seal, write_query_set
+    from skillreach.skills.discovery import load_skills
 
     names = [s.name for s in load_skills([CORPORA], on_problem=lambda _: None)]
     labelled = CORPORA / "labelled"
@@ -72,8 +72,8 @@ def labelled_queries(out: Path) -> Path:
 
 def bm25_responder(body: dict[str, Any]) -> Any:
     """The stand-in's model: the listed skill BM25 ranks first for the request, once; else an answer."""
-    from skillreach.bm25 import rank
     from skillreach.models import Skill
+    from skillreach.skills.bm25 import rank
     from tests.fakes.messages_api import query_text, skill_call, turn_of
 
     if turn_of(body) > 0:
@@ -109,10 +109,10 @@ def main() -> int:
     if not CORPORA.is_dir():
         print(f"no corpora at {CORPORA}; nothing to measure", file=sys.stderr)
         return 2
+    from skillreach.author.sweep import SweepConfig, log_sizes
     from skillreach.cli.run_cmds import run_study  # noqa: F401 - sets Prefect's offline env defaults
     from skillreach.cli.sweep_cmds import run_sweep
     from skillreach.study import StudyConfig
-    from skillreach.sweep import SweepConfig, log_sizes
 
     args.out.mkdir(parents=True, exist_ok=True)
     queries = labelled_queries(args.out)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from skillreach.alerts import BASELINE_EXPIRED, GATE_BREACHED, MODEL_DRIFT, NO_QUERIES, parse_webhooks
+from skillreach.service.alerts import BASELINE_EXPIRED, GATE_BREACHED, MODEL_DRIFT, NO_QUERIES, parse_webhooks
 
 __all__ = [
     "ALERT_AUTOMATION",
@@ -46,7 +46,7 @@ a skill without queries."""
 ALERT_SUBJECT = (
     "skillreach {{ event.event }}: {{ event.payload.skill }} {{ event.payload.metric }}"
 )
-# Same wording as skillreach.alerts.slack_message's "text", rendered by Prefect from the event.
+# Same wording as skillreach.service.alerts.slack_message's "text", rendered by Prefect from the event.
 ALERT_BODY = (
     "{% if event.payload.message %}skillreach {{ event.event }}: {{ event.payload.skill }}: "
     "{{ event.payload.message }} — {{ event.payload.run_link }}{% else %}"

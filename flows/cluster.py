@@ -7,7 +7,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from skillreach.cluster import Clustering
+from skillreach.author.cluster import Clustering
 from skillreach.flows._compose import call
 from skillreach.tasks.cluster import find_communities, read_skills
 
@@ -24,7 +24,7 @@ async def cluster(
     top: int = 10,
     min_ratio: float = 0.05,
 ) -> Clustering:
-    """Communities of the skills under ``dirs`` (see :func:`skillreach.cluster.cluster_skills`)."""
+    """Communities of the skills under ``dirs`` (see :func:`skillreach.author.cluster.cluster_skills`)."""
     skills = await call(read_skills, dirs)
     result: Clustering = await call(find_communities, skills, target_size=target_size, seed=seed,
                                     resolution=resolution, top=top, min_ratio=min_ratio)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from prefect import flow
 
-from skillreach.diff import DiffResult
+from skillreach.author.diff import DiffResult
+from skillreach.baselines.sequential import StagedDiff
 from skillreach.flows._compose import call
 from skillreach.flows.staged import probe_stage
-from skillreach.sequential import StagedDiff
 from skillreach.study import StudyConfig
 from skillreach.tasks.diff import arm_b, compare_arms, diff_look, diff_stages, load_arms, write_diff_reports
 from skillreach.tasks.grade import grade_study
@@ -43,7 +43,7 @@ async def diff(
     seed: int = 0,
     looks: int | None = None,
 ) -> DiffResult:
-    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.diff`);
+    """Did B's change help over A? Paired over the queries both arms ran (see :mod:`skillreach.author.diff`);
     with ``looks``, where a staged comparison would have stopped."""
     arms = await call(load_arms, a, b, queries)
     result: DiffResult = await call(

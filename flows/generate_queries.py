@@ -19,7 +19,7 @@ from prefect import flow
 
 from skillreach.errors import ConfigError, SkillreachError
 from skillreach.flows._compose import call
-from skillreach.generation import GenerationRequest, TargetResult
+from skillreach.queries.generation import GenerationRequest, TargetResult
 from skillreach.tasks.generate import (
     GenerateOptions,
     GenerationOutcome,
@@ -81,7 +81,7 @@ async def generate_queries(
     on_plan: Callable[[GenerationPlan], None] | None = None,
     on_target: OnTarget | None = None,
 ) -> GenerationOutcome:
-    """Generate, filter, seal and write a query set (see :mod:`skillreach.generation`)."""
+    """Generate, filter, seal and write a query set (see :mod:`skillreach.queries.generation`)."""
     return await drive(
         options,
         prepare=partial(call, prepare_generation),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from prefect import flow
 
+from skillreach.author.optimize import OptimizeResult, RoundLog, TrainScore
 from skillreach.flows._compose import call
-from skillreach.optimize import OptimizeResult, RoundLog, TrainScore
 from skillreach.tasks.optimize import (
     OptimizeOptions,
     decide_holdout,

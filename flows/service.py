@@ -14,13 +14,13 @@ from prefect import flow
 from skillreach.flows._compose import call
 from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
+from skillreach.service.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.corpus import generation_for, grow_corpus
 from skillreach.tasks.crashes import crash_children, crash_studies
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
-from skillreach.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
 
 __all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from prefect import flow
 
-from skillreach.baselines import BaselineRecord
+from skillreach.baselines.records import BaselineRecord
+from skillreach.baselines.sequential import StagedCheck, StagedComparison
 from skillreach.flows._compose import call
-from skillreach.sequential import StagedCheck, StagedComparison
 from skillreach.study import StudyConfig
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, score_study

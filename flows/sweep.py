@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from prefect import flow
 
+from skillreach.author.sweep import SizePoint, SweepConfig, SweepResult, should_stop
 from skillreach.flows._compose import call
 from skillreach.flows.study import study
-from skillreach.sweep import SizePoint, SweepConfig, SweepResult, should_stop
 from skillreach.tasks.sweep import finish_sweep, measure_size, plan_capacity, stage_size
 
 __all__ = ["sweep"]
@@ -19,7 +19,7 @@ __all__ = ["sweep"]
 
 @flow(name="sweep", log_prints=False)
 async def sweep(config: SweepConfig) -> SweepResult:
-    """How many skills can the agent hold? One study per catalog size (see :mod:`skillreach.sweep`)."""
+    """How many skills can the agent hold? One study per catalog size (see :mod:`skillreach.author.sweep`)."""
     stage = await call(plan_capacity, config)
     points: list[SizePoint] = []
     stopped_at: int | None = None

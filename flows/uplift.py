@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from prefect import flow
 
+from skillreach.author.uplift import UpliftReport
 from skillreach.flows._compose import call
 from skillreach.study import StudyConfig
 from skillreach.tasks.uplift import probe_arm, report_uplift
-from skillreach.uplift import UpliftReport
 
 __all__ = ["uplift"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from skillreach._registry import build_named, class_named
+from skillreach.runtimes._registry import build_named, class_named
 from skillreach.settings import Settings
 from skillreach.study.contract import (
     Outcome,
@@ -23,7 +23,7 @@ from skillreach.study.contract import (
 )
 
 if TYPE_CHECKING:
-    from skillreach.judge import Judge
+    from skillreach.study.judge import Judge
 
 __all__ = [
     "JUDGES",
@@ -88,7 +88,7 @@ def capability(name: str, what: str) -> bool:
 
 
 JUDGES: dict[str, str] = {
-    "fake": "skillreach.judge:FakeJudge",
+    "fake": "skillreach.study.judge:FakeJudge",
     "anthropic": "skillreach.runtimes.judge_anthropic:AnthropicJudge",
 }
 """Rubric judges by name, like the runtimes."""

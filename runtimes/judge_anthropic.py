@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillreach.judge import JudgeRequest, JudgeResult, parse_grade
 from skillreach.runtimes._anthropic_common import translate_error, usage_of
+from skillreach.study.judge import JudgeRequest, JudgeResult, parse_grade
 
 __all__ = ["DEFAULT_JUDGE_MODEL", "AnthropicJudge"]
 

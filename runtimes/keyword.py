@@ -3,7 +3,7 @@
 A name counts as mentioned when it appears in the query as a whole word (case-insensitive; ``-`` and
 ``_`` in the name also match a space). When several names are mentioned the longest wins (``pdf-forms``
 over ``pdf``), then the earliest. Otherwise the best BM25 match of the query against each resident
-skill's name and description (:func:`skillreach.bm25.rank`) is invoked if its score is positive.
+skill's name and description (:func:`skillreach.skills.bm25.rank`) is invoked if its score is positive.
 Deterministic, offline, free: the baseline every real agent should beat.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from skillreach.bm25 import rank
 from skillreach.models import Catalog, Query
 from skillreach.runtimes._version import own_version
+from skillreach.skills.bm25 import rank
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker
 
 __all__ = ["KeywordRuntime", "mentioned_skill"]

@@ -1,7 +1,7 @@
 """``retriever``: BM25 top-k pre-selection of the catalog per query, then an inner runtime on it.
 
 Models the "retrieve, then route" design of large skill libraries: only the ``k`` skills whose name and
-description match the query best (:func:`skillreach.bm25.rank`) are shown to the inner runtime. The
+description match the query best (:func:`skillreach.skills.bm25.rank`) are shown to the inner runtime. The
 probe records ``retrieved`` (the names shown, best first), so a report can tell a retrieval miss (the
 expected skill was never shown) from a routing miss; :func:`retrieval_missed` says which.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillreach.bm25 import rank
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
+from skillreach.skills.bm25 import rank
 from skillreach.study.contract import Outcome, Runtime, RuntimeOptions, Tracker
 
 __all__ = ["RetrieverRuntime", "retrieval_missed"]

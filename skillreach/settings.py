@@ -120,7 +120,7 @@ class Settings(BaseSettings):
 MAX_CONFIG_BYTES = 1 * 2**20
 """A config file larger than this is refused before it is parsed."""
 MAX_CONFIG_NODES = 20_000
-"""YAML nodes a config file may hold (aliases are refused, see :mod:`skillreach._yaml`)."""
+"""YAML nodes a config file may hold (aliases are refused, see :mod:`skillreach._io.yaml`)."""
 
 _FLAG_NAMES = {"max_cost": "max_cost_usd", "budget": "listing_budget_chars", "precedence": "skill_precedence"}
 """Keys people write after the CLI flag, and the setting they mean."""
@@ -137,7 +137,7 @@ def _suggest(key: str) -> str:
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    from skillreach._yaml import YamlProblem, load_limited
+    from skillreach._io.yaml import YamlProblem, load_limited
 
     try:
         if not path.is_file():

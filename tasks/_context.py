@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
-from skillreach.store import Store, open_store
+from skillreach.store.database import Store, open_store
 from skillreach.study.config import StudyConfig
 from skillreach.study.contract import Runtime
 

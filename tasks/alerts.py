@@ -12,7 +12,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.alerts import GATE_BREACHED, send_alert
+from skillreach.service.alerts import GATE_BREACHED, send_alert
 from skillreach.study import StudyConfig
 from skillreach.tasks._context import api_url, in_prefect_run, logger, store_for
 

@@ -2,7 +2,7 @@
 a model snapshot), then — when the study re-baselines — record what was measured in one commit.
 
 The stored baselines are the files under ``baselines/`` in the skills' git repository
-(:class:`skillreach.baseline_store.BaselineRepo`, on the service branch); the database mirrors them.
+(:class:`skillreach.baselines.record_store.BaselineRepo`, on the service branch); the database mirrors them.
 Skills outside git (the bundled example) keep their baselines in the database and the study folder.
 """
 
@@ -14,17 +14,17 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.alerts import (
+from skillreach.baselines.rebaseline import SkillGate, gate_report_markdown
+from skillreach.baselines.record_store import BaselineRepo
+from skillreach.baselines.records import BaselineRecord
+from skillreach.errors import SkillreachError
+from skillreach.service.alerts import (
     BASELINE_EXPIRED,
     MODEL_DRIFT,
     NO_QUERIES,
     breaches_from_comparison,
     notice_payload,
 )
-from skillreach.baseline_store import BaselineRepo
-from skillreach.baselines import BaselineRecord
-from skillreach.errors import SkillreachError
-from skillreach.rebaseline import SkillGate, gate_report_markdown
 from skillreach.study.config import StudyConfig
 from skillreach.study.grading import judge_model_of
 from skillreach.study.plan import StudyInputs, StudyPlan
@@ -87,7 +87,7 @@ def baseline_repo(config: StudyConfig) -> BaselineRepo | None:
 
 
 def _new_records(config: StudyConfig, inputs: StudyInputs, artifact: Any) -> dict[str, BaselineRecord]:
-    from skillreach.baselines import record_baseline
+    from skillreach.baselines.records import record_baseline
 
     out: dict[str, BaselineRecord] = {}
     for skill in _queried_skills(inputs):
@@ -107,13 +107,14 @@ def _on_parent_cases(
 ) -> dict[str, BaselineRecord]:
     """When the study's query set was grown from the set a stored baseline was recorded on (its
     provenance ``lineage`` names that digest: every query of it is still there, verbatim), the skill is
-    gated on those cases (:func:`~skillreach.baselines.restrict_record`) — the same pins, the same cases —
+    gated on those cases (:func:`~skillreach.baselines.records.restrict_record`) — the same pins, the same
+    cases —
     instead of being refused as expired. So a skill added with generated queries is gated like any other,
     and a breach left waiting as a candidate is still a breach the next night."""
     lineage = set(getattr(inputs.query_set.provenance, "lineage", None) or [])
     if not lineage:
         return new
-    from skillreach.baselines import restrict_record
+    from skillreach.baselines.records import restrict_record
     from skillreach.models import Provenance, QuerySet
 
     out = dict(new)
@@ -157,7 +158,7 @@ async def gate_study(
     """Compare every skill with its stored baseline: one status per skill, one alert per breached gate
     (per drifted metric after a model change), per expired or missing baseline, per skill without queries.
     Nothing is silent: a skill that cannot be compared says why."""
-    from skillreach.rebaseline import gate_skills
+    from skillreach.baselines.rebaseline import gate_skills
 
     repo = baseline_repo(config)
     stored: dict[str, BaselineRecord | None] = {}
@@ -220,8 +221,8 @@ async def record_baselines(
 ) -> dict[str, Any]:
     """Record what the gate let through in one commit (a breached skill's record waits as a candidate);
     mirror every record into the database. Returns what was recorded and the commit."""
-    from skillreach.baselines import write_baseline
-    from skillreach.rebaseline import records_to_write
+    from skillreach.baselines.rebaseline import records_to_write
+    from skillreach.baselines.records import write_baseline
 
     records, candidates = records_to_write(outcome.results)
     repo = baseline_repo(config)

@@ -1,4 +1,5 @@
-"""The ``cluster`` flow's tasks: read the skills, find their communities (:mod:`skillreach.cluster`)."""
+"""The ``cluster`` flow's tasks: read the skills, find their communities
+(:mod:`skillreach.author.cluster`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.cluster import Clustering, cluster_skills
+from skillreach.author.cluster import Clustering, cluster_skills
 from skillreach.models import Skill
 from skillreach.tasks._context import logger
 
@@ -17,7 +18,7 @@ __all__ = ["find_communities", "read_skills"]
 @task(name="read_skills", cache_policy=NO_CACHE)
 async def read_skills(dirs: list[Path]) -> list[Skill]:
     """Every skill under ``dirs`` (a SKILL.md that does not parse is reported and skipped)."""
-    from skillreach.skills import load_skills
+    from skillreach.skills.discovery import load_skills
 
     return list(load_skills(dirs, on_problem=lambda line: logger().warning("%s", line)))
 

@@ -4,7 +4,7 @@ new corpus version, and that version used by the service's later runs.
 - :func:`generation_for` says whether the added skill needs queries (no positive query names it) and a
   generator model is configured, and gives the generation flow's options (target: that skill only);
 - :func:`grow_corpus` merges what the generation flow wrote into the study's query set
-  (:func:`skillreach.queries.grow_query_set`: every old query verbatim, provenance naming the parent and
+  (:func:`skillreach.queries.sets.grow_query_set`: every old query verbatim, provenance naming the parent and
   the generation) and points the study at it, with ``grown_from`` so the gate compares every skill on the
   parent's cases; the grown set is committed with the records made from it (``record_baselines``);
 - :func:`adopt_grown_corpus`: until a person merges the service branch, the service's runs read the
@@ -20,8 +20,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
-from skillreach.generation import GenerationParams
-from skillreach.queries import grow_query_set, load_query_set, verify_query_set, write_query_set
+from skillreach.queries.generation import GenerationParams
+from skillreach.queries.sets import grow_query_set, load_query_set, verify_query_set, write_query_set
 from skillreach.study.config import StudyConfig
 from skillreach.tasks._context import logger
 from skillreach.tasks.baselines import baseline_repo

@@ -1,6 +1,6 @@
 """The ``diff`` flow's tasks: load two arms, compare them, write the reports.
 
-Each wraps a core function of :mod:`skillreach.diff` / :mod:`skillreach.reports.diff`; the file I/O is
+Each wraps a core function of :mod:`skillreach.author.diff` / :mod:`skillreach.reports.diff`; the file I/O is
 here, never in the flow.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.diff import Arm, DiffResult
-from skillreach.sequential import StagedDiff
+from skillreach.author.diff import Arm, DiffResult
+from skillreach.baselines.sequential import StagedDiff
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import StudyInputs, StudyPlan
 
@@ -32,7 +32,7 @@ class Arms:
 @task(name="load_arms", cache_policy=NO_CACHE)
 async def load_arms(a: Path, b: Path, queries: Path | None = None) -> Arms:
     """Both arms' artifacts (digests verified) and, with ``queries``, the query texts."""
-    from skillreach.diff import load_arm, query_texts
+    from skillreach.author.diff import load_arm, query_texts
 
     arm_a, arm_b = load_arm(Path(a), "A"), load_arm(Path(b), "B")
     texts = query_texts(queries, arm_a.artifact.queries_digest, arm_a)
@@ -53,7 +53,7 @@ async def compare_arms(
 ) -> DiffResult:
     """The paired diff B − A (with ``looks``, its staged replay too); walls and corroboration refuse
     with exit 3."""
-    from skillreach.diff import diff_arms
+    from skillreach.author.diff import diff_arms
 
     return diff_arms(
         arms.a,
@@ -103,7 +103,7 @@ async def write_diff_reports(
 @task(name="arm_b", cache_policy=NO_CACHE)
 async def arm_b(a: Path, skills: list[Path], out: Path, secrets_from: StudyConfig) -> tuple[Arm, StudyConfig]:
     """Arm A (read) and the configuration of arm B (probed): A's study with ``skills``, into ``out``."""
-    from skillreach.diff import arm_b_config, load_arm
+    from skillreach.author.diff import arm_b_config, load_arm
 
     arm_a = load_arm(Path(a), "A")
     return arm_a, arm_b_config(arm_a, skills, Path(out), secrets_from)
@@ -115,8 +115,8 @@ async def diff_stages(
 ) -> tuple[list[str], list[list[tuple[str, int]]]]:
     """The queries tested (B's plan ∩ A's scored queries) and B's pending pairs by stage, in the seeded
     order the staged test reads them."""
-    from skillreach.diff import diff_plan
-    from skillreach.sequential import stage_order, stage_pairs
+    from skillreach.author.diff import diff_plan
+    from skillreach.baselines.sequential import stage_order, stage_pairs
 
     pairs = [p for batch in plan.batches for p in batch]
     planned = diff_plan(arm_a.artifact, [(q.id, 0) for q in inputs.query_set.queries])
@@ -128,7 +128,7 @@ async def diff_look(
     arm_a: Arm, artifact_b: object, planned: list[str], attempts: int, *, looks: int, look: int, seed: int
 ) -> StagedDiff:
     """The staged test after stage ``look`` of B's probing."""
-    from skillreach.diff import probed_staged_diff
+    from skillreach.author.diff import probed_staged_diff
 
     return probed_staged_diff(arm_a.artifact, artifact_b, planned, attempts,  # type: ignore[arg-type]
                               looks=looks, look=look, seed=seed)

@@ -1,7 +1,8 @@
 """Prefect tasks of query generation: prepare, one Messages API call per target, finish.
 
 - :func:`prepare_generation` loads the skills, builds the full catalog, renders one request per target
-  (:func:`skillreach.generation.plan_requests`) and opens the checkpoint (refusing one written for other
+  (:func:`skillreach.queries.generation.plan_requests`) and opens the checkpoint (refusing one written for
+  other
   inputs). Targets already in the checkpoint with the same request digest are not asked again.
 - :func:`generate_target` makes the request with the official ``anthropic`` SDK (``AsyncAnthropic``;
   key and endpoint from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` as the SDK reads them). The SDK
@@ -26,7 +27,8 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from skillreach.errors import ConfigError, InputError, SkillreachError, TransientProbeError
-from skillreach.generation import (
+from skillreach.models import Catalog, QuerySet, Usage
+from skillreach.queries.generation import (
     Checkpoint,
     CheckpointHeader,
     GenerationParams,
@@ -44,7 +46,6 @@ from skillreach.generation import (
     template_digest,
     write_report,
 )
-from skillreach.models import Catalog, QuerySet, Usage
 from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
 
 __all__ = [
@@ -124,8 +125,8 @@ def plan_generation(
     for a bad ``--out``, unknown targets, no skills, or a checkpoint
     written for other inputs; :class:`ConfigError` when requests are due and no key is set.
     """
-    from skillreach.catalog import build_catalog
-    from skillreach.skills import load_skills
+    from skillreach.skills.catalog import build_catalog
+    from skillreach.skills.discovery import load_skills
 
     if options.out.suffix.lower() != ".json":
         raise InputError(f"--out {options.out}: a sealed query set is JSON; give the output a .json name")
@@ -271,7 +272,7 @@ async def generate_target(
 async def finish_generation(
     plan: GenerationPlan, results: dict[str, TargetResult], options: GenerateOptions
 ) -> GenerationOutcome:
-    from skillreach.queries import seal, write_query_set
+    from skillreach.queries.sets import seal, write_query_set
 
     assembly = assemble(
         plan.catalog,

@@ -15,15 +15,15 @@ from skillreach.study.plan import StudyInputs, StudyPlan
 from skillreach.tasks._context import logger, store_for
 
 if TYPE_CHECKING:
-    from skillreach.judge import Judge
+    from skillreach.study.judge import Judge
 
 __all__ = ["GRADED_FILE", "check_judge", "grade_study", "judge_for"]
 
 
 def judge_for(model: str) -> Judge:
     """The fake judge for its model name, else the Messages API judge for ``model``."""
-    from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge
     from skillreach.runtimes import get_judge
+    from skillreach.study.judge import FAKE_JUDGE_MODEL, FakeJudge
 
     return FakeJudge(model) if model == FAKE_JUDGE_MODEL else get_judge("anthropic", model=model)
 
@@ -33,8 +33,8 @@ async def check_judge(config: StudyConfig, inputs: StudyInputs) -> str | None:
     """Before any probe is paid for: a compliance study with rubrics has a judge (a live study names
     one), and the Messages API judge has its key. Returns the judge model, or ``None`` when none is needed."""
     from skillreach.errors import ConfigError
-    from skillreach.judge import FAKE_JUDGE_MODEL
     from skillreach.study.grading import has_rubrics
+    from skillreach.study.judge import FAKE_JUDGE_MODEL
 
     queries = inputs.query_set.queries
     if not config.compliance or not has_rubrics(queries):
@@ -61,8 +61,8 @@ async def check_judge(config: StudyConfig, inputs: StudyInputs) -> str | None:
 async def grade_study(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan) -> dict[str, Any]:
     """Grade the study's rubric probes not graded yet; return counts (graded, reused, failed, judge)."""
     from skillreach.errors import ProbeFailed, SkillreachError
-    from skillreach.judge import grade_probes
     from skillreach.study.grading import needs_grading, pending_grades
+    from skillreach.study.judge import grade_probes
     from skillreach.study.probe_log import JsonlSink, latest_records, read_probes
     from skillreach.study.runner import TeeSink
 

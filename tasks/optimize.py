@@ -1,7 +1,7 @@
 """Tasks of ``skillreach optimize``: prepare (skills, split, rival context, cost estimate), propose
 candidates (LLM + heuristics, static filter), probe descriptions, decide on the hold-out split.
 
-The pure work is in :mod:`skillreach.optimize`; these wrap it with the runtime, the anthropic SDK and
+The pure work is in :mod:`skillreach.author.optimize`; these wrap it with the runtime, the anthropic SDK and
 Prefect. A candidate is probed with the study's runtime on a copy of the catalog whose target carries
 the candidate's description; probe records stay in memory (nothing of the user's study is touched).
 """
@@ -14,10 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillreach.errors import BudgetExceeded, ConfigError, InputError, ProbeFailed
-from skillreach.lint import listing_text
-from skillreach.models import Catalog, Query, QuerySet, Skill, Usage
-from skillreach.optimize import (
+from skillreach.author.optimize import (
     PROPOSE_TOOL,
     SYSTEM,
     Candidate,
@@ -37,6 +34,9 @@ from skillreach.optimize import (
     static_problems,
     train_score,
 )
+from skillreach.errors import BudgetExceeded, ConfigError, InputError, ProbeFailed
+from skillreach.models import Catalog, Query, QuerySet, Skill, Usage
+from skillreach.skills.lint import listing_text
 from skillreach.study import StudyConfig
 
 __all__ = [

@@ -19,7 +19,7 @@ __all__ = ["Scored", "fail_study", "publish_report", "publish_run", "score_study
 
 @dataclass(frozen=True)
 class Scored:
-    artifact: Any  # skillreach.artifacts.Artifact
+    artifact: Any  # skillreach.scoring.artifact.Artifact
     artifact_path: Path
     report_path: Path
 
@@ -30,9 +30,9 @@ async def score_study(
 ) -> Scored:
     """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``,
     ``study.json`` (with a copy of the query set) and ``report.html``; record them in the store."""
-    from skillreach.artifacts import RuntimeInfo, write_artifact
     from skillreach.reports import render_html
-    from skillreach.scoring import score
+    from skillreach.scoring.artifact import RuntimeInfo, write_artifact
+    from skillreach.scoring.core import score
     from skillreach.study.grading import graded_records, judge_model_of, needs_grading
 
     # probes.jsonl, with the judge's grades put on

@@ -1,5 +1,5 @@
 """Tasks of the staged check (``check --changed --staged``): which pairs each stage probes, and the
-staged gate after each stage (:mod:`skillreach.sequential`)."""
+staged gate after each stage (:mod:`skillreach.baselines.sequential`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.baselines import BaselineRecord, record_baseline
-from skillreach.sequential import StagedComparison, stage_order, stage_pairs, staged_from_records
+from skillreach.baselines.records import BaselineRecord, record_baseline
+from skillreach.baselines.sequential import StagedComparison, stage_order, stage_pairs, staged_from_records
 from skillreach.study.plan import StudyPlan
 
 __all__ = ["plan_stages_of", "staged_look"]

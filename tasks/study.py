@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import BudgetExceeded, SkillreachError
 from skillreach.models import ProbeRecord
-from skillreach.store import StudyLock, lock_holder, lock_study
+from skillreach.store.database import StudyLock, lock_holder, lock_study
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import (
     SkillsFound,

@@ -17,9 +17,9 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from skillreach.author.sweep import SizePoint, SweepConfig, SweepPlan, SweepResult
 from skillreach.errors import ConfigError
 from skillreach.study import StudyConfig
-from skillreach.sweep import SizePoint, SweepConfig, SweepPlan, SweepResult
 from skillreach.tasks._context import logger
 
 __all__ = ["SweepStage", "finish_sweep", "link_farm", "measure_size", "plan_capacity", "stage_size"]
@@ -46,9 +46,9 @@ def _write_atomic(path: Path, text: str) -> None:
 @task(name="plan_capacity", cache_policy=NO_CACHE)
 async def plan_capacity(config: SweepConfig) -> SweepStage:
     """Discover the corpus, choose anchors and the seeded filler order, seal the sweep's query set."""
-    from skillreach.queries import dump_query_set, load_query_set, seal
-    from skillreach.skills import discover
-    from skillreach.sweep import plan_sweep, restrict_queries
+    from skillreach.author.sweep import plan_sweep, restrict_queries
+    from skillreach.queries.sets import dump_query_set, load_query_set, seal
+    from skillreach.skills.discovery import discover
 
     base = config.study
     if not base.skills or base.queries is None:
@@ -132,7 +132,7 @@ def link_farm(folder: Path, names: list[str], folders: dict[str, str]) -> None:
 @task(name="stage_size", cache_policy=NO_CACHE)
 async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> StudyConfig:
     """The study of one size: its resident skills linked under ``OUT/n-XXXX/skills``, the sweep's set."""
-    from skillreach.sweep import catalog_at, size_folder
+    from skillreach.author.sweep import catalog_at, size_folder
 
     folder = size_folder(config.out, size)
     link_farm(folder / "skills", catalog_at(stage.plan, size), stage.folders)
@@ -152,8 +152,8 @@ async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> Study
 @task(name="measure_size", cache_policy=NO_CACHE)
 async def measure_size(config: SweepConfig, size: int, artifact_path: Path) -> SizePoint:
     """One size's figures with intervals, from its study's artifact."""
-    from skillreach.artifacts import read_artifact
-    from skillreach.sweep import size_point
+    from skillreach.author.sweep import size_point
+    from skillreach.scoring.artifact import read_artifact
 
     point = size_point(
         size,
@@ -172,8 +172,8 @@ async def finish_sweep(
     config: SweepConfig, stage: SweepStage, points: list[SizePoint], stopped_at: int | None
 ) -> SweepResult:
     """Knee and SLA sizes of the sweep's metric; ``OUT/sweep.json`` and ``OUT/report.html`` (the curve)."""
+    from skillreach.author.sweep import analyse
     from skillreach.reports.sweep import render_sweep_html
-    from skillreach.sweep import analyse
 
     plan = stage.plan
     result = SweepResult(

@@ -1,7 +1,7 @@
 """Tasks of ``skillreach uplift``: probe the skill's cases with and without the skill in the catalog.
 
 Both arms run in compliance mode (the agent keeps working after it loaded a skill), with the study's
-runtime; records stay in memory. The report is :func:`skillreach.uplift.uplift_report`.
+runtime; records stay in memory. The report is :func:`skillreach.author.uplift.uplift_report`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from skillreach.author.uplift import UpliftReport, uplift_cases, uplift_report
 from skillreach.models import ProbeRecord
 from skillreach.study import StudyConfig
-from skillreach.uplift import UpliftReport, uplift_cases, uplift_report
 
 __all__ = ["probe_arm", "report_uplift"]
 
@@ -59,7 +59,7 @@ async def report_uplift(
     without_records: list[ProbeRecord],
     margin: float,
 ) -> UpliftReport:
-    from skillreach.queries import load_query_set
+    from skillreach.queries.sets import load_query_set
 
     assert config.queries is not None
     return uplift_report(load_query_set(config.queries), skill, with_records, without_records, margin=margin,

@@ -6,10 +6,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.errors import SkillreachError
+from skillreach.service.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 from skillreach.study import StudyConfig
 from skillreach.study.plan import SkillsFound, probe_options
 from skillreach.tasks._context import api_url, in_prefect_run, logger, runtime_for, store_for
-from skillreach.watch import CatalogDiff, ModelChange, WatchEvent, diff_catalog, diff_model
 
 __all__ = ["emit_watch_events", "snapshot_catalog", "snapshot_model", "snapshot_pins"]
 
@@ -60,10 +60,10 @@ async def snapshot_pins(config: StudyConfig, found: SkillsFound) -> list[WatchEv
     """Compare the query set's digest, every skill's rubric version and the runtime's version with their
     last snapshot; the changes are events (``skillreach.corpus.changed``, ``.rubric.changed``,
     ``.runtime.version.changed``) that re-baseline with the same gate-first rules."""
-    from skillreach.baselines import current_rubric_version
+    from skillreach.baselines.records import current_rubric_version
+    from skillreach.service.watch import diff_catalog, pin_events, pin_snapshot
     from skillreach.study.grading import judge_model_of
     from skillreach.study.plan import assemble_inputs
-    from skillreach.watch import diff_catalog, pin_events, pin_snapshot
 
     try:
         inputs = assemble_inputs(config, found, logger())

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from skillreach.alerts import (
+from skillreach.service.alerts import (
     GATE_BREACHED,
     breach_payload,
     breaches_from_comparison,

@@ -38,12 +38,18 @@ from typing import Any
 
 import pytest
 
-from skillreach.artifacts import write_artifact
-from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value, write_baseline
+from skillreach.baselines.records import (
+    BaselineRecord,
+    CaseCounts,
+    CaseOutcomes,
+    metric_value,
+    write_baseline,
+)
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
 from skillreach.models import ProbeRecord
-from skillreach.queries import load_query_set
-from skillreach.scoring import ProbeTable, score
+from skillreach.queries.sets import load_query_set
+from skillreach.scoring.artifact import write_artifact
+from skillreach.scoring.core import ProbeTable, score
 
 EXE = Path(sys.executable).with_name("skillreach")
 LIMIT_S = 30.0

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.baseline_store import BaselineRepo
-from skillreach.baselines import BaselineRecord
+from skillreach.baselines.record_store import BaselineRepo
+from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import InputError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ WRITER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from skillreach.baseline_store import BaselineRepo
+from skillreach.baselines.record_store import BaselineRepo
 from test_baseline_store import record
 store = BaselineRepo(Path({repo!r}), branch="skillreach/baselines")
 for i in range(15):

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.artifacts import Artifact, write_artifact
-from skillreach.baselines import (
+from skillreach.baselines.records import (
     BaselineRecord,
     changes_between,
     cohort_split,
@@ -25,11 +24,12 @@ from skillreach.baselines import (
 )
 from skillreach.cli import main
 from skillreach.errors import InputError, NotFoundError
-from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query, QuerySet, ToolCall, ToolPattern
-from skillreach.queries import seal, write_query_set
-from skillreach.scoring import score
-from skillreach.stats import clustered_wilson, wilson
+from skillreach.queries.sets import seal, write_query_set
+from skillreach.scoring.artifact import Artifact, write_artifact
+from skillreach.scoring.core import score
+from skillreach.scoring.intervals import clustered_wilson, wilson
+from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -209,7 +209,7 @@ def test_clustered_interval_is_used(tmp_path: Path) -> None:
 
 
 def test_clustered_interval_extremes() -> None:
-    from skillreach.baselines import CaseOutcomes
+    from skillreach.baselines.records import CaseOutcomes
 
     # perfectly correlated within cases (ICC 1): the effective sample is the number of cases
     pc = {
@@ -309,7 +309,7 @@ def test_the_same_sealed_set_at_another_path_pins_the_same(tmp_path: Path) -> No
     b = record_baseline(art, copy, "deploy")
     assert a.corpus_version == b.corpus_version == query_set().compute_digest()
     assert a.corpus_path != b.corpus_path
-    from skillreach.gates import compare
+    from skillreach.baselines.gates import compare
 
     assert compare(a, b).results  # not refused
 

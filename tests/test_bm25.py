@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from skillreach.bm25 import (
+from skillreach.models import Skill
+from skillreach.skills.bm25 import (
     BM25Index,
     LuceneBM25,
     _ascii_codes,
@@ -22,8 +23,7 @@ from skillreach.bm25 import (
     skill_text,
     tokenize,
 )
-from skillreach.models import Skill
-from skillreach.skills import discover
+from skillreach.skills.discovery import discover
 
 WORDS = ["pdf", "word", "deploy", "rollback", "schema", "query", "index", "config", "push", "release"]
 

@@ -1,6 +1,6 @@
 """BM25 rivals: the float32 screen + float64 rescoring against the dense path it replaced.
 
-``_rivals_before`` is the implementation of :func:`skillreach.bm25.rivals` before the screen (float64
+``_rivals_before`` is the implementation of :func:`skillreach.skills.bm25.rivals` before the screen (float64
 blocks of the full matrix from ``BM25Index.score_matrix``, a per-row partition, ties by name), kept
 here verbatim as the reference: the new path must name the same rivals in the same order, with the
 same scores, self-scores and ratios (to 1e-12: summation order moves the last bits).
@@ -25,8 +25,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillreach._bm25kernel import add_sparse_product
-from skillreach.bm25 import (
+from skillreach.models import Skill
+from skillreach.skills._bm25kernel import add_sparse_product
+from skillreach.skills.bm25 import (
     COMPILED_PAIRS,
     STOPWORDS,
     TIE_DECIMALS,
@@ -40,8 +41,7 @@ from skillreach.bm25 import (
     rivals,
     tokenize,
 )
-from skillreach.models import Skill
-from skillreach.skills import discover
+from skillreach.skills.discovery import discover
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.bm25 import rivals
-from skillreach.catalog import build_catalog, catalogs_for
 from skillreach.errors import InputError
 from skillreach.models import Skill
-from skillreach.skills import discover
+from skillreach.skills.bm25 import rivals
+from skillreach.skills.catalog import build_catalog, catalogs_for
+from skillreach.skills.discovery import discover
 
 
 def ops_skills() -> list[Skill]:

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
-from skillreach.baselines import changed_skills, read_baseline, resolve_since
+from skillreach.baselines.records import changed_skills, read_baseline, resolve_since
 from skillreach.cli import main
 from skillreach.errors import InputError
 from skillreach.models import Checks, OutputCheck, Query, QueryKind, QuerySet, ToolPattern
-from skillreach.queries import seal, write_query_set
+from skillreach.queries.sets import seal, write_query_set
 
 ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -468,10 +468,10 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the in-process study records to ./.skillreach; keep it out of the repo
-    from skillreach.baselines import record_baseline
+    from skillreach.baselines.records import record_baseline
     from skillreach.cli.baseline_cmds import _run_study
-    from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
     from skillreach.study import StudyConfig
+    from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
     from skillreach.study.probe_log import read_probes
 
     write_skill(tmp_path / "skills", "deploy", NARROW, BODY)

@@ -12,12 +12,12 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from skillreach.bm25 import overlap_matrix
+from skillreach.author.cluster import cluster_skills, similarity_graph
 from skillreach.cli import main
-from skillreach.cluster import cluster_skills, similarity_graph
 from skillreach.errors import InputError
 from skillreach.example import EXAMPLE_SKILLS
-from skillreach.skills import load_skills
+from skillreach.skills.bm25 import overlap_matrix
+from skillreach.skills.discovery import load_skills
 
 
 def _partition_ok(result_skills: list[list[str]], names: set[str], target: int) -> None:
@@ -118,7 +118,7 @@ def test_cli_text_json_csv(corpora: Path, tmp_path: Path, capsys: pytest.Capture
 
 
 def _sweep_json(path: Path, f1: list[float]) -> Path:
-    from skillreach.sweep import SizePoint, SweepResult, analyse
+    from skillreach.author.sweep import SizePoint, SweepResult, analyse
 
     sizes = [5, 10, 20, 40, 80, 160, 320][: len(f1)]
     points = [
@@ -178,10 +178,10 @@ def test_the_cluster_flow_is_the_command_s_computation(tmp_path: Path) -> None:
     """`skillreach cluster` runs the `cluster` flow; its result is the pure function's."""
     import asyncio
 
-    from skillreach.cluster import cluster_skills
+    from skillreach.author.cluster import cluster_skills
     from skillreach.example import EXAMPLE_SKILLS
     from skillreach.flows.cluster import cluster
-    from skillreach.skills import load_skills
+    from skillreach.skills.discovery import load_skills
 
     via_flow = asyncio.run(cluster.fn([Path(EXAMPLE_SKILLS)], target_size=5, seed=3))
     direct = cluster_skills(load_skills([Path(EXAMPLE_SKILLS)]), target_size=5, seed=3)

@@ -1,12 +1,12 @@
-"""Per-probe compliance and quality: skillreach.compliance.evaluate_probe."""
+"""Per-probe compliance and quality: skillreach.queries.compliance.evaluate_probe."""
 
 from __future__ import annotations
 
 import pytest
 
-from skillreach.compliance import blend_quality, evaluate_probe, matches, validate_checks
 from skillreach.errors import InputError
 from skillreach.models import Checks, OutputCheck, ProbeRecord, Query, ToolCall, ToolPattern
+from skillreach.queries.compliance import blend_quality, evaluate_probe, matches, validate_checks
 
 
 def _query(**checks: object) -> Query:

@@ -176,7 +176,7 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
             assert "HOOKTOKEN" not in texts[0]
 
             # resolve-crashed (triggered by the Crashed event, run by the worker) marks the study crashed
-            from skillreach.store import Store
+            from skillreach.store.database import Store
 
             def study_status() -> str | None:
                 with Store(f"sqlite:///{tmp_path / 'home' / 'skillreach.db'}") as store:

@@ -96,7 +96,7 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
                         "skillreach.corpus.changed", "skillreach.rubric.changed",
                         "skillreach.runtime.version.changed", "skillreach.baseline.expired"}
     # the resources the watch flow emits match the triggers' resource filters
-    from skillreach.watch import diff_catalog, diff_model, events_for, pin_events, pin_snapshot
+    from skillreach.service.watch import diff_catalog, diff_model, events_for, pin_events, pin_snapshot
 
     change = diff_model("anthropic", "claude-x", "a", "b")
     assert change is not None
@@ -135,14 +135,14 @@ def test_alert_automation_validates() -> None:
     # the body template renders the payload's fields (rendered with jinja like Prefect does)
     import jinja2
 
-    from skillreach.alerts import breach_payload, slack_message
+    from skillreach.service.alerts import breach_payload, slack_message
 
     payload = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
                              baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
     text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload,
                                                                       "event": payload["event"]})
     assert text == slack_message(payload)["text"]
-    from skillreach.alerts import BASELINE_EXPIRED, MODEL_DRIFT, notice_payload
+    from skillreach.service.alerts import BASELINE_EXPIRED, MODEL_DRIFT, notice_payload
 
     drift = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
                            baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05,

@@ -19,12 +19,12 @@ from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.weightstats import DescrStatsW
 
+from skillreach.author.diff import diff_arms, load_arm, mcnemar_exact, moved_axes
 from skillreach.cli import main
-from skillreach.diff import diff_arms, load_arm, mcnemar_exact, moved_axes
 from skillreach.errors import InputError, RefusedError
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
 from skillreach.flows.study import study
-from skillreach.queries import read_query_file, seal, write_query_set
+from skillreach.queries.sets import read_query_file, seal, write_query_set
 from skillreach.study import StudyConfig
 
 EDITED = (

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from skillreach.baselines.sequential import obf_boundaries, plan_stages, stage_order, staged_diff
 from skillreach.cli import main
-from skillreach.sequential import obf_boundaries, plan_stages, stage_order, staged_diff
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 NAMES = {

@@ -165,7 +165,7 @@ class _FakePrefectAPI:
 
 def test_doctor_checks_that_the_service_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from skillreach.store import Store
+    from skillreach.store.database import Store
 
     home = tmp_path / "home"
     Store(f"sqlite:///{home / 'skillreach.db'}").close()  # a store with its schema

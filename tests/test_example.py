@@ -7,17 +7,17 @@ import json
 import re
 from collections import Counter
 
-from skillreach.bm25 import rank
 from skillreach.example import (
     EXAMPLE_CATALOG_ID,
     EXAMPLE_QUERIES,
     EXAMPLE_QUERIES_SOURCE,
     EXAMPLE_SKILLS,
 )
-from skillreach.lint import lint
 from skillreach.models import QueryKind
-from skillreach.queries import load_query_set, read_query_file, verify_query_set
-from skillreach.skills import load_skills
+from skillreach.queries.sets import load_query_set, read_query_file, verify_query_set
+from skillreach.skills.bm25 import rank
+from skillreach.skills.discovery import load_skills
+from skillreach.skills.lint import lint
 from tests.conftest import EXAMPLE
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

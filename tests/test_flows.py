@@ -16,7 +16,7 @@ from skillreach.errors import BudgetExceeded, ConfigError, InputError
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
 from skillreach.flows.study import study
 from skillreach.models import Query
-from skillreach.store import Store
+from skillreach.store.database import Store
 from skillreach.study import StudyConfig, redact
 from skillreach.study.plan import batch_key, batch_pairs, finer_tail, study_id_for
 from skillreach.tasks._context import set_progress
@@ -86,7 +86,7 @@ def test_batches_resume_and_rerun(world: dict[str, Path]) -> None:
 
 
 def test_batch_pairs_are_attempt_major_and_skip_done(world: dict[str, Path]) -> None:
-    from skillreach.queries import load_query_set
+    from skillreach.queries.sets import load_query_set
 
     qs = load_query_set(world["queries"])
     batches = batch_pairs(qs.queries, 2, 7, done={("alpha-0", 1)})
@@ -195,7 +195,7 @@ def test_nightly_compliance_judges_what_the_agent_did(world: dict[str, Path]) ->
         assert row is not None
         assert row.kind == "compliance"
         assert row.config["compliance"] is True
-    from skillreach.artifacts import read_artifact
+    from skillreach.scoring.artifact import read_artifact
 
     artifact = read_artifact(Path(out["out"]) / "artifact.json")
     judged = {(o.query_id, o.attempt): o.compliance for o in artifact.outcomes if o.compliance is not None}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.artifacts import read_artifact
 from skillreach.cli import main
+from skillreach.scoring.artifact import read_artifact
 from skillreach.study.probe_log import read_probes
 from tests.fakes.messages_api import MessagesAPI
 from tests.helpers.live import SNAPSHOT, responder
@@ -139,7 +139,7 @@ def test_the_cli_says_an_estimate_over_the_cap_once_then_stops_at_the_cap(
 def test_run_grades_rubrics_with_the_judge_it_is_given(world: dict[str, Path],
                                                         monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from skillreach.judge import FAKE_JUDGE_MODEL, rubric_version
+    from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
     from tests.helpers.rubrics import ANSWERS, RUBRIC, with_rubrics
 
     monkeypatch.setenv("SKILLREACH_JUDGE_MODEL", "claude-haiku-4-5")  # the flag wins over it

@@ -50,8 +50,8 @@ class Shown:
 
 
 def catalog_of(world: dict[str, Path]) -> Any:
-    from skillreach.catalog import build_catalog
-    from skillreach.skills import load_skills
+    from skillreach.skills.catalog import build_catalog
+    from skillreach.skills.discovery import load_skills
 
     return build_catalog(load_skills([world["skills"]]), "full")
 

@@ -12,9 +12,9 @@ import pytest
 from skillreach.errors import ConfigError, ProbeFailed
 from skillreach.flows.service import nightly_compliance
 from skillreach.flows.study import study
-from skillreach.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.models import Checks, ProbeRecord, Query
 from skillreach.study.grading import apply_grades, grade_key, needs_grading, valid_grades
+from skillreach.study.judge import FAKE_JUDGE_MODEL, FakeJudge, JudgeRequest, JudgeResult, rubric_version
 from skillreach.study.probe_log import read_probes
 from tests.helpers.rubrics import ANSWERS, RUBRIC, with_rubrics
 from tests.helpers.world import cfg, run, store_of
@@ -51,7 +51,7 @@ def test_the_flow_grades_rubrics_durably_and_scores_them(world: dict[str, Path],
     assert graded == {(q, a): pytest.approx(g) for q, (_, g) in ANSWERS.items() for a in (1, 2)}
     version = rubric_version(RUBRIC, FAKE_JUDGE_MODEL)
     assert {p.rubric_version for p in read_probes(folder / "graded.jsonl")} == {version}
-    from skillreach.artifacts import read_artifact
+    from skillreach.scoring.artifact import read_artifact
 
     artifact = read_artifact(folder / "artifact.json")
     quality = {(o.query_id, o.attempt): o.quality for o in artifact.outcomes if o.quality is not None}

@@ -55,7 +55,7 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     from skillreach.deployments.automations import ALERT_AUTOMATION, upsert_automations
     from skillreach.flows.service import rebaseline_all
     from skillreach.flows.study import study
-    from skillreach.store import Store
+    from skillreach.store.database import Store
 
     caplog.set_level(logging.DEBUG)
     monkeypatch.chdir(tmp_path)
@@ -249,7 +249,7 @@ def test_cli_run_is_a_tracked_flow_run_when_a_server_answers(
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from skillreach.cli import main
-    from skillreach.store import Store
+    from skillreach.store.database import Store
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
@@ -314,7 +314,7 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
     quality = {(o.query_id, o.attempt): o.quality for o in result.artifact.outcomes if o.quality is not None}
     assert quality == graded
 
-    from skillreach.store import Store
+    from skillreach.store.database import Store
 
     with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
         row = s.get_study(result.study_id)

@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from skillreach.baselines import (
+from skillreach.baselines.gates import (
+    Verdict,
+    compare,
+    gate_verdict,
+    parse_gate_overrides,
+    power_advice,
+    required_cases,
+    t_test_power,
+)
+from skillreach.baselines.records import (
     BaselineRecord,
     CaseCounts,
     CaseOutcomes,
@@ -22,17 +31,8 @@ from skillreach.baselines import (
 )
 from skillreach.cli import main
 from skillreach.errors import ConfigError, RefusedError
-from skillreach.gates import (
-    Verdict,
-    compare,
-    gate_verdict,
-    parse_gate_overrides,
-    power_advice,
-    required_cases,
-    t_test_power,
-)
+from skillreach.scoring.intervals import paired_t_interval
 from skillreach.settings import GateConfig
-from skillreach.stats import paired_t_interval
 
 SKILL = "deploy"
 

@@ -14,12 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillreach.alerts import breaches_from_comparison, slack_message
-from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value, write_baseline
+from skillreach.baselines.gates import Verdict, compare, paired_rate_interval
+from skillreach.baselines.records import (
+    BaselineRecord,
+    CaseCounts,
+    CaseOutcomes,
+    metric_value,
+    write_baseline,
+)
 from skillreach.cli import main
 from skillreach.errors import RefusedError
-from skillreach.gates import Verdict, compare, paired_rate_interval
-from skillreach.stats import paired_t_interval
+from skillreach.scoring.intervals import paired_t_interval
+from skillreach.service.alerts import breaches_from_comparison, slack_message
 
 METRICS = ("activation", "false_activation", "compliance", "task_quality")
 

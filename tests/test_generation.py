@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillreach import generation as gen
 from skillreach.errors import InputError, MalformedReply
-from skillreach.generation import (
+from skillreach.models import Catalog, Query, QueryKind, Skill
+from skillreach.queries import generation as gen
+from skillreach.queries.generation import (
     Checkpoint,
     CheckpointHeader,
     GenerationParams,
@@ -29,7 +30,6 @@ from skillreach.generation import (
     plan_requests,
     template_digest,
 )
-from skillreach.models import Catalog, Query, QueryKind, Skill
 from tests.helpers.generation import (
     ATLAS,
     EMPTY,
@@ -477,8 +477,8 @@ def test_provenance_names_everything_the_issue_asks_for() -> None:
 
 def test_no_description_reaches_a_request_on_a_real_corpus(corpora: Path) -> None:
     """The Azure corpus: 41 skills whose descriptions name and paraphrase each other."""
-    from skillreach.catalog import build_catalog
-    from skillreach.skills import load_skills
+    from skillreach.skills.catalog import build_catalog
+    from skillreach.skills.discovery import load_skills
 
     skills = load_skills([corpora / "microsoft__GitHub-Copilot-for-Azure"], on_problem=lambda _: None)
     cat = build_catalog(skills, "full")

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from skillreach import generation as gen
 from skillreach.cli import main
 from skillreach.errors import ConfigError, InputError, ProbeFailed, TransientProbeError
 from skillreach.flows.generate_queries import drive
-from skillreach.generation import GenerationParams, GenerationRequest, TargetResult, checkpoint_path
 from skillreach.models import QueryKind
-from skillreach.queries import verify_query_set
+from skillreach.queries import generation as gen
+from skillreach.queries.generation import GenerationParams, GenerationRequest, TargetResult, checkpoint_path
+from skillreach.queries.sets import verify_query_set
 from skillreach.tasks.generate import (
     GenerateOptions,
     GenerationOutcome,

@@ -10,10 +10,10 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.errors import InputError
-from skillreach.importers import detect_format, import_queries, read_trigger_set
 from skillreach.models import QueryKind
-from skillreach.queries import verify_query_set, write_query_set
-from skillreach.skills import load_skills
+from skillreach.queries.importers import detect_format, import_queries, read_trigger_set
+from skillreach.queries.sets import verify_query_set, write_query_set
+from skillreach.skills.discovery import load_skills
 
 # From labelled/raandree__CopilotAtelier/README.md: items, positives, negatives per file.
 COPILOT_ATELIER = {

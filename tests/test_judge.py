@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from skillreach import judge as judge_mod
 from skillreach.errors import JudgeReplyError, NotFoundError, ProbeFailed, TransientProbeError
-from skillreach.judge import (
+from skillreach.models import Checks, ProbeRecord, Query, ToolCall
+from skillreach.study import judge as judge_mod
+from skillreach.study.judge import (
     FakeJudge,
     JudgeRequest,
     grade_probes,
@@ -17,7 +18,6 @@ from skillreach.judge import (
     render_judge_prompt,
     rubric_version,
 )
-from skillreach.models import Checks, ProbeRecord, Query, ToolCall
 from tests.fakes.messages_api import MessagesAPI, Reply, request_text
 
 

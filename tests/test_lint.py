@@ -9,7 +9,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.errors import NotFoundError
-from skillreach.lint import format_github, format_text, lint, listing_text
+from skillreach.skills.lint import format_github, format_text, lint, listing_text
 
 
 def skill(root: Path, folder: str, frontmatter: str, body: str = "# Body\n") -> Path:

@@ -15,10 +15,7 @@ from typing import Any
 
 import pytest
 
-from skillreach.cli import main
-from skillreach.errors import InputError
-from skillreach.models import Query, QueryKind, QuerySet, Skill
-from skillreach.optimize import (
+from skillreach.author.optimize import (
     Candidate,
     heuristic_candidates,
     holdout_decision,
@@ -27,8 +24,11 @@ from skillreach.optimize import (
     split_queries,
     static_problems,
 )
-from skillreach.queries import seal, write_query_set
-from skillreach.skills import read_frontmatter
+from skillreach.cli import main
+from skillreach.errors import InputError
+from skillreach.models import Query, QueryKind, QuerySet, Skill
+from skillreach.queries.sets import seal, write_query_set
+from skillreach.skills.discovery import read_frontmatter
 from tests.fakes.messages_api import (
     MessagesAPI,
     Reply,
@@ -343,7 +343,7 @@ def test_static_filter_keeps_the_catalog_listing_within_its_budget() -> None:
 
 
 def test_holdout_decision_requires_a_paired_win_and_neighbours_not_worse() -> None:
-    from skillreach.optimize import PairedDelta
+    from skillreach.author.optimize import PairedDelta
 
     def pd(mean: float, lo: float, hi: float) -> PairedDelta:
         return PairedDelta(metric="m", k=5, mean=mean, ci95=(lo, hi), current=0.5, candidate=0.5 + mean)
@@ -389,7 +389,7 @@ def test_rewrite_description_handles_block_scalars_and_keeps_everything_else(tmp
 
 
 def test_candidate_from_llm_reply() -> None:
-    from skillreach.optimize import parse_llm_candidates
+    from skillreach.author.optimize import parse_llm_candidates
 
     got = parse_llm_candidates(
         {"candidates": [{"description": "  Deploy\n the service. "}, {"x": 1}, "junk"]}
@@ -404,7 +404,7 @@ def test_optimize_generates_its_queries_when_asked(
     """No query set yet: ``--generate`` runs the generation flow for the skill (provenance kept), then
     optimises on it; a second run reuses the file. The stand-in writes cited drafts (as in
     tests/helpers/staged.py) and routes nothing, so nothing beats the current description."""
-    from skillreach.queries import verify_query_set
+    from skillreach.queries.sets import verify_query_set
     from tests.helpers.generation import write_skills
 
     skills = write_skills(tmp_path / "skills")

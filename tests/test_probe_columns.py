@@ -1,4 +1,4 @@
-"""The columnar probes.jsonl reader (pyarrow, ``skillreach._probecolumns``) against the validating msgspec
+"""The columnar probes.jsonl reader (pyarrow, ``skillreach.scoring._columns``) against the validating msgspec
 reader (``ProbeTable.from_lines`` on blocks), differentially:
 
 - on generated logs (hypothesis: missing optional fields, nulls, empty and odd ``invoked``, unicode and
@@ -28,13 +28,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillreach import scoring
-from skillreach._probecolumns import read_columns
-from skillreach.artifacts import read_artifact
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Query, QueryKind, QuerySet
-from skillreach.queries import load_query_set, seal, write_query_set
-from skillreach.scoring import ProbeTable, score
+from skillreach.queries.sets import load_query_set, seal, write_query_set
+from skillreach.scoring import core as scoring
+from skillreach.scoring._columns import read_columns
+from skillreach.scoring.artifact import read_artifact
+from skillreach.scoring.core import ProbeTable, score
 
 _IDS = ["q-1", "q-2", "q-3", "ü-ß", "q\t4", "q\"5", "日本", "q 6"]
 _SKILLS = ["s-a", "s-b", "ß-kill", "s\\c", "😀"]
@@ -333,7 +333,7 @@ def _score_cmd(queries: Path, probes: Path, out: Path) -> subprocess.CompletedPr
 
 def test_a_log_above_the_ceiling_is_read_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``_COLUMNAR_MAX`` the whole file is not held in memory: the block reader reads it, alike."""
-    import skillreach._probecolumns as columns
+    import skillreach.scoring._columns as columns
 
     qs, data = _big_study(300, 3)
     path = tmp_path / "probes.jsonl"
@@ -382,15 +382,15 @@ def test_the_command_reads_a_log_above_the_threshold_by_columns(tmp_path: Path) 
 
 def test_the_columnar_paths_never_import_pandas(tmp_path: Path) -> None:
     """pyarrow imports pandas (≈ 0.5 s) when handed Python or numpy objects to convert; the reader and
-    the artifact's arrow rows hand it buffers only (``skillreach._arrow``)."""
+    the artifact's arrow rows hand it buffers only (``skillreach.scoring._arrow``)."""
     qs, data = _big_study(200, 2)
     queries = write_query_set(qs, tmp_path / "q.json")
     probes = tmp_path / "probes.jsonl"
     probes.write_bytes(data)
     code = (
         "import sys\n"
-        "from skillreach import artifacts, scoring\n"
-        "from skillreach.queries import load_query_set\n"
+        "from skillreach.scoring import artifact as artifacts, core as scoring\n"
+        "from skillreach.queries.sets import load_query_set\n"
         "scoring._COLUMNAR_MIN = 1\n"
         "artifacts._ARROW_ROWS = 1\n"
         f"qs = load_query_set({str(queries)!r})\n"

@@ -25,7 +25,7 @@ import pytest
 from skillreach.errors import BudgetExceeded
 from skillreach.flows.study import study
 from skillreach.models import Catalog, Query, Skill
-from skillreach.queries import load_query_set
+from skillreach.queries.sets import load_query_set
 from skillreach.study import runner
 from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 from skillreach.study.plan import batch_pairs

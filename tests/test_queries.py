@@ -16,7 +16,7 @@ from skillreach import __version__
 from skillreach.cli import main
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import Checks, OutputCheck, Query, QueryKind, QuerySet, ToolPattern
-from skillreach.queries import (
+from skillreach.queries.sets import (
     QUERY_FIELDS,
     dump_query_set,
     load_query_set,

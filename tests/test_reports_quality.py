@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from skillreach.artifacts import Artifact, read_artifact
-from skillreach.baselines import metric_value, per_case_outcomes
+from skillreach.baselines.records import metric_value, per_case_outcomes
 from skillreach.cli import main
-from skillreach.judge import FAKE_JUDGE_MODEL
 from skillreach.reports import print_scorecard, render_html, render_markdown
 from skillreach.reports.gate_file import GATE_FILE, read_gate
+from skillreach.scoring.artifact import Artifact, read_artifact
+from skillreach.study.judge import FAKE_JUDGE_MODEL
 
 RUBRIC = "Names the rollback plan."
 PREFLIGHT = {"tool": "Bash", "input": {"command": "make preflight"}}
@@ -273,8 +273,8 @@ def test_gate_rows_render_with_power_advice_and_not_compared(world: dict[str, Pa
 
     from rich.console import Console
 
-    from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes
-    from skillreach.gates import compare
+    from skillreach.baselines.gates import compare
+    from skillreach.baselines.records import BaselineRecord, CaseCounts, CaseOutcomes
 
     def rec(acts: dict[str, list[int]], bid: str) -> BaselineRecord:
         pc = {
@@ -355,9 +355,9 @@ def test_publish_report_calls_a_drift_drift_and_lists_every_skill_not_compared(
     and every skill without a comparison is listed with its status."""
     import asyncio
 
-    from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes
-    from skillreach.gates import compare
-    from skillreach.rebaseline import SkillGate
+    from skillreach.baselines.gates import compare
+    from skillreach.baselines.rebaseline import SkillGate
+    from skillreach.baselines.records import BaselineRecord, CaseCounts, CaseOutcomes
     from skillreach.tasks.baselines import GateOutcome
     from skillreach.tasks.score import Scored, publish_report
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillreach.compliance import evaluate_probe
 from skillreach.models import Catalog, Checks, ProbeRecord, Query, Skill, ToolPattern
+from skillreach.queries.compliance import evaluate_probe
 from skillreach.runtimes.anthropic import AnthropicRuntime
 from skillreach.runtimes.antigravity_cli import AgyStream
 from skillreach.runtimes.claude_code import ClaudeCodeRuntime

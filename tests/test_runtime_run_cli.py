@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from skillreach.artifacts import read_artifact
 from skillreach.cli import main
 from skillreach.models import ProbeRecord
+from skillreach.scoring.artifact import read_artifact
 from skillreach.study.probe_log import read_probes
 from tests.helpers import world as world_helpers
 

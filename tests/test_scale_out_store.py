@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
 from skillreach.models import ProbeRecord, Usage
-from skillreach.store import Store, _retry_lost_connection
+from skillreach.store.database import Store, _retry_lost_connection
 from skillreach.study.probe_log import read_probes, write_probes
 
 PG_URL = os.environ.get("SKILLREACH_TEST_PG_URL")

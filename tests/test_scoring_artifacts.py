@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.artifacts import (
+from skillreach.errors import InputError, TamperedError
+from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
+from skillreach.scoring.artifact import (
     Artifact,
     Outcomes,
     ProbeOutcome,
@@ -15,9 +17,7 @@ from skillreach.artifacts import (
     read_artifact,
     write_artifact,
 )
-from skillreach.errors import InputError, TamperedError
-from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
-from skillreach.scoring import score
+from skillreach.scoring.core import score
 
 QS = QuerySet(
     queries=(
@@ -119,8 +119,8 @@ def test_unreadable_artifacts_give_one_clear_line(tmp_path: Path, artifact: Arti
 
 
 def test_invalid_content_with_a_matching_digest_names_the_field(tmp_path: Path, artifact: Artifact) -> None:
-    from skillreach.artifacts import _canonical
     from skillreach.models import sha256_hex
+    from skillreach.scoring.artifact import _canonical
 
     path = tmp_path / "a.json"
     write_artifact(artifact, path)
@@ -210,7 +210,7 @@ def test_canonical_rows_equal_orjson_sorted_dumps_of_every_row() -> None:
 
 
 def test_built_as_validated_lays_out_what_validation_would_or_validates() -> None:
-    from skillreach.artifacts import AttractorSource, ConfusionCell, UsageTotals, built_as_validated
+    from skillreach.scoring.artifact import AttractorSource, ConfusionCell, UsageTotals, built_as_validated
 
     rows = [{"expected": "a", "predicted": "b", "count": 3}, {"expected": "c", "predicted": "d", "count": 1}]
     cells = built_as_validated(ConfusionCell, rows)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.artifacts import read_artifact
 from skillreach.cli import main
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
 from skillreach.models import ProbeRecord
-from skillreach.queries import load_query_set
+from skillreach.queries.sets import load_query_set
+from skillreach.scoring.artifact import read_artifact
 
 
 @pytest.fixture

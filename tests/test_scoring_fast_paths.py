@@ -23,13 +23,13 @@ import numpy as np
 import orjson
 import pytest
 
-from skillreach import scoring
-from skillreach._queryjson import read_json_fast
-from skillreach.artifacts import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
-from skillreach.queries import _build, _rows_from_json, load_query_set, seal, write_query_set
-from skillreach.scoring import ProbeTable, score
+from skillreach.queries._fastjson import read_json_fast
+from skillreach.queries.sets import _build, _rows_from_json, load_query_set, seal, write_query_set
+from skillreach.scoring import core as scoring
+from skillreach.scoring.artifact import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
+from skillreach.scoring.core import ProbeTable, score
 
 SEEDS = (0, 1, 2)
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillreach import scoring
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Checks, ProbeRecord, Query, QueryKind, QuerySet
-from skillreach.scoring import ProbeTable, _query_columns, _query_fields, prepare_queries, score
+from skillreach.scoring import core as scoring
+from skillreach.scoring.core import ProbeTable, _query_columns, _query_fields, prepare_queries, score
 
 SKILLS = ["alpha", "beta", "gamma", "delta", "eps"]
 IN_SCOPE = [k for k in QueryKind if k is not QueryKind.out_of_scope]

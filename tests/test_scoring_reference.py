@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillreach import scoring
-from skillreach.artifacts import Artifact, artifact_digest
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet, Skill
-from skillreach.scoring import score
+from skillreach.scoring import core as scoring
+from skillreach.scoring.artifact import Artifact, artifact_digest
+from skillreach.scoring.core import score
 
 SKILLS = ("a", "b", "c", "d")
 INVOKABLE = (*SKILLS, "z")  # "z" is outside the catalog: a label with a warning

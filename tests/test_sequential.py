@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skillreach.cli import main
-from skillreach.gates import Verdict, gate_verdict
-from skillreach.sequential import (
+from skillreach.baselines.gates import Verdict, gate_verdict
+from skillreach.baselines.sequential import (
     obf_boundaries,
     obf_spent,
     plan_stages,
@@ -18,7 +17,8 @@ from skillreach.sequential import (
     staged_compare,
     staged_from_records,
 )
-from skillreach.stats import paired_t_interval
+from skillreach.cli import main
+from skillreach.scoring.intervals import paired_t_interval
 from tests.helpers.staged import GIT_ENV, commit_baseline, git, make_record, run_study, write_skill
 
 # ------------------------------------------------------------------------------------- boundaries
@@ -177,7 +177,7 @@ def test_staged_from_records_replays_the_plan() -> None:
 
 
 def _write(rec: object, path: Path) -> Path:
-    from skillreach.baselines import write_baseline
+    from skillreach.baselines.records import write_baseline
 
     return write_baseline(rec, path)  # type: ignore[arg-type]
 
@@ -226,7 +226,7 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     from skillreach.models import Query, QuerySet
-    from skillreach.queries import seal, write_query_set
+    from skillreach.queries.sets import seal, write_query_set
 
     web = [f"web{i:02d}" for i in range(40)]
     repo = tmp_path / "repo"

@@ -20,8 +20,8 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
-from skillreach.queries import verify_query_set
-from skillreach.watch import SKILL_ADDED
+from skillreach.queries.sets import verify_query_set
+from skillreach.service.watch import SKILL_ADDED
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text
 from tests.helpers.webhooks import WebhookSink
 from tests.helpers.week import ALIAS, OLD, THIEF, Agent, alerts, branch_files, git, make_week, service_config
@@ -160,7 +160,7 @@ def verify_or_load(path: Path) -> str:
     try:
         qs = verify_query_set(path)
     except Exception:
-        from skillreach.queries import load_query_set
+        from skillreach.queries.sets import load_query_set
 
         qs = load_query_set(path)
     return qs.provenance.digest or qs.compute_digest()

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
-from skillreach.skills import (
+from skillreach.skills.discovery import (
     discover,
     find_skill_files,
     load_skills,
@@ -401,7 +401,7 @@ def test_load_skills_reports_problems(tmp_path: Path, caplog: pytest.LogCaptureF
     assert len(lines) == 2
     assert any(":1: no YAML frontmatter" in line for line in lines)
     assert any("shadowed by" in line for line in lines)
-    with caplog.at_level(logging.WARNING, logger="skillreach.skills"):
+    with caplog.at_level(logging.WARNING, logger="skillreach.skills.discovery"):
         load_skills(tmp_path / "a")
     assert any("no YAML frontmatter" in r.getMessage() for r in caplog.records)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.bm25 import CAVEAT
 from skillreach.cli import main
+from skillreach.skills.bm25 import CAVEAT
 
 
 def skill(root: Path, name: str, description: str) -> Path:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
-from skillreach.stats import Z95, clustered_wilson, icc_anova, paired_t_interval, wilson
+from skillreach.scoring.intervals import Z95, clustered_wilson, icc_anova, paired_t_interval, wilson
 
 
 def test_z_is_the_spec_constant() -> None:

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord, Usage
-from skillreach.store import HEAD, Base, Store, open_store
+from skillreach.store.database import HEAD, Base, Store, open_store
 from skillreach.study import StudyConfig
 
 PG_URL = os.environ.get("SKILLREACH_TEST_PG_URL")
@@ -259,7 +259,7 @@ def test_reopening_a_current_store_does_not_import_alembic(tmp_path: Path) -> No
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
     Store(url).close()
-    code = ("import sys; from skillreach.store import Store; Store(sys.argv[1]).close(); "
+    code = ("import sys; from skillreach.store.database import Store; Store(sys.argv[1]).close(); "
             "print('alembic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, text
 
 from skillreach.errors import StudyLocked
 from skillreach.settings import Settings
-from skillreach.store import LOCK_FILE, StudyLock, lock_holder, lock_study
+from skillreach.store.database import LOCK_FILE, StudyLock, lock_holder, lock_study
 from tests.fakes.messages_api import MessagesAPI, query_text, turn_of
 from tests.helpers.live import responder
 

@@ -16,16 +16,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from skillreach.artifacts import read_artifact
-from skillreach.bm25 import rivals
-from skillreach.cli import main
-from skillreach.errors import InputError
-from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
-from skillreach.flows.sweep import sweep
-from skillreach.queries import load_query_set
-from skillreach.skills import load_skills
-from skillreach.study import StudyConfig
-from skillreach.sweep import (
+from skillreach.author.sweep import (
     SizePoint,
     SweepConfig,
     analyse,
@@ -36,6 +27,15 @@ from skillreach.sweep import (
     should_stop,
     size_point,
 )
+from skillreach.cli import main
+from skillreach.errors import InputError
+from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+from skillreach.flows.sweep import sweep
+from skillreach.queries.sets import load_query_set
+from skillreach.scoring.artifact import read_artifact
+from skillreach.skills.bm25 import rivals
+from skillreach.skills.discovery import load_skills
+from skillreach.study import StudyConfig
 
 
 def _point(size: int, f1: float, half: float = 0.03) -> SizePoint:
@@ -266,7 +266,7 @@ def test_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_a_size_holds_exactly_its_skills_when_one_skill_nests_another(tmp_path: Path) -> None:
-    from skillreach.skills import discover
+    from skillreach.skills.discovery import discover
     from skillreach.tasks.sweep import link_farm
 
     def skill(folder: Path, name: str) -> None:

@@ -174,7 +174,7 @@ def test_a_crashed_run_takes_its_study_subflow_and_study_row_with_it(
     from prefect.states import Completed, Crashed, Running
 
     from skillreach.flows.service import resolve_crashed
-    from skillreach.store import Store
+    from skillreach.store.database import Store
     from skillreach.study import StudyConfig
 
     monkeypatch.chdir(tmp_path)

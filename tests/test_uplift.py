@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from skillreach.author.uplift import uplift_report
 from skillreach.cli import main
 from skillreach.errors import InputError
 from skillreach.models import Checks, OutputCheck, ProbeRecord, Query, QuerySet
-from skillreach.queries import seal, write_query_set
-from skillreach.uplift import uplift_report
+from skillreach.queries.sets import seal, write_query_set
 from tests.fakes.messages_api import MessagesAPI, Reply, query_text, skill_call, text_reply, turn_of
 from tests.helpers.staged import write_skill
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from skillreach.baselines import baseline_digest, read_baseline
+from skillreach.author.uplift import uplift_report
+from skillreach.baselines.records import baseline_digest, read_baseline
 from skillreach.cli import main
 from skillreach.models import Checks, OutputCheck, ProbeRecord, Query, QuerySet
-from skillreach.queries import seal, write_query_set
-from skillreach.uplift import uplift_report
+from skillreach.queries.sets import seal, write_query_set
 from tests.helpers.world import SKILLS, make_skills
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillreach.watch import (
+from skillreach.service.watch import (
     MODEL_SNAPSHOT_CHANGED,
     SKILL_ADDED,
     SKILL_CHANGED,

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skillreach.baselines import BaselineRecord
-    from skillreach.gates import Comparison
-    from skillreach.sequential import StagedComparison
+    from skillreach.baselines.gates import Comparison
+    from skillreach.baselines.records import BaselineRecord
+    from skillreach.baselines.sequential import StagedComparison
     from skillreach.settings import GateConfig
 
 __all__ = [
@@ -29,8 +29,8 @@ def staged_payload(st: StagedComparison) -> dict[str, Any]:
 
 def staged_failure(skill: str, st: StagedComparison, *, strict: bool) -> Any:
     """The GateFailed to raise for a staged verdict (``None`` when it passes)."""
+    from skillreach.baselines.gates import Verdict
     from skillreach.errors import GateFailed
-    from skillreach.gates import Verdict
 
     if st.verdict is Verdict.breach or (strict and st.verdict is Verdict.inconclusive):
         bad = [m for m in st.metrics if m.verdict is st.verdict]
@@ -80,7 +80,7 @@ def staged_outcome(
     """Replay the staged design over two records; print it beside the fixed comparison; raise on failure."""
     from rich.console import Console
 
-    from skillreach.sequential import staged_from_records
+    from skillreach.baselines.sequential import staged_from_records
 
     st = staged_from_records(base, new, gates.model_dump(), looks=looks)
     if as_json:
@@ -123,9 +123,9 @@ def staged_check_group(
     looks and the probes saved) and its staged result."""
     import asyncio
 
+    from skillreach.baselines.gates import compare
     from skillreach.errors import RefusedError
     from skillreach.flows.staged import staged_check
-    from skillreach.gates import compare
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from skillreach._console import make_console, strip_control
+from skillreach._io.console import make_console, strip_control
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from skillreach.baselines import BaselineRecord
-    from skillreach.gates import Comparison
+    from skillreach.baselines.gates import Comparison
+    from skillreach.baselines.records import BaselineRecord
     from skillreach.study import StudyConfig
 
 __all__ = ["register"]
@@ -52,13 +52,13 @@ def _fmt(v: float | None, signed: bool = False) -> str:
 
 
 def _read_artifact_any(path: Path) -> Any:
-    from skillreach.artifacts import read_artifact
+    from skillreach.scoring.artifact import read_artifact
 
     return read_artifact(path)
 
 
 def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
-    from skillreach.skills import discover
+    from skillreach.skills.discovery import discover
 
     roots = [d for d in skills_dirs if d.exists()]
     if not roots:
@@ -107,7 +107,7 @@ def _study_judge(artifact_path: Path) -> str:
 
 
 def _judge_model_default(given: str | None) -> str:
-    from skillreach.judge import default_judge_model
+    from skillreach.study.judge import default_judge_model
 
     return given or default_judge_model()
 
@@ -143,7 +143,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     ),
 ) -> None:
     """Build the baseline record of one skill from one study (spec/interfaces.md)."""
-    from skillreach.baselines import (
+    from skillreach.baselines.records import (
         changes_between,
         cohort_split,
         metrics_line,
@@ -164,7 +164,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
             f"skill {skill!r}: no SKILL.md with that name under {', '.join(map(str, dirs))}; "
             "pass --skills DIR"
         )
-    from skillreach.uplift import read_uplift_report, recorded_uplift, uplift_file
+    from skillreach.author.uplift import read_uplift_report, recorded_uplift, uplift_file
 
     beside = uplift_file(artifact if artifact.is_dir() else artifact.parent, skill)
     if uplift is None and beside.is_file():
@@ -197,7 +197,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     if target is None:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
         return
-    from skillreach._paths import ensure_parent
+    from skillreach._io.paths import ensure_parent
 
     write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
     console.print(f"baseline {record.baseline_id} → {target}")
@@ -223,7 +223,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
 
 def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:
     """The baseline store of the repository holding ``baselines_dir`` (its folder relative to the top)."""
-    from skillreach.baseline_store import BaselineRepo
+    from skillreach.baselines.record_store import BaselineRepo
 
     top = _require_git(baselines_dir)
     anchor = baselines_dir.resolve()
@@ -233,7 +233,7 @@ def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:
 
 def _require_git(path: Path) -> Path:
     """The git top of ``path`` (or of its nearest existing parent); InputError when not in a work tree."""
-    from skillreach.baselines import git_toplevel
+    from skillreach.baselines.records import git_toplevel
     from skillreach.errors import InputError
 
     anchor = path.resolve()
@@ -304,7 +304,7 @@ def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
 
     The config file may be a study file: its study-only keys (runtime options, …) are left to the study.
     """
-    from skillreach.gates import parse_gate_overrides
+    from skillreach.baselines.gates import parse_gate_overrides
     from skillreach.study import StudyConfig
 
     return parse_gate_overrides(StudyConfig.build(config).gates, overrides)
@@ -329,8 +329,8 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
 
-    from skillreach.baselines import read_baseline
-    from skillreach.gates import compare
+    from skillreach.baselines.gates import compare
+    from skillreach.baselines.records import read_baseline
 
     base_rec, new_rec = read_baseline(base), read_baseline(new)
     gates = _gates(config, gate)
@@ -358,7 +358,7 @@ def show_cmd(
     """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases)."""
     from rich.table import Table
 
-    from skillreach.baselines import METRICS, read_baseline
+    from skillreach.baselines.records import METRICS, read_baseline
 
     rec = read_baseline(record)
     console = make_console(soft_wrap=True)  # hashes stay on one line
@@ -418,7 +418,7 @@ def status_cmd(
 
     from rich.table import Table
 
-    from skillreach.baseline_store import BaselineRepo
+    from skillreach.baselines.record_store import BaselineRepo
     from skillreach.errors import InputError, NotFoundError
 
     files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
@@ -494,7 +494,7 @@ def accept_cmd(
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
     """The query set a record was measured on (``corpus_path``), resolved against the git top of
     ``anchor``; records of the older form name it in ``corpus_version`` (``path@digest``)."""
-    from skillreach.baselines import git_toplevel
+    from skillreach.baselines.records import git_toplevel
 
     shown = record.corpus_path or record.corpus_version.rsplit("@", 1)[0]
     p = Path(shown)
@@ -507,9 +507,9 @@ def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
 def _current_expiry(
     path: Path, *, model: str | None, judge_model: str | None
 ) -> tuple[BaselineRecord, list[str]]:
-    from skillreach.baselines import corpus_version, current_rubric_version, expiry, read_baseline
+    from skillreach.baselines.records import corpus_version, current_rubric_version, expiry, read_baseline
     from skillreach.errors import SkillreachError
-    from skillreach.queries import load_query_set
+    from skillreach.queries.sets import load_query_set
 
     rec = read_baseline(path)
     qpath = _corpus_path(rec, path.parent)
@@ -532,7 +532,7 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"
-    from skillreach._paths import ensure_folder
+    from skillreach._io.paths import ensure_folder
 
     ensure_folder(out, flag="--out")
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
@@ -604,9 +604,9 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
     inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
 
-    from skillreach.baselines import changed_skills, read_baseline, record_baseline, resolve_since
+    from skillreach.baselines.gates import compare
+    from skillreach.baselines.records import changed_skills, read_baseline, record_baseline, resolve_since
     from skillreach.errors import GateFailed, InputError, RefusedError
-    from skillreach.gates import compare
     from skillreach.study import StudyConfig
 
     if not changed:

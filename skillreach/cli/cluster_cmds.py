@@ -79,8 +79,8 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
 def _from_sweep(path: Path) -> int:
     from pydantic import ValidationError
 
+    from skillreach.author.sweep import SweepResult, scope_size
     from skillreach.errors import InputError
-    from skillreach.sweep import SweepResult, scope_size
 
     try:
         result = SweepResult.model_validate_json(path.read_text(encoding="utf-8"))
@@ -98,7 +98,7 @@ def _from_sweep(path: Path) -> int:
 
 
 def _text(result: object) -> str:
-    from skillreach.cluster import Clustering
+    from skillreach.author.cluster import Clustering
 
     assert isinstance(result, Clustering)
     lines = [

@@ -80,7 +80,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
     queries that flipped (won, lost, stolen from neighbours)."""
     from rich.console import Console
 
-    from skillreach.diff import AXES
+    from skillreach.author.diff import AXES
     from skillreach.errors import InputError
 
     if vary is not None and vary not in AXES:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from skillreach._console import make_console
+from skillreach._io.console import make_console
 
 __all__ = ["KEY_VARIABLES", "collect", "mask_url", "register"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from skillreach._console import make_console
+from skillreach._io.console import make_console
 from skillreach.cli.queries_cmds import queries_app
 from skillreach.errors import InputError
 
@@ -107,7 +107,7 @@ def generate_cmd(
     config: Path | None = typer.Option(None, "--config", help="A skillreach config file (TOML or YAML)."),
 ) -> None:
     """Generate labelled queries with an LLM from the skills' masked bodies (sealed, with provenance)."""
-    from skillreach.generation import DEFAULT_GENERATOR_MODEL, GenerationParams
+    from skillreach.queries.generation import DEFAULT_GENERATOR_MODEL, GenerationParams
     from skillreach.settings import load_settings
     from skillreach.tasks.generate import GenerateOptions, plan_generation
 
@@ -144,7 +144,7 @@ def _run(options: object, *, resumed: int, pending: int, settings: Settings) -> 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from skillreach.flows.generate_queries import generate_queries
-    from skillreach.generation import TargetResult
+    from skillreach.queries.generation import TargetResult
     from skillreach.runtimes.anthropic import cost_of
     from skillreach.tasks.generate import GenerateOptions
 

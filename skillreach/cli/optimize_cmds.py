@@ -2,12 +2,12 @@
 
 - ``optimize``: rounds of candidate descriptions (LLM + heuristics, static filter) probed on a seeded
   train split; the winner must beat the current description on the hold-out split with a paired test,
-  neighbours not worse, or nothing changes (:mod:`skillreach.optimize`). ``--apply`` rewrites the
+  neighbours not worse, or nothing changes (:mod:`skillreach.author.optimize`). ``--apply`` rewrites the
   frontmatter description atomically; ``--format diff`` prints a unified diff. Exit 0 when a winner
   passed the hold-out test, 1 when nothing is better (nothing changed), 2 on bad input.
 - ``uplift``: task quality of the skill's cases with and without the skill in the catalog, paired per
   case; each routing miss classified *didn't need it*, *wrongly skipped* or *unclear*
-  (:mod:`skillreach.uplift`).
+  (:mod:`skillreach.author.uplift`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 if TYPE_CHECKING:
-    from skillreach.optimize import OptimizeResult
+    from skillreach.author.optimize import OptimizeResult
 
 __all__ = ["register"]
 
@@ -89,7 +89,7 @@ def _print_result(result: OptimizeResult, console: Any) -> None:
 def _generate_queries(skill: str, dirs: list[Path], out: Path, model: str) -> None:
     """The generation flow (as ``skillreach queries generate --targets SKILL``), in process."""
     from skillreach.flows.generate_queries import drive
-    from skillreach.generation import GenerationParams
+    from skillreach.queries.generation import GenerationParams
     from skillreach.tasks.generate import (
         GenerateOptions,
         finish_generation,
@@ -148,8 +148,8 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     """Improve a description with evidence: the winner must beat the current one on held-out queries."""
     from rich.console import Console
 
+    from skillreach.author.optimize import rewrite_description, unified_diff
     from skillreach.errors import InputError
-    from skillreach.optimize import rewrite_description, unified_diff
     from skillreach.study import StudyConfig
 
     if output not in ("text", "json", "diff"):

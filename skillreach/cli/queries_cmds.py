@@ -37,13 +37,13 @@ def _warn(line: str) -> None:
 def _skill_names(skills: list[Path] | None) -> list[str] | None:
     if not skills:
         return None
-    from skillreach.skills import load_skills
+    from skillreach.skills.discovery import load_skills
 
     return [s.name for s in load_skills(skills, on_problem=_warn)]
 
 
 def _summary(qs: QuerySet) -> str:
-    from skillreach.queries import kind_counts
+    from skillreach.queries.sets import kind_counts
 
     kinds = ", ".join(f"{k} {n}" for k, n in kind_counts(qs.queries).items() if n)
     return f"{len(qs.queries)} queries ({kinds}), catalog_id {qs.catalog_id!r}"
@@ -61,7 +61,7 @@ def seal_cmd(
     ),
 ) -> None:
     """Turn a hand-written query set into a sealed one (provenance + digest)."""
-    from skillreach.queries import read_query_file, seal, validate_against_catalog, write_query_set
+    from skillreach.queries.sets import read_query_file, seal, validate_against_catalog, write_query_set
 
     if origin is not None and origin not in ("authored", "generated", "imported"):
         raise InputError(f"--origin {origin!r}: use authored, generated or imported")
@@ -85,7 +85,7 @@ def seal_cmd(
         generator_model=previous.generator_model,
         **kept,
     )
-    from skillreach._paths import ensure_parent
+    from skillreach._io.paths import ensure_parent
 
     write_query_set(sealed, ensure_parent(out, flag="--out"))
     typer.echo(f"sealed {_summary(sealed)} → {out}")
@@ -98,7 +98,7 @@ def verify_cmd(
     skills: list[Path] | None = typer.Option(None, "--skills", help=_SKILLS_HELP),
 ) -> None:
     """Re-compute the digest; say which query changed if it does not match (exit 2)."""
-    from skillreach.queries import validate_against_catalog, verify_query_set
+    from skillreach.queries.sets import validate_against_catalog, verify_query_set
 
     qs = verify_query_set(path)
     names = _skill_names(skills)
@@ -137,13 +137,13 @@ def import_cmd(
     Positives become implicit queries for the skill; negatives neighbor_negative when the row names
     the neighbour, else out_of_scope.
     """
-    from skillreach.importers import import_queries
-    from skillreach.queries import write_query_set
+    from skillreach.queries.importers import import_queries
+    from skillreach.queries.sets import write_query_set
 
     result = import_queries(path, fmt=fmt, skill=skill, catalog=_skill_names(skills), catalog_id=catalog_id)
     for warning in result.warnings:
         _warn(warning)
-    from skillreach._paths import ensure_parent
+    from skillreach._io.paths import ensure_parent
 
     write_query_set(result.query_set, ensure_parent(out, flag="--out"))
     typer.echo(f"imported {_summary(result.query_set)} from {path} ({result.format}) → {out}")

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from skillreach._console import make_console
+from skillreach._io.console import make_console
 from skillreach.cli._startup import startup_gc
 from skillreach.errors import ConfigError, InputError
 
@@ -137,7 +137,7 @@ def check_planned_probes(cfg: Any, ceiling: int) -> None:
         n_queries: int | None = None
         planned = cfg.attempts
     else:
-        from skillreach.queries import load_query_set
+        from skillreach.queries.sets import load_query_set
 
         if cfg.queries is not None:
             qpath = cfg.queries
@@ -189,7 +189,7 @@ def _check_store() -> None:
     """Open the store the study will write to, before anything is built: a bad database URL, a missing
     driver or an unusable SKILLREACH_HOME is one line now, not after the catalog and the plan."""
     from skillreach.settings import load_settings
-    from skillreach.store import open_store
+    from skillreach.store.database import open_store
 
     open_store(load_settings()).close()
 
@@ -351,7 +351,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         check_runtime_options(cfg.runtime, cfg.runtime_options)
     except ConfigError as exc:
         raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
-    from skillreach._paths import ensure_folder
+    from skillreach._io.paths import ensure_folder
 
     if cfg.out is not None:  # else a folder derived from the study's fingerprint (a re-run resumes)
         ensure_folder(cfg.out, flag="--out")

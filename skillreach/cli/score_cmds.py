@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from skillreach._console import make_console
+from skillreach._io.console import make_console
 
 if TYPE_CHECKING:
-    from skillreach.artifacts import Artifact
     from skillreach.models import QuerySet
-    from skillreach.scoring import ProbeTable
+    from skillreach.scoring.artifact import Artifact
+    from skillreach.scoring.core import ProbeTable
 
 __all__ = ["register", "write_reports"]
 
@@ -27,7 +27,7 @@ _MD_HELP = (
 
 
 def _write_text(path: Path, text: str, what: str, *, flag: str, append: bool = False) -> None:
-    from skillreach._paths import ensure_parent
+    from skillreach._io.paths import ensure_parent
     from skillreach.errors import InputError
 
     ensure_parent(path, flag=flag)
@@ -67,9 +67,9 @@ def write_reports(
 
 
 def _read_probes(path: Path, query_set: QuerySet) -> ProbeTable:
-    from skillreach._paths import refuse_special_file
+    from skillreach._io.paths import refuse_special_file
     from skillreach.errors import InputError
-    from skillreach.scoring import ProbeTable
+    from skillreach.scoring.core import ProbeTable
     refuse_special_file(path, "probes.jsonl a study wrote")
     try:
         with path.open("rb") as fh:
@@ -120,11 +120,11 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
     *,
     quiet: bool,
 ) -> None:
-    from skillreach._paths import as_folder, ensure_parent
-    from skillreach.artifacts import write_artifact
+    from skillreach._io.paths import as_folder, ensure_parent
     from skillreach.errors import InputError
-    from skillreach.queries import load_query_set
-    from skillreach.scoring import prepare_queries, score
+    from skillreach.queries.sets import load_query_set
+    from skillreach.scoring.artifact import write_artifact
+    from skillreach.scoring.core import prepare_queries, score
 
     err = make_console(stderr=True)
     out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")
@@ -132,8 +132,8 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
         ensure_parent(html, flag="--html")
     catalog = None
     if skills:
-        from skillreach.catalog import build_catalog
-        from skillreach.skills import load_skills
+        from skillreach.skills.catalog import build_catalog
+        from skillreach.skills.discovery import load_skills
 
         found = load_skills(
             skills, on_problem=lambda msg: err.print(f"[yellow]warning:[/] {msg}", markup=False)
@@ -169,9 +169,9 @@ def report_cmd(
 
     The study's gate report (``gate.json`` beside the artifact, written by ``run``) is shown as well, and
     each skill's uplift kept beside it (``uplift-SKILL.json``, from ``skillreach uplift SKILL --json``)."""
-    from skillreach.artifacts import read_artifact
     from skillreach.reports import print_scorecard
     from skillreach.reports.gate_file import read_gate
+    from skillreach.scoring.artifact import read_artifact
 
     if artifact_path.is_dir():
         artifact_path = artifact_path / "artifact.json"

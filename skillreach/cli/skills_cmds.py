@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from skillreach._console import make_console
+from skillreach._io.console import make_console
 
 __all__ = ["register"]
 
@@ -33,8 +33,8 @@ def lint_cmd(
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
     from skillreach.errors import InputError, LintFailed
-    from skillreach.lint import format_github, format_text, lint
     from skillreach.settings import load_settings
+    from skillreach.skills.lint import format_github, format_text, lint
 
     if budget is not None and budget < 1:
         raise InputError(f"--budget must be a positive number of characters, not {budget}")
@@ -59,9 +59,9 @@ def overlap_cmd(
     """
     from rich.table import Table
 
-    from skillreach.bm25 import CAVEAT, rivals
     from skillreach.errors import InputError
-    from skillreach.skills import load_skills
+    from skillreach.skills.bm25 import CAVEAT, rivals
+    from skillreach.skills.discovery import load_skills
 
     if top < 1:
         raise InputError(f"--top must be at least 1, not {top}")

@@ -94,9 +94,9 @@ def sweep_cmd(  # noqa: PLR0917 - typer passes options positionally
     the largest sizes keeping F1 ≥ 0.90 and ≥ 0.85, and the capacity curve in OUT/report.html."""
     from rich.console import Console
 
+    from skillreach.author.sweep import DESIGNS, METRICS, SweepConfig, log_sizes
     from skillreach.errors import InputError
     from skillreach.study import StudyConfig, default_out_dir
-    from skillreach.sweep import DESIGNS, METRICS, SweepConfig, log_sizes
 
     if metric not in METRICS:
         raise InputError(f"--metric {metric}: use f1 or pass_rate")
@@ -154,8 +154,8 @@ def _wide(console: Any) -> Any:
 def _print(result: Any, console: Any) -> None:
     from rich.table import Table
 
+    from skillreach.author.sweep import METRIC_NAMES
     from skillreach.reports._format import fmt_num, fmt_rate
-    from skillreach.sweep import METRIC_NAMES
 
     table = Table(
         title=f"capacity sweep · {result.design} · {result.runtime}",

@@ -35,7 +35,7 @@ def check_worker_environment(config_file: Any = None) -> Any:
             "SKILLREACH_DATABASE_URL: a worker needs the shared PostgreSQL store "
             "(postgresql+psycopg://USER:PASSWORD@HOST/DB); every worker and the study write there"
         )
-    from skillreach.store import Store
+    from skillreach.store.database import Store
 
     Store(url, origin="database_url (SKILLREACH_DATABASE_URL)").close()  # reachable, migrated: now, not later
     return cfg

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from skillreach.artifacts import RUN_METRICS, Artifact, ClassStats
-from skillreach.baselines import MetricValue, metric_value, per_case_outcomes
+from skillreach.baselines.records import MetricValue, metric_value, per_case_outcomes
 from skillreach.models import NO_SKILL
 from skillreach.reports._format import METRIC_HELP, METRIC_TITLES, fmt_rate
+from skillreach.scoring.artifact import RUN_METRICS, Artifact, ClassStats
 
 __all__ = [
     "COHORTS",
@@ -132,7 +132,7 @@ def _metric_value(raw: Any) -> MetricValue | None:
 def quality_rows(artifact: Artifact, gate: GateView | None = None) -> list[SkillQuality]:
     """Every skill with a compliance or task-quality figure, by name; cohorts from the gate's comparisons.
 
-    The figures are those a baseline record holds (:func:`skillreach.baselines.metric_value` over the
+    The figures are those a baseline record holds (:func:`skillreach.baselines.records.metric_value` over the
     skill's positive probes), computed from the artifact's outcome rows.
     """
     judged: dict[str, list[Any]] = defaultdict(list)
@@ -223,7 +223,7 @@ def _first(*values: Any) -> Any:
 
 
 def gate_view(gate: Sequence[Any] | None, not_compared: Sequence[str] = ()) -> GateView | None:
-    """The gate report's rows from :class:`skillreach.gates.Comparison` objects (or their JSON), or
+    """The gate report's rows from :class:`skillreach.baselines.gates.Comparison` objects (or their JSON), or
     from flat rows (``skill``, ``metric``, ``base``, ``new``, ``delta``, ``ci95``, ``gate``,
     ``verdict``); ``None`` when there was no gate at all."""
     if gate is None and not not_compared:

@@ -1,4 +1,5 @@
-"""Reports of an A/B diff (:class:`skillreach.diff.DiffResult`): terminal, markdown, HTML (SVG, no script).
+"""Reports of an A/B diff (:class:`skillreach.author.diff.DiffResult`): terminal, markdown, HTML (SVG, no
+script).
 
 Geometry (the Δ bars with their intervals) is computed here as numbers; the templates write the markup
 with autoescaping on (HTML) or every text through the ``md`` filter (markdown).
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from skillreach.diff import Delta, DiffResult
+from skillreach.author.diff import Delta, DiffResult
 from skillreach.reports._format import METRIC_TITLES, fmt_num, template_env
 from skillreach.reports.markdown import md_escape
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import jinja2
 
-from skillreach.artifacts import Artifact
 from skillreach.models import NO_SKILL
 from skillreach.reports._format import template_env
 from skillreach.reports._view import (
@@ -26,6 +25,7 @@ from skillreach.reports._view import (
     judge_name,
     quality_rows,
 )
+from skillreach.scoring.artifact import Artifact
 
 __all__ = ["HEATMAP_MAX_LABELS", "render_html"]
 
@@ -131,11 +131,12 @@ def render_html(
 ) -> str:
     """The report as one HTML document (UTF-8, no external resource).
 
-    ``gate``: the study's gate — :class:`skillreach.gates.Comparison` objects (or their JSON), or flat
+    ``gate``: the study's gate — :class:`skillreach.baselines.gates.Comparison` objects (or their JSON), or
+    flat
     gate rows — shown as the gate report (verdicts, paired intervals, power advice) and as the
     old-cases / new-cases split of compliance and task quality; ``not_compared``: the skills whose
     baseline could not be compared, and why; ``uplift``: the skills' uplift reports
-    (:class:`skillreach.uplift.UpliftReport`), shown with their intervals and routing misses.
+    (:class:`skillreach.author.uplift.UpliftReport`), shown with their intervals and routing misses.
     """
     active, inactive = class_rows(artifact)
     gates = gate_view(gate, not_compared)

@@ -8,8 +8,7 @@ from typing import Any
 
 import jinja2
 
-from skillreach._console import strip_control
-from skillreach.artifacts import Artifact
+from skillreach._io.console import strip_control
 from skillreach.reports._format import template_env
 from skillreach.reports._view import (
     COHORT_TITLES,
@@ -20,6 +19,7 @@ from skillreach.reports._view import (
     judge_name,
     quality_rows,
 )
+from skillreach.scoring.artifact import Artifact
 
 __all__ = ["md_escape", "render_markdown"]
 

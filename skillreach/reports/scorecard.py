@@ -9,8 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from skillreach._console import make_console
-from skillreach.artifacts import Artifact
+from skillreach._io.console import make_console
 from skillreach.reports._format import fmt_num, fmt_rate
 from skillreach.reports._view import (
     COHORT_TITLES,
@@ -21,6 +20,7 @@ from skillreach.reports._view import (
     judge_name,
     quality_rows,
 )
+from skillreach.scoring.artifact import Artifact
 
 __all__ = ["print_scorecard"]
 

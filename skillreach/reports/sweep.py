@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import jinja2
 
+from skillreach.author.sweep import METRIC_NAMES, SweepResult
 from skillreach.reports._format import fmt_rate, template_env
-from skillreach.sweep import METRIC_NAMES, SweepResult
 
 __all__ = ["CurveGeometry", "curve_geometry", "render_sweep_html"]
 

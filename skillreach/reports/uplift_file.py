@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from skillreach.uplift import UPLIFT_FILE, UpliftReport, read_uplift_report
+from skillreach.author.uplift import UPLIFT_FILE, UpliftReport, read_uplift_report
 
 __all__ = ["read_uplift_reports"]
 

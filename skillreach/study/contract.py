@@ -122,7 +122,7 @@ def compliance_answer(tracker: Tracker, text: str | None) -> str | None:
     """The ``final_text`` a probe reports: in compliance mode, once the expected skill was loaded, the
     agent's last text, or ``""`` when it ended its turn with none — so that an activated probe with no
     tool calls and no answer is judged (a compliance failure), not taken for a routing-only probe
-    (``skillreach.compliance.evaluate_probe``). Otherwise ``text`` as it is."""
+    (``skillreach.queries.compliance.evaluate_probe``). Otherwise ``text`` as it is."""
     if tracker.options.compliance and tracker.expected_loaded:
         return text or ""
     if tracker.options.keep_answer:

@@ -65,7 +65,7 @@ def write_study_file(
 ) -> StudyFile:
     """Write ``study.json`` and ``query_set.json`` (each atomically) into ``folder``."""
     from skillreach import __version__
-    from skillreach.queries import write_query_set
+    from skillreach.queries.sets import write_query_set
 
     digest = query_set.provenance.digest or query_set.compute_digest()
     provenance = query_set.provenance.model_copy(update={"digest": digest})

@@ -65,7 +65,7 @@ def judge_model_of(config: StudyConfig, *, queries: Sequence[Query] = (), live: 
     model is refused before anything is spent: a keyword-overlap judge must not grade a real agent
     without anyone saying so.
     """
-    from skillreach.judge import FAKE_JUDGE_MODEL
+    from skillreach.study.judge import FAKE_JUDGE_MODEL
 
     if config.judge_model:
         return config.judge_model
@@ -85,7 +85,7 @@ def valid_grades(
     """The graded records (``graded.jsonl``) still valid: graded under the rubric version the study's
     queries and ``judge_model`` give now (a changed rubric, template or judge is graded again); the last
     one per probe wins."""
-    from skillreach.judge import rubric_version
+    from skillreach.study.judge import rubric_version
 
     versions = {
         q.id: rubric_version(q.checks.rubric, judge_model)

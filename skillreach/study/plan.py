@@ -85,7 +85,7 @@ class StudyPlan:
 
 
 class StudyResult(Frozen):
-    """What a finished study hands back. ``artifact`` is a :class:`skillreach.artifacts.Artifact`."""
+    """What a finished study hands back. ``artifact`` is a :class:`skillreach.scoring.artifact.Artifact`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -123,7 +123,7 @@ def study_roots(config: StudyConfig) -> tuple[list[Path], Path]:
 
 def find_skills(config: StudyConfig, log: logging.Logger | logging.LoggerAdapter[Any]) -> SkillsFound:
     """Every skill under the study's folders (a file that does not parse is reported and skipped)."""
-    from skillreach.skills import discover
+    from skillreach.skills.discovery import discover
 
     roots, _ = study_roots(config)
     found = discover(roots, precedence=config.skill_precedence)
@@ -144,8 +144,8 @@ def assemble_inputs(
     config: StudyConfig, found: SkillsFound, log: logging.Logger | logging.LoggerAdapter[Any]
 ) -> StudyInputs:
     """The resident catalog and the validated query set of a study."""
-    from skillreach.catalog import build_catalog
-    from skillreach.queries import load_query_set
+    from skillreach.queries.sets import load_query_set
+    from skillreach.skills.catalog import build_catalog
 
     _, queries_path = study_roots(config)
     if config.catalog != "full" and config.target is None:
@@ -290,7 +290,7 @@ def default_out_dir(
 def claim_out_dir(base: Path) -> Path:
     """The study's folder, created if new. Derived folders are shared on purpose (that is how a re-run
     resumes); two processes never probe one study at once because the study holds a lock
-    (:func:`skillreach.store.lock_study`)."""
+    (:func:`skillreach.store.database.lock_study`)."""
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

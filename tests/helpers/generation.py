@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from skillreach.bm25 import STOPWORDS
 from skillreach.models import Catalog, Skill
+from skillreach.skills.bm25 import STOPWORDS
 
 __all__ = ["ATLAS", "EMPTY", "FORMS", "MERGE", "SHEETS", "SKILLS", "catalog", "description_grams",
            "leaked_phrases", "write_skills"]

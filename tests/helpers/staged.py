@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from skillreach.baselines import BaselineRecord, CaseCounts, CaseOutcomes, metric_value
+from skillreach.baselines.records import BaselineRecord, CaseCounts, CaseOutcomes, metric_value
 
 __all__ = ["GIT_ENV", "CitedWriter", "commit_baseline", "git", "make_record", "run_study", "write_skill"]
 

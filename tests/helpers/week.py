@@ -14,7 +14,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
-from skillreach.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED
+from skillreach.service.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder
 from tests.helpers.webhooks import WebhookSink
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prefect.logging import disable_run_logger
 
-from skillreach.store import Store
+from skillreach.store.database import Store
 from skillreach.study import StudyConfig
 
 __all__ = ["SKILLS", "cfg", "make_queries", "make_skills", "run", "script", "store_of", "world"]

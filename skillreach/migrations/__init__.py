@@ -1,1 +1,0 @@
-"""Alembic migrations of the skillreach store, applied by :func:`skillreach.store.migrate`."""

@@ -1,0 +1,375 @@
+"""Find and parse ``SKILL.md`` files.
+
+Discovery walks every root with :func:`os.walk` (``glob('**')`` silently skips hidden folders such as
+``.claude/skills``, ``.agents/skills`` and ``.github/skills``), follows symbolic links and guards
+against cycles with the set of real paths already visited. Every ``SKILL.md`` at any depth is a
+candidate, nested skills inside other skills included. Folders that never hold skills (``.git``,
+``node_modules``, ``.venv``, caches; see :data:`SKIPPED_DIRS`) are not entered.
+
+Parsing survives real files: a UTF-8 byte-order mark, CRLF line endings, quoted, folded (``>-``) and
+literal (``|-``) descriptions (PyYAML ``safe_load`` semantics, so a folded block whose last lines are
+more indented keeps its ``"\\n  "``), extra keys (kept in :attr:`Skill.frontmatter`, made JSON-safe:
+a YAML date becomes its ISO string), non-ASCII. A file that cannot be parsed raises
+:class:`~skillreach.errors.SkillParseError` whose text is ``path:line: what is wrong`` (the line of the
+file, not of the YAML block). Discovery collects these as problems and goes on with the other files; a
+file with no frontmatter at all (a nested phase document called ``SKILL.md``) is such a problem, not a
+skill.
+
+Duplicate names: with ``precedence="first"`` (the default) the skill found first wins, roots taken in
+the order given and, within a root, in walk order (sub-folders by name, a folder before its
+sub-folders); with ``"last"`` the skill found last wins, so later roots override earlier ones (as a
+project folder overrides a personal one). The losers are reported in :attr:`Discovery.shadowed`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import logging
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+from skillreach._io.yaml import YamlProblem, load_limited
+from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
+from skillreach.models import Skill
+
+__all__ = [
+    "SKILL_FILE",
+    "SKIPPED_DIRS",
+    "Discovery",
+    "Frontmatter",
+    "NoFrontmatterError",
+    "Precedence",
+    "Shadowed",
+    "discover",
+    "find_skill_files",
+    "load_skills",
+    "parse_skill",
+    "read_frontmatter",
+]
+
+log = logging.getLogger(__name__)
+
+SKILL_FILE = "SKILL.md"
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".skillreach",
+    }
+)
+"""Folder names discovery never enters (version control, dependencies, caches)."""
+
+Precedence = Literal["first", "last"]
+
+MAX_SKILL_FILE_BYTES = 4 * 2**20
+"""A SKILL.md larger than this is refused (it is a short document an agent loads whole)."""
+MAX_FRONTMATTER_BYTES = 64 * 2**10
+"""The frontmatter (name, description and a few keys) may not exceed this many bytes."""
+MAX_FRONTMATTER_NODES = 5_000
+"""… nor this many YAML nodes. Aliases are refused outright (see :mod:`skillreach._io.yaml`)."""
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """The raw parts of a SKILL.md: the frontmatter mapping, where each key sits, and the body."""
+
+    path: str
+    data: dict[str, Any]
+    body: str
+    line: int
+    """Line of the opening ``---`` (1-based)."""
+    key_lines: dict[str, int] = field(default_factory=dict)
+    """File line (1-based) of each top-level key."""
+    styles: dict[str, str] = field(default_factory=dict)
+    """YAML scalar style of each top-level scalar value: ``plain``, ``'``, ``"``, ``|`` or ``>``."""
+
+    def line_of(self, key: str) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+def _decode(path: str, data: bytes) -> str:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SkillParseError(
+            path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+        ) from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _json_safe(value: Any) -> Any:
+    """YAML values made JSON-friendly: dates as ISO strings, sets as sorted lists, keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_json_safe(v) for v in value), key=str)
+    if isinstance(value, datetime.date):  # datetime.datetime included
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
+    """Split a SKILL.md into its YAML frontmatter (parsed) and body. Raises :class:`SkillParseError`.
+
+    The frontmatter is the block between a first line ``---`` (blank lines before it are allowed) and
+    the next line that is ``---``. YAML errors carry the file line of the YAML error mark.
+    """
+    spath = os.path.abspath(os.fspath(path))
+    try:
+        if not stat.S_ISREG(os.stat(spath).st_mode):
+            raise SkillParseError(
+                spath, 1, "not a regular file (a FIFO, device or socket); pass a SKILL.md file"
+            )
+        with open(spath, "rb") as fh:
+            raw = fh.read(MAX_SKILL_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SkillParseError(spath, 1, f"cannot read the file ({exc.strerror or exc})") from exc
+    if len(raw) > MAX_SKILL_FILE_BYTES:
+        raise SkillParseError(
+            spath, 1, f"larger than {MAX_SKILL_FILE_BYTES // 2**20} MiB; a SKILL.md is a short document"
+        )
+    lines = _decode(spath, raw).split("\n")
+
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start == len(lines) or lines[start].rstrip() != "---":
+        raise NoFrontmatterError(
+            spath,
+            start + 1 if start < len(lines) else 1,
+            "no YAML frontmatter (a SKILL.md starts with a '---' line, then name: and description:); "
+            "not a skill",
+        )
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        raise SkillParseError(
+            spath, start + 1, "the frontmatter opened here with '---' is never closed by a '---' line"
+        )
+    offset = start + 1  # 0-based YAML line 0 is file line offset + 1
+    yaml_text = "\n".join(lines[start + 1 : end])
+    try:
+        data, node = load_limited(
+            yaml_text, max_bytes=MAX_FRONTMATTER_BYTES, max_nodes=MAX_FRONTMATTER_NODES, line_offset=offset
+        )
+    except YamlProblem as exc:
+        raise SkillParseError(spath, exc.line, f"invalid YAML in the frontmatter: {exc.what}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SkillParseError(
+            spath, offset + 1, f"the frontmatter is a YAML {type(data).__name__}, not a mapping of keys"
+        )
+    key_lines: dict[str, int] = {}
+    styles: dict[str, str] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            key_lines.setdefault(key, offset + key_node.start_mark.line + 1)
+            if isinstance(value_node, yaml.ScalarNode):
+                styles.setdefault(key, value_node.style or "plain")
+    body = "\n".join(lines[end + 1 :])
+    return Frontmatter(
+        path=spath,
+        data=_json_safe(data),
+        body=body,
+        line=start + 1,
+        key_lines=key_lines,
+        styles=styles,
+    )
+
+
+def _require_text(fm: Frontmatter, key: str) -> str | None:
+    value = fm.data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SkillParseError(
+            fm.path, fm.line_of(key), f"{key} must be a string, not a YAML {type(value).__name__}"
+        )
+    return value
+
+
+def parse_skill(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Skill:
+    """Parse one SKILL.md into a :class:`Skill`. Raises :class:`SkillParseError` (``path:line: what``).
+
+    ``name`` falls back to the folder name when the key is absent (as Claude Code does; ``lint`` still
+    reports it). A missing or empty ``description`` is an error: a skill without one cannot be routed.
+    ``frontmatter`` keeps the whole mapping, ``name`` and ``description`` included.
+    """
+    fm = read_frontmatter(path)
+    folder = os.path.dirname(fm.path)
+    name = _require_text(fm, "name")
+    if name is None or not name.strip():
+        if "name" in fm.data:
+            raise SkillParseError(fm.path, fm.line_of("name"), "name is empty")
+        name = os.path.basename(folder)
+    description = _require_text(fm, "description")
+    if description is None or not description.strip():
+        where = fm.line_of("description") if "description" in fm.data else fm.line
+        raise SkillParseError(
+            fm.path, where, "missing description (the text an agent routes on); add description: ..."
+        )
+    return Skill(
+        name=name.strip(),
+        description=description,
+        body=fm.body,
+        path=fm.path,
+        folder=folder,
+        root=os.path.abspath(os.fspath(root)) if root is not None else folder,
+        frontmatter=fm.data,
+    )
+
+
+# ---------------------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True)
+class Shadowed:
+    """A skill hidden by another of the same name (the ``winner`` is the one that is loaded)."""
+
+    skill: Skill
+    winner: Skill
+
+    def __str__(self) -> str:
+        return f"{self.skill.path}: skill {self.skill.name!r} is shadowed by {self.winner.path}"
+
+
+@dataclass
+class Discovery:
+    """What :func:`discover` found: the loaded skills, the files it could not use, and duplicates."""
+
+    skills: list[Skill] = field(default_factory=list)
+    problems: list[SkillParseError] = field(default_factory=list)
+    shadowed: list[Shadowed] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    """Every SKILL.md looked at (absolute, as reached), in discovery order."""
+    parsed: list[Skill] = field(default_factory=list)
+    """Every skill that parsed, duplicates included, in discovery order."""
+
+
+def _check_root(root: str | os.PathLike[str]) -> str:
+    spath = os.path.abspath(os.fspath(root))
+    if not os.path.exists(spath):
+        raise NotFoundError(f"{os.fspath(root)}: no such folder; pass a folder that holds skills")
+    if os.path.isfile(spath) and os.path.basename(spath) != SKILL_FILE:
+        raise InputError(f"{os.fspath(root)}: not a folder or a {SKILL_FILE} file")
+    return spath
+
+
+def find_skill_files(root: str | os.PathLike[str]) -> Iterator[str]:
+    """Every SKILL.md under ``root`` (absolute paths as reached), hidden folders and symlinks included.
+
+    Sorted within each folder; each real folder is entered once (cycle guard), and a file reached twice
+    through links is yielded once.
+    """
+    spath = _check_root(root)
+    if os.path.isfile(spath):
+        yield spath
+        return
+    visited: set[str] = set()
+    seen_files: set[str] = set()
+
+    def onerror(exc: OSError) -> None:
+        log.warning("%s: cannot read folder (%s)", exc.filename, exc.strerror)
+
+    for dirpath, dirnames, filenames in os.walk(spath, followlinks=True, onerror=onerror):
+        real = os.path.realpath(dirpath)
+        if real in visited:
+            dirnames[:] = []
+            continue
+        visited.add(real)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in SKIPPED_DIRS and os.path.realpath(os.path.join(dirpath, d)) not in visited
+        )
+        if SKILL_FILE in filenames:
+            candidate = os.path.join(dirpath, SKILL_FILE)
+            real_file = os.path.realpath(candidate)
+            if real_file not in seen_files and os.path.isfile(candidate):
+                seen_files.add(real_file)
+                yield candidate
+
+
+def discover(roots: Iterable[str | os.PathLike[str]], *, precedence: Precedence = "first") -> Discovery:
+    """Find and parse every SKILL.md under ``roots``; never stops at a bad file.
+
+    Raises :class:`NotFoundError` for a root that does not exist. The same file reached through two
+    roots (or two links) is read once.
+    """
+    if precedence not in ("first", "last"):
+        raise InputError(f"precedence must be 'first' or 'last', not {precedence!r}")
+    root_list = [_check_root(r) for r in roots]
+    found = Discovery()
+    seen_real: set[str] = set()
+    for root in root_list:
+        root_dir = root if os.path.isdir(root) else os.path.dirname(root)
+        for path in find_skill_files(root):
+            real = os.path.realpath(path)
+            if real in seen_real:
+                continue
+            seen_real.add(real)
+            found.files.append(path)
+            try:
+                found.parsed.append(parse_skill(path, root=root_dir))
+            except SkillParseError as exc:
+                found.problems.append(exc)
+
+    order = found.parsed if precedence == "first" else list(reversed(found.parsed))
+    winners: dict[str, Skill] = {}
+    for skill in order:
+        if skill.name in winners:
+            found.shadowed.append(Shadowed(skill=skill, winner=winners[skill.name]))
+        else:
+            winners[skill.name] = skill
+    keep = {id(s) for s in winners.values()}
+    found.skills = [s for s in found.parsed if id(s) in keep]
+    return found
+
+
+def load_skills(
+    roots: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    precedence: Precedence = "first",
+    on_problem: Callable[[str], None] | None = None,
+) -> list[Skill]:
+    """The skills a run uses. Problems and shadowed duplicates are reported, not raised.
+
+    Each is passed as one line to ``on_problem`` (default: a warning on the ``skillreach.skills.discovery``
+    logger). Raises :class:`InputError` when no skill was found.
+    """
+    if isinstance(roots, str | os.PathLike):
+        roots = [roots]
+    report = on_problem or log.warning
+    found = discover(roots, precedence=precedence)
+    for problem in found.problems:
+        report(str(problem))
+    for dup in found.shadowed:
+        report(str(dup))
+    if not found.skills:
+        where = ", ".join(os.fspath(r) for r in roots) or "(no folder given)"
+        raise InputError(f"no SKILL.md under {where}; pass --skills DIR")
+    return found.skills

@@ -1,0 +1,1 @@
+"""Alembic migrations of the skillreach store, applied by :func:`skillreach.store.database.migrate`."""

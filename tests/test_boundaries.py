@@ -21,7 +21,7 @@ def domain_modules() -> list[str]:
     return [
         m.name
         for m in pkgutil.walk_packages(skillreach.__path__, "skillreach.")
-        if not m.name.startswith(("skillreach.cli", "skillreach.migrations", *ORCHESTRATION))
+        if not m.name.startswith(("skillreach.cli", "skillreach.store.migrations", *ORCHESTRATION))
     ]
 
 

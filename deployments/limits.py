@@ -86,7 +86,7 @@ def install_shared_limits(existing: dict[str, tuple[int, float]]) -> None:
     """Make the runtimes of this process draw on the server's limits in ``existing`` (name → slots, decay
     per second; the worker reads them once when it starts), whatever limit a study names: the server's
     is the provider key's. A limit the server does not have stays in-process (the study's own)."""
-    from skillreach.runtimes._ratelimit import SharedRateLimit, set_shared_limits
+    from skillreach.runtimes import SharedRateLimit, set_shared_limits
 
     def factory(runtime: str, kind: str, per_minute: float | None) -> Any:
         name = limit_name(runtime, kind)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from skillreach.tasks._context import in_prefect_run
+from skillreach.tasks import in_prefect_run
 
 __all__ = ["call"]
 

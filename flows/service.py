@@ -103,7 +103,7 @@ async def nightly_compliance(
 def _breached(summary: dict[str, Any], result: StudyResult) -> Any:
     """A tracked nightly with a breach ends ``Failed`` named ``Breached`` (not green in the UI; no flow
     retry: a retry would measure the same breach again); in-process, the summary as it is."""
-    from skillreach.tasks._context import in_prefect_run
+    from skillreach.tasks import in_prefect_run
 
     if not in_prefect_run():
         return summary

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
+from skillreach.runtimes._ratelimit import SharedRateLimit, set_shared_limits
 from skillreach.runtimes._registry import build_named, class_named
+from skillreach.runtimes._retry import RetryTally, watch_retries
 from skillreach.settings import Settings
 from skillreach.study.contract import (
     Outcome,
@@ -30,15 +33,22 @@ __all__ = [
     "REGISTRY",
     "Outcome",
     "ProbeOptions",
+    "RetryTally",
     "Runtime",
     "RuntimeOptions",
+    "SharedRateLimit",
     "Tracker",
+    "api_message",
     "capability",
     "check_runtime_options",
     "get_judge",
     "get_runtime",
     "known_runtimes",
     "runtime_class",
+    "set_shared_limits",
+    "translate_error",
+    "usage_of",
+    "watch_retries",
 ]
 
 # name -> "module:Class"; a plain dict, no plugin magic.

@@ -28,25 +28,27 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skillreach.errors import ConfigError, InputError, SkillreachError, TransientProbeError
 from skillreach.models import Catalog, QuerySet, Usage
-from skillreach.queries.generation import (
+from skillreach.queries.checkpoint import (
     Checkpoint,
     CheckpointHeader,
+    append_result,
+    checkpoint_path,
+    report_path,
+    write_report,
+)
+from skillreach.queries.generation import (
     GenerationParams,
     GenerationReport,
     GenerationRequest,
     MalformedReply,
     TargetResult,
-    append_result,
     assemble,
-    checkpoint_path,
     generation_provenance,
     parse_reply,
     plan_requests,
-    report_path,
     template_digest,
-    write_report,
 )
-from skillreach.runtimes._anthropic_common import api_message, translate_error, usage_of
+from skillreach.runtimes import api_message, translate_error, usage_of
 
 __all__ = [
     "GenerateOptions",

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 from skillreach.errors import InputError, MalformedReply
 from skillreach.models import Catalog, Query, QueryKind, Skill
 from skillreach.queries import generation as gen
+from skillreach.queries.checkpoint import Checkpoint, CheckpointHeader, append_result
 from skillreach.queries.generation import (
-    Checkpoint,
-    CheckpointHeader,
     GenerationParams,
     GenerationRequest,
     TargetResult,
@@ -379,7 +378,7 @@ def test_checkpoint_resumes_finished_targets(tmp_path: Path) -> None:
     first = TargetResult(
         target=requests[0].target, drafts=({"kind": "implicit"},), request_digest=requests[0].digest
     )
-    gen.append_result(path, first)
+    append_result(path, first)
     with path.open("a") as fh:
         fh.write('{"target": "pdf-merge", "drafts": [{"ki')  # cut short by a kill
     again = Checkpoint.open(path, _header(cat))
@@ -406,7 +405,7 @@ def test_checkpoint_resumes_finished_targets(tmp_path: Path) -> None:
 def test_checkpoint_of_other_inputs_is_refused(tmp_path: Path, change: dict[str, Any], named: str) -> None:
     path = tmp_path / "cp.jsonl"
     Checkpoint.open(path, _header(catalog()))
-    gen.append_result(path, TargetResult(target="pdf-forms"))
+    append_result(path, TargetResult(target="pdf-forms"))
     skills = change.pop("skills", SKILLS)
     with pytest.raises(InputError) as err:
         Checkpoint.open(path, _header(catalog(*skills), **change))
@@ -422,7 +421,7 @@ def test_checkpoint_with_changed_template_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "cp.jsonl"
     cat = catalog()
     Checkpoint.open(path, CheckpointHeader.of(cat, "sha256:" + "a" * 64, GenerationParams()))
-    gen.append_result(path, TargetResult(target="pdf-forms"))
+    append_result(path, TargetResult(target="pdf-forms"))
     with pytest.raises(InputError, match=r"the prompt templates \(digest sha256:aaaaaaaaaaaa → "):
         Checkpoint.open(path, _header(cat))
 

@@ -20,7 +20,8 @@ from skillreach.errors import ConfigError, InputError, ProbeFailed, TransientPro
 from skillreach.flows.generate_queries import drive
 from skillreach.models import QueryKind
 from skillreach.queries import generation as gen
-from skillreach.queries.generation import GenerationParams, GenerationRequest, TargetResult, checkpoint_path
+from skillreach.queries.checkpoint import checkpoint_path
+from skillreach.queries.generation import GenerationParams, GenerationRequest, TargetResult
 from skillreach.queries.sets import verify_query_set
 from skillreach.tasks.generate import (
     GenerateOptions,

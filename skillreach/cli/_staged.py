@@ -45,28 +45,6 @@ def staged_failure(skill: str, st: StagedComparison, *, strict: bool) -> Any:
     return None
 
 
-def print_staged(st: StagedComparison, console: Any) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"staged gate ({st.looks_planned} planned looks, O'Brien–Fleming α-spending)")
-    for col in ("metric", "look", "cases", "gate", "Δ", "repeated 95% CI", "critical t", "decision"):
-        table.add_column(col)
-    for m in st.metrics:
-        for lk in m.looks:
-            table.add_row(
-                m.metric,
-                str(lk.look),
-                str(lk.cases),
-                f"{m.gate:+.2f}",
-                f"{lk.mean_diff:+.3f}",
-                f"[{lk.ci[0]:+.3f}, {lk.ci[1]:+.3f}]",
-                f"{lk.critical:.3f}",
-                lk.decision,
-            )
-    console.print(table)
-    console.print(st.sentence())
-
-
 def staged_outcome(
     base: BaselineRecord,
     new: BaselineRecord,
@@ -87,7 +65,7 @@ def staged_outcome(
         payload = {**cmp.model_dump(mode="json"), "staged": staged_payload(st)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        from skillreach.cli.baseline_cmds import print_comparison
+        from skillreach.reports.gates import print_comparison, print_staged
 
         console = Console(soft_wrap=True)
         console.print("[dim]fixed design, for reference (the staged verdict decides the exit code):[/]")
@@ -126,6 +104,7 @@ def staged_check_group(
     from skillreach.baselines.gates import compare
     from skillreach.errors import RefusedError
     from skillreach.flows.staged import staged_check
+    from skillreach.reports.gates import print_staged
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"

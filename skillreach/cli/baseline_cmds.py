@@ -27,7 +27,6 @@ from skillreach._io.console import make_console, strip_control
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from skillreach.baselines.gates import Comparison
     from skillreach.baselines.records import BaselineRecord
     from skillreach.study import StudyConfig
 
@@ -43,12 +42,6 @@ baseline_app = typer.Typer(
 def _err_console() -> Console:
 
     return make_console(stderr=True)
-
-
-def _fmt(v: float | None, signed: bool = False) -> str:
-    if v is None:
-        return "–"
-    return f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
 def _read_artifact_any(path: Path) -> Any:
@@ -152,6 +145,7 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         write_baseline,
     )
     from skillreach.errors import InputError
+    from skillreach.reports.gates import fmt_value
 
     art = _read_artifact_any(artifact)
     qpath = queries or _guess_queries(artifact)
@@ -209,8 +203,8 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         old, new = split["baseline_cases"], split["new_cases"]
         if new is not None:
             console.print(
-                f"  compliance by cohort: baseline cases {_fmt(old.value if old else None)} "
-                f"({old.cases if old else 0} cases), new cases {_fmt(new.value)} ({new.cases} cases)"
+                f"  compliance by cohort: baseline cases {fmt_value(old.value if old else None)} "
+                f"({old.cases if old else 0} cases), new cases {fmt_value(new.value)} ({new.cases} cases)"
             )
     if commit:
         repo = _work_tree_repo(baselines_dir)
@@ -248,57 +242,6 @@ def _require_git(path: Path) -> Path:
 # ------------------------------------------------------------------------------------------- compare
 
 
-def print_comparison(cmp: Comparison, console: Console) -> None:
-    from rich.table import Table
-
-    colours = {"ok": "green", "inconclusive": "yellow", "breach": "bold red", "n/a": "dim"}
-    table = Table(title=f"{cmp.skill}: {cmp.base_id} → {cmp.new_id}", title_justify="left")
-    for col, just in (
-        ("metric", "left"),
-        ("cohort", "left"),
-        ("gate", "right"),
-        ("baseline", "right"),
-        ("new", "right"),
-        ("Δ paired", "right"),
-        ("95% CI", "right"),
-        ("k", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in cmp.results:
-        ci = f"[{r.ci95[0]:+.3f}, {r.ci95[1]:+.3f}]" if r.ci95 else "–"
-        colour = colours[r.verdict.value]
-        table.add_row(
-            r.metric,
-            r.cohort,
-            f"{r.gate:+.2f}",
-            _fmt(r.base),
-            _fmt(r.new),
-            _fmt(r.mean_diff, signed=True),
-            ci,
-            str(r.k),
-            f"[{colour}]{r.verdict.value}[/]",
-        )
-    console.print(table)
-    for r in cmp.results:
-        if r.note:
-            console.print(f"  {r.metric} ({r.cohort}): {r.note}")
-    comp = cmp.cohorts.get("compliance", {})
-    old, new = comp.get("baseline_cases"), comp.get("new_cases")
-    if new is not None:
-        console.print(
-            "  compliance by cohort (new record): baseline cases "
-            + (f"{old['value']:.3f} ({old['cases']} cases)" if old else "–")
-            + f", new cases {new['value']:.3f} ({new['cases']} cases, 95% CI "
-            f"[{new['ci95'][0]:.3f}, {new['ci95'][1]:.3f}])"
-        )
-    for w in cmp.warnings:
-        console.print(f"  [yellow]warning:[/] {w}")
-    colour = colours[cmp.verdict.value]
-    tail = " (fails under --strict)" if cmp.verdict.value == "inconclusive" and not cmp.strict else ""
-    console.print(f"verdict: [{colour}]{cmp.verdict.value}[/]{tail} → exit {cmp.exit_code}")
-
-
 def _gates(config: Path | None, overrides: Sequence[str]) -> Any:
     """Gates from the settings (config file > environment > defaults), then ``--gate`` overrides.
 
@@ -328,9 +271,9 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
     """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
-
     from skillreach.baselines.gates import compare
     from skillreach.baselines.records import read_baseline
+    from skillreach.reports.gates import print_comparison
 
     base_rec, new_rec = read_baseline(base), read_baseline(new)
     gates = _gates(config, gate)
@@ -603,10 +546,10 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 ) -> None:
     """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
     inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
-
     from skillreach.baselines.gates import compare
     from skillreach.baselines.records import changed_skills, read_baseline, record_baseline, resolve_since
     from skillreach.errors import GateFailed, InputError, RefusedError
+    from skillreach.reports.gates import print_comparison
     from skillreach.study import StudyConfig
 
     if not changed:
@@ -795,6 +738,7 @@ def _undecided(results: list[dict[str, Any]]) -> str:
 
 
 def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:
+    from skillreach.reports.gates import fmt_value
     icon = {
         "ok": "✅",
         "inconclusive": "⚠️",
@@ -823,8 +767,9 @@ def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]
             ci = f"[{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g["ci95"] else "–"
             note = f" — {g['note']}" if g["note"] else ""
             out.append(
-                f"| {r['skill']} | {g['metric']} | {g['cohort']} | {_fmt(g['base'])} | {_fmt(g['new'])} | "
-                f"{_fmt(g['mean_diff'], signed=True)} | {ci} | "
+                f"| {r['skill']} | {g['metric']} | {g['cohort']} | {fmt_value(g['base'])} | "
+                f"{fmt_value(g['new'])} | "
+                f"{fmt_value(g['mean_diff'], signed=True)} | {ci} | "
                 f"{icon.get(g['verdict'], '')} {g['verdict']}{note} |"
             )
     out += ["", f"**Exit {code}**", ""]

@@ -39,7 +39,7 @@ class _Progress:
             console=console,
             transient=False,
         )
-        from skillreach.runtimes._retry import RetryTally
+        from skillreach.runtimes import RetryTally
 
         self.tally = RetryTally()
         self.task = self.bar.add_task("probes", total=None, errors=0, retries=self.tally.text())
@@ -202,7 +202,7 @@ def run_study(
     import asyncio  # here, not at the top: the CLI starts without it
 
     from skillreach.flows.study import study
-    from skillreach.tasks._context import set_progress
+    from skillreach.tasks import set_progress
 
     if use_prefect is None:
         use_prefect = prefect_server_up() is not None
@@ -385,7 +385,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         _quiet_our_errors_on_prefects_console()
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
-    from skillreach.runtimes._retry import watch_retries
+    from skillreach.runtimes import watch_retries
 
     try:
         with watch_retries(progress.retried):

@@ -155,7 +155,7 @@ def _print(result: Any, console: Any) -> None:
     from rich.table import Table
 
     from skillreach.author.sweep import METRIC_NAMES
-    from skillreach.reports._format import fmt_num, fmt_rate
+    from skillreach.reports import fmt_num, fmt_rate
 
     table = Table(
         title=f"capacity sweep · {result.design} · {result.runtime}",

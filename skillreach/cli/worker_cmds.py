@@ -74,7 +74,7 @@ async def warm_up(cfg: Any) -> None:
     """What the first batch would otherwise pay for, before the worker subscribes: the store opened
     (schema checked), the probe loop and the configured runtime's module and SDK imported."""
     import skillreach.study.runner  # noqa: F401
-    from skillreach.tasks._context import runtime_for, worker_store
+    from skillreach.tasks import runtime_for, worker_store
 
     worker_store()
     try:
@@ -105,7 +105,7 @@ def worker_cmd(
     from prefect.task_worker import aserve
 
     from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
-    from skillreach.tasks._context import close_worker, set_worker_config
+    from skillreach.tasks import close_worker, set_worker_config
     from skillreach.tasks.study import probe_batch_remote
 
     slots = concurrency or cfg.concurrency

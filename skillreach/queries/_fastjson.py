@@ -123,16 +123,16 @@ def _provenance(raw: msgspec.Raw) -> Provenance | None:
     """The provenance object read by the general reader's rules (a key given twice refused)."""
     if raw is _ABSENT:
         return Provenance()
-    from skillreach.queries.sets import _json_loads  # the one JSON reading rule for these files
+    from skillreach._io.json import loads_strict  # the one JSON reading rule for these files
 
     try:
-        data = _json_loads(bytes(raw).decode("utf-8"))
+        data = loads_strict(bytes(raw).decode("utf-8"))
         if data is None:
             return Provenance()
         if not isinstance(data, Mapping):
             return None
         return Provenance.model_validate(dict(data))
-    except (ValueError, UnicodeDecodeError):  # JSONDecodeError, _DuplicateKey, ValidationError
+    except (ValueError, UnicodeDecodeError):  # JSONDecodeError, DuplicateKey, ValidationError
         return None
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from skillreach import __version__
+from skillreach._io.json import DuplicateKey, loads_strict
 from skillreach._io.yaml import YamlProblem, load_limited
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import Catalog, Provenance, Query, QueryKind, QuerySet, sha256_hex
@@ -62,28 +63,6 @@ _KIND_VALUES = frozenset(k.value for k in QueryKind)
 _TOP_KEYS = ("catalog_id", "queries", "provenance")
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SEAL_HINT = "re-seal it with `skillreach queries seal` if the edit was intended"
-
-
-class _DuplicateKey(ValueError):
-    """A JSON object that gives one key twice (the later value would silently win)."""
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):  # rare: find the key given twice
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
-def _json_loads(text: str) -> Any:
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except RecursionError as exc:  # ``[[[[…`` thousands deep
-        raise json.JSONDecodeError("nested too deeply", text, 0) from exc
 
 
 @dataclass(frozen=True)
@@ -211,13 +190,13 @@ def _rows_from_jsonl(text: str, path: Path) -> list[_Row]:
         if not line.strip():
             continue
         try:
-            data = _json_loads(line)
+            data = loads_strict(line)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"{path}:{lineno}: invalid JSON at column {exc.colno} ({exc.msg}); "
                 "write one JSON object per line"
             ) from exc
-        except _DuplicateKey as exc:
+        except DuplicateKey as exc:
             raise InputError(f"{path}:{lineno}: key {exc.args[0]!r} is given twice; keep one") from exc
         rows.append(_Row(data, f"{path}:{lineno}"))
     return rows
@@ -311,12 +290,12 @@ def _rows_from_yaml(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
 
 def _rows_from_json(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
     try:
-        data = _json_loads(text)
+        data = loads_strict(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}:{exc.lineno}: invalid JSON at column {exc.colno} ({exc.msg}); fix the syntax"
         ) from exc
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise InputError(f"{path}: key {exc.args[0]!r} is given twice in one object; keep one") from exc
     catalog_id: Any = "all"
     provenance: Any = None

@@ -25,7 +25,7 @@ from _calibrate import load, quiet_seconds, reference_us_per_line, verdict
 from score import make_study
 
 from skillreach.reports import render_html
-from skillreach.scoring.core import ProbeTable, score
+from skillreach.scoring import ProbeTable, score
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "headless_shell")
 

@@ -10,7 +10,7 @@ Two figures, each a ratio to a reference run in the same process on the same dat
 2. scoring alone (ProbeTable → Artifact, in process: every figure of spec/metrics.md and the
    artifact's outcomes, what the command's ``score()`` call does) against scikit-learn's
    ``precision_recall_fscore_support`` on the same integer-coded labels. Goal ≤ 1.0×. As in the command,
-   the query set is loaded from queries.json and prepared (:func:`skillreach.scoring.core.prepare_queries`,
+   the query set is loaded from queries.json and prepared (:func:`skillreach.scoring.prepare_queries`,
    its query side built once, timed apart), and probes.jsonl is read for it.
 
 Also printed: the in-process split (parse, score) and sklearn on the label strings.
@@ -43,8 +43,8 @@ import numpy as np
 
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Provenance, Query, QueryKind, QuerySet, Skill
 from skillreach.queries.sets import load_query_set
+from skillreach.scoring import ProbeTable, prepare_queries, score
 from skillreach.scoring.artifact import Artifact, write_artifact
-from skillreach.scoring.core import ProbeTable, prepare_queries, score
 
 
 def make_study(

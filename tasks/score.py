@@ -31,8 +31,8 @@ async def score_study(
     """Score the study's probes (with their rubric grades, ``graded.jsonl``); write ``artifact.json``,
     ``study.json`` (with a copy of the query set) and ``report.html``; record them in the store."""
     from skillreach.reports import render_html
+    from skillreach.scoring import score
     from skillreach.scoring.artifact import RuntimeInfo, write_artifact
-    from skillreach.scoring.core import score
     from skillreach.study.grading import graded_records, judge_model_of, needs_grading
 
     # probes.jsonl, with the judge's grades put on

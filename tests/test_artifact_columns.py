@@ -14,8 +14,8 @@ import pytest
 
 from skillreach.models import NO_SKILL, ProbeRecord, Query, QuerySet
 from skillreach.scoring import artifact as artifacts
+from skillreach.scoring import score
 from skillreach.scoring.artifact import Outcomes, artifact_digest, read_artifact, write_artifact
-from skillreach.scoring.core import score
 
 _NAMES = ["s-a", "ß-kill", 's"q', "s\\b", "😀", "s\u2028", "tab\t", NO_SKILL]
 _IDS = ["q-1", "ü", 'q"2', "q\\3", "q\n4", "日本", "q\x00", "plain"]

@@ -48,8 +48,8 @@ from skillreach.baselines.records import (
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
 from skillreach.models import ProbeRecord
 from skillreach.queries.sets import load_query_set
+from skillreach.scoring import ProbeTable, score
 from skillreach.scoring.artifact import write_artifact
-from skillreach.scoring.core import ProbeTable, score
 
 EXE = Path(sys.executable).with_name("skillreach")
 LIMIT_S = 30.0

@@ -26,8 +26,8 @@ from skillreach.cli import main
 from skillreach.errors import InputError, NotFoundError
 from skillreach.models import Checks, ProbeRecord, Query, QuerySet, ToolCall, ToolPattern
 from skillreach.queries.sets import seal, write_query_set
+from skillreach.scoring import score
 from skillreach.scoring.artifact import Artifact, write_artifact
-from skillreach.scoring.core import score
 from skillreach.scoring.intervals import clustered_wilson, wilson
 from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
 

@@ -118,7 +118,7 @@ def test_a_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
 def test_one_torn_line_rule_for_both_readers(tmp_path: Path) -> None:
     """Garbage in the middle is an error naming the line, for the records reader and the scorer alike;
     a torn last line is dropped and reported by both."""
-    from skillreach.scoring.core import ProbeTable
+    from skillreach.scoring import ProbeTable
 
     middle = tmp_path / "middle.jsonl"
     middle.write_text(record("a").to_json_line() + "\n{garbage\n" + record("b").to_json_line() + "\n")

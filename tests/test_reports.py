@@ -13,8 +13,8 @@ from rich.console import Console
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet, Skill
 from skillreach.reports import fmt_rate, print_scorecard, render_html, render_markdown
 from skillreach.reports.markdown import md_escape
+from skillreach.scoring import score
 from skillreach.scoring.artifact import Artifact
-from skillreach.scoring.core import score
 
 EVIL = '<script>alert("x")</script>'
 

@@ -9,6 +9,7 @@ import pytest
 
 from skillreach.errors import InputError, TamperedError
 from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
+from skillreach.scoring import score
 from skillreach.scoring.artifact import (
     Artifact,
     Outcomes,
@@ -17,7 +18,6 @@ from skillreach.scoring.artifact import (
     read_artifact,
     write_artifact,
 )
-from skillreach.scoring.core import score
 
 QS = QuerySet(
     queries=(

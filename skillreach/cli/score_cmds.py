@@ -14,8 +14,8 @@ from skillreach._io.console import make_console
 
 if TYPE_CHECKING:
     from skillreach.models import QuerySet
+    from skillreach.scoring import ProbeTable
     from skillreach.scoring.artifact import Artifact
-    from skillreach.scoring.core import ProbeTable
 
 __all__ = ["register", "write_reports"]
 
@@ -69,7 +69,7 @@ def write_reports(
 def _read_probes(path: Path, query_set: QuerySet) -> ProbeTable:
     from skillreach._io.paths import refuse_special_file
     from skillreach.errors import InputError
-    from skillreach.scoring.core import ProbeTable
+    from skillreach.scoring import ProbeTable
     refuse_special_file(path, "probes.jsonl a study wrote")
     try:
         with path.open("rb") as fh:
@@ -123,8 +123,8 @@ def _score(  # noqa: PLR0917 - the options of score_cmd, passed on
     from skillreach._io.paths import as_folder, ensure_parent
     from skillreach.errors import InputError
     from skillreach.queries.sets import load_query_set
+    from skillreach.scoring import prepare_queries, score
     from skillreach.scoring.artifact import write_artifact
-    from skillreach.scoring.core import prepare_queries, score
 
     err = make_console(stderr=True)
     out_path = ensure_parent(as_folder(out, "artifact.json"), flag="--out")

@@ -28,7 +28,7 @@ def domain_modules() -> list[str]:
 
 def test_domain_modules_import_no_orchestrator_network_client_or_runtime() -> None:
     modules = domain_modules()
-    assert {"skillreach.scoring.core", "skillreach.study.runner", "skillreach.study.config"} <= set(modules)
+    assert {"skillreach.scoring.scorer", "skillreach.study.runner", "skillreach.study.config"} <= set(modules)
     code = (
         "import importlib, sys\n"
         f"for m in {modules!r}: importlib.import_module(m)\n"

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Query, QueryKind, QuerySet
 from skillreach.queries.sets import load_query_set, seal, write_query_set
-from skillreach.scoring import core as scoring
-from skillreach.scoring._columns import read_columns
+from skillreach.scoring import ProbeTable, _queries, score
+from skillreach.scoring import table as tables
 from skillreach.scoring.artifact import read_artifact
-from skillreach.scoring.core import ProbeTable, score
+from skillreach.scoring.table import read_columns
 
 _IDS = ["q-1", "q-2", "q-3", "ü-ß", "q\t4", "q\"5", "日本", "q 6"]
 _SKILLS = ["s-a", "s-b", "ß-kill", "s\\c", "😀"]
@@ -63,7 +63,7 @@ def _ids(qs: QuerySet | None) -> Sequence[str] | None:
     """What ``from_lines(queries=qs)`` codes rows by: the set's ids in sorted order."""
     if qs is None:
         return None
-    ids = scoring._query_fields(qs).ids
+    ids = _queries._query_fields(qs).ids
     assert list(ids) == sorted(q.id for q in qs.queries)
     return ids
 
@@ -309,7 +309,7 @@ def test_from_lines_reads_a_large_file_by_columns(tmp_path: Path, monkeypatch: p
     qs, data = _big_study(300, 3)
     path = tmp_path / "probes.jsonl"
     path.write_bytes(data)
-    monkeypatch.setattr(scoring, "_COLUMNAR_MIN", 1)
+    monkeypatch.setattr(tables, "_COLUMNAR_MIN", 1)
     with path.open("rb") as fh:
         table = ProbeTable.from_lines(fh, source=str(path), queries=qs)
     want = ProbeTable.from_lines(io.BytesIO(data), source=str(path), queries=qs)
@@ -333,21 +333,19 @@ def _score_cmd(queries: Path, probes: Path, out: Path) -> subprocess.CompletedPr
 
 def test_a_log_above_the_ceiling_is_read_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``_COLUMNAR_MAX`` the whole file is not held in memory: the block reader reads it, alike."""
-    import skillreach.scoring._columns as columns
-
     qs, data = _big_study(300, 3)
     path = tmp_path / "probes.jsonl"
     path.write_bytes(data)
-    monkeypatch.setattr(scoring, "_COLUMNAR_MIN", 1)
-    monkeypatch.setattr(scoring, "_COLUMNAR_MAX", len(data) - 1)
+    monkeypatch.setattr(tables, "_COLUMNAR_MIN", 1)
+    monkeypatch.setattr(tables, "_COLUMNAR_MAX", len(data) - 1)
     called: list[int] = []
-    real = columns.read_columns
-    monkeypatch.setattr(columns, "read_columns", lambda *a, **k: called.append(1) or real(*a, **k))
+    real = tables.read_columns
+    monkeypatch.setattr(tables, "read_columns", lambda *a, **k: called.append(1) or real(*a, **k))
     with path.open("rb") as fh:
         table = ProbeTable.from_lines(fh, source=str(path), queries=qs)
     assert called == []
     assert _table(table) == _table(ProbeTable.from_lines(io.BytesIO(data), source=str(path), queries=qs))
-    monkeypatch.setattr(scoring, "_COLUMNAR_MAX", len(data))
+    monkeypatch.setattr(tables, "_COLUMNAR_MAX", len(data))
     with path.open("rb") as fh:
         ProbeTable.from_lines(fh, source=str(path), queries=qs)
     assert called == [1]
@@ -355,7 +353,7 @@ def test_a_log_above_the_ceiling_is_read_in_blocks(tmp_path: Path, monkeypatch: 
 
 def test_the_command_reads_a_log_above_the_threshold_by_columns(tmp_path: Path) -> None:
     qs, data = _big_study(12_000, 5, pad=600)  # 60,000 lines, 50 MB
-    assert len(data) >= scoring._COLUMNAR_MIN
+    assert len(data) >= tables._COLUMNAR_MIN
     assert read_columns(data, source="p", query_ids=_ids(qs)) is not None  # so the command takes that path
     queries = write_query_set(qs, tmp_path / "q.json")
     probes = tmp_path / "probes.jsonl"
@@ -389,15 +387,15 @@ def test_the_columnar_paths_never_import_pandas(tmp_path: Path) -> None:
     probes.write_bytes(data)
     code = (
         "import sys\n"
-        "from skillreach.scoring import artifact as artifacts, core as scoring\n"
+        "from skillreach.scoring import artifact as artifacts, scorer, table as tables\n"
         "from skillreach.queries.sets import load_query_set\n"
-        "scoring._COLUMNAR_MIN = 1\n"
+        "tables._COLUMNAR_MIN = 1\n"
         "artifacts._ARROW_ROWS = 1\n"
         f"qs = load_query_set({str(queries)!r})\n"
         f"with open({str(probes)!r}, 'rb') as fh:\n"
-        "    table = scoring.ProbeTable.from_lines(fh, queries=qs)\n"
+        "    table = tables.ProbeTable.from_lines(fh, queries=qs)\n"
         "assert 'pyarrow.json' in sys.modules, 'not read by columns'\n"
-        f"artifacts.write_artifact(scoring.score(qs, table), {str(tmp_path / 'a.json')!r})\n"
+        f"artifacts.write_artifact(scorer.score(qs, table), {str(tmp_path / 'a.json')!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
     )
     argv = [sys.executable, "-c", code]

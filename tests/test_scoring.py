@@ -25,8 +25,8 @@ from skillreach.models import (
     ToolCall,
     ToolPattern,
 )
+from skillreach.scoring import ProbeTable, score
 from skillreach.scoring.artifact import PROPORTION_METRICS, RUN_METRICS, Artifact
-from skillreach.scoring.core import ProbeTable, score
 from skillreach.scoring.intervals import wilson
 
 OOS = QueryKind.out_of_scope
@@ -403,9 +403,9 @@ def test_a_file_is_read_in_blocks_equal_to_line_by_line(
 ) -> None:
     """The block reader (msgspec) gives the table the line-by-line reader gives: blank lines, usage
     with nulls, rich lines, a torn last line, blocks cut anywhere."""
-    import skillreach.scoring.core as scoring
+    import skillreach.scoring._decoders as decoders
 
-    monkeypatch.setattr(scoring, "_BLOCK", block)
+    monkeypatch.setattr(decoders, "_BLOCK", block)
     rich = p("q1", 3, "pdf", tool_calls=(ToolCall(tool="Bash", input={"c": "x"}),), final_text="done")
     lines = [
         *(

@@ -27,9 +27,8 @@ from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, ProbeRecord, Query, QueryKind, QuerySet
 from skillreach.queries._fastjson import read_json_fast
 from skillreach.queries.sets import _build, _rows_from_json, load_query_set, seal, write_query_set
-from skillreach.scoring import core as scoring
+from skillreach.scoring import ProbeTable, _decoders, score
 from skillreach.scoring.artifact import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
-from skillreach.scoring.core import ProbeTable, score
 
 SEEDS = (0, 1, 2)
 
@@ -112,11 +111,11 @@ def test_block_reader_equals_line_reader_and_models(
     qs, lines = _study(seed)
     path = tmp_path / "probes.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
-    monkeypatch.setattr(scoring, "_BLOCK", 2048)  # many blocks: the known-names decoder reads most
-    scoring._known_decoder.cache_clear()
+    monkeypatch.setattr(_decoders, "_BLOCK", 2048)  # many blocks: the known-names decoder reads most
+    _decoders._known_decoder.cache_clear()
     with path.open("rb") as fh:
         fast = ProbeTable.from_lines(fh, source=str(path))
-    assert scoring._known_decoder.cache_info().currsize > 1  # learnt, and learnt again for late skills
+    assert _decoders._known_decoder.cache_info().currsize > 1  # learnt, and learnt again for late skills
     slow = ProbeTable.from_lines(path.read_bytes().splitlines(keepends=True), source=str(path))
     assert _columns(fast) == _columns(slow)
     assert fast.runtimes == {"fake", ""}
@@ -153,7 +152,7 @@ def test_a_bad_line_in_a_later_block_is_named_as_the_line_reader_names_it(
     lines[-40]["attempt"] = 0
     path = tmp_path / "probes.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
-    monkeypatch.setattr(scoring, "_BLOCK", 2048)
+    monkeypatch.setattr(_decoders, "_BLOCK", 2048)
     with path.open("rb") as fh, pytest.raises(InputError) as err:
         ProbeTable.from_lines(fh, source=str(path))
     assert (

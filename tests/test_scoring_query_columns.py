@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from skillreach.errors import InputError
 from skillreach.models import NO_SKILL, Checks, ProbeRecord, Query, QueryKind, QuerySet
-from skillreach.scoring import core as scoring
-from skillreach.scoring.core import ProbeTable, _query_columns, _query_fields, prepare_queries, score
+from skillreach.scoring import ProbeTable, prepare_queries, score
+from skillreach.scoring import _queries as query_side
+from skillreach.scoring._queries import _query_columns, _query_fields
 
 SKILLS = ["alpha", "beta", "gamma", "delta", "eps"]
 IN_SCOPE = [k for k in QueryKind if k is not QueryKind.out_of_scope]
@@ -181,4 +182,4 @@ def test_the_query_side_is_built_once_per_query_set_and_let_go_with_it() -> None
     key = id(qs)
     del qs, first
     gc.collect()
-    assert key not in scoring._PREPARED
+    assert key not in query_side._PREPARED

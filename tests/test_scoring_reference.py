@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skillreach.models import NO_SKILL, Catalog, ProbeRecord, Query, QueryKind, QuerySet, Skill
-from skillreach.scoring import core as scoring
+from skillreach.scoring import _counting, score
 from skillreach.scoring.artifact import Artifact, artifact_digest
-from skillreach.scoring.core import score
 
 SKILLS = ("a", "b", "c", "d")
 INVOKABLE = (*SKILLS, "z")  # "z" is outside the catalog: a label with a warning
@@ -212,7 +211,7 @@ def test_the_paths_for_many_labels_equal_the_reference(
     qs, records = log
     with pytest.MonkeyPatch.context() as mp:
         for name, value in limits.items():
-            mp.setattr(scoring, name, value)
+            mp.setattr(_counting, name, value)
         art = score(qs, records, _catalog())
     _check(art, _reference(qs, records))
 

@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skillreach.scoring._queries import prepare_queries
     from skillreach.scoring.artifact import (
         RUN_METRICS,
         Artifact,
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         read_artifact,
         write_artifact,
     )
-    from skillreach.scoring.core import ProbeTable, prepare_queries, score
     from skillreach.scoring.intervals import clustered_wilson, paired_t_interval
     from skillreach.scoring.query_stats import (
         ArmQueries,
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         precision,
         quantiles,
     )
+    from skillreach.scoring.scorer import score
+    from skillreach.scoring.table import ProbeTable
 
 __all__ = [
     "RUN_METRICS",
@@ -55,11 +57,13 @@ __all__ = [
 ]
 
 _MODULES = {
+    "_queries": ("prepare_queries",),
     "artifact": ("RUN_METRICS", "Artifact", "ClassStats", "ProbeOutcome", "RuntimeInfo", "read_artifact",
                  "write_artifact"),
-    "core": ("ProbeTable", "prepare_queries", "score"),
     "intervals": ("clustered_wilson", "paired_t_interval"),
     "query_stats": ("ArmQueries", "bootstrap_weights", "clip", "f1_macro", "precision", "quantiles"),
+    "scorer": ("score",),
+    "table": ("ProbeTable",),
 }  # fmt: skip
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 

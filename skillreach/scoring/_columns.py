@@ -1,7 +1,9 @@
 """A columnar reader of a whole probes.jsonl: pyarrow decodes it straight into Arrow columns (on its own
 threads, no Python object per row), and every rule of the validating reader is checked on the columns.
+Here are its parsing and its checks; its entry point, which builds the table, is
+:func:`skillreach.scoring.table.read_columns`.
 
-:func:`read_columns` returns the same :class:`~skillreach.scoring.core.ProbeTable` as the msgspec reader
+:func:`read_columns` returns the same :class:`~skillreach.scoring.table.ProbeTable` as the msgspec reader
 (``ProbeTable.from_lines``) or ``None``: on any line that reader would refuse or read specially (a
 parse error, a wrong type, a value out of range, a blank line, a line judged on more than routing, a
 missing or null ``attempt`` or ``invoked``), the caller reads the log again with that reader, so the
@@ -15,18 +17,10 @@ escapes are decoded by both readers alike. pyarrow is imported only when a log i
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-from skillreach.models import NO_SKILL
-
-if TYPE_CHECKING:
-    from skillreach.scoring.core import ProbeTable
-
-__all__ = ["read_columns"]
 
 _SLICE = 1 << 22
 _NL, _OPEN = ord("\n"), ord("{")
@@ -105,79 +99,6 @@ def _names(column: Any) -> set[Any]:
     import pyarrow.compute as pc
 
     return set(pc.unique(column).to_pylist())
-
-
-def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = None) -> ProbeTable | None:
-    """The probe table of a whole log's bytes, or ``None`` when the validating reader must read it.
-
-    ``query_ids``: as ``ProbeTable.query_ids`` (the sorted ids of a query set without repeats): rows are
-    coded by their place among them, ids outside them after, in the order first seen."""
-    import pyarrow.compute as pc
-
-    from skillreach.scoring._arrow import view
-    from skillreach.scoring.core import ProbeTable, _offsets
-
-    n_lines = _plain_lines(data)
-    if n_lines is None:
-        return None
-    table = _parse(data)
-    if table is None or table.num_rows != n_lines:
-        return None
-    cols = {name: table.column(name) for name in table.column_names}  # chunked: few are joined
-    del table
-    qcol, acol, icol = cols["query_id"], cols["attempt"], cols["invoked"].combine_chunks()
-    if qcol.null_count or acol.null_count or icol.null_count:
-        return None  # missing or null: only the other reader tells the two apart
-    if pc.max(pc.list_value_length(cols["tool_calls"])).as_py():
-        return None  # tool calls: compliance judges the line, kept whole by the other reader
-    attempt = view(acol, np.int64).copy()
-    if len(attempt) and int(attempt.min()) < 1:
-        return None
-    skills = pc.list_flatten(icol)
-    if skills.null_count:
-        return None
-    coded_skills = pc.dictionary_encode(skills)
-    skill_vocab: list[str] = coded_skills.dictionary.to_pylist()
-    if NO_SKILL in skill_vocab or "" in skill_vocab:
-        return None
-    usage = _usage(cols["usage"])
-    costs = _finite(cols["cost_usd"], _EXACT_FLOAT)
-    durations = _finite(cols["duration_ms"], _MAX_DURATION)
-    if usage is None or costs is None or durations is None:
-        return None
-    coded = _query_codes(qcol, query_ids)
-    if coded is None:
-        return None
-    q, query_vocab, query_codes = coded
-    lengths = view(pc.list_value_length(icol), np.int32)
-    off = _offsets(lengths)
-    ecol = cols["error"]
-    errors: dict[int, str] = {}
-    if ecol.null_count < len(ecol):
-        rows = view(pc.indices_nonzero(pc.is_valid(ecol)), np.uint64)
-        errors = dict(zip(rows.tolist(), ecol.drop_null().to_pylist(), strict=True))
-    return ProbeTable(
-        query_vocab=query_vocab,
-        query_codes=query_codes,
-        query_ids=query_ids,
-        q=q,
-        attempt=attempt,
-        skill_vocab=skill_vocab,
-        inv_flat=view(coded_skills.indices, np.int32).astype(np.int64),
-        inv_off=off,
-        inv_len=lengths,
-        errors=errors,
-        lines=np.arange(1, len(attempt) + 1, dtype=np.int64),
-        usage=usage,
-        cost_usd=math.fsum(costs.tolist()),  # exactly rounded, as the other reader's
-        priced=len(costs),
-        duration_ms=int(np.trunc(durations).astype(np.int64).sum()),
-        runtimes={r or "" for r in _names(cols["runtime"])},
-        models={m for m in _names(cols["model"]) if m},
-        resolved_models={m for m in _names(cols["resolved_model"]) if m},
-        fingerprints={m for m in _names(cols["fingerprint"]) if m},
-        source=source,
-    )
 
 
 def _usage(column: Any) -> dict[str, int] | None:

@@ -1,6 +1,6 @@
 """The artifact of one scored study (``artifact.json``, spec/interfaces.md), and its digest.
 
-:class:`Artifact` is what :func:`skillreach.scoring.core.score` returns and what reports, baselines and the
+:class:`Artifact` is what :func:`skillreach.scoring.scorer.score` returns and what reports, baselines and the
 store read. Besides the spec's fields it carries ``outcomes``: one row per probe (:class:`ProbeOutcome`)
 so that per-skill, per-case figures (baselines, compliance, task quality) can be computed from the
 artifact alone. Outcomes are held by columns (:class:`Outcomes`) so that a million probes cost arrays,

@@ -10,7 +10,7 @@ One rule for a damaged log, whoever reads it:
   file and line.
 
 :func:`parse_lines` applies the rule to raw lines and yields ``(line number, object)``; the scorer's
-columnar reader (:meth:`skillreach.scoring.core.ProbeTable.from_lines`) and :func:`read_probes` both use it.
+columnar reader (:meth:`skillreach.scoring.table.ProbeTable.from_lines`) and :func:`read_probes` both use it.
 """
 
 from __future__ import annotations

@@ -378,12 +378,12 @@ def status_cmd(
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for f in files:
-        rec, reasons = _current_expiry(f, model=model, judge_model=judge_model)
+        rec, reasons, stale = _current_expiry(f, model=model, judge_model=judge_model)
         created = datetime.fromisoformat(rec.created_at.replace("Z", "+00:00"))
         rows.append({"file": str(f), "skill": rec.skill, "baseline_id": rec.baseline_id,
                      "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
                      "age_days": round((now - created).total_seconds() / 86400, 1),
-                     "expired": bool(reasons), "reasons": reasons})
+                     "expired": bool(reasons), "reasons": reasons, "stale": stale})
     if as_json:
         sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
                                     indent=2, ensure_ascii=False) + "\n")
@@ -393,14 +393,19 @@ def status_cmd(
     for col in ("baseline", "model", "runtime", "age (days)", "status", "why"):
         table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
     for r in rows:
-        status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
+        status = (
+            "[red]expired[/]" if r["expired"] else "[yellow]stale[/]" if r["stale"] else "[green]current[/]"
+        )
         table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
-                      "; ".join(r["reasons"]) or "")
+                      "; ".join(r["reasons"] or r["stale"]) or "")
     console.print(table)
     for r in rows:  # the reasons whole, one line each: a table cell may fold them
         if r["expired"]:
             console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
                           highlight=False, soft_wrap=True)
+        elif r["stale"]:
+            console.print(f"{r['baseline_id']}: {'; '.join(r['stale'])} (still gated on the cases it shares; "
+                          "re-baseline to record them)", markup=False, highlight=False, soft_wrap=True)
     if candidates:
         console.print(f"candidates waiting on {branch} (a gate breached; accept with "
                       f"skillreach baseline accept NAME): {', '.join(candidates)}")
@@ -449,8 +454,9 @@ def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
 
 def _current_expiry(
     path: Path, *, model: str | None, judge_model: str | None
-) -> tuple[BaselineRecord, list[str]]:
-    from skillreach.baselines.records import corpus_version, current_rubric_version, expiry, read_baseline
+) -> tuple[BaselineRecord, list[str], list[str]]:
+    """(record, why it is expired, what makes it stale — e.g. ``3 cases added since recorded``)."""
+    from skillreach.baselines.records import current_rubric_version, expiry, read_baseline, staleness
     from skillreach.errors import SkillreachError
     from skillreach.queries.sets import load_query_set
 
@@ -459,10 +465,9 @@ def _current_expiry(
     try:
         qs = load_query_set(qpath)
     except SkillreachError as exc:
-        return rec, [f"corpus {qpath} unreadable: {exc.message}"]
-    corpus = corpus_version(qs)
+        return rec, [f"corpus {qpath} unreadable: {exc.message}"], []
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
-    return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
+    return rec, expiry(rec, query_set=qs, model=model, rubric=rubric), staleness(rec, qs)
 
 
 # --------------------------------------------------------------------------------------------- check
@@ -600,7 +605,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("warning", skill_file, "skillreach: no baseline", msg))
             continue
         rec = read_baseline(bpath)
-        _, reasons = _current_expiry(bpath, model=model, judge_model=None)
+        _, reasons, _stale = _current_expiry(bpath, model=model, judge_model=None)
         if reasons:
             msg = f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); re-record it, not compared"
             results.append({"skill": name, "status": "expired", "message": msg})
@@ -630,6 +635,9 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
             f"{runs} runs per case"
         )
+        for name, rec in members:
+            console.print(f"  {name}: smallest breach {_smallest_breaches(rec, gates)}", markup=False,
+                          highlight=False)
         if staged:
             from skillreach.cli._staged import staged_annotations, staged_check_group
 
@@ -716,23 +724,34 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
 
 
+def _smallest_breaches(record: BaselineRecord, gates: Any) -> str:
+    """Per gated metric of ``record``: the smallest change its cases can show as a breach
+    (``activation 3 of 4 cases (a change of 0.75); false_activation none``)."""
+    from skillreach.baselines.gates import smallest_breach_text
+    from skillreach.baselines.records import METRICS, case_rates
+
+    values = gates.model_dump() if hasattr(gates, "model_dump") else dict(gates)
+    parts = []
+    for metric in METRICS:
+        rates = case_rates(record.per_case, metric)
+        if rates:
+            text = smallest_breach_text(metric, float(values[metric]), len(rates), list(rates.values()))
+            parts.append(f"{metric} {text}")
+    return "; ".join(parts) or "none (no rated case)"
+
+
 def _undecided(results: list[dict[str, Any]]) -> str:
-    """What would decide each inconclusive gate, e.g. ``demo activation: 12 cases at 1 runs each (now 7)``."""
+    """What would decide each inconclusive gate, e.g. ``demo activation: add about 9 positive cases for
+    demo (now 4)``."""
     parts: list[str] = []
     for r in results:
         for g in (r.get("comparison") or {}).get("results", []):
             if g["verdict"] != "inconclusive":
                 continue
-            power = g.get("power") or {}
-            need = power.get("cases_needed")
-            runs = power.get("runs_per_case_needed")
-            how = [f"{need} cases at {power.get('runs_per_case')} runs each (now {g['k']})"] if need else []
-            if runs:
-                how.append(f"{runs} runs per case (now {power.get('runs_per_case')})")
             parts.append(
                 f"{r['skill']} {g['metric']}"
                 + (f" ({g['cohort']})" if g["cohort"] != "paired" else "")
-                + (": " + " or ".join(how) + " would decide it" if how else ": no feasible study decides it")
+                + (f": {g['note']}" if g.get("note") else "")
             )
     return "; ".join(parts)
 

@@ -193,9 +193,9 @@ def test_a_differing_corpus_version_alone_is_not_refused() -> None:
 def test_no_identical_positive_case_is_refused_naming_the_field() -> None:
     base = make_record({"q1": [1, 1], "q2": [1, 1]})
     new = make_record({"q1": [1, 1], "q2": [1, 1]}, bid="n", digests={"q1": "sha256:x", "q2": "sha256:y"})
-    with pytest.raises(RefusedError, match="^corpus_version: no positive case of deploy is identical") as info:
+    with pytest.raises(RefusedError, match=r"^corpus_version: no positive case of deploy is identical") as i:
         compare(base, new)
-    assert info.value.exit_code == 3
+    assert i.value.exit_code == 3
 
 
 def test_a_legacy_record_is_refused_and_asks_for_rebaselining() -> None:
@@ -491,7 +491,7 @@ def test_cli_compare_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureF
     same = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n"), tmp_path / "same.json")
     drop = _write(make_record({c: [1, 1, 0, 0, 0] for c in cases}, bid="n"), tmp_path / "drop.json")
     other = _write(
-        make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n", digests={c: "sha256:other" for c in cases}),
+        make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n", digests=dict.fromkeys(cases, "sha256:x")),
         tmp_path / "other.json",
     )
     assert main(["baseline", "compare", str(base), str(same)]) == 0

@@ -404,12 +404,15 @@ def test_check_expired_baseline_is_not_compared(
     repo = make_repo(tmp_path)
     monkeypatch.chdir(repo)
     record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
-    # the corpus gains a case: the stored baseline is expired
+    # every case of deploy's corpus is edited: none of the baseline's positive cases survives, so the
+    # stored baseline is expired (a case added would only make it stale, and it would still be gated)
     qs = corpus()
-    extra = Query(id="web99", text="ship it now", expected_skill="deploy")
+    edited = tuple(
+        q.model_copy(update={"text": q.text + ", now"}) if q.expected_skill == "deploy" else q
+        for q in qs.queries
+    )
     write_query_set(
-        seal(QuerySet(catalog_id="story", queries=(*qs.queries, extra)), source="t"),
-        repo / "evals" / "queries.json",
+        seal(QuerySet(catalog_id="story", queries=edited), source="t"), repo / "evals" / "queries.json"
     )
     write_skill(repo / "skills", "deploy", BROAD, BODY)
     capsys.readouterr()
@@ -419,7 +422,7 @@ def test_check_expired_baseline_is_not_compared(
     assert "not compared: deploy (expired)" in captured.err
     result = json.loads(captured.out)["results"][0]
     assert result["status"] == "expired"
-    assert "corpus changed: sha256:" in result["message"]
+    assert "positive cases is in the query set unchanged" in result["message"]
 
 
 def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,5 @@
 """``skillreach diff A B``: walls (exit 3), corroboration, paired statistics cross-checked against
-statsmodels' McNemar, scipy/statsmodels' paired t interval and scikit-learn's macro F1, and the
+statsmodels' McNemar, an independent Newcombe paired interval and scikit-learn's macro F1, and the
 reports. The arms are real studies of the bundled example (keyword runtime, offline), one with an
 edited description of ``log-search``."""
 

@@ -652,3 +652,60 @@ def test_a_comparison_with_no_paired_case_is_refused(
     assert main(["baseline", "compare", str(base), str(new)]) == 3
     err = capsys.readouterr().err
     assert "no positive case of deploy is identical (same id and digest) in both records" in err
+
+
+# ------------------------------------------------------------------- properties of the changed spec
+
+_digest_of = st.dictionaries(st.sampled_from([f"q{i}" for i in range(12)]), st.sampled_from(["A", "B"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_cases, _cases, _digest_of, _digest_of)
+def test_a_comparison_never_pairs_cases_whose_digests_differ(
+    a: dict[str, list[int]], b: dict[str, list[int]], da: dict[str, str], db: dict[str, str]
+) -> None:
+    base = make_record(a, digests={k: f"sha256:{v}" for k, v in da.items()})
+    new = make_record(b, bid="n", digests={k: f"sha256:{v}" for k, v in db.items()})
+    identical = {
+        k for k in set(a) & set(b) if base.per_case[k].digest == new.per_case[k].digest
+    }
+    try:
+        cmp = compare(base, new)
+    except RefusedError:
+        assert not identical  # refused exactly when no positive case is identical
+        return
+    assert identical
+    r = _result(cmp, "activation")
+    assert r.k == len(identical)
+    expected = sum(sum(b[k]) / len(b[k]) - sum(a[k]) / len(a[k]) for k in identical) / len(identical)
+    assert r.mean_diff == pytest.approx(expected)
+    assert set(cmp.cases.changed) == {k for k in set(a) & set(b) if k not in identical}
+    assert set(cmp.cases.added) == set(b) - set(a)
+    assert set(cmp.cases.removed) == set(a) - set(b)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_cases, _cases, st.sampled_from([-0.01, -0.05, -0.3]))
+def test_the_rules_out_bound_is_the_interval_end(
+    a: dict[str, list[int]], b: dict[str, list[int]], gate: float
+) -> None:
+    pos = {**a, **{k: v for k, v in b.items() if k not in a}}
+    negs_a = {f"n{k}": v for k, v in a.items()}
+    negs_b = {f"n{k}": v for k, v in b.items()}
+    cmp = compare(make_record(pos, negatives=negs_a), make_record({**pos, **b}, negatives=negs_b, bid="n"),
+                  {"activation": gate, "false_activation": -gate})
+    for r in cmp.results:
+        if r.verdict is not Verdict.ok:
+            assert r.rules_out is None
+            continue
+        assert r.ci95 is not None
+        lo, hi = r.ci95
+        if r.metric == "false_activation":
+            assert r.rules_out == (None if hi >= 1 else hi)
+        else:
+            assert r.rules_out == (None if lo <= -1 else -lo)
+        if r.rules_out is not None and r.rules_out > 0:
+            what = "rise" if r.metric == "false_activation" else "drop"
+            points = math.ceil(round(r.rules_out * 100, 6))
+            assert r.note == f"rules out a {what} larger than {points} points"
+            assert points / 100 >= r.rules_out - 1e-9  # never claims more than the interval

@@ -355,8 +355,10 @@ def status_cmd(
         "skillreach/baselines", "--branch", help="The service's baseline branch (what waits there is shown)."
     ),
 ) -> None:
-    """Every stored baseline: pins, age, current or expired (model, corpus, rubric or runtime changed),
-    candidates waiting for `baseline accept`, and the service's commits not merged yet."""
+    """Every stored baseline: pins, age, current, stale (cases added, changed or removed since: still
+    gated) or expired (model, rubric or runtime changed, no positive case left, or recorded before cases
+    were pinned by content), candidates waiting for `baseline accept`, and the service's commits not
+    merged yet."""
     from datetime import UTC, datetime
 
     from rich.table import Table

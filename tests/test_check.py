@@ -244,13 +244,15 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     ), annotations
     assert not any("activation (paired) breach" in line for line in annotations)
     assert "gate failed for deploy" in captured.err
-    # check is a merge gate: the inconclusive paired compliance fails too, and says what would decide it
-    assert "inconclusive: deploy compliance: " in captured.err
-    assert "would decide it; pass --lenient to let an inconclusive gate pass" in captured.err
+    # the paired compliance breaches too: three of its 13 cases now mostly break the rules, and
+    # Newcombe's interval (the t interval reached 0 here) leaves 0
     assert any(
-        line.startswith("::error file=skills/deploy/SKILL.md,title=skillreach gate%3A inconclusive::")
+        line.startswith(
+            "::error file=skills/deploy/SKILL.md,title=skillreach gate%3A breach::deploy: compliance (paired)"
+        )
         for line in annotations
     ), annotations
+    assert "smallest breach activation " in captured.out  # before probing: what the cases can show
     text = summary.read_text(encoding="utf-8")
     assert "## skillreach check" in text
     assert "| deploy | activation | paired |" in text
@@ -291,11 +293,11 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     assert act["new"] > act["base"]
     comp_paired = rows[("compliance", "paired")]
     # paired: the 10 web cases (unchanged) and the 3 infra cases the narrow description reached once,
-    # which now mostly break the rules — a fall past the gate whose interval still reaches 0
+    # which now mostly break the rules — a fall past the gate whose interval leaves 0
     assert comp_paired["k"] == 13
     assert comp_paired["mean_diff"] == pytest.approx((-0.75 - 1.0 - 1.0) / 13)
-    assert comp_paired["verdict"] == "inconclusive"
-    assert "runs per case" in comp_paired["note"] or "cases" in comp_paired["note"]
+    assert comp_paired["ci95"][1] == pytest.approx(-0.0404, abs=1e-4)
+    assert comp_paired["verdict"] == "breach"
     fresh = rows[("compliance", "new cases")]
     assert fresh["k"] == 7  # infra cases the baseline never measured compliance on
     assert fresh["mean_diff"] < -0.5

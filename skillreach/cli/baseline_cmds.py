@@ -64,14 +64,27 @@ def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
 
 
 def _guess_queries(artifact_path: Path) -> Path | None:
-    """A study folder written by ``skillreach run`` holds the query set it ran (``study.json`` names it)."""
+    """The query set a study ran, as the study was given it (``study.json``'s ``source``, when that file
+    still holds the same set: a record then names a path that travels with the repository), else the
+    study folder's own copy."""
     from skillreach.errors import SkillreachError
+    from skillreach.queries.sets import load_query_set
     from skillreach.study.folder import read_study_file
 
     try:
-        return read_study_file(artifact_path.parent).query_set_path(artifact_path.parent)
+        study = read_study_file(artifact_path.parent)
     except SkillreachError:
-        pass  # an older folder: look for the copies it may hold
+        study = None  # an older folder: look for the copies it may hold
+    if study is not None:
+        source = study.query_set.get("source")
+        if isinstance(source, str) and source and Path(source).is_file():
+            try:
+                same = load_query_set(Path(source)).compute_digest() == study.query_set.get("digest")
+            except SkillreachError:
+                same = False
+            if same:
+                return Path(source)
+        return study.query_set_path(artifact_path.parent)
     for name in ("queries.json", "query_set.json"):
         cand = artifact_path.parent / name
         if cand.is_file():
@@ -110,16 +123,24 @@ def _judge_model_default(given: str | None) -> str:
 
 def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     artifact: Path = typer.Option(..., "--artifact", help="artifact.json of the study."),
-    skill: str = typer.Option(..., "--skill", help="The skill to record."),
+    skill: list[str] = typer.Option(
+        [], "--skill", help="A skill to record (repeatable); --all records every skill with cases."
+    ),
+    every: bool = typer.Option(False, "--all", help="Record every skill with positive cases in the study."),
     queries: Path | None = typer.Option(
-        None, "--queries", help="The query set the study ran (default: found beside the artifact)."
+        None,
+        "--queries",
+        help="The query set the study ran, as the repository holds it (default: the file the study was "
+        "given, else the study folder's copy).",
     ),
     skills: list[Path] = typer.Option(
-        [], "--skills", help="Folder(s) holding the skill, for its git version (default: ./skills)."
+        [], "--skills", help="Folder(s) holding the skills, for their git version (default: ./skills)."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Write the record here (default: stdout)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the record here (one skill; default: stdout)."
+    ),
     commit: bool = typer.Option(
-        False, "--commit", help="Write <baselines>/<skill>.json and commit that file alone."
+        False, "--commit", help="Write <baselines>/<skill>.json for each skill and commit them in one commit."
     ),
     baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
     judge_model: str | None = typer.Option(
@@ -132,41 +153,116 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         "--uplift",
         metavar="UPLIFT_JSON",
         help="The skill's uplift report (skillreach uplift SKILL --json) to carry in the record "
-        "(default: uplift-SKILL.json beside the artifact, when there is one).",
+        "(one skill; default: uplift-SKILL.json beside the artifact, when there is one).",
     ),
 ) -> None:
-    """Build the baseline record of one skill from one study (spec/interfaces.md)."""
-    from skillreach.baselines.records import (
-        changes_between,
-        cohort_split,
-        metrics_line,
-        read_baseline,
-        record_baseline,
-        write_baseline,
-    )
+    """Build the baseline records of skills from one study (spec/interfaces.md). Exit codes: 0 written;
+    2 bad input."""
+    from skillreach.baselines.records import changes_between, read_baseline, write_baseline
     from skillreach.errors import InputError
-    from skillreach.reports.gates import fmt_value
 
+    if every and skill:
+        raise InputError("--all and --skill contradict each other; pass one")
+    if not every and not skill:
+        raise InputError("name the skills to record: --skill NAME (repeatable) or --all")
+    if len(skill) != len(set(skill)):
+        raise InputError(f"--skill names {sorted({s for s in skill if skill.count(s) > 1})[0]!r} twice")
     art = _read_artifact_any(artifact)
     qpath = queries or _guess_queries(artifact)
     if qpath is None:
         raise InputError(f"{artifact}: cannot tell which query set the study ran; pass --queries FILE")
+    names = _skills_with_cases(art, qpath) if every else list(skill)
+    if not names:
+        raise InputError(f"{qpath}: no skill has a positive case; nothing to record")
+    if (len(names) > 1 or every) and out is not None:
+        raise InputError("--out writes one record; with several skills pass --commit (or --baselines DIR)")
+    if len(names) > 1 and uplift is not None:
+        raise InputError("--uplift is one skill's report; record that skill alone with it")
+    console = _err_console()
+    study_copy = artifact.parent.resolve()
+    if queries is None and qpath.resolve().is_relative_to(study_copy):
+        console.print(
+            f"[yellow]note:[/] the records name the study folder's copy of the query set ({qpath}); a fresh "
+            "clone without that folder cannot read them: pass --queries FILE (the set your repository holds)"
+        )
     dirs = list(skills) or [Path("skills")]
+    judge = judge_model or _study_judge(artifact)
+    records = [
+        _record_one(
+            art, artifact, qpath, name, dirs=dirs, judge=judge, uplift=uplift, explicit_dirs=bool(skills)
+        )
+        for name in names
+    ]
+    if len(records) == 1 and not commit and out is None:
+        sys.stdout.write(records[0].model_dump_json(indent=2) + "\n")
+        return
+    if commit:
+        _require_git(baselines_dir)
+    from skillreach._io.paths import ensure_parent
+
+    previous: dict[str, BaselineRecord | None] = {}
+    for record in records:
+        target = out if out is not None else baselines_dir / f"{record.skill}.json"
+        previous[record.skill] = None
+        if target.is_file():
+            from skillreach.errors import TamperedError
+
+            try:
+                previous[record.skill] = read_baseline(target)
+            except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
+                console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
+        write_baseline(record, ensure_parent(target, flag="--out" if out is not None else "--baselines"))
+        _print_recorded(record, previous[record.skill], target, console)
+    if commit:
+        repo = _work_tree_repo(baselines_dir)
+        if len(records) == 1:
+            rec = records[0]
+            changes = "; ".join(changes_between(previous[rec.skill], rec))
+            subject = f"baseline {rec.skill}: {changes}"
+        else:
+            subject = f"baselines: {len(records)} skills recorded from {artifact}"
+        why = [f"{r.skill}: {'; '.join(changes_between(previous[r.skill], r))}" for r in records]
+        done = repo.commit(records, subject=subject, why=why if len(records) > 1 else ())
+        if done.sha is None:
+            raise InputError(f"{baselines_dir}: the baselines are unchanged; nothing to commit")
+        console.print(f"  committed {done.sha[:12]}: {subject}")
+
+
+def _skills_with_cases(art: Any, qpath: Path) -> list[str]:
+    """The skills of the study's catalog with at least one positive case in the query set."""
+    from skillreach.queries.sets import load_query_set
+
+    expected = {q.expected_skill for q in load_query_set(qpath).queries if q.expected_skill}
+    catalog = getattr(getattr(art, "catalog", None), "skills", None) or sorted(expected)
+    return sorted(set(catalog) & expected)
+
+
+def _record_one(
+    art: Any,
+    artifact: Path,
+    qpath: Path,
+    skill: str,
+    *,
+    dirs: list[Path],
+    judge: str,
+    uplift: Path | None,
+    explicit_dirs: bool,
+) -> BaselineRecord:
+    from skillreach.author.uplift import read_uplift_report, recorded_uplift, uplift_file
+    from skillreach.baselines.records import record_baseline
+    from skillreach.errors import InputError
+
     folder = _find_skill_folder(skill, dirs)
-    if folder is None and skills:
+    if folder is None and explicit_dirs:
         raise InputError(
             f"skill {skill!r}: no SKILL.md with that name under {', '.join(map(str, dirs))}; "
             "pass --skills DIR"
         )
-    from skillreach.author.uplift import read_uplift_report, recorded_uplift, uplift_file
-
     beside = uplift_file(artifact if artifact.is_dir() else artifact.parent, skill)
     if uplift is None and beside.is_file():
         uplift = beside
     lift = recorded_uplift(read_uplift_report(uplift, skill), uplift) if uplift is not None else None
-    record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact), uplift=lift
-    )
+    record = record_baseline(art, qpath, skill, skill_folder=folder, judge_model=judge, uplift=lift)
     console = _err_console()
     if folder is None:
         console.print(
@@ -177,23 +273,15 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         console.print(
             f"[yellow]note:[/] {record.skill_path} has uncommitted changes: skill_version is a content digest"
         )
-    target = baselines_dir / f"{skill}.json" if commit else out
-    if commit:
-        _require_git(target if target is not None else baselines_dir)
-    previous: BaselineRecord | None = None
-    if commit and target is not None and target.is_file():
-        from skillreach.errors import TamperedError
+    return record
 
-        try:
-            previous = read_baseline(target)
-        except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
-            console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
-    if target is None:
-        sys.stdout.write(record.model_dump_json(indent=2) + "\n")
-        return
-    from skillreach._io.paths import ensure_parent
 
-    write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
+def _print_recorded(
+    record: BaselineRecord, previous: BaselineRecord | None, target: Path, console: Console
+) -> None:
+    from skillreach.baselines.records import cohort_split, metrics_line
+    from skillreach.reports.gates import fmt_value
+
     console.print(f"baseline {record.baseline_id} → {target}")
     console.print(f"  {metrics_line(record)}")
     if record.uplift is not None:
@@ -206,13 +294,6 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
                 f"  compliance by cohort: baseline cases {fmt_value(old.value if old else None)} "
                 f"({old.cases if old else 0} cases), new cases {fmt_value(new.value)} ({new.cases} cases)"
             )
-    if commit:
-        repo = _work_tree_repo(baselines_dir)
-        changes = "; ".join(changes_between(previous, record))
-        done = repo.commit([record], subject=f"baseline {skill}: {changes}")
-        if done.sha is None:
-            raise InputError(f"{target}: the baseline is unchanged; nothing to commit")
-        console.print(f"  committed {done.sha[:12]}: {', '.join(changes_between(previous, record))}")
 
 
 def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:

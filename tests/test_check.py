@@ -367,8 +367,9 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
     # nothing changed since HEAD
     assert main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process"]) == 0
     assert "no skill changed; nothing to check" in capsys.readouterr().out
-    # a new skill: every skill is re-checked; deploy against its baseline (same behaviour: ok), pdf and
-    # dns have none (warned, not failed)
+    # a new skill: every skill with a baseline is re-checked; deploy against its baseline (same
+    # behaviour: ok); dns, the changed skill, has none at the base revision: not a pass unless
+    # --allow-missing (pdf has none either, but nothing changed it: not gated)
     write_skill(repo / "skills", "dns", "Change DNS records.")
     args = [
         "check",
@@ -385,19 +386,21 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
         "--out",
         "out/c",
     ]
-    code = main(args)
-    captured = capsys.readouterr()
-    lines = captured.out.splitlines()
-    annotations = [x for x in lines if x.startswith("::")]
-    payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
-    assert code == 0, captured.err
-    assert payload["checked"] == ["deploy", "dns", "pdf"]
-    status = {r["skill"]: r["status"] for r in payload["results"]}
-    assert status == {"deploy": "ok", "dns": "no baseline", "pdf": "no baseline"}
-    assert any(
-        a.startswith("::warning file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
-        for a in annotations
-    )
+    for extra, expected, level in (([], 1, "error"), (["--allow-missing"], 0, "warning")):
+        code = main([*args, *extra])
+        captured = capsys.readouterr()
+        lines = captured.out.splitlines()
+        annotations = [x for x in lines if x.startswith("::")]
+        payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
+        assert code == expected, captured.err
+        assert payload["checked"] == ["deploy", "dns"]
+        status = {r["skill"]: r["status"] for r in payload["results"]}
+        assert status == {"deploy": "ok", "dns": "no baseline"}
+        assert any(
+            a.startswith(f"::{level} file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
+            and "baseline rebaseline --rev main --skills dns" in a
+            for a in annotations
+        ), annotations
 
 
 def test_check_expired_baseline_is_not_compared(

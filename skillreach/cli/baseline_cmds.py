@@ -539,18 +539,51 @@ def _current_expiry(
     path: Path, *, model: str | None, judge_model: str | None
 ) -> tuple[BaselineRecord, list[str], list[str]]:
     """(record, why it is expired, what makes it stale — e.g. ``3 cases added since recorded``)."""
-    from skillreach.baselines.records import current_rubric_version, expiry, read_baseline, staleness
-    from skillreach.errors import SkillreachError
-    from skillreach.queries.sets import load_query_set
+    from skillreach.baselines.records import read_baseline
 
     rec = read_baseline(path)
     qpath = _corpus_path(rec, path.parent)
+    if not qpath.is_file():
+        return rec, [f"its query set {rec.corpus_path or qpath} is missing"], []
+    reasons, stale = _record_expiry(rec, qpath, model=model, judge_model=judge_model)
+    return rec, reasons, stale
+
+
+def _record_expiry(
+    rec: BaselineRecord, qpath: Path, *, model: str | None, judge_model: str | None
+) -> tuple[list[str], list[str]]:
+    """(why ``rec`` is expired against the query set at ``qpath``, what makes it stale)."""
+    from skillreach.baselines.records import current_rubric_version, expiry, staleness
+    from skillreach.errors import SkillreachError
+    from skillreach.queries.sets import load_query_set
+
     try:
         qs = load_query_set(qpath)
     except SkillreachError as exc:
-        return rec, [f"corpus {qpath} unreadable: {exc.message}"], []
+        return [f"corpus {qpath} unreadable: {exc.message}"], []
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
-    return rec, expiry(rec, query_set=qs, model=model, rubric=rubric), staleness(rec, qs)
+    return expiry(rec, query_set=qs, model=model, rubric=rubric), staleness(rec, qs)
+
+
+def _victim_line(name: str, cmp: Any, loss: Any) -> str | None:
+    """``algorithmic-art: activation 0.500 → 0.000 (lost 2 of 2 cases to canvas-design) — breach`` when
+    the skill's activation fell past its gate (breach or inconclusive), else ``None``."""
+    from skillreach.reports.gates import fmt_value
+
+    drop = next(
+        (
+            r
+            for r in cmp.results
+            if r.metric == "activation" and r.verdict.value in ("breach", "inconclusive")
+        ),
+        None,
+    )
+    if drop is None:
+        return None
+    return (
+        f"{name}: activation {fmt_value(drop.base)} → {fmt_value(drop.new)} ({loss.sentence()}) — "
+        f"{drop.verdict.value}"
+    )
 
 
 # --------------------------------------------------------------------------------------------- check
@@ -631,14 +664,41 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         help="Probe in stages and stop when the verdict is known (group-sequential gate).",
     ),
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
+    scope: str = typer.Option(
+        "all",
+        "--scope",
+        help="What an edited description re-gates: all (every skill with a baseline, one study) or "
+        "neighbours (the edited skills, their BM25 rivals both ways).",
+    ),
+    rivals_k: int = typer.Option(
+        3, "--rivals", min=1, help="Rivals per edited skill under --scope neighbours."
+    ),
+    allow_missing: bool = typer.Option(
+        False,
+        "--allow-missing",
+        help="A changed skill without a baseline at the base revision passes (record it after the merge).",
+    ),
 ) -> None:
-    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
-    inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
+    """Re-probe what a change can affect and gate it against the baselines of the base revision.
+
+    An edited description, an added or a removed skill changes the routing table: every skill with a
+    baseline is re-gated (--scope neighbours: the edited skills and their rivals); a body-only edit
+    re-gates that skill. The records are read as they are at the base revision, never from the change.
+
+    Exit codes: 0 every gate ok; 1 a breach, an inconclusive gate (unless --lenient), a changed skill
+    without a baseline (unless --allow-missing) or a SKILL.md that does not parse; 2 bad input; 3 not
+    compared (pins differ, or records or their query set unreadable).
+    """
     from skillreach.baselines.gates import compare
-    from skillreach.baselines.records import changed_skills, read_baseline, record_baseline, resolve_since
+    from skillreach.baselines.records import changed_skills, git_toplevel, record_baseline, resolve_since
+    from skillreach.baselines.scope import base_records, classify_edits, losses, skills_to_gate
     from skillreach.errors import GateFailed, InputError, RefusedError
     from skillreach.reports.gates import print_comparison
+    from skillreach.skills.discovery import discover
     from skillreach.study import StudyConfig
+
+    if scope not in ("all", "neighbours", "neighbors"):
+        raise InputError(f"--scope {scope!r}: pass all or neighbours")
 
     if not changed:
         raise InputError("skillreach check needs --changed (the only mode so far)")
@@ -652,49 +712,92 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         if not d.is_dir():
             raise InputError(f"{d}: no such folder of skills; pass --skills DIR")
     rev, how = resolve_since(dirs[0], since)
+    top = git_toplevel(dirs[0].resolve())
+    assert top is not None  # resolve_since refused a folder outside git
     changes = changed_skills(dirs, rev)
     console.print(f"comparing with {rev[:12]} ({how})")
-    if changes.added or changes.removed:
-        console.print(
-            "routing table changed"
-            + (f": added {', '.join(changes.added)}" if changes.added else "")
-            + (f"; removed {', '.join(changes.removed)}" if changes.removed else "")
-            + " — every skill is re-checked"
+    base = base_records(top, rev, baselines_dir)
+    edits = classify_edits(changes, top, rev)
+    edited_files = {e.name: e.file for e in edits}
+    routing = [e for e in edits if e.routing]
+    found = discover(dirs).skills
+    to_check = skills_to_gate(
+        edits,
+        base.records,
+        scope="all" if scope == "all" else "neighbours",
+        skills=found,
+        rivals_k=rivals_k,
+    )
+    if routing:
+        what = "; ".join(
+            f"{how_}: {', '.join(e.name for e in routing if e.how == how_)}"
+            for how_ in ("description", "added", "removed")
+            if any(e.how == how_ for e in routing)
         )
-    to_check = changes.to_check
+        whom = (
+            f"every skill with a baseline is re-gated ({len(to_check)})"
+            if scope == "all"
+            else f"re-gating the edited skills and their neighbours: {', '.join(to_check) or 'none'}"
+        )
+        console.print(f"routing table changed ({what}) — {whom}")
+    if base.changed_here:
+        console.print(
+            f"this change touches the baseline records ({', '.join(base.changed_here)}): the gate reads "
+            f"them as they are at {rev[:12]}, never from the change"
+        )
     gates = _gates(config, gate)
     broken = [
         {"skill": path, "status": "unparseable", "message": f"{path}:{line}: {what}"}
         for path, line, what in changes.problems
     ]
+    broken += [{"skill": base.folder, "status": "refused", "message": msg} for msg in base.problems]
     do_annotate = annotations if annotations is not None else os.environ.get("GITHUB_ACTIONS") == "true"
     results: list[dict[str, Any]] = list(broken)
     lines: list[str] = [
         _annotate("error", path, "skillreach: SKILL.md does not parse", f"line {line}: {what}")
         for path, line, what in changes.problems
     ]
-    if not to_check and not broken:
+    if not edits and not broken:
         console.print("no skill changed; nothing to check")
+    rebaseline_hint = f"skillreach baseline rebaseline --rev {rev[:12]} --commit"
+    missing = sorted(e.name for e in edits if e.how != "removed" and e.name not in base.records)
+    for name in missing:
+        level = "warning" if allow_missing else "error"
+        msg = (
+            f"no baseline for {name} at {rev[:12]}"
+            + ("" if base.records else f" (no record under {base.folder}/ at all)")
+            + f": after the merge, record it with `skillreach baseline rebaseline --rev main --skills {name} "
+            "--commit`" + ("" if allow_missing else "; --allow-missing lets it pass until then")
+        )
+        results.append({"skill": name, "status": "no baseline", "message": msg})
+        lines.append(_annotate(level, changes.skill_files.get(name), "skillreach: no baseline", msg))
     # group by the pins a study needs
     groups: dict[tuple[str, str, str, int], list[tuple[str, BaselineRecord]]] = {}
     for name in to_check:
-        bpath = baselines_dir / f"{name}.json"
-        skill_file = changes.skill_files.get(name)
-        if not bpath.is_file():
-            msg = (
-                f"no baseline for {name}: record one with skillreach baseline record --skill {name} --commit"
-            )
-            results.append({"skill": name, "status": "no baseline", "message": msg})
-            lines.append(_annotate("warning", skill_file, "skillreach: no baseline", msg))
+        if name not in base.records:
             continue
-        rec = read_baseline(bpath)
-        _, reasons, _stale = _current_expiry(bpath, model=model, judge_model=None)
+        rec = base.records[name]
+        skill_file = changes.skill_files.get(name)
+        qpath = _corpus_path(rec, top)
+        if not qpath.is_file():
+            msg = (
+                f"{name}: the query set its baseline names, {rec.corpus_path}, is missing in this checkout; "
+                "commit it, or re-record the baseline with --queries FILE"
+            )
+            results.append({"skill": name, "status": "refused", "message": msg})
+            lines.append(_annotate("error", skill_file, "skillreach: query set missing", msg))
+            continue
+        reasons, stale = _record_expiry(rec, qpath, model=model, judge_model=None)
         if reasons:
-            msg = f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); re-record it, not compared"
+            msg = (
+                f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); not compared: "
+                f"re-baseline with `{rebaseline_hint} --skills {name}`"
+            )
             results.append({"skill": name, "status": "expired", "message": msg})
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
-        qpath = _corpus_path(rec, bpath.parent)
+        if stale:
+            console.print(f"  {name}: {'; '.join(stale)} (gated on the identical cases)", markup=False)
         key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))
     for (qpath_s, rt, mdl, runs), members in groups.items():
@@ -751,10 +854,19 @@ def check_cmd(  # noqa: PLR0917 - a typer command
                 results.append({"skill": name, "status": "refused", "message": exc.message})
                 lines.append(_annotate("error", skill_file, "skillreach: comparison refused", exc.message))
                 continue
+            loss = losses(rec, new, art.outcomes)
+            victim = _victim_line(name, cmp, loss)
+            if victim is not None:
+                console.print(victim, markup=False, highlight=False)
+                for taker in loss.taken_by:
+                    if edited_files.get(taker):
+                        title = "skillreach: takes a neighbour's cases"
+                        lines.append(_annotate("error", edited_files[taker], title, victim))
             if not as_json:
                 print_comparison(cmp, console)
             results.append(
                 {"skill": name, "status": cmp.verdict.value, "comparison": cmp.model_dump(mode="json")}
+                | ({"victim": victim} if victim else {})
             )
             for g in cmp.results:
                 if g.verdict.value in ("breach", "inconclusive"):
@@ -766,7 +878,13 @@ def check_cmd(  # noqa: PLR0917 - a typer command
                     )
                     lines.append(_annotate(level, skill_file, f"skillreach gate: {g.verdict.value}", msg))
     statuses = [r["status"] for r in results]
-    if "breach" in statuses or "unparseable" in statuses or (strict and "inconclusive" in statuses):
+
+    def failing(st: str) -> bool:
+        return st in ("breach", "unparseable") or (strict and st == "inconclusive") or (
+            st == "no baseline" and not allow_missing
+        )
+
+    if any(failing(st) for st in statuses):
         code = 1
     elif "refused" in statuses or "expired" in statuses:
         code = 3
@@ -778,20 +896,19 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(strip_control(_step_summary(rev, how, changes, results, code)))
+            fh.write(strip_control(_step_summary(rev, how, edits, base.changed_here, results, code=code)))
     if as_json:
         payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         for r in results:
+            if r.get("victim"):
+                console.print(r["victim"], markup=False, highlight=False)
+        for r in results:
             if r["status"] in ("no baseline", "expired", "refused", "unparseable"):
                 console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
         console.print(f"check: exit {code}")
-    failed = [
-        str(r["skill"])
-        for r in results
-        if r["status"] in ("breach", "unparseable") or (strict and r["status"] == "inconclusive")
-    ]
+    failed = [str(r["skill"]) for r in results if failing(r["status"])]
     if code == 1:
         undecided = _undecided(results)
         raise GateFailed(
@@ -804,7 +921,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         )
     if code == 3:
         held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
-        raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
+        raise RefusedError(f"check: not compared: {', '.join(held)}; re-baseline with `{rebaseline_hint}`")
 
 
 def _smallest_breaches(record: BaselineRecord, gates: Any) -> str:
@@ -839,8 +956,11 @@ def _undecided(results: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:
+def _step_summary(
+    rev: str, how: str, edits: Any, baseline_changes: Any, results: list[dict[str, Any]], *, code: int
+) -> str:
     from skillreach.reports.gates import fmt_value
+
     icon = {
         "ok": "✅",
         "inconclusive": "⚠️",
@@ -851,10 +971,20 @@ def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]
         "unparseable": "❌",
     }
     out = ["## skillreach check", "", f"Compared with `{rev[:12]}` ({how}).", ""]
-    if changes.added or changes.removed:
+    victims = [r["victim"] for r in results if r.get("victim")]
+    if victims:
+        out += [f"- **{v}**" for v in victims] + [""]
+    routing = [e for e in edits if e.routing]
+    if routing:
         out.append(
-            f"Routing table changed (added: {', '.join(changes.added) or '–'}; removed: "
-            f"{', '.join(changes.removed) or '–'}): every skill re-checked.\n"
+            "Routing table changed ("
+            + ", ".join(f"{e.name}: {e.how}" for e in routing)
+            + "): every skill it can move re-gated.\n"
+        )
+    if baseline_changes:
+        out.append(
+            "This change touches baseline records (" + ", ".join(f"`{c}`" for c in baseline_changes)
+            + f"); the gate used the records of `{rev[:12]}`.\n"
         )
     out += [
         "| skill | metric | cohort | baseline | new | Δ paired | 95% CI | verdict |",

@@ -158,7 +158,7 @@ def make_repo(tmp_path: Path) -> Path:
 
 
 def run_study(repo: Path, cfg_name: str, out: str) -> Path:
-    from skillreach.cli.baseline_cmds import _run_study
+    from skillreach.cli.check_cmds import _run_study
     from skillreach.study import StudyConfig
 
     cfg = StudyConfig.build(
@@ -465,7 +465,7 @@ def test_check_fails_on_a_changed_skill_that_does_not_parse(
 
 
 def test_annotation_escaping() -> None:
-    from skillreach.cli.baseline_cmds import _annotate
+    from skillreach.cli.check_cmds import _annotate
 
     line = _annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
     assert line == "::warning file=skills/a%2Cb/SKILL.md,title=t%3A x::50%25 done%0Anext"
@@ -477,7 +477,7 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the in-process study records to ./.skillreach; keep it out of the repo
     from skillreach.baselines.records import record_baseline
-    from skillreach.cli.baseline_cmds import _run_study
+    from skillreach.cli.check_cmds import _run_study
     from skillreach.study import StudyConfig
     from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
     from skillreach.study.probe_log import read_probes

@@ -31,7 +31,7 @@ from skillreach.baselines.records import (
     parse_baseline,
 )
 from skillreach.errors import SkillreachError
-from skillreach.models import Frozen, Skill
+from skillreach.models import Frozen, QuerySet, Skill
 
 __all__ = [
     "BaseRecords",
@@ -41,6 +41,7 @@ __all__ = [
     "base_records",
     "classify_edits",
     "losses",
+    "neighbourhood_cases",
     "neighbours",
     "skills_to_gate",
 ]
@@ -194,7 +195,10 @@ class Loss(Frozen):
     """Skill (or ``(no skill)``) that now comes first on the lost cases → how many cases."""
 
     def sentence(self) -> str:
-        takers = ", ".join(f"{n} × {c}" if c > 1 else n for n, c in self.taken_by.items())
+        if len(self.taken_by) == 1:
+            takers = next(iter(self.taken_by))
+        else:
+            takers = ", ".join(f"{n} × {c}" for n, c in self.taken_by.items())
         return f"lost {self.lost} of {self.cases} cases" + (f" to {takers}" if takers else "")
 
 
@@ -211,3 +215,22 @@ def losses(base: BaselineRecord, new: BaselineRecord, outcomes: Iterable[Any]) -
             firsts[row.query_id][row.predicted] += 1
     taken: Counter[str] = Counter(c.most_common(1)[0][0] for c in firsts.values() if c)
     return Loss(skill=base.skill, lost=len(lost), cases=len(shared), taken_by=dict(taken.most_common()))
+
+
+def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:
+    """The cases ``--scope neighbours`` probes: the positive cases of ``skills`` and every case that
+    expects no skill or a neighbour's (``out_of_scope``, ``neighbor_negative``). Other skills' positive
+    cases are left out: a false activation of a gated skill on them goes unseen, the price of the
+    cheaper scope. The set is re-sealed (its digest is its own); each case keeps its content digest, so
+    the comparison pairs it with the baseline's."""
+    names = set(skills)
+    kept = tuple(
+        q
+        for q in query_set.queries
+        if q.expected_skill in names or q.kind.value in ("out_of_scope", "neighbor_negative")
+    )
+    from skillreach.queries.sets import seal
+
+    subset = QuerySet(catalog_id=query_set.catalog_id, queries=kept)
+    source = query_set.provenance.source or "query set"
+    return seal(subset, source=f"{source} (neighbours of {', '.join(sorted(names))})")

@@ -34,7 +34,9 @@ _COMMAND_MODULES = (
     "run_cmds",  # run, serve
     "worker_cmds",  # worker
     "doctor_cmds",  # doctor
-    "baseline_cmds",  # baseline record|compare, check
+    "baseline_cmds",  # baseline record|compare|status|accept|show
+    "check_cmds",  # check
+    "rebaseline_cmds",  # baseline rebaseline (adds to ``baseline_app``)
     "diff_cmds",  # diff
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster

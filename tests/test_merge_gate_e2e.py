@@ -1,0 +1,160 @@
+"""The merge gate as a team lives with it, through the commands a user types: a git repository of 26
+real public skills, a hand-written query set (8 positive cases for each gated skill), baselines recorded
+with one ``--all`` command and committed, pull requests checked with ``check --changed`` in a fresh
+clone, as CI does."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.merge_gate import (
+    GATED,
+    STEAL,
+    corpora_present,
+    edit_description,
+    git,
+    make_team_repo,
+    query_set_yaml,
+    skillreach,
+)
+
+pytestmark = pytest.mark.skipif(not corpora_present(), reason="../shared/corpora is not present")
+
+CHECK = (
+    "check", "--changed", "--since", "origin/main", "--skills", "skills", "--in-process", "--annotations"
+)
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The team's repository with its baselines recorded and committed on main."""
+    repo = make_team_repo(tmp_path_factory.mktemp("merge-gate"))
+    run = skillreach(repo, "run", "--skills", "skills", "--queries", "evals/queries.yaml", "--runtime",
+                     "keyword", "--out", "runs/base")
+    assert run.returncode == 0, run.stderr
+    rec = skillreach(repo, "baseline", "record", "--artifact", "runs/base/artifact.json", "--all", "--commit")
+    assert rec.returncode == 0, rec.stderr
+    subject = git(repo, "log", "-1", "--format=%s")
+    assert subject == "baselines: 4 skills recorded from runs/base/artifact.json"
+    assert sorted(p.stem for p in (repo / "baselines").glob("*.json")) == sorted(GATED)
+    for name in GATED:
+        record = json.loads((repo / "baselines" / f"{name}.json").read_text())
+        assert record["corpus_path"] == "evals/queries.yaml"  # the set the repository holds, not runs/
+    return repo
+
+
+def branch(team: Path, name: str) -> None:
+    git(team, "checkout", "-q", "-B", name, "main")
+
+
+def fresh_clone(team: Path, name: str, dest: Path) -> Path:
+    """CI's checkout of the pull request: a new clone, the branch checked out, origin/main the base."""
+    git(dest.parent, "clone", "-q", str(team), dest.name)
+    git(dest, "checkout", "-q", name)
+    return dest
+
+
+def annotations(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("::")]
+
+
+def test_an_edit_that_takes_a_neighbours_cases_fails_naming_the_neighbour(
+    team: Path, tmp_path: Path
+) -> None:
+    branch(team, "steal")
+    edit_description(team / "skills" / "canvas-design" / "SKILL.md", STEAL)
+    git(team, "commit", "-q", "-am", "canvas-design: cover generative art too")
+    git(team, "checkout", "-q", "main")
+    clone = fresh_clone(team, "steal", tmp_path / "ci")
+    victim = "algorithmic-art: activation 1.000 → 0.375 (lost 5 of 8 cases to canvas-design) — breach"
+    for scope in ("all", "neighbours"):
+        res = skillreach(clone, *CHECK, "--scope", scope)
+        assert res.returncode == 1, res.stdout + res.stderr
+        assert victim in res.stdout
+        assert any(
+            a.startswith("::error file=skills/canvas-design/SKILL.md,title=")
+            and "takes a neighbour's cases" in a
+            and victim in a
+            for a in annotations(res.stdout)
+        ), annotations(res.stdout)
+        assert "Traceback" not in res.stderr
+    gated = "every skill with a baseline is re-gated (4)"
+    assert gated in skillreach(clone, *CHECK).stdout
+    near = skillreach(clone, *CHECK, "--scope", "neighbours")
+    assert "their neighbours: algorithmic-art, canvas-design" in near.stdout
+
+
+def test_a_pull_request_cannot_lower_its_own_bar(team: Path, tmp_path: Path) -> None:
+    branch(team, "wreck")
+    edit_description(team / "skills" / "algorithmic-art" / "SKILL.md", " Nothing else.")
+    md = team / "skills" / "algorithmic-art" / "SKILL.md"
+    lines = md.read_text().split("\n")
+    i = next(n for n, line in enumerate(lines) if line.startswith("description:"))
+    lines[i] = "description: Knits scarves."
+    md.write_text("\n".join(lines))
+    git(team, "rm", "-q", "baselines/algorithmic-art.json")
+    # and a rewritten record for canvas-design: every activation set to 0, re-sealed
+    from skillreach.baselines.records import read_baseline, seal_baseline, write_baseline
+
+    rec = read_baseline(team / "baselines" / "canvas-design.json")
+    low = rec.model_copy(
+        update={"per_case": {k: c.model_copy(update={"activated": tuple(0 for _ in c.activated)})
+                             for k, c in rec.per_case.items()}}
+    )
+    write_baseline(seal_baseline(low), team / "baselines" / "canvas-design.json")
+    git(team, "commit", "-q", "-am", "algorithmic-art: new direction; its baseline goes")
+    git(team, "checkout", "-q", "main")
+    clone = fresh_clone(team, "wreck", tmp_path / "ci")
+    res = skillreach(clone, *CHECK)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "this change touches the baseline records" in res.stdout
+    assert "D baselines/algorithmic-art.json" in res.stdout
+    # gated against main's records: the deleted one still holds, the rewritten one is not read
+    victim = r"^algorithmic-art: activation 1\.000 → 0\.\d+ \(lost \d of 8 cases to "
+    assert re.search(victim, res.stdout, re.M)
+    assert "no baseline" not in res.stdout
+    assert res.stderr.strip() == "skillreach: error: check: gate failed for algorithmic-art"
+
+
+def test_a_new_query_expires_nothing_and_the_next_edit_is_gated(team: Path, tmp_path: Path) -> None:
+    branch(team, "more-cases")
+    extra = [("systematic-debugging-9", "a flaky test failure, unexpected behavior", "systematic-debugging")]
+    (team / "evals" / "queries.yaml").write_text(query_set_yaml(extra), encoding="utf-8")
+    git(team, "commit", "-q", "-am", "evals: one more debugging case")
+    git(team, "checkout", "-q", "main")
+    clone = fresh_clone(team, "more-cases", tmp_path / "ci")
+    res = skillreach(clone, *CHECK)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no skill changed; nothing to check" in res.stdout
+    status = skillreach(clone, "baseline", "status")
+    assert status.returncode == 0, status.stderr
+    assert "expired" not in status.stdout + status.stderr
+    assert "1 case added since recorded" in status.stdout + status.stderr
+    # the next pull request edits a body: that skill is gated, against its record, on the shared cases
+    md = clone / "skills" / "test-driven-development" / "SKILL.md"
+    md.write_text(md.read_text() + "\n\nOne more rule.\n", encoding="utf-8")
+    git(clone, "commit", "-q", "-am", "test-driven-development: one more rule")
+    res = skillreach(clone, *CHECK)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "probing test-driven-development:" in res.stdout
+    assert "routing table changed" not in res.stdout
+
+
+def test_rebaseline_from_the_base_revision_makes_one_commit(team: Path) -> None:
+    branch(team, "grow")
+    extra = [("systematic-debugging-9", "a flaky test failure, unexpected behavior", "systematic-debugging")]
+    (team / "evals" / "queries.yaml").write_text(query_set_yaml(extra), encoding="utf-8")
+    git(team, "commit", "-q", "-am", "evals: one more debugging case")
+    head = git(team, "rev-parse", "HEAD")
+    res = skillreach(team, "baseline", "rebaseline", "--rev", "grow", "--commit", "--in-process")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert git(team, "rev-list", "--count", f"{head}..HEAD") == "1"
+    assert git(team, "log", "-1", "--format=%s").startswith(f"rebaseline at {head[:12]}: 4 recorded")
+    record = json.loads((team / "baselines" / "systematic-debugging.json").read_text())
+    assert record["cases"]["positive"] == 9
+    assert git(team, "worktree", "list").count("\n") == 0  # the worktree it probed in is gone
+    git(team, "checkout", "-q", "main")

@@ -607,12 +607,15 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("warning", skill_file, "skillreach: no baseline", msg))
             continue
         rec = read_baseline(bpath)
-        _, reasons, _stale = _current_expiry(bpath, model=model, judge_model=None)
+        _, reasons, stale = _current_expiry(bpath, model=model, judge_model=None)
         if reasons:
             msg = f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); re-record it, not compared"
             results.append({"skill": name, "status": "expired", "message": msg})
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
+        if stale:
+            console.print(f"{name}: {'; '.join(stale)} (gated on the cases it shares with the baseline)",
+                          markup=False, highlight=False)
         qpath = _corpus_path(rec, bpath.parent)
         key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))

@@ -430,6 +430,42 @@ def test_check_expired_baseline_is_not_compared(
     assert "positive cases is in the query set unchanged" in result["message"]
 
 
+def test_check_gates_a_stale_baseline_on_the_cases_it_shares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query added for deploy (and one for pdf) makes deploy's record stale, not expired: check still
+    gates it, over the identical cases, and lists the case added."""
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    qs = corpus()
+    extra = (
+        Query(id="web99", text="ship the web app now", expected_skill="deploy", checks=CHECKS),
+        Query(id="pdf99", text="merge these pdfs", expected_skill="pdf"),
+    )
+    write_query_set(
+        seal(QuerySet(catalog_id="story", queries=(*qs.queries, *extra)), source="t"),
+        repo / "evals" / "queries.json",
+    )
+    broad = script(True)
+    broad["web99"], broad["pdf99"] = {"attempts": [GOOD] * RUNS}, ["pdf"]
+    (repo / "ci" / "broad.json").write_text(json.dumps(broad), encoding="utf-8")
+    write_skill(repo / "skills", "deploy", BROAD, BODY)
+    capsys.readouterr()
+    code = main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--config",
+                 str(repo / "ci" / "broad.yaml"), "--in-process", "--json"])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    result = json.loads(captured.out)["results"][0]
+    assert result["status"] in ("ok", "inconclusive", "breach"), result
+    assert "deploy: 1 case added since recorded" in captured.err
+    cases = result["comparison"]["cases"]
+    assert "web99" in cases["added_positive"]
+    assert "pdf99" in cases["added"]
+    assert cases["changed"] == []
+    assert cases["identical"] == len(qs.queries)
+
+
 def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 2
     assert "needs --changed" in capsys.readouterr().err

@@ -44,7 +44,7 @@ from skillreach.baselines.records import (
 )
 from skillreach.errors import ConfigError, GateFailed, RefusedError
 from skillreach.models import Frozen
-from skillreach.scoring.intervals import icc_anova, newcombe_paired, newcombe_phi
+from skillreach.scoring.intervals import icc_anova, newcombe_interval, newcombe_paired, newcombe_phi, wilson
 from skillreach.settings import GateConfig
 
 __all__ = [
@@ -354,27 +354,12 @@ def _decided(
     metric: str, gate: float, sides: tuple[tuple[float, float, float], tuple[float, float, float]], phi: float
 ) -> bool:
     """Whether each side's (p, lo, hi) and φ make the gate's rule decide (not *inconclusive*)."""
-    lo, hi = _newcombe_from(sides[0], sides[1], phi)
+    lo, hi = newcombe_interval(sides[0], sides[1], phi)
     d = sides[0][0] - sides[1][0]
     return gate_verdict(metric, gate, d, lo, hi) is not Verdict.inconclusive
 
 
-def _newcombe_from(side_new: tuple[float, float, float], side_base: tuple[float, float, float],
-                   phi: float) -> tuple[float, float]:
-    """Newcombe's interval from each side's (p, lo, hi) and φ (the formula of spec/metrics.md)."""
-    p1, l1, u1 = side_new
-    p2, l2, u2 = side_base
-    d = p1 - p2
-    a, b = p1 - l1, u2 - p2
-    lower = d - math.sqrt(max(0.0, a * a - 2 * phi * a * b + b * b))
-    a, b = u1 - p1, p2 - l2
-    upper = d + math.sqrt(max(0.0, a * a - 2 * phi * a * b + b * b))
-    return max(-1.0, lower), min(1.0, upper)
-
-
 def _side(p: float, n_eff: float) -> tuple[float, float, float]:
-    from skillreach.scoring.intervals import wilson
-
     ci = wilson(p * n_eff, n_eff)
     assert ci is not None
     return p, min(ci[0], p), max(ci[1], p)

@@ -266,7 +266,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
         if stale:
-            console.print(f"  {name}: {'; '.join(stale)} (gated on the identical cases)", markup=False)
+            console.print(f"{name}: {'; '.join(stale)} (gated on the cases it shares with the baseline)",
+                          markup=False, highlight=False)
         key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
         groups.setdefault(key, []).append((name, rec))
     for (full_qpath, rt, mdl, runs), members in groups.items():

@@ -10,6 +10,7 @@ __all__ = [
     "Z95",
     "clustered_wilson",
     "icc_anova",
+    "newcombe_interval",
     "newcombe_paired",
     "newcombe_phi",
     "paired_t_interval",
@@ -156,9 +157,21 @@ def newcombe_paired(
         phi = 0.0
     else:
         raise ValueError("newcombe_paired needs base or base_interval")
+    lower, upper = newcombe_interval((p1, l1, u1), (p2, l2, u2), phi)
+    return p1 - p2, lower, upper
+
+
+def newcombe_interval(
+    new: tuple[float, float, float], base: tuple[float, float, float], phi: float
+) -> tuple[float, float]:
+    """Newcombe's (lo, hi) for p_new − p_base from each side's (p, l, u) and φ (spec/metrics.md):
+    lower = d̂ − √((p_new − l_new)² − 2φ(p_new − l_new)(u_base − p_base) + (u_base − p_base)²),
+    upper = d̂ + √((u_new − p_new)² − 2φ(u_new − p_new)(p_base − l_base) + (p_base − l_base)²),
+    clipped to [−1, 1]."""
+    (p1, l1, u1), (p2, l2, u2) = new, base
     d = p1 - p2
     a, b = p1 - l1, u2 - p2
     lower = d - math.sqrt(max(0.0, a * a - 2.0 * phi * a * b + b * b))
     a, b = u1 - p1, p2 - l2
     upper = d + math.sqrt(max(0.0, a * a - 2.0 * phi * a * b + b * b))
-    return d, max(-1.0, lower), min(1.0, upper)
+    return max(-1.0, lower), min(1.0, upper)

@@ -8,6 +8,7 @@ environment variables, and nothing here stores or prints them.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -45,10 +46,11 @@ class GateConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    activation: float = -0.05
-    false_activation: float = 0.03
-    compliance: float = -0.05
-    task_quality: float = -0.05
+    activation: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    false_activation: float = Field(default=0.03, ge=-1, le=1, allow_inf_nan=False)
+    compliance: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    task_quality: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    """Each gate is a finite number in [−1, 1] (a ``nan`` gate would pass any drop)."""
 
 
 class Settings(BaseSettings):
@@ -196,7 +198,13 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "settings"
-        where = f"{config}: " if config is not None and err["loc"] and err["loc"][0] in file_values else ""
+        top = str(err["loc"][0]) if err["loc"] else ""
+        if config is not None and top in file_values:
+            where = f"{config}: "
+        elif top and top not in {**flags, **file_values} and f"SKILLREACH_{top.upper()}" in os.environ:
+            where = f"environment variable SKILLREACH_{top.upper()}: "  # neither a flag nor the file
+        else:
+            where = ""
         hint = (
             f"unknown setting{_suggest(field) or '; check its spelling'}"
             if err["type"] == "extra_forbidden"

@@ -158,3 +158,45 @@ def test_rebaseline_from_the_base_revision_makes_one_commit(team: Path) -> None:
     assert record["cases"]["positive"] == 9
     assert git(team, "worktree", "list").count("\n") == 0  # the worktree it probed in is gone
     git(team, "checkout", "-q", "main")
+
+
+def test_run_gates_only_when_asked(team: Path) -> None:
+    git(team, "checkout", "-q", "main")
+    base = ("run", "--skills", "skills", "--queries", "evals/queries.yaml", "--runtime", "keyword")
+    quiet = skillreach(team, *base, "--out", "runs/plain")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "gate report" not in quiet.stdout  # baselines/ exists, but nobody asked for a gate
+    asked = skillreach(team, *base, "--out", "runs/gated", "--gate")
+    assert asked.returncode == 0, asked.stderr
+    assert "gate report: 0 breaches over 8 gated metrics" in asked.stdout
+    assert "breach(es)" not in asked.stdout + asked.stderr
+
+
+@pytest.mark.parametrize("where", ["flag", "file", "environment"])
+def test_a_gate_that_is_not_a_finite_number_is_refused_naming_where(
+    team: Path, tmp_path: Path, where: str
+) -> None:
+    args = ["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process"]
+    env_gate = None
+    if where == "flag":
+        args += ["--gate", "activation=nan"]
+        expected = "--gate 'activation=nan': a gate is a finite number in [-1, 1]"
+    elif where == "file":
+        cfg = tmp_path / "gates.yaml"
+        cfg.write_text("gates:\n  activation: .nan\n", encoding="utf-8")
+        args += ["--config", str(cfg)]
+        expected = f"{cfg}: gates.activation: Input should be a finite number"
+    else:
+        env_gate = '{"activation": NaN}'
+        expected = "environment variable SKILLREACH_GATES: gates.activation: Input should be a finite number"
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("skillreach")
+    env = {**os.environ, **({"SKILLREACH_GATES": env_gate} if env_gate else {})}
+    res = subprocess.run(
+        [str(exe), *args], cwd=team, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip() == f"skillreach: error: {expected}"

@@ -247,6 +247,8 @@ def parse_gate_overrides(base: GateConfig, overrides: Sequence[str]) -> GateConf
             values[name] = float(raw)
         except ValueError as exc:
             raise ConfigError(f"--gate {item!r}: {raw!r} is not a number") from exc
+        if not -1 <= values[name] <= 1:  # nan and ±inf fail this too
+            raise ConfigError(f"--gate {item!r}: a gate is a finite number in [-1, 1]")
     gates = GateConfig(**values)
     for m in METRICS:
         _check_gate(m, float(getattr(gates, m)))

@@ -288,10 +288,19 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     debug: bool = typer.Option(
         False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
     ),
+    gated: bool | None = typer.Option(
+        None,
+        "--gate/--no-gate",
+        help="Gate the study against the stored baselines (default: only when the config file says "
+        "gate = true).",
+    ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
-    bundled example offline."""
+    bundled example offline.
+
+    Exit codes: 0 the study ran (and, with --gate, no breach); 1 a gate breach under --gate; 2 bad input
+    or a failed study; 130 interrupted; 143 terminated."""
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig
@@ -318,7 +327,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         judge_model=judge_model,
         keep_errors=True if keep_errors else None,
         max_probes=max_probes,
+        gate=gated,
     )
+    if gated is None and not _config_sets(config, "gate"):
+        cfg = cfg.model_copy(update={"gate": False})  # gated only when asked, never by a folder's presence
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
@@ -415,11 +427,26 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         ("report", result.report_path),
     ):
         out_console.print(f"  {label:9} {path}")
-    if result.breaches:
-        out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
     errors = result.artifact.outcomes.errors if result.artifact is not None else {}
     if errors:
         console.print(errored_line(len(errors), errors[min(errors)]), markup=False, highlight=False)
+    from skillreach.service.alerts import GATE_BREACHED
+
+    breached = [b for b in result.breaches if b.get("event", GATE_BREACHED) == GATE_BREACHED]
+    if cfg.gate and breached:  # the scorecard's gate report said how many; this is the exit code
+        from skillreach.errors import GateFailed
+
+        where = ", ".join(sorted({f"{b.get('skill')} {b.get('metric')}" for b in breached}))
+        raise GateFailed(f"run: gate breached: {where}; see {result.out / 'gate.json'}")
+
+
+def _config_sets(config: Path | None, key: str) -> bool:
+    """Whether the config file gives ``key`` (a study key: only the file or a flag can set it)."""
+    if config is None:
+        return False
+    from skillreach.settings import read_config_file
+
+    return key in read_config_file(config)
 
 
 def errored_line(count: int, first: str) -> str:

@@ -200,3 +200,22 @@ def test_a_gate_that_is_not_a_finite_number_is_refused_naming_where(
     )
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.strip() == f"skillreach: error: {expected}"
+
+
+def test_diff_names_the_skill_that_lost_and_fails_on_worse(team: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "steal"
+    git(tmp_path, "clone", "-q", str(team), "steal")
+    git(clone, "checkout", "-q", "-B", "steal-diff", "origin/main")
+    edit_description(clone / "skills" / "canvas-design" / "SKILL.md", STEAL)
+    base = ("run", "--skills", "skills", "--queries", "evals/queries.yaml", "--runtime", "keyword")
+    assert skillreach(clone, *base, "--out", "runs/b").returncode == 0
+    git(clone, "stash", "-q")
+    assert skillreach(clone, *base, "--out", "runs/a").returncode == 0
+    plain = skillreach(clone, "diff", "runs/a", "runs/b", "--vary", "description")
+    assert plain.returncode == 0, plain.stderr
+    first = plain.stdout.splitlines()[0]
+    assert first.startswith("algorithmic-art: recall 1.000 → 0.375 (Δ -0.625 [")
+    assert first.endswith("; 5 queries lost to canvas-design)")
+    worse = skillreach(clone, "diff", "runs/a", "runs/b", "--vary", "description", "--fail-on", "worse")
+    assert worse.returncode == 1
+    assert worse.stderr.strip() == f"skillreach: error: diff: B is worse — {first}"

@@ -199,6 +199,35 @@ class DiffResult(_Frozen):
     staged: StagedDiff | None = None
     """With ``--staged``: the group-sequential replay of Δ top-1 over the paired queries."""
 
+    def largest_loss(self) -> SkillDelta | None:
+        """The skill whose recall fell the most among those that fell significantly (the interval's upper
+        end below 0); ``None`` when no skill lost significantly."""
+        lost = [
+            s for s in self.skills
+            if s.recall.delta is not None and s.recall.ci95 is not None and s.recall.ci95[1] < 0
+        ]
+        return min(lost, key=lambda s: (s.recall.delta or 0.0, s.skill), default=None)
+
+    def takers(self, skill: SkillDelta) -> dict[str, int]:
+        """Who now takes the queries ``skill`` lost: other skills whose ``stolen`` holds them."""
+        lost = set(skill.lost)
+        counts = {s.skill: len(lost & set(s.stolen)) for s in self.skills if s.skill != skill.skill}
+        return dict(sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0])))
+
+    def loss_line(self) -> str | None:
+        """``algorithmic-art: recall 1.000 → 0.375 (Δ -0.625 [-0.863, -0.170]; 5 queries lost to
+        canvas-design)``, or ``None``."""
+        s = self.largest_loss()
+        if s is None or s.recall.ci95 is None:
+            return None
+        takers = self.takers(s)
+        to = ", ".join(f"{n} × {c}" for n, c in takers.items()) if len(takers) > 1 else next(iter(takers), "")
+        where = f"; {len(s.lost)} queries lost" + (f" to {to}" if to else "")
+        return (
+            f"{s.skill}: recall {s.recall.a:.3f} → {s.recall.b:.3f} (Δ {s.recall.delta:+.3f} "
+            f"[{s.recall.ci95[0]:+.3f}, {s.recall.ci95[1]:+.3f}]{where})"
+        )
+
     def delta(self, metric: str) -> Delta:
         return next(d for d in self.headline if d.metric == metric)
 

@@ -219,3 +219,21 @@ def test_diff_names_the_skill_that_lost_and_fails_on_worse(team: Path, tmp_path:
     worse = skillreach(clone, "diff", "runs/a", "runs/b", "--vary", "description", "--fail-on", "worse")
     assert worse.returncode == 1
     assert worse.stderr.strip() == f"skillreach: error: diff: B is worse — {first}"
+
+
+def test_lint_warns_when_a_skill_has_fewer_cases_than_its_gate_can_use(team: Path, tmp_path: Path) -> None:
+    few = tmp_path / "few.yaml"
+    few.write_text(
+        "queries:\n  - id: a\n    text: draw generative art\n    expected_skill: algorithmic-art\n"
+        "    kind: implicit\n",
+        encoding="utf-8",
+    )
+    res = skillreach(team, "lint", "skills", "--queries", str(few))
+    assert res.returncode == 0, res.stderr
+    assert (
+        f"warning: algorithmic-art: 1 positive case in {few}: its activation gate (-0.05) can never call a "
+        "breach; it needs at least 2" in res.stdout
+    )
+    assert f"25 skills without a positive case in {few} cannot be gated: " in res.stdout
+    full = skillreach(team, "lint", "skills", "--queries", "evals/queries.yaml")
+    assert "can never call a breach" not in full.stdout  # eight cases each: a gate that can act

@@ -25,7 +25,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from skillreach.service.alerts import BASELINE_EXPIRED, GATE_BREACHED, MODEL_DRIFT, NO_QUERIES, parse_webhooks
+from skillreach.service.alerts import (
+    BASELINE_EXPIRED,
+    GATE_BREACHED,
+    GATE_INCONCLUSIVE,
+    MODEL_DRIFT,
+    NO_QUERIES,
+    parse_webhooks,
+)
 
 __all__ = [
     "ALERT_AUTOMATION",
@@ -44,9 +51,9 @@ __all__ = [
 
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
 
-ALERT_EVENTS = frozenset({GATE_BREACHED, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
-"""Every event a person must hear of: a breached gate, a drifted metric, an expired or missing baseline,
-a skill without queries."""
+ALERT_EVENTS = frozenset({GATE_BREACHED, GATE_INCONCLUSIVE, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
+"""Every event a person must hear of: a breached gate, an undecided drop kept as a candidate, a drifted
+metric, an expired or missing baseline, a skill without queries."""
 
 ALERT_SUBJECT = (
     "skillreach {{ event.event }}: {{ event.payload.skill }} {{ event.payload.metric }}"

@@ -133,7 +133,8 @@ def test_alert_automation_validates() -> None:
 
     ids = [uuid4(), uuid4()]
     a = alert_automation(ids)
-    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.model.drift",
+    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.gate.inconclusive",
+                                "skillreach.model.drift",
                                 "skillreach.baseline.expired", "skillreach.skill.no_queries"}
     assert [act.block_document_id for act in a.actions] == ids
     # the body template renders the payload's fields (rendered with jinja like Prefect does)

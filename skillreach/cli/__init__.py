@@ -1,12 +1,16 @@
 """The ``skillreach`` command. Each command group lives in its own module and registers itself here.
 
 Errors the user caused (:class:`~skillreach.errors.SkillreachError`) print one line on stderr and exit
-with the error's code; never a traceback.
+with the error's code; never a traceback. So do signals: Ctrl-C (SIGINT) is one line and exit 130, SIGTERM
+one line and exit 143 (the console script's handler turns it into the same interruption, so a study
+records what it probed on the way out; a second SIGTERM ends the process at once).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from contextlib import nullcontext
 
@@ -43,16 +47,46 @@ _COMMAND_MODULES = (
     "optimize_cmds",  # optimize, uplift
 )
 
+_INTERRUPTED = 130
+_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
+_TERMINATED = 128 + signal.SIGTERM  # 143
+_TERMINATED_LINE = "skillreach: terminated (SIGTERM); results written so far are kept (a re-run resumes)"
+_signalled: list[int] = []
+"""The signals the console script's handler turned into an interruption (SIGTERM), in order."""
+
+
+def _interrupted() -> int:
+    """Say the one line of an interruption; its exit code (143 after SIGTERM, else 130)."""
+    if signal.SIGTERM in _signalled:
+        print(_TERMINATED_LINE, file=sys.stderr)
+        return _TERMINATED
+    print(_INTERRUPTED_LINE, file=sys.stderr)
+    return _INTERRUPTED
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM interrupts the main thread as Ctrl-C does (every cleanup path runs); a second one while
+    that cleanup runs ends the process at once."""
+    if _signalled:
+        os._exit(_TERMINATED)
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _install_sigterm() -> None:
+    """SIGTERM → :func:`_on_sigterm`, unless whoever started us ignores it."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+if os.path.basename(getattr(sys.modules.get("__main__"), "__file__", None) or "") == "skillreach":
+    _install_sigterm()  # the console script, from its first import on (never a process that imports us)
+
 try:
     for _mod in _COMMAND_MODULES:
         importlib.import_module(f"skillreach.cli.{_mod}").register(app)
-except KeyboardInterrupt:  # Ctrl-C while the command is still starting: the same one line
-    print("skillreach: interrupted", file=sys.stderr)
-    raise SystemExit(130) from None
-
-
-_INTERRUPTED = 130
-_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
+except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starting: the same one line
+    raise SystemExit(_interrupted()) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
-        print(_INTERRUPTED_LINE, file=sys.stderr)
-        return _INTERRUPTED
+        return _interrupted()
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
         print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
         return 2
@@ -85,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skillreach: error: {text}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
-        print(_INTERRUPTED_LINE, file=sys.stderr)
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
 
 
@@ -99,5 +132,12 @@ def _os_error_line(exc: OSError) -> str:
     return f"{where}{dest}: {what}; check this path"
 
 
-def _console_main() -> None:  # pragma: no cover
-    sys.exit(main())
+def _console_main() -> None:  # pragma: no cover (run in a subprocess: tests/test_cli_signals.py)
+    """The ``skillreach`` console script: SIGTERM becomes one line and exit 143 (a SIGTERM ignored by
+    whoever started us stays ignored)."""
+    _install_sigterm()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal between main's handlers and here
+        code = _interrupted()
+    sys.exit(code)

@@ -489,8 +489,8 @@ def status_cmd(
             console.print(f"{r['baseline_id']}: {'; '.join(r['stale'])} (still gated on the cases it shares; "
                           "re-baseline to record them)", markup=False, highlight=False, soft_wrap=True)
     if candidates:
-        console.print(f"candidates waiting on {branch} (a gate breached; accept with "
-                      f"skillreach baseline accept NAME): {', '.join(candidates)}")
+        console.print(f"candidates waiting on {branch} (a gate breached or left a drop undecided; "
+                      f"accept with skillreach baseline accept NAME): {', '.join(candidates)}")
     if waiting:
         console.print(f"{len(waiting)} commit(s) on {branch} not merged yet:")
         for line in waiting:

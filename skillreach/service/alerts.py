@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "BASELINE_EXPIRED",
     "GATE_BREACHED",
+    "GATE_INCONCLUSIVE",
     "MODEL_DRIFT",
     "NO_QUERIES",
     "Delivery",
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 GATE_BREACHED = "skillreach.gate.breached"
+GATE_INCONCLUSIVE = "skillreach.gate.inconclusive"
+"""A re-baselining's drop past the gate that the interval leaves undecided: kept as a candidate."""
 MODEL_DRIFT = "skillreach.model.drift"
 BASELINE_EXPIRED = "skillreach.baseline.expired"
 NO_QUERIES = "skillreach.skill.no_queries"

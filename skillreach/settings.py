@@ -8,7 +8,6 @@ environment variables, and nothing here stores or prints them.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,6 +136,8 @@ def _suggest(key: str) -> str:
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
+    from skillreach._io.json import JsonProblem, decode_utf8
+    from skillreach._io.toml import load_toml
     from skillreach._io.yaml import YamlProblem, load_limited
 
     try:
@@ -156,9 +157,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"{path}: {size:,} bytes, more than a config file may hold (1 MiB); check --config"
             )
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
+        text = decode_utf8(path.read_bytes(), source=str(path))
+    except JsonProblem as exc:
+        raise ConfigError(str(exc)) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file ({exc.strerror}); check --config") from exc
     if "\0" in text:
@@ -166,11 +167,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{line}: a NUL byte (\\0) is not allowed in a config file; remove it")
     try:
         if path.suffix == ".toml":
-            data = tomllib.loads(text)
+            data = load_toml(text, source=str(path), max_bytes=MAX_CONFIG_BYTES)
         else:
             data, _ = load_limited(text, max_bytes=MAX_CONFIG_BYTES, max_nodes=MAX_CONFIG_NODES)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid toml: {exc}") from exc
+    except JsonProblem as exc:
+        raise ConfigError(str(exc)) from exc
     except YamlProblem as exc:
         raise ConfigError(f"{path}:{exc.line}: invalid YAML ({exc.what}); fix the syntax") from exc
     if data is None:

@@ -285,6 +285,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         "--keep-errors",
         help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
     ),
+    follow_outside: bool = typer.Option(
+        False,
+        "--follow-outside",
+        help="Follow symbolic links under --skills whose target lies outside it (default: named, skipped).",
+    ),
     debug: bool = typer.Option(
         False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
     ),
@@ -318,6 +323,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         judge_model=judge_model,
         keep_errors=True if keep_errors else None,
         max_probes=max_probes,
+        follow_outside=True if follow_outside else None,
     )
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():

@@ -33,7 +33,7 @@ _WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
-     "max_cost", "keep_errors", "drift", "reason", "grown_from", "queries_origin"}
+     "max_cost", "keep_errors", "drift", "reason", "grown_from", "queries_origin", "follow_outside"}
 )
 """The keys of a config file (or CLI flags) that belong to the study, not to :class:`Settings`."""
 
@@ -54,6 +54,9 @@ class StudyConfig(Frozen):
     catalog: CatalogStrategy = "full"
     target: str | None = None
     skill_precedence: Literal["first", "last"] = "first"
+    follow_outside: bool = False
+    """Follow symbolic links under ``skills`` whose target lies outside them (``--follow-outside``; a
+    sweep's link farm sets it); by default such a link is named and skipped."""
     neighborhood_k: int = Field(default=10, ge=1)
     neighborhood_size: int = Field(default=20, ge=1)
     seed: int = 0

@@ -28,8 +28,6 @@ __all__ = ["STUDY_ONLY_KEYS", "CatalogStrategy", "StudyConfig", "redact"]
 CatalogStrategy = Literal["full", "singleton", "neighborhood"]
 
 _SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]*)@", re.I)
-_WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
@@ -213,17 +211,8 @@ class StudyConfig(Frozen):
 
 
 def redact(value: Any) -> Any:
-    """Recursively blank secret-looking keys, passwords in URLs, and webhook paths (they carry tokens)."""
-    if isinstance(value, dict):
-        return {
-            k: ("***" if isinstance(k, str) and _SECRET_KEY.search(k) and v else redact(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        value = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:***@", value)
-        if "hooks." in value or "/webhook" in value or "/services/" in value:
-            value = _WEBHOOK_PATH.sub(r"\1/***", value)
-        return value
-    return value
+    """Secret-looking keys blanked, passwords in URLs, query tokens, webhook paths and the configured
+    keys' values masked: the one pass of :mod:`skillreach._io.redact`."""
+    from skillreach._io.redact import redact as _redact
+
+    return _redact(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
@@ -87,7 +87,23 @@ class Settings(BaseSettings):
     gates: GateConfig = Field(default_factory=GateConfig)
 
     alert_webhooks: list[str] = Field(default_factory=list)
-    """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
+    """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.
+    Checked when read (:func:`skillreach._io.urls.check_webhook`): http or https, a host, a valid port,
+    no link-local or metadata address."""
+
+    @field_validator("alert_webhooks")
+    @classmethod
+    def _webhooks_valid(cls, urls: list[str]) -> list[str]:
+        from skillreach._io.urls import check_webhook, url_label
+
+        for i, url in enumerate(urls, start=1):
+            problem = check_webhook(url)
+            if problem is not None:
+                raise ValueError(
+                    f"webhook {i} of {len(urls)} ({url_label(url)}): {problem}; fix "
+                    "SKILLREACH_ALERT_WEBHOOKS or alert_webhooks in the config file"
+                )
+        return [u.strip() for u in urls]
 
     claude_path: str = "claude"
     pi_path: str = "pi"
@@ -187,7 +203,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     flags = {k: v for k, v in overrides.items() if v is not None}
     try:
         # init kwargs beat the environment in pydantic-settings; merge file first, then flags.
-        return Settings(**{**file_values, **flags})
+        settings = Settings(**{**file_values, **flags})
     except SettingsError as exc:  # an environment value that is not valid JSON for a list/dict field
         field = str(exc).split('"')[1] if '"' in str(exc) else "a setting"
         env = f"SKILLREACH_{field.upper()}"
@@ -204,3 +220,9 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
             else err["msg"]
         )
         raise ConfigError(f"{where}{field}: {hint}") from exc
+    from skillreach._io.redact import register_secret, register_url_password
+
+    # the secret settings are masked wherever they would appear (a log line, an error, a record)
+    register_url_password(settings.database_url)
+    register_secret(*settings.alert_webhooks)
+    return settings

@@ -233,7 +233,7 @@ def _readers(root: Path, add: Callable[[Case], None]) -> None:
             ("queries", "seal", str(big_set), "--skills", EX_SKILLS, "--out", seal_out),
             2,
             ("q.json", "bytes"),
-            limit_s=15,
+            limit_s=20,
         )
     )
     add(
@@ -387,7 +387,7 @@ def _readers(root: Path, add: Callable[[Case], None]) -> None:
             ("report", str(sparse_art), "-q"),
             2,
             ("artifact.json", "bytes", "GiB"),
-            limit_s=15,
+            limit_s=20,
         )
     )
     sparse_log = _sparse(root / "reports" / "probes-sparse.jsonl", 20 * 2**30)
@@ -407,7 +407,7 @@ def _readers(root: Path, add: Callable[[Case], None]) -> None:
             ),
             2,
             ("probes-sparse.jsonl", "bytes", "GiB"),
-            limit_s=15,
+            limit_s=20,
         )
     )
     record = run_dir / "deep-probes.jsonl"
@@ -448,7 +448,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(only_link)),
             2,
             ("no SKILL.md under", "x: a link to /", "--follow-outside"),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -458,10 +458,10 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(beside)),
             0,
             (needle, "walk-skipped"),
-            limit_s=10,
+            limit_s=20,
         )
     )
-    add(Case("discovery", "overlap-link-to-root", ("overlap", str(beside)), 0, (needle,), limit_s=15))
+    add(Case("discovery", "overlap-link-to-root", ("overlap", str(beside)), 0, (needle,), limit_s=20))
     add(
         Case(
             "discovery",
@@ -469,7 +469,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("overlap", str(only_link)),
             2,
             ("no SKILL.md under",),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -487,7 +487,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ),
             2,
             ("no SKILL.md under",),
-            limit_s=20,
+            limit_s=LIMIT_S,
         )
     )
     deep = d / "deep"
@@ -500,7 +500,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(deep)),
             0,
             ("more than 64 folder levels",),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -510,7 +510,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("overlap", str(deep)),
             0,
             ("more than 64 folder levels",),
-            limit_s=15,
+            limit_s=20,
         )
     )
     bare_deep = d / "bare-deep"
@@ -522,7 +522,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(bare_deep)),
             2,
             ("no SKILL.md under", "more than 64 folder levels"),
-            limit_s=10,
+            limit_s=20,
         )
     )
     outside = d / "elsewhere"
@@ -537,7 +537,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(farm)),
             2,
             ("no SKILL.md under", "farm/far"),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -547,7 +547,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(farm), "--follow-outside"),
             0,
             ("1 SKILL.md checked",),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -557,7 +557,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(farm), str(outside)),
             0,
             ("1 SKILL.md checked",),
-            limit_s=10,
+            limit_s=20,
         )
     )
     add(
@@ -567,7 +567,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("overlap", str(farm), "--follow-outside", "--json"),
             0,
             ('"far"',),
-            limit_s=15,
+            limit_s=20,
         )
     )
     md_link = d / "md-link"
@@ -580,7 +580,7 @@ def _discovery(root: Path, add: Callable[[Case], None]) -> None:
             ("lint", str(md_link)),
             2,
             ("no SKILL.md under", "SKILL.md: a link to"),
-            limit_s=10,
+            limit_s=20,
         )
     )
 

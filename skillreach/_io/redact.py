@@ -59,6 +59,9 @@ _SECRET_NAME = re.compile(r"(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS
 _SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie|signature)", re.I)
 _MIN_SECRET = 8
 """Shorter values are not searched for (``"abc"`` would mask every ``abc`` of a text)."""
+_MIN_PASSWORD = 12
+"""A URL's password is searched for alone from this length (a shorter one, ``postgres`` say, would mask
+every ``postgresql://`` of a text); in a URL it is masked whatever its length."""
 
 _URL_PASSWORD = re.compile(r"(?P<pre>[a-z][a-z0-9+.\-]*://[^:/@\s]*):(?P<pw>[^@/\s]+)@", re.I)
 _QUERY_TOKEN = re.compile(
@@ -97,7 +100,7 @@ def register_url_password(*urls: str | None) -> None:
 def _passwords(value: str | None, into: set[str]) -> None:
     if value and "://" in value:
         for m in _URL_PASSWORD.finditer(value):
-            if len(m["pw"]) >= 4:
+            if len(m["pw"]) >= _MIN_PASSWORD:
                 into.add(m["pw"])
 
 
@@ -106,7 +109,9 @@ def _secret_values() -> list[str]:
     for name, value in os.environ.items():
         if not value:
             continue
-        if len(value) >= _MIN_SECRET and (name in SECRET_ENV or _SECRET_NAME.search(name)):
+        if (name in SECRET_ENV and len(value) >= _MIN_SECRET) or (
+            len(value) >= _MIN_PASSWORD and _SECRET_NAME.search(name)  # PGPASSWORD=postgres: not alone
+        ):
             values.add(value)
         _passwords(value, values)
     return sorted(values, key=len, reverse=True)  # the longest first: a value holding another

@@ -1084,8 +1084,18 @@ def _env(root: Path, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Run ``argv[1:]`` with SIGINT's disposition reset: a pytest started from a background job ignores
+SIGINT, children inherit that through exec, and Python then installs no KeyboardInterrupt handler."""
+
+
 def _run(case: Case, root: Path) -> Result:
     args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
+    if case.interrupt_after_s is not None:
+        args = [sys.executable, "-c", _DEFAULT_SIGINT, *args]
     start = time.monotonic()
     proc = subprocess.Popen(
         args,

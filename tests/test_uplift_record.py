@@ -163,7 +163,7 @@ def test_a_wrong_uplift_file_is_one_line(
     (root / "none.json").write_text(json.dumps(no_pairs), encoding="utf-8")
     cases = {
         "other.json": "not the study's",
-        "broken.json": "broken.json: line 2: not JSON",
+        "broken.json": "broken.json:2: invalid JSON",
         "none.json": "no uplift to record",
         "missing.json": "no such uplift report",
     }

@@ -16,6 +16,7 @@ from contextlib import nullcontext
 
 import typer
 
+from skillreach._io.redact import redact_text
 from skillreach.cli._startup import startup_gc
 from skillreach.errors import SkillreachError
 
@@ -99,14 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
             rv = app(args=argv, standalone_mode=False)
     except SkillreachError as exc:
-        print(f"skillreach: error: {exc.message}", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
         return _interrupted()
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
-        print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(_os_error_line(exc))}", file=sys.stderr)
         return 2
     except typer.TyperException as exc:  # usage errors from typer's bundled click: one line too
         message = getattr(exc, "format_message", None)
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         path = getattr(ctx, "command_path", None) or "skillreach"
         text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
-        print(f"skillreach: error: {text}; see '{path} --help'", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(text)}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
         return _interrupted()

@@ -285,6 +285,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         "--keep-errors",
         help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
     ),
+    follow_outside: bool = typer.Option(
+        False,
+        "--follow-outside",
+        help="Follow symbolic links under --skills whose target lies outside it (default: named, skipped).",
+    ),
     debug: bool = typer.Option(
         False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
     ),
@@ -328,6 +333,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         keep_errors=True if keep_errors else None,
         max_probes=max_probes,
         gate=gated,
+        follow_outside=True if follow_outside else None,
     )
     if gated is None and not _config_sets(config, "gate"):
         cfg = cfg.model_copy(update={"gate": False})  # gated only when asked, never by a folder's presence
@@ -378,7 +384,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
     if not any(isinstance(h, RichHandler) for h in log.handlers):
-        log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
+        from skillreach._io.redact import RedactingFilter
+
+        shown = RichHandler(console=console, show_time=False, show_path=False)
+        shown.addFilter(RedactingFilter())
+        log.addHandler(shown)
         log.propagate = False  # Prefect's console handler on the root logger would print it again
     for handler in log.handlers:
         if isinstance(handler, RichHandler):
@@ -493,14 +503,19 @@ def _quiet_our_errors_on_prefects_console() -> None:
 def _log_file(out: Path | None) -> logging.Handler:
     """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs);
     a buffer while the folder is not known yet (see :meth:`_Progress.folder`)."""
+    from skillreach._io.redact import RedactingFilter
+
     if out is None:
         from logging.handlers import MemoryHandler
 
-        return MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        buffer = MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        buffer.addFilter(RedactingFilter())  # secrets masked before they are held
+        return buffer
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())  # no key, URL password or token reaches the file
     return handler
 
 

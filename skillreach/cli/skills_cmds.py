@@ -15,6 +15,12 @@ from skillreach._io.console import make_console
 __all__ = ["register"]
 
 
+_FOLLOW_HELP = (
+    "Follow symbolic links whose target lies outside the folders given (by default such a link is "
+    "named and skipped)."
+)
+
+
 class LintFormat(StrEnum):
     text = "text"
     github = "github"
@@ -36,6 +42,7 @@ def lint_cmd(
         "--queries",
         help="A query set: warn for each skill with fewer positive cases than its gates can ever use.",
     ),
+    follow_outside: bool = typer.Option(False, "--follow-outside", help=_FOLLOW_HELP),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
     from skillreach.errors import InputError, LintFailed
@@ -45,7 +52,7 @@ def lint_cmd(
     if budget is not None and budget < 1:
         raise InputError(f"--budget must be a positive number of characters, not {budget}")
     settings = load_settings(config, listing_budget_chars=budget)
-    report = lint(dirs, budget=settings.listing_budget_chars)
+    report = lint(dirs, budget=settings.listing_budget_chars, follow_outside=follow_outside)
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
     typer.echo(text)
     if queries is not None:
@@ -95,6 +102,7 @@ def overlap_cmd(
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
     top: int = typer.Option(3, "--top", help="Rivals to show per skill (≥ 1)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
+    follow_outside: bool = typer.Option(False, "--follow-outside", help=_FOLLOW_HELP),
 ) -> None:
     """Asymmetric BM25 rivals of every skill (its name + description as the query against the others).
 
@@ -112,7 +120,7 @@ def overlap_cmd(
     def problem(line: str) -> None:
         print(line, file=sys.stderr)
 
-    skills = load_skills(dirs, on_problem=problem)
+    skills = load_skills(dirs, on_problem=problem, follow_outside=follow_outside)
     result = sorted(rivals(skills, top=top), key=lambda r: (-r.top_ratio, r.name))
     if as_json:
         payload = {

@@ -26,7 +26,7 @@ class LintFormat(StrEnum):
     github = "github"
 
 
-def lint_cmd(
+def lint_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders (or SKILL.md files) to check."),
     output_format: LintFormat = typer.Option(
         LintFormat.text, "--format", help="text (grouped by file) or github (workflow annotations)."

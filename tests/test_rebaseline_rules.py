@@ -73,11 +73,11 @@ def test_an_inconclusive_drop_is_held_and_says_how_many_cases_would_decide_it() 
     assert (records, [c.baseline_id for c in candidates]) == ([], ["deploy@new"])
     assert result.comparison is not None
     [g] = [g for g in result.comparison.results if g.verdict is Verdict.inconclusive]
-    assert g.power is not None
-    assert g.power.cases_needed is not None
+    assert g.advice is not None
+    assert g.advice.cases_needed is not None
     text = undecided(result.comparison)
-    assert text.startswith("activation changed -0.250 (95% CI -1.000 to +0.546; gate -0.050): ")
-    assert f"{g.power.cases_needed} cases would decide it (now 4)" in text
+    assert text.startswith("activation changed -0.250 (95% CI -0.699 to +0.133; gate -0.050): ")
+    assert f"add about {g.advice.cases_needed - 4} positive cases for deploy (now 4)" in text
 
 
 def test_undecided_is_empty_for_a_decided_comparison() -> None:

@@ -98,7 +98,7 @@ def test_baselines_only_go_down_when_a_person_says_so(week: dict[str, Any]) -> N
         assert len(beta) == 1, texts
         assert beta[0].startswith("skillreach skillreach.gate.inconclusive: beta: drop past the gate, "
                                   "interval undecided: activation changed -0.250")
-        assert "cases would decide it (now 4)" in beta[0]
+        assert "positive cases for beta (now 4)" in beta[0]  # what would decide it, in cases to add
         assert "skillreach baseline accept beta" in beta[0]
         assert branch_files(repo) == ["baselines/alpha.json", "baselines/candidates/beta.json",
                                       "baselines/gamma.json"]

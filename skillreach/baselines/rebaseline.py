@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillreach.baselines.gates import Comparison, PowerAdvice, Verdict, compare
+from skillreach.baselines.gates import Advice, Comparison, Verdict, compare
 from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import RefusedError
 from skillreach.settings import GateConfig
@@ -127,16 +127,9 @@ def not_compared(
     return None
 
 
-def _decide(p: PowerAdvice | None) -> str:
-    if p is None:
-        return "more cases would decide it"
-    if p.cases_needed is not None:
-        more = (f", or {p.runs_per_case_needed} runs per case (now {p.runs_per_case})"
-                if p.runs_per_case_needed is not None else "")
-        return f"{p.cases_needed} cases would decide it (now {p.cases}){more}"
-    if p.runs_per_case_needed is not None:
-        return f"{p.runs_per_case_needed} runs per case would decide it (now {p.runs_per_case})"
-    return "no feasible study decides it (more than 100,000 cases)"
+def _decide(advice: Advice | None) -> str:
+    """The gate's advice in units a team controls (cases to add, or attempts per case)."""
+    return "more cases would decide it" if advice is None else advice.sentence()
 
 
 def undecided(comparison: Comparison) -> str:
@@ -150,7 +143,7 @@ def undecided(comparison: Comparison) -> str:
         lo, hi = g.ci95 or (d, d)
         cohort = "" if g.cohort == "paired" else " (new cases)"
         parts.append(f"{g.metric}{cohort} changed {d:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}; "
-                     f"gate {g.gate:+.3f}): {_decide(g.power)}")
+                     f"gate {g.gate:+.3f}): {_decide(g.advice)}")
     return "; ".join(parts)
 
 

@@ -126,10 +126,11 @@ def two_runs(
     base = ["run", "--compliance", "--skills", "skills", "--queries", "queries.json"]
     code = main([*base, "--config", _config(world, "base.toml", good, record=True), "--out", "day0"])
     assert code == 0, capsys.readouterr().err
-    code = main([*base, "--config", _config(world, "next.toml", bad, record=False), "--out", "day1"])
+    nxt = _config(world, "next.toml", bad, record=False)
+    code = main([*base, "--config", nxt, "--out", "day1", "--gate"])
     captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert "gate breach" in captured.out  # the run itself says so, and which:
+    assert code == 1, captured.err  # gated on request (--gate): a breach is the exit code
+    assert "run: gate breached: alpha compliance" in captured.err  # the run itself says so, and which:
     assert re.search(r"alpha\s+│ compliance\s+│ paired\s+│ -1\.000 \[-1\.000, -0\.541\]", captured.out)
     return {**world, "day0": world["root"] / "day0", "day1": world["root"] / "day1"}
 
@@ -264,7 +265,8 @@ def test_a_study_of_routing_only_says_so_and_names_the_judge(
     assert main(["report", "routing", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert err.startswith("skillreach: error: routing/gate.json: not a gate report")
+    assert err.startswith("skillreach: error: routing/gate.json:1: invalid JSON")  # the line it breaks on
+    assert "(not a gate report: delete it or re-run the study)" in err
 
 
 def test_gate_rows_render_with_advice_and_not_compared(world: dict[str, Path]) -> None:

@@ -169,6 +169,11 @@ def test_run_gates_only_when_asked(team: Path) -> None:
     asked = skillreach(team, *base, "--out", "runs/gated", "--gate")
     assert asked.returncode == 0, asked.stderr
     assert "gate report: 0 breaches over 8 gated metrics" in asked.stdout
+    # before probing, what the cases can show: four of eight lost is the smallest breach at -0.05
+    assert "algorithmic-art: smallest breach of activation (-0.05): 4 of 8 cases (a change of 0.50)" in (
+        asked.stdout + asked.stderr
+    )
+    assert "smallest breach" not in quiet.stdout + quiet.stderr
     assert "breach(es)" not in asked.stdout + asked.stderr
 
 

@@ -350,7 +350,10 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
     ),
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
 ) -> None:
-    """Gate NEW against BASE: exit 0 pass, 1 breach, 3 refused (pins differ)."""
+    """Gate NEW against BASE over the cases identical in both.
+
+    Exit codes: 0 pass; 1 breach (or inconclusive under --strict); 2 bad input (an unreadable or edited
+    record); 3 refused (model, rubric or runtime version differ, or no positive case is identical)."""
     from skillreach.baselines.gates import compare
     from skillreach.baselines.records import read_baseline
     from skillreach.reports.gates import print_comparison
@@ -378,7 +381,9 @@ def compare_cmd(  # noqa: PLR0917 - a typer command
 def show_cmd(
     record: Path = typer.Argument(..., metavar="RECORD", help="A baseline record."),
 ) -> None:
-    """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases)."""
+    """A baseline record's pins and metrics (value, 95 % clustered interval, probes, cases).
+
+    Exit codes: 0 shown; 2 an unreadable or edited record."""
     from rich.table import Table
 
     from skillreach.baselines.records import METRICS, read_baseline
@@ -438,7 +443,9 @@ def status_cmd(
     """Every stored baseline: pins, age, current, stale (cases added, changed or removed since: still
     gated) or expired (model, rubric or runtime changed, no positive case left, or recorded before cases
     were pinned by content), candidates waiting for `baseline accept`, and the service's commits not
-    merged yet."""
+    merged yet.
+
+    Exit codes: 0 listed (expired records are shown, not failed); 2 an unreadable or edited record."""
     from datetime import UTC, datetime
 
     from rich.table import Table
@@ -504,8 +511,11 @@ def accept_cmd(
         "skillreach/baselines", "--branch", help="The service's baseline branch, where candidates wait."
     ),
 ) -> None:
-    """Accept a skill's candidate record (one a gate breached during re-baselining) as its baseline, in
-    its own commit: on the service branch when the candidate waits there, else in the working tree."""
+    """Accept a skill's candidate record (one a gate breached, or left undecided, during re-baselining)
+    as its baseline, in its own commit: on the service branch when the candidate waits there, else in the
+    working tree.
+
+    Exit codes: 0 accepted; 2 no candidate for NAME, or no git work tree."""
     from skillreach.errors import NotFoundError
 
     service = _work_tree_repo(baselines_dir, branch=branch)

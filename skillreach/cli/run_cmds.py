@@ -407,6 +407,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         _quiet_our_errors_on_prefects_console()
     elif os.environ.get("PREFECT_API_URL"):
         console.print("[dim]PREFECT_API_URL is set but no server answers there: running in-process")
+    if cfg.gate:
+        for line in _smallest_breaches(cfg):
+            console.print(line, markup=False, highlight=False)
     from skillreach.runtimes import watch_retries
 
     try:
@@ -448,6 +451,26 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
         where = ", ".join(sorted({f"{b.get('skill')} {b.get('metric')}" for b in breached}))
         raise GateFailed(f"run: gate breached: {where}; see {result.out / 'gate.json'}")
+
+
+def _smallest_breaches(cfg: Any) -> list[str]:
+    """Before probing a gated study: per skill with positive cases, the smallest change its cases can
+    show as a breach of its activation gate (one run per case, every case at its best now)."""
+    from skillreach.baselines.gates import smallest_breach_text
+    from skillreach.queries.sets import load_query_set
+
+    if cfg.queries is None:
+        return []
+    counts: dict[str, int] = {}
+    for q in load_query_set(cfg.queries).queries:
+        if q.expected_skill:
+            counts[q.expected_skill] = counts.get(q.expected_skill, 0) + 1
+    gate = float(cfg.gates.activation)
+    return [
+        f"  {name}: smallest breach of activation ({gate:+.2f}): "
+        f"{smallest_breach_text('activation', gate, k)}"
+        for name, k in sorted(counts.items())
+    ]
 
 
 def _config_sets(config: Path | None, key: str) -> bool:

@@ -188,33 +188,40 @@ def skills_to_gate(
 class Loss(Frozen):
     skill: str
     lost: int
-    """Positive cases activated in the baseline (rate ≥ ½) that are not now (rate < ½)."""
+    """Positive cases whose activation rate fell since the baseline."""
     cases: int
     """Positive cases the two records share."""
+    whole: bool = True
+    """Every fallen case fell all the way (rate 0 now): the cases were *lost*, not only less often won."""
     taken_by: dict[str, int]
-    """Skill (or ``(no skill)``) that now comes first on the lost cases → how many cases."""
+    """Skill (or ``(no skill)``) that now comes first most often on a fallen case → how many cases."""
 
     def sentence(self) -> str:
         if len(self.taken_by) == 1:
             takers = next(iter(self.taken_by))
         else:
             takers = ", ".join(f"{n} × {c}" for n, c in self.taken_by.items())
-        return f"lost {self.lost} of {self.cases} cases" + (f" to {takers}" if takers else "")
+        if self.whole:
+            return f"lost {self.lost} of {self.cases} cases" + (f" to {takers}" if takers else "")
+        return f"fell on {self.lost} of {self.cases} cases" + (f", to {takers}" if takers else "")
 
 
 def losses(base: BaselineRecord, new: BaselineRecord, outcomes: Iterable[Any]) -> Loss:
-    """The base record's positive cases that ``new`` no longer activates, and who took each: the skill
+    """The base record's positive cases that ``new`` activates less often, and who took each: the skill
     that came first most often on it in the new study's probes (``outcomes``: the artifact's rows,
     :class:`~skillreach.scoring.artifact.ProbeOutcome`)."""
     before, after = case_rates(base.per_case, "activation"), case_rates(new.per_case, "activation")
     shared = [q for q in before if q in after and base.per_case[q].digest == new.per_case[q].digest]
-    lost = {q for q in shared if before[q] >= 0.5 > after[q]}
-    firsts: dict[str, Counter[str]] = {q: Counter() for q in lost}
+    fell = {q for q in shared if after[q] < before[q]}
+    firsts: dict[str, Counter[str]] = {q: Counter() for q in fell}
     for row in outcomes:
         if row.query_id in firsts and row.predicted is not None and row.predicted != base.skill:
             firsts[row.query_id][row.predicted] += 1
     taken: Counter[str] = Counter(c.most_common(1)[0][0] for c in firsts.values() if c)
-    return Loss(skill=base.skill, lost=len(lost), cases=len(shared), taken_by=dict(taken.most_common()))
+    return Loss(
+        skill=base.skill, lost=len(fell), cases=len(shared), whole=all(after[q] == 0 for q in fell),
+        taken_by=dict(taken.most_common()),
+    )
 
 
 def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:

@@ -27,6 +27,63 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
+def _adaptive(
+    cfg: Any,
+    members: list[tuple[str, BaselineRecord]],
+    art: Any,
+    qpath: Path,
+    gates: Any,
+    *,
+    strict: bool,
+    dirs: list[Path],
+    budget: int,
+    console: Any,
+    in_process: bool,
+) -> Any:
+    """``check --adaptive``: while a member's gate is undecided, double the attempts per case (the study
+    folder keeps the probes it has and probes only the attempts it adds), until every gate is decided or
+    the next stage would pass ``budget`` probes in all. Returns the last stage's artifact."""
+    from skillreach.baselines.gates import Verdict, compare
+    from skillreach.baselines.records import record_baseline
+    from skillreach.errors import RefusedError
+
+    def undecided() -> list[str]:
+        out = []
+        for name, rec in members:
+            new = record_baseline(art, qpath, name, skill_folder=_find_skill_folder(name, dirs),
+                                  judge_model=rec.judge_model)
+            try:
+                cmp = compare(rec, new, gates, strict)
+            except RefusedError:
+                continue
+            if any(g.verdict is Verdict.inconclusive for g in cmp.results):
+                out.append(name)
+        return out
+
+    queries = len(art.outcomes) // max(1, cfg.attempts)
+    spent = len(art.outcomes)
+    waiting = undecided()
+    while waiting:
+        more = cfg.attempts
+        if spent + queries * more > budget:
+            console.print(
+                f"adaptive: still undecided: {', '.join(waiting)}; the next stage ({queries * more} probes, "
+                f"{cfg.attempts + more} attempts per case) would pass --max-probes {budget} ({spent} spent)",
+                markup=False, highlight=False,
+            )
+            break
+        cfg = cfg.model_copy(update={"attempts": cfg.attempts + more})
+        console.print(
+            f"adaptive: {', '.join(waiting)} undecided: {cfg.attempts} attempts per case "
+            f"(+{queries * more} probes, {spent + queries * more} of {budget})",
+            markup=False, highlight=False,
+        )
+        art = _run_study(cfg, members[0][1].judge_model, in_process, fresh=False)
+        spent += queries * more
+        waiting = undecided()
+    return art
+
+
 def _neighbourhood_file(qpath: Path, members: list[str], out: Path | None) -> Path:
     """The query set ``--scope neighbours`` probes (:func:`~skillreach.baselines.scope.neighbourhood_cases`),
     written beside the check's study folder."""
@@ -58,9 +115,10 @@ def _victim_line(name: str, cmp: Any, loss: Any) -> str | None:
     )
 
 
-def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
+def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool, *, fresh: bool = True) -> Any:
     """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
-    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped."""
+    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped
+    (``fresh=False``: an adaptive stage keeps them and probes only the attempts it adds)."""
     from skillreach.cli.run_cmds import run_study
     from skillreach.study.grading import GRADED_FILE
 
@@ -69,7 +127,7 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> A
 
     ensure_folder(out, flag="--out")
     cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    for stale in ("probes.jsonl", GRADED_FILE):
+    for stale in ("probes.jsonl", GRADED_FILE) if fresh else ():
         (out / stale).unlink(missing_ok=True)
     result = run_study(cfg, use_prefect=False if in_process else None, kind="check")
     return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
@@ -142,6 +200,15 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     rivals_k: int = typer.Option(
         3, "--rivals", min=1, help="Rivals per edited skill under --scope neighbours."
     ),
+    adaptive: bool = typer.Option(
+        False,
+        "--adaptive",
+        help="Spend extra attempts on undecided gates, in stages (doubling the attempts), until each is "
+        "decided or --max-probes is spent.",
+    ),
+    max_probes: int | None = typer.Option(
+        None, "--max-probes", min=1, help="With --adaptive: the probes the whole check may spend."
+    ),
     allow_missing: bool = typer.Option(
         False,
         "--allow-missing",
@@ -168,6 +235,10 @@ def check_cmd(  # noqa: PLR0917 - a typer command
 
     if scope not in ("all", "neighbours", "neighbors"):
         raise InputError(f"--scope {scope!r}: pass all or neighbours")
+    if adaptive and staged:
+        raise InputError("--adaptive adds attempts after a full stage; --staged stops early: pass one")
+    if adaptive and max_probes is None:
+        raise InputError("--adaptive needs a budget: pass --max-probes N (the probes the check may spend)")
 
     if not changed:
         raise InputError("skillreach check needs --changed (the only mode so far)")
@@ -317,6 +388,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
                     lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
             continue
         art = _run_study(cfg, members[0][1].judge_model, in_process)
+        if adaptive:
+            assert max_probes is not None
+            art = _adaptive(
+                cfg, members, art, Path(qpath_s), gates, strict=strict, dirs=dirs, budget=max_probes,
+                console=console, in_process=in_process,
+            )
         for name, rec in members:
             folder = _find_skill_folder(name, dirs)
             new = record_baseline(art, Path(qpath_s), name, skill_folder=folder, judge_model=rec.judge_model)

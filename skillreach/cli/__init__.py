@@ -39,6 +39,7 @@ _COMMAND_MODULES = (
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
+    "project_cmds",  # --version, init, config show|docs
 )
 
 try:

@@ -30,6 +30,9 @@ def lint_cmd(
         help="Warn when the catalog listing exceeds N characters (default: setting listing_budget_chars).",
     ),
     config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
+    strict_budget: bool = typer.Option(
+        False, "--strict-budget", help="A listing over the budget is an error (exit 1), not a warning."
+    ),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
     from skillreach.errors import InputError, LintFailed
@@ -40,6 +43,12 @@ def lint_cmd(
         raise InputError(f"--budget must be a positive number of characters, not {budget}")
     settings = load_settings(config, listing_budget_chars=budget)
     report = lint(dirs, budget=settings.listing_budget_chars)
+    if strict_budget:
+        from dataclasses import replace
+
+        report.findings = [
+            replace(f, severity="error") if f.code == "listing-budget" else f for f in report.findings
+        ]
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
     typer.echo(text)
     if report.exit_code:

@@ -178,8 +178,8 @@ jobs:
           skills: {skills_dir}
           queries: {queries}
           config: skillreach.toml
-          runtime: anthropic
-          model: claude-sonnet-4-6
+          # runtime: anthropic        # default: each baseline's own runtime and model
+          # model: claude-sonnet-4-6
           max-cost: "5"
           anthropic-api-key: ${{{{ secrets.ANTHROPIC_API_KEY }}}}
 """

@@ -270,3 +270,76 @@ def test_example_workflow_is_what_init_writes() -> None:
     step = spec["jobs"]["skillreach"]["steps"][-1]
     action_inputs = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["inputs"]
     assert set(step["with"]) <= set(action_inputs)
+
+
+# -- the lean default install ----------------------------------------------------------------------
+
+OPTIONAL = ("numba", "llvmlite", "pyarrow", "psycopg", "google.antigravity", "sklearn", "statsmodels")
+"""What the default install leaves out (extras fast, postgres, antigravity; the tests' own)."""
+
+_FALLBACKS = r"""
+import json, sys
+from pathlib import Path
+from skillreach.scoring import artifact as art
+from skillreach.scoring.table import read_columns
+from skillreach.skills import load_skills
+from skillreach.skills.bm25 import rivals
+
+out = Path(sys.argv[1])
+# pyarrow missing: the columnar reader hands every log to the block reader
+assert read_columns((out / "probes.jsonl").read_bytes(), source="probes.jsonl") is None
+# ... and an artifact is written by the text path, from any size on: the same digest
+a = art.read_artifact(out / "artifact.json")
+art._ARROW_ROWS = 1
+again = art.write_artifact(a, out / "again.json")
+assert art.read_artifact(out / "again.json").digest == a.digest
+# numba missing: the compiled screen asked for is the scipy screen, the same rivals
+skills = load_skills([sys.argv[2]])
+fast = rivals(skills, top=3, compiled=True)
+assert fast == rivals(skills, top=3, compiled=False)
+assert len(fast) == len(skills)
+print("fallbacks ok")
+"""
+
+
+def test_default_install_is_lean_and_every_command_works_without_the_extras(
+    kit: dict[str, Any], corpora: Path, tmp_path: Path
+) -> None:
+    env = dict(kit["env"])
+    py = str(kit["venv"] / "bin" / "python")
+    missing = _run([py, "-c", "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] "
+                    "if u.find_spec(m.split('.')[0]) is None or (m == 'google.antigravity' "
+                    "and u.find_spec('google') is not None and u.find_spec(m) is None)))", *OPTIONAL],
+                   tmp_path, env).stdout.split()
+    assert set(missing) == set(OPTIONAL), f"the default install pulls in {set(OPTIONAL) - set(missing)}"
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
+                     env).stdout.strip())
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
+    assert size < 440 * 2**20, f"the default install is {size / 2**20:.0f} MiB (goal: ≤ 440 MB)"
+
+    # every command that needs no network, from the wheel without the extras
+    sr = "skillreach"
+    _run([sr, "run", "--out", "ex"], tmp_path, env)  # the bundled example, offline
+    ex = tmp_path / "ex"
+    _run([sr, "score", "--queries", str(ex / "query_set.json"), "--probes", str(ex / "probes.jsonl"),
+          "--out", "scored/", "--html", "scored/report.html", "-q"], tmp_path, env)
+    _run([sr, "report", "scored/artifact.json", "--markdown", "-", "-q"], tmp_path, env)
+    kdense = corpora / "K-Dense-AI__claude-scientific-skills"
+    skills_dir = kdense if kdense.is_dir() else corpora / "anthropics__skills"
+    _run([sr, "overlap", str(skills_dir), "--top", "3", "--json"], tmp_path, env)
+    _run([sr, "cluster", str(skills_dir), "--target-size", "20"], tmp_path, env)
+    _run([sr, "doctor"], tmp_path, env)
+    _run([sr, "config", "show"], tmp_path, env)
+    assert _run([py, "-c", _FALLBACKS, str(ex), str(skills_dir)], tmp_path, env).stdout.strip() == (
+        "fallbacks ok"
+    )
+    # PostgreSQL without its driver: one line naming the extra
+    pg = {**env, "SKILLREACH_DATABASE_URL": "postgresql+psycopg://u:secret@127.0.0.1:1/x"}
+    worker = _run([sr, "worker"], tmp_path, pg, check=False)
+    assert worker.returncode == 2, worker.stderr
+    assert "pip install 'skillreach[postgres]'" in worker.stderr
+    assert "secret" not in worker.stderr
+    study = _run([sr, "run", "--out", "pg"], tmp_path, pg, check=False)
+    assert study.returncode == 2, study.stderr
+    assert "pip install 'skillreach[postgres]'" in study.stderr
+    assert len(study.stderr.strip().splitlines()) == 1

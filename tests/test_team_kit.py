@@ -343,3 +343,57 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
     assert study.returncode == 2, study.stderr
     assert "pip install 'skillreach[postgres]'" in study.stderr
     assert len(study.stderr.strip().splitlines()) == 1
+
+
+# -- serve from the installed wheel ----------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_serve_from_the_wheel_in_an_unrelated_folder(kit: dict[str, Any], tmp_path: Path) -> None:
+    import signal
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in kit["env"].items() if k != "PREFECT_HOME"}  # the default: the working folder
+    folder = tmp_path / "service"
+    folder.mkdir()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(["skillreach", "serve", "--port", str(port)], cwd=folder, env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 420
+        while time.monotonic() < deadline:
+            text = log.read_text(encoding="utf-8", errors="replace")
+            if "serve: worker on pool" in text or proc.poll() is not None:
+                break
+            time.sleep(1)
+        text = log.read_text(encoding="utf-8", errors="replace")
+        assert "serve: worker on pool" in text, text
+        api = f"http://127.0.0.1:{port}/api"
+        names = {d["name"] for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=30).json()}
+        spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
+        assert names == {d["name"] for d in spec["deployments"]}
+        found = httpx.post(f"{api}/deployments/filter", json={}, timeout=30).json()
+        site = next((kit["venv"] / "lib").glob("python3*/site-packages"))
+        for d in found:
+            assert d["entrypoint"].startswith(str(site / "skillreach" / "flows")), d["entrypoint"]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+    state = folder / ".skillreach" / "prefect"
+    assert (state / "prefect.yaml").is_file()
+    assert (state / "server.log").is_file()
+    site = next((kit["venv"] / "lib").glob("python3*/site-packages"))
+    written = [p for p in site.rglob("*") if p.name in (".prefect", ".skillreach", "prefect.db")]
+    assert not written, f"serve wrote into site-packages: {written}"

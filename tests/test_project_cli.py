@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -186,3 +187,54 @@ def test_interfaces_lists_every_command_with_exit_codes() -> None:
     assert not missing, f"interfaces.md has no row for: {missing}"
     assert all(re.search(r"\b0\b", codes) for _, codes in rows), "every row names its exit codes"
     assert any(cmd.startswith("--version") for cmd, _ in rows)
+
+
+def test_a_repeated_single_value_option_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", "--queries", "a.json", "--queries", "b.json", "--probes", "p", "--out", "o/"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "skillreach: error: skillreach score: --queries was given twice; give it once (it takes one value)\n"
+    )
+    assert main(["queries", "seal", "in.yaml", "--out", "x.json", "--out=y.json"]) == 2
+    assert "skillreach queries seal: --out was given twice" in capsys.readouterr().err
+    # options meant to repeat still may: the error is about the missing folder, not the repeat
+    assert main(["check", "--changed", "--skills", "nope-a", "--skills", "nope-b"]) == 2
+    assert "given twice" not in capsys.readouterr().err
+
+
+def test_offline_runtime_said_and_piped_tables_not_cut(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
+    env["COLUMNS"] = "40"  # what CI sets; a pipe must not cut ids or values to it
+
+    def sr(*args: str) -> subprocess.CompletedProcess[str]:
+        out = subprocess.run([str(SKILLREACH), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             check=False, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    a = sr("run", "--out", "A").stdout
+    note = "note: runtime keyword is a lexical baseline (word overlap with the descriptions), not an agent"
+    assert note in " ".join(a.split())
+    md = sr("report", "A/artifact.json", "--markdown", "-", "-q").stdout
+    assert "> **Note:** runtime keyword is a lexical baseline" in md
+    sr("report", "A/artifact.json", "--html", "A/again.html", "-q")
+    assert 'data-offline-runtime="keyword"' in (tmp_path / "A" / "again.html").read_text(encoding="utf-8")
+    # a second arm with one description edited: the diff's tables, piped, keep every id whole
+    skills = tmp_path / "skills"
+    shutil.copytree(REPO / "skillreach" / "example" / "skills", skills)
+    md_file = skills / "log-search" / "SKILL.md"
+    edited = "description: Search logs, traces and error spikes in any service. "
+    text = md_file.read_text(encoding="utf-8")
+    md_file.write_text(text.replace("description: ", edited, 1), encoding="utf-8")
+    queries = REPO / "skillreach" / "example" / "queries.json"
+    sr("run", "--skills", str(skills), "--queries", str(queries), "--out", "B")
+    sr("run", "--skills", str(REPO / "skillreach" / "example" / "skills"), "--queries", str(queries),
+       "--out", "A2")
+    out = sr("diff", "A2", "B", "--vary", "description").stdout
+    assert "…" not in out, out
+    assert max(len(line) for line in out.splitlines()) > 40
+    import json
+
+    data = json.loads(sr("diff", "A2", "B", "--vary", "description", "--json").stdout)
+    for flip in [*data["won"], *data["lost"]]:
+        assert flip["query_id"] in out

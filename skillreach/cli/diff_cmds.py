@@ -78,8 +78,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
     """Compare two studies of the same sealed query set, paired over queries: Δ top-1, Δ reachability,
     Δ macro-F1 with 95 % intervals, McNemar's exact test, per-skill Δ recall / precision and the
     queries that flipped (won, lost, stolen from neighbours)."""
-    from rich.console import Console
-
+    from skillreach._io.console import make_console
     from skillreach.author.diff import AXES
     from skillreach.errors import InputError
 
@@ -119,9 +118,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         return
     from skillreach.reports.diff import print_diff
 
-    console = Console()
-    if not console.is_terminal:  # piped: 80 columns by default, too narrow for the intervals
-        console = Console(width=max(console.width, 120))
+    console = make_console()  # piped or redirected: wide enough that no id or interval is cut
     print_diff(result, console)
     for label, path in (("html", html), ("markdown", markdown)):
         if path is not None:

@@ -28,6 +28,7 @@ def _version_callback(value: bool) -> None:
 
 
 def _root_callback(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False,
         "--version",
@@ -37,6 +38,53 @@ def _root_callback(
     ),
 ) -> None:
     """Measure whether LLM agents reach the right Agent Skill."""
+    _refuse_repeated_options(ctx)
+
+
+def _refuse_repeated_options(ctx: typer.Context) -> None:
+    """``--queries a --queries b`` is an error, not "the last one wins": an option that takes one value
+    may be given once (options meant to repeat, ``--skills`` or ``--gate``, may repeat). The command's
+    own words are parsed after this callback, so the check runs first thing in its ``parse_args``."""
+    name = ctx.invoked_subcommand
+    if name is None:
+        return
+    sub: Any = ctx.command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if sub is None or getattr(sub, "_skillreach_checked", False):
+        return
+    parse = sub.parse_args
+
+    def checked(sub_ctx: Any, args: list[str]) -> Any:
+        _check_repeats(sub_ctx, sub, list(args), ["skillreach", name])
+        return parse(sub_ctx, args)
+
+    sub.parse_args = checked
+    sub._skillreach_checked = True
+
+
+def _check_repeats(ctx: Any, cmd: Any, args: list[str], path: list[str]) -> None:
+    from skillreach.errors import InputError
+
+    i = 0
+    while hasattr(cmd, "get_command") and i < len(args):  # a group: the command its words name
+        sub = cmd.get_command(ctx, args[i])
+        if sub is None:
+            return
+        cmd, path, i = sub, [*path, args[i]], i + 1
+    single: dict[str, str] = {}
+    for param in cmd.params:
+        if param.param_type_name == "option" and not (param.multiple or param.is_flag or param.count):
+            for opt in (*param.opts, *param.secondary_opts):
+                single[opt] = param.opts[0]
+    seen: set[str] = set()
+    for word in args[i:]:
+        if word == "--":
+            break
+        name = single.get(word.split("=", 1)[0] if word.startswith("--") else word)
+        if name is None:
+            continue
+        if name in seen:
+            raise InputError(f"{' '.join(path)}: {name} was given twice; give it once (it takes one value)")
+        seen.add(name)
 
 
 # -- init ------------------------------------------------------------------------------------------
@@ -133,7 +181,7 @@ def config_toml() -> str:
             sub = row.key.split(".", 1)[1]
             tables += [*block, f"# {sub} = {_toml_value(row.default)}"]
             continue
-        if hasattr(row.default, "model_fields"):  # a table: its keys follow at the end of the file
+        if hasattr(type(row.default), "model_fields"):  # a table: its keys follow at the end of the file
             tables += ["", *block, f"# [{row.key}]"]
             continue
         if row.default is None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer.main
@@ -238,3 +239,37 @@ def test_offline_runtime_said_and_piped_tables_not_cut(tmp_path: Path) -> None:
     data = json.loads(sr("diff", "A2", "B", "--vary", "description", "--json").stdout)
     for flip in [*data["won"], *data["lost"]]:
         assert flip["query_id"] in out
+
+
+def test_help_texts_are_plain_paragraphs() -> None:
+    root = typer.main.get_command(app)
+    seen = 0
+
+    def walk(cmd: Any) -> None:
+        nonlocal seen
+        texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
+        for text in texts:
+            assert "``" not in text, text
+            assert not re.search(r":(func|class|mod|meth|data):`", text), text
+            for para in text.split("\n\n"):
+                lines = para.splitlines()
+                assert all(ln.startswith(("- ", "* ")) for ln in lines[1:]), f"hard-wrapped: {para!r}"
+        seen += 1
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub)
+
+    walk(root)
+    assert seen > 25
+
+
+def test_shell_completion_through_the_installed_command() -> None:
+    script = subprocess.run([str(SKILLREACH), "completion", "bash"], capture_output=True, text=True,
+                            check=True).stdout
+    assert "_SKILLREACH_COMPLETE=complete_bash" in script
+    env = {**os.environ, "COMP_WORDS": "skillreach queries s", "COMP_CWORD": "2",
+           "_SKILLREACH_COMPLETE": "complete_bash"}
+    out = subprocess.run([str(SKILLREACH)], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["seal"]
+    bad = subprocess.run([str(SKILLREACH), "completion", "tcsh"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert "bash, zsh, fish, powershell" in bad.stderr

@@ -3,8 +3,10 @@ skills repository, and seeing the configuration a command would use."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -414,8 +416,81 @@ def config_docs_cmd() -> None:
     typer.echo(configuration_markdown(), nl=False)
 
 
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|obj):`~?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_help(text: str) -> str:
+    """A docstring as help text: each paragraph on one line (the terminal wraps it, not the source),
+    list items kept on lines of their own, no rST markup (``code`` and :func:`roles` become plain)."""
+    text = _LITERAL.sub(r"\1", _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], text))
+    paragraphs = []
+    for para in re.split(r"\n\s*\n", inspect.cleandoc(text)):
+        items: list[str] = []
+        for raw in para.splitlines():
+            line = raw.strip()
+            if items and not line.startswith(("- ", "* ")):
+                items[-1] += " " + line
+            else:
+                items.append(line)
+        paragraphs.append("\n".join(items))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _plain_help_everywhere(app: typer.Typer) -> None:
+    """Every command's, group's and option's help as :func:`plain_help` has it."""
+    from typer.models import ArgumentInfo, OptionInfo
+
+    if app.info.help and isinstance(app.info.help, str):
+        app.info.help = plain_help(app.info.help)
+    for info in app.registered_commands:
+        doc = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+        if doc:
+            info.help = plain_help(doc)
+        if info.callback is None:
+            continue
+        for param in inspect.signature(info.callback).parameters.values():
+            default = param.default
+            if isinstance(default, OptionInfo | ArgumentInfo) and isinstance(default.help, str):
+                default.help = plain_help(default.help)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            if isinstance(group.help, str):
+                group.help = plain_help(group.help)
+            _plain_help_everywhere(group.typer_instance)
+
+
+_SHELLS = ("bash", "zsh", "fish", "powershell")
+
+
+def completion_cmd(
+    shell: str = typer.Argument(..., metavar="SHELL", help="bash, zsh, fish or powershell."),
+) -> None:
+    """Print the shell completion script. Install it with, for bash: skillreach completion bash >
+    ~/.local/share/bash-completion/completions/skillreach (zsh: into a folder of your fpath as _skillreach;
+    fish: ~/.config/fish/completions/skillreach.fish)."""
+    from skillreach.errors import InputError
+
+    if shell not in _SHELLS:
+        raise InputError(f"completion: no shell {shell!r}; pass one of {', '.join(_SHELLS)}")
+    from typer._completion_shared import get_completion_script
+
+    script = get_completion_script(prog_name="skillreach", complete_var="_SKILLREACH_COMPLETE", shell=shell)
+    typer.echo(script)
+
+
+def _enable_completion() -> None:
+    """The shells' completion protocols (``_SKILLREACH_COMPLETE=complete_bash`` …), which the scripts of
+    ``skillreach completion`` call; typer registers them only with its own --install-completion."""
+    from typer._completion_classes import completion_init
+
+    completion_init()
+
+
 def register(app: typer.Typer) -> None:
     app.callback(invoke_without_command=False)(_root_callback)
+    app.command("completion")(completion_cmd)
+    _enable_completion()
     app.command("init")(init_cmd)
     config_app = typer.Typer(
         help="The configuration: what each setting is and where its value came from.",
@@ -424,3 +499,4 @@ def register(app: typer.Typer) -> None:
     config_app.command("show")(config_show_cmd)
     config_app.command("docs")(config_docs_cmd)
     app.add_typer(config_app, name="config")
+    _plain_help_everywhere(app)  # registered last: every command is there

@@ -273,3 +273,16 @@ def test_shell_completion_through_the_installed_command() -> None:
     bad = subprocess.run([str(SKILLREACH), "completion", "tcsh"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2
     assert "bash, zsh, fish, powershell" in bad.stderr
+
+
+def test_uplift_refuses_a_runtime_that_cannot_produce_quality(tmp_path: Path) -> None:
+    example = REPO / "skillreach" / "example"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
+    out = subprocess.run(
+        [str(SKILLREACH), "uplift", "release-deploy", "--skills", str(example / "skills"),
+         "--queries", str(example / "queries.json"), "--runtime", "keyword"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("skillreach: error: uplift: runtime keyword cannot produce task quality")
+    assert len(out.stderr.splitlines()) == 1

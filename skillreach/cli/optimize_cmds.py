@@ -255,7 +255,20 @@ def uplift_cmd(  # noqa: PLR0917 - a typer command
         attempts=attempts,
         gate=False,
     )
+    inner = (study.runtime_options or {}).get("inner", "keyword") if study.runtime == "retriever" else None
+    if study.runtime == "keyword" or inner == "keyword":
+        raise InputError(
+            f"uplift: runtime {study.runtime} cannot produce task quality (an offline lexical baseline "
+            "picks a skill but does no work); pass --runtime with an agent runtime (anthropic, "
+            "claude-code, …; skillreach doctor lists them)"
+        )
     report = _run(uplift.fn(study, skill, margin))
+    if report.cases and all(c.quality_with is None and c.quality_without is None for c in report.cases):
+        raise InputError(
+            f"uplift: runtime {study.runtime} produced no task quality for any of {skill}'s "
+            f"{len(report.cases)} cases (it cannot grade the work after loading a skill); use an agent "
+            "runtime that can"
+        )
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return

@@ -40,7 +40,13 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pytest.skip("uv is not installed beside the test interpreter (make .venv/.installed installs it)")
     base = tmp_path_factory.mktemp("kit")
     dist = base / "dist"
-    _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(REPO)], REPO, dict(os.environ))
+    # built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds
+    src = base / "src"
+    shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        "runs", ".hypothesis",
+    ))
+    _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(src)], src, dict(os.environ))
     wheel = next((base / "dist").glob("skillreach-*.whl"))
     venv = base / "venv"
     _run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)], base, dict(os.environ))

@@ -1,13 +1,20 @@
 """``skillreach serve`` / ``make up``: the whole service on one machine, in one command.
 
 1. a Prefect server on 127.0.0.1 (reused when one already answers on the port; else started, with its
-   state in ``.prefect/`` beside prefect.yaml, and stopped again on exit);
+   state in ``PREFECT_HOME``, by default ``.skillreach/prefect`` in the working folder — never beside
+   the installed package — and stopped again on exit);
 2. wait for ``/api/health``;
 3. the process work pool (created when missing);
-4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent);
+4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent): the file ships in the package
+   (``skillreach/deployments/prefect.yaml``); serve writes a copy into the state folder whose
+   entrypoints name the installed flows by absolute path, and whose flow runs work in the working
+   folder (their ``runs/`` and ``.skillreach/`` land there, as with ``skillreach run``);
 5. the automations (``deployments/automations.py``, delete-by-name then create);
 6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
    is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
+
+A step that fails prints the line of Prefect's own output that says why (the server's output is kept in
+``PREFECT_HOME/server.log``).
 """
 
 from __future__ import annotations
@@ -20,9 +27,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["REPO", "prefect_env", "serve", "stop_group", "wait_healthy"]
+__all__ = [
+    "PREFECT_FILE", "REPO", "StepFailed", "deploy_file", "prefect_env", "serve", "stop_group", "wait_healthy",
+]
 
 REPO = Path(__file__).resolve().parents[1]
+"""Where ``flows/`` is: the checkout, or the installed ``skillreach`` package (``skillreach/flows``)."""
+PREFECT_FILE = Path(__file__).with_name("prefect.yaml")
+"""The deployments, shipped in the package (in a checkout, a link to the top-level prefect.yaml)."""
 
 
 NIGHTLY_CRON_ENV, NIGHTLY_TZ_ENV = "SKILLREACH_NIGHTLY_CRON", "SKILLREACH_NIGHTLY_TIMEZONE"
@@ -50,13 +62,17 @@ def nightly_schedule(env: dict[str, str]) -> tuple[str, str]:
     return cron, tz
 
 
-def prefect_env(port: int) -> dict[str, str]:
-    """The environment every Prefect command of the service runs with."""
+def prefect_env(port: int, workdir: Path | None = None) -> dict[str, str]:
+    """The environment every Prefect command of the service runs with; ``workdir`` (default: the working
+    folder) is where the flow runs work and, unless ``PREFECT_HOME`` is set, where Prefect keeps its state
+    (``.skillreach/prefect``)."""
+    folder = (workdir or Path.cwd()).resolve()
     env = dict(os.environ)
     for name, default in NIGHTLY_DEFAULTS.items():
         if not env.get(name):
             env[name] = default
-    env.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
+    if not env.get("PREFECT_HOME"):
+        env["PREFECT_HOME"] = str(folder / ".skillreach" / "prefect")
     env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("DO_NOT_TRACK", "1")
@@ -65,8 +81,52 @@ def prefect_env(port: int) -> dict[str, str]:
     from skillreach.deployments.automations import HEARTBEAT_S
 
     env.setdefault("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", str(HEARTBEAT_S))
-    env["PWD"] = str(REPO)  # prefect.yaml's pull step: the flows run from this checkout
+    env["PWD"] = str(folder)  # prefect.yaml's pull step: the flow runs work in this folder
     return env
+
+
+def deploy_file(env: dict[str, str]) -> Path:
+    """prefect.yaml with each entrypoint made absolute (``REPO/flows/…``), written into the state
+    folder: a worker in any working folder loads the installed flows, and nothing is written beside
+    the package."""
+    import yaml
+
+    spec = yaml.safe_load(PREFECT_FILE.read_text(encoding="utf-8"))
+    for deployment in spec.get("deployments", []):
+        path, sep, func = str(deployment["entrypoint"]).rpartition(":")
+        if sep and not Path(path).is_absolute():
+            deployment["entrypoint"] = f"{(REPO / path).as_posix()}:{func}"
+    out = Path(env["PREFECT_HOME"]) / "prefect.yaml"
+    out.write_text(
+        "# Written by `skillreach serve` from skillreach/deployments/prefect.yaml: edit that one.\n"
+        + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
+    return out
+
+
+class StepFailed(Exception):
+    """A Prefect command of the service failed; ``line`` is what Prefect said."""
+
+    def __init__(self, what: str, code: int, line: str) -> None:
+        super().__init__(f"{what} failed with exit code {code}: {line}")
+
+
+def _why(text: str) -> str:
+    """The line of a Prefect command's output that says what went wrong: the last one naming an error,
+    else the last non-empty one."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if any(w in line.lower() for w in ("error", "exception", "failed", "invalid", "not found")):
+            return line
+    return lines[-1] if lines else "(no output)"
+
+
+def _step(what: str, args: list[str], env: dict[str, str], cwd: Path) -> str:
+    out = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise StepFailed(what, out.returncode, _why(out.stderr + "\n" + out.stdout))
+    return out.stdout
 
 
 def wait_healthy(api: str, timeout_s: float = 120.0, proc: subprocess.Popen[bytes] | None = None) -> bool:
@@ -137,13 +197,16 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
           host: str = "127.0.0.1") -> int:
     """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
     the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
-    env = prefect_env(port)
+    workdir = Path.cwd().resolve()
+    env = prefect_env(port, workdir)
     api = env["PREFECT_API_URL"]
     cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
     log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
         signal.signal(sig, _interrupt)
-    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    home = Path(env["PREFECT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    server_log = home / "server.log"
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
     try:
@@ -151,20 +214,22 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
             log(f"serve: using the Prefect server already running at {api}")
         else:
             log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
-            server = subprocess.Popen(
-                _prefect("server", "start", "--host", host, "--port", str(port)),
-                env=env, cwd=REPO, start_new_session=True,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
+            with server_log.open("wb") as sink:
+                server = subprocess.Popen(
+                    _prefect("server", "start", "--host", host, "--port", str(port)),
+                    env=env, cwd=workdir, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT,
+                )
             if not wait_healthy(api, 180, server):
-                log("serve: the Prefect server did not become healthy; run `prefect server start` to see why")
+                said = _why(server_log.read_text(encoding="utf-8", errors="replace"))
+                log(f"serve: the Prefect server did not become healthy: {said} (all of it: {server_log})")
                 return 1
         log("serve: server healthy; creating the work pool")
-        subprocess.run(_prefect("work-pool", "create", pool, "--type", "process", "--overwrite"),
-                       env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-        log("serve: deploying prefect.yaml")
-        subprocess.run(_prefect("--no-prompt", "deploy", "--all"), env=env, cwd=REPO, check=True,
-                       stdout=subprocess.DEVNULL)
+        _step("prefect work-pool create", _prefect("work-pool", "create", pool, "--type", "process",
+                                                    "--overwrite"), env, workdir)
+        spec = deploy_file(env)
+        log(f"serve: deploying {PREFECT_FILE.name} ({spec})")
+        _step("prefect deploy", _prefect("--no-prompt", "deploy", "--all", "--prefect-file", str(spec)),
+              env, workdir)
         result = _upsert_in(env)
         log(f"serve: alert automation: {result}")
         log(f"serve: shared rate limits: {_limits_in(env)}")
@@ -173,7 +238,7 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
 
         def start_worker() -> subprocess.Popen[bytes]:
             proc = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                                    env=env, cwd=REPO, start_new_session=True)
+                                    env=env, cwd=workdir, start_new_session=True)
             workers[:] = [proc]
             return proc
 
@@ -185,8 +250,8 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
     except KeyboardInterrupt:
         log("serve: stopping")
         return 0
-    except subprocess.CalledProcessError as exc:
-        log(f"serve: {' '.join(exc.cmd[2:])} failed with exit code {exc.returncode}")
+    except StepFailed as exc:
+        log(f"serve: {exc}")
         return 1
     finally:
         stop_group(worker)
@@ -199,18 +264,16 @@ def _upsert_in(env: dict[str, str]) -> str:
         "import asyncio, json; from skillreach.deployments.automations import upsert_automations; "
         "print(json.dumps(asyncio.run(upsert_automations())))"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
-                         text=True)
-    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+    out = _step("the alert automations", [sys.executable, "-c", code], env, Path(env["PWD"]))
+    return out.strip().splitlines()[-1] if out.strip() else "{}"
 
 
 def _limits_in(env: dict[str, str]) -> str:
     """The provider rate limits every worker shares (deployments/limits.py), from the settings."""
     code = ("import asyncio, json; from skillreach.deployments.limits import ensure_from_settings; "
             "print(json.dumps(asyncio.run(ensure_from_settings())))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, capture_output=True,
-                         text=True)
-    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+    out = _step("the shared rate limits", [sys.executable, "-c", code], env, Path(env["PWD"]))
+    return out.strip().splitlines()[-1] if out.strip() else "{}"
 
 
 if __name__ == "__main__":  # pragma: no cover

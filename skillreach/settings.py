@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
 
-__all__ = ["GateConfig", "Price", "Settings", "load_settings", "read_config_file"]
+__all__ = [
+    "GateConfig",
+    "Price",
+    "SettingRow",
+    "Settings",
+    "load_settings",
+    "read_config_file",
+    "setting_rows",
+]
 
 
 class Price(BaseModel):
@@ -43,17 +51,22 @@ DEFAULT_PRICES: dict[str, Price] = {
 class GateConfig(BaseModel):
     """Allowed change per metric (new − baseline): negative = may not fall more than |g|."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     activation: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    """Activation may fall at most this much (each gate a finite number in [−1, 1])."""
     false_activation: float = Field(default=0.03, ge=-1, le=1, allow_inf_nan=False)
+    """False activation may rise at most this much."""
     compliance: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    """Compliance may fall at most this much."""
     task_quality: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
-    """Each gate is a finite number in [−1, 1] (a ``nan`` gate would pass any drop)."""
+    """Task quality may fall at most this much."""
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SKILLREACH_", frozen=True, extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="SKILLREACH_", frozen=True, extra="forbid", use_attribute_docstrings=True
+    )
 
     home: Path = Path(".skillreach")
     """Where the SQLite store, checkpoints and run folders live."""
@@ -61,32 +74,51 @@ class Settings(BaseSettings):
     """SQLAlchemy URL; default ``sqlite:///<home>/skillreach.db``. PostgreSQL: ``postgresql+psycopg://…``."""
 
     runtime: str = "keyword"
+    """The agent runtime that probes (``skillreach doctor`` lists them); ``keyword`` is offline."""
     model: str | None = None
+    """The model the runtime asks (a provider's model id); ``None``: the runtime's own default."""
     attempts: int = Field(default=1, ge=1)
+    """Probes per query (repeated attempts measure consistency)."""
     max_turns: int = Field(default=3, ge=1)
+    """Turns an agent may take in one probe before it is stopped."""
     early_exit: bool = True
+    """Stop a probe as soon as the agent loads a skill (routing studies need no more)."""
     concurrency: int = Field(default=8, ge=1)
+    """Probes in flight at once."""
     batch_size: int = Field(default=100, ge=1)
+    """Probes per batch (the unit of work a worker takes)."""
     requests_per_minute: int | None = None
+    """Provider request limit shared by the study's probes; ``None``: no limit of ours."""
     input_tokens_per_minute: int | None = None
+    """Provider input-token limit shared by the study's probes; ``None``: no limit of ours."""
     max_retries: int = Field(default=6, ge=0)
+    """Retries of a probe's request after a transient provider error."""
     timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one request may take."""
     max_cost_usd: float | None = None
+    """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``)."""
     max_probes: int = Field(default=1_000_000, ge=1)
     """Ceiling on a study's planned probes (queries × attempts): above it ``run`` refuses before
     building anything (``--max-probes``, ``SKILLREACH_MAX_PROBES``)."""
 
     catalog: str = "full"
+    """Which skills the agent sees: ``full``, ``singleton`` (the target alone) or ``neighborhood``."""
     skill_precedence: Literal["first", "last"] = "first"
     """Which root wins when two roots hold a skill of the same name (the others are reported)."""
     neighborhood_k: int = 10
+    """A neighbourhood catalog's nearest lexical rivals of the target."""
     neighborhood_size: int = 20
+    """A neighbourhood catalog's size (the target, its rivals, seeded random filler)."""
     seed: int = 0
+    """Seed of every random choice (filler skills, query order, resampling)."""
     listing_budget_chars: int = Field(default=15000, ge=1)
     """Warn when the catalog listing (names + descriptions) exceeds this many characters."""
 
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    """USD per million tokens by model-id prefix (``input``, ``output``, ``cache_write``,
+    ``cache_read``); the longest matching prefix prices a model."""
     gates: GateConfig = Field(default_factory=GateConfig)
+    """Allowed change per metric of a gate (new − baseline); see ``gates.*``."""
 
     alert_webhooks: list[str] = Field(default_factory=list)
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.
@@ -108,10 +140,14 @@ class Settings(BaseSettings):
         return [u.strip() for u in urls]
 
     claude_path: str = "claude"
+    """The ``claude`` program of the claude-code runtime."""
     pi_path: str = "pi"
+    """The ``pi`` program of the pi runtime."""
     goose_path: str = "goose"
+    """The ``goose`` program of the goose runtime."""
     agy_path: str = "agy"
-    """The agent CLIs' programs (``SKILLREACH_PI_PATH`` …): read here, once, never by a runtime."""
+    """The ``agy`` program of the antigravity runtime (the agent CLIs' programs are read here, once,
+    never by a runtime)."""
     baselines_dir: str = "baselines"
     """Where baseline records live in the skills' git repository (relative to its top)."""
     baselines_branch: str = "skillreach/baselines"
@@ -143,14 +179,56 @@ _FLAG_NAMES = {"max_cost": "max_cost_usd", "budget": "listing_budget_chars", "pr
 """Keys people write after the CLI flag, and the setting they mean."""
 
 
+class SettingRow(NamedTuple):
+    """One setting as ``docs/configuration.md`` and ``skillreach config show`` list it."""
+
+    key: str
+    """``gates.activation`` for a key inside a table."""
+    type: str
+    default: Any
+    env: str
+    description: str
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if not get_args(annotation) else None
+    if text is None:
+        text = str(annotation).replace("typing.", "").replace("pathlib.", "")
+        text = text.replace("skillreach.settings.", "")
+    return {"Literal['first', 'last']": "'first' | 'last'"}.get(text, text)
+
+
+def setting_rows() -> list[SettingRow]:
+    """Every setting in declaration order (a table's keys after the table), from the model itself."""
+    rows: list[SettingRow] = []
+    defaults = Settings.model_construct()
+    for name, info in Settings.model_fields.items():
+        env = f"SKILLREACH_{name.upper()}"
+        default = getattr(defaults, name)
+        rows.append(SettingRow(name, _type_name(info.annotation), default, env, info.description or ""))
+        if isinstance(default, BaseModel) and not isinstance(default, Price):
+            for sub, sub_info in type(default).model_fields.items():
+                rows.append(
+                    SettingRow(
+                        f"{name}.{sub}",
+                        _type_name(sub_info.annotation),
+                        getattr(default, sub),
+                        f"{env} (JSON: {{\"{sub}\": …}})",
+                        sub_info.description or "",
+                    )
+                )
+    return rows
+
+
 def _suggest(key: str) -> str:
-    """``; did you mean max_cost_usd?`` for a misspelt or flag-named key, else ``""``."""
+    """``; did you mean max_cost_usd?`` for a misspelt or flag-named key, then the valid keys."""
     import difflib
 
+    valid = f"; valid keys: {', '.join(Settings.model_fields)}"
     if key in _FLAG_NAMES:
-        return f"; the setting is {_FLAG_NAMES[key]} (the flag is --{key.replace('_', '-')})"
+        return f"; the setting is {_FLAG_NAMES[key]} (the flag is --{key.replace('_', '-')}){valid}"
     close = difflib.get_close_matches(key, list(Settings.model_fields), n=1, cutoff=0.7)
-    return f"; did you mean {close[0]}?" if close else ""
+    return (f"; did you mean {close[0]}?" if close else "; check its spelling") + valid
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -223,7 +301,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         else:
             where = ""
         hint = (
-            f"unknown setting{_suggest(field) or '; check its spelling'}"
+            f"unknown setting{_suggest(field)}"
             if err["type"] == "extra_forbidden"
             else err["msg"]
         )

@@ -61,6 +61,7 @@ SERIAL_MODULES = frozenset({
     "tests/test_crash_resume.py",
     "tests/test_flows_integration.py",
     "tests/test_scale_out.py",
+    "tests/test_team_kit.py",
     "tests/test_unattended_integration.py",
 })
 """The modules of the real-Prefect integration tests: under ``pytest -n`` they run one after another on

@@ -161,13 +161,18 @@ def test_alert_automation_validates() -> None:
     assert text == slack_message(notice)["text"]
 
 
-def test_serve_environment_points_prefect_at_the_local_server() -> None:
-    from skillreach.deployments.serve import REPO as SERVE_REPO
+def test_serve_environment_points_prefect_at_the_local_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from skillreach.deployments.serve import prefect_env
 
-    env = prefect_env(4321)
+    env = prefect_env(4321, tmp_path)
     assert env["PREFECT_API_URL"] == "http://127.0.0.1:4321/api"
-    assert env["PWD"] == str(SERVE_REPO)  # prefect.yaml's pull step runs the flows from this checkout
+    assert env["PWD"] == str(tmp_path.resolve())  # prefect.yaml's pull step: flow runs work in this folder
+    monkeypatch.delenv("PREFECT_HOME", raising=False)
+    assert prefect_env(4321, tmp_path)["PREFECT_HOME"] == str(tmp_path.resolve() / ".skillreach" / "prefect")
+    monkeypatch.setenv("PREFECT_HOME", "/somewhere/else")
+    assert prefect_env(4321, tmp_path)["PREFECT_HOME"] == "/somewhere/else"
     assert env["PREFECT_SERVER_ANALYTICS_ENABLED"] in ("false", "False", "0")
 
 
@@ -352,3 +357,34 @@ def test_the_zombie_wait_ends_with_any_state_whatever_its_name(name: str, state_
     assert trigger.expects(event.event)  # the run ended: no "Run is already in terminal state" later
     assert trigger.starts_after("prefect.flow-run.heartbeat")
     assert not trigger.starts_after(event.event)
+
+
+def test_serve_deploys_the_packaged_file_with_absolute_entrypoints(tmp_path: Path) -> None:
+    from skillreach.deployments.serve import PREFECT_FILE, deploy_file
+
+    assert PREFECT_FILE.read_text(encoding="utf-8") == (REPO / "prefect.yaml").read_text(encoding="utf-8")
+    out = deploy_file({"PREFECT_HOME": str(tmp_path)})
+    assert out == tmp_path / "prefect.yaml"
+    written = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert [d["name"] for d in written["deployments"]] == [d["name"] for d in SPEC["deployments"]]
+    for mine, theirs in zip(written["deployments"], SPEC["deployments"], strict=True):
+        path = mine["entrypoint"].rpartition(":")[0]
+        assert Path(path).is_absolute()
+        assert Path(path).is_file()
+        assert mine["entrypoint"].endswith(theirs["entrypoint"])
+        assert {k: v for k, v in mine.items() if k != "entrypoint"} == {
+            k: v for k, v in theirs.items() if k != "entrypoint"
+        }
+    assert written["pull"] == SPEC["pull"]
+
+
+def test_a_failing_service_step_says_what_prefect_said(tmp_path: Path) -> None:
+    import sys
+
+    from skillreach.deployments.serve import StepFailed, _step
+
+    code = ("import sys; print('Deploying flows…'); print('Traceback …', file=sys.stderr); "
+            "print('ValueError: work pool \"x\" not found', file=sys.stderr); sys.exit(3)")
+    with pytest.raises(StepFailed) as exc:
+        _step("prefect deploy", [sys.executable, "-c", code], {}, tmp_path)
+    assert str(exc.value) == "prefect deploy failed with exit code 3: ValueError: work pool \"x\" not found"

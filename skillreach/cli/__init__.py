@@ -46,6 +46,7 @@ _COMMAND_MODULES = (
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
+    "project_cmds",  # --version, init, config show|docs
 )
 
 _INTERRUPTED = 130

@@ -88,8 +88,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     Exit codes: 0 compared; 1 worse under --fail-on worse; 2 bad input; 3 refused (the arms differ in
     more than --vary)."""
-    from rich.console import Console
-
+    from skillreach._io.console import make_console
     from skillreach.author.diff import AXES
     from skillreach.errors import InputError
 
@@ -133,9 +132,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         return
     from skillreach.reports.diff import print_diff
 
-    console = Console()
-    if not console.is_terminal:  # piped: 80 columns by default, too narrow for the intervals
-        console = Console(width=max(console.width, 120))
+    console = make_console()  # piped or redirected: wide enough that no id or interval is cut
     print_diff(result, console)
     for label, path in (("html", html), ("markdown", markdown)):
         if path is not None:

@@ -146,8 +146,7 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     output: str = typer.Option("text", "--format", help="text, json or diff."),
 ) -> None:
     """Improve a description with evidence: the winner must beat the current one on held-out queries."""
-    from rich.console import Console
-
+    from skillreach._io.console import make_console
     from skillreach.author.optimize import rewrite_description, unified_diff
     from skillreach.errors import InputError
     from skillreach.study import StudyConfig
@@ -194,7 +193,7 @@ def optimize_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         gate_activation=gates.activation,
         gate_false_activation=gates.false_activation,
     )
-    console = Console(stderr=output != "text", soft_wrap=True)
+    console = make_console(stderr=output != "text", soft_wrap=True)
     prep = _run(prepare_optimize.fn(opts))  # the estimate before any probe (refused over --max-cost)
     est = f"about ${prep.estimate_usd:.2f}" if prep.estimate_usd is not None else "no paid probes"
     console.print(f"optimize {skill}: up to {prep.probes_planned} probes, {est}")
@@ -234,9 +233,9 @@ def uplift_cmd(  # noqa: PLR0917 - a typer command
     as_json: bool = typer.Option(False, "--json", help="The report as JSON on stdout alone."),
 ) -> None:
     """Task quality with and without the skill, paired per case; classify the routing misses."""
-    from rich.console import Console
     from rich.table import Table
 
+    from skillreach._io.console import make_console
     from skillreach.errors import InputError
     from skillreach.flows.uplift import uplift
     from skillreach.study import StudyConfig
@@ -256,11 +255,24 @@ def uplift_cmd(  # noqa: PLR0917 - a typer command
         attempts=attempts,
         gate=False,
     )
+    inner = (study.runtime_options or {}).get("inner", "keyword") if study.runtime == "retriever" else None
+    if study.runtime == "keyword" or inner == "keyword":
+        raise InputError(
+            f"uplift: runtime {study.runtime} cannot produce task quality (an offline lexical baseline "
+            "picks a skill but does no work); pass --runtime with an agent runtime (anthropic, "
+            "claude-code, …; skillreach doctor lists them)"
+        )
     report = _run(uplift.fn(study, skill, margin))
+    if report.cases and all(c.quality_with is None and c.quality_without is None for c in report.cases):
+        raise InputError(
+            f"uplift: runtime {study.runtime} produced no task quality for any of {skill}'s "
+            f"{len(report.cases)} cases (it cannot grade the work after loading a skill); use an agent "
+            "runtime that can"
+        )
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    console = Console(soft_wrap=True)
+    console = make_console(soft_wrap=True)
     table = Table(title=f"uplift of {skill}: quality with vs without it in the catalog")
     for col in ("case", "activated", "quality with", "quality without", "uplift", "miss"):
         table.add_column(col)

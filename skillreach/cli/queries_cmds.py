@@ -59,6 +59,12 @@ def seal_cmd(
     origin: str | None = typer.Option(
         None, "--origin", help="authored, generated or imported (default: the input's, else authored)."
     ),
+    review: Path | None = typer.Option(
+        None,
+        "--review",
+        help="Decisions from the review page (skillreach queries review): rejected drafts dropped, "
+        "relabelled ones moved; the review is recorded in the provenance.",
+    ),
 ) -> None:
     """Turn a hand-written query set into a sealed one (provenance + digest)."""
     from skillreach.queries.sets import read_query_file, seal, validate_against_catalog, write_query_set
@@ -66,6 +72,19 @@ def seal_cmd(
     if origin is not None and origin not in ("authored", "generated", "imported"):
         raise InputError(f"--origin {origin!r}: use authored, generated or imported")
     qs = read_query_file(source)
+    review_record = None
+    if review is not None:
+        from skillreach.queries.review import apply_review, read_decisions
+
+        doc, review_digest = read_decisions(review)
+        drafts_digest = qs.provenance.digest or qs.compute_digest()
+        if doc.get("drafts_digest") and doc["drafts_digest"] != drafts_digest:
+            raise InputError(
+                f"{review}: these decisions are for drafts {doc['drafts_digest'][:19]}…, not {source} "
+                f"({drafts_digest[:19]}…); review this set again"
+            )
+        qs, review_record = apply_review(qs, doc, source=str(review))
+        review_record["decisions_digest"] = review_digest
     names = _skill_names(skills)
     if names is not None:
         validate_against_catalog(qs, names, source=str(source))
@@ -77,6 +96,8 @@ def seal_cmd(
         if previous.digest
         else {}
     )
+    if review_record is not None:
+        kept["review"] = review_record
     sealed = seal(
         qs,
         source=previous.source if previous.digest and previous.source else str(source),
@@ -88,6 +109,11 @@ def seal_cmd(
     from skillreach._io.paths import ensure_parent
 
     write_query_set(sealed, ensure_parent(out, flag="--out"))
+    if review_record is not None:
+        typer.echo(
+            f"review applied: {review_record['accepted']} accepted, {review_record['rejected']} rejected, "
+            f"{review_record['relabelled']} relabelled"
+        )
     typer.echo(f"sealed {_summary(sealed)} → {out}")
     typer.echo(f"digest {sealed.provenance.digest}")
 
@@ -148,3 +174,50 @@ def import_cmd(
     write_query_set(result.query_set, ensure_parent(out, flag="--out"))
     typer.echo(f"imported {_summary(result.query_set)} from {path} ({result.format}) → {out}")
     typer.echo(f"digest {result.query_set.provenance.digest}")
+
+
+@queries_app.command("review")
+def review_cmd(
+    drafts: Path = typer.Argument(..., help="Generated drafts (the --out of skillreach queries generate)."),
+    *,
+    out: Path = typer.Option(..., "--out", "-o", help="Where to write the review page (HTML)."),
+    report: Path | None = typer.Option(
+        None, "--report", help="The generation report with the leak flags (default: DRAFTS.report.json)."
+    ),
+    open_page: bool = typer.Option(False, "--open", help="Open the page in a browser."),
+) -> None:
+    """Write a self-contained review page of generated drafts: text, kind, expected skill, the cited body
+    line, leak and near-duplicate flags. A reviewer accepts, rejects or relabels each one and downloads the
+    decisions for queries seal --review."""
+    import json
+
+    from skillreach.queries.review import draft_rows
+    from skillreach.queries.sets import read_query_file
+    from skillreach.reports.review import render_review
+
+    qs = read_query_file(drafts)
+    report_file = report or drafts.with_name(drafts.name + ".report.json")
+    leaks: dict[str, list[str]] = {}
+    if report_file.is_file():
+        try:
+            data = json.loads(report_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(
+                f"{report_file}: not JSON ({exc}); pass the generation report with --report"
+            ) from exc
+        for entry in data.get("leaks", []) if isinstance(data, dict) else []:
+            if isinstance(entry, dict) and "query_id" in entry:
+                leaks.setdefault(str(entry["query_id"]), []).extend(str(r) for r in entry.get("reasons", []))
+    elif report is not None:
+        raise InputError(f"{report}: no such file; pass the generation report (DRAFTS.report.json)")
+    rows = draft_rows(qs, leaks)
+    from skillreach._io.paths import ensure_parent
+
+    ensure_parent(out, flag="--out").write_text(render_review(qs, rows, source=str(drafts)), encoding="utf-8")
+    flagged = sum(1 for r in rows if r["leak"] or r["near_duplicates"])
+    typer.echo(f"review page of {len(rows)} drafts ({flagged} flagged) → {out}")
+    typer.echo(f"then: skillreach queries seal {drafts} --review decisions.json --out SET.json")
+    if open_page:
+        import webbrowser
+
+        webbrowser.open(out.resolve().as_uri())

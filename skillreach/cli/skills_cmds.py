@@ -43,6 +43,9 @@ def lint_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         help="A query set: warn for each skill with fewer positive cases than its gates can ever use.",
     ),
     follow_outside: bool = typer.Option(False, "--follow-outside", help=_FOLLOW_HELP),
+    strict_budget: bool = typer.Option(
+        False, "--strict-budget", help="A listing over the budget is an error (exit 1), not a warning."
+    ),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
     from skillreach.errors import InputError, LintFailed
@@ -53,6 +56,12 @@ def lint_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         raise InputError(f"--budget must be a positive number of characters, not {budget}")
     settings = load_settings(config, listing_budget_chars=budget)
     report = lint(dirs, budget=settings.listing_budget_chars, follow_outside=follow_outside)
+    if strict_budget:
+        from dataclasses import replace
+
+        report.findings = [
+            replace(f, severity="error") if f.code == "listing-budget" else f for f in report.findings
+        ]
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
     typer.echo(text)
     if queries is not None:

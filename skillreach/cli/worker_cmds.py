@@ -24,6 +24,13 @@ def check_worker_environment(config_file: Any = None) -> Any:
     from skillreach.study import StudyConfig
 
     cfg = StudyConfig.build(config_file)
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None:  # the wheel without its postgres extra
+        raise ConfigError(
+            "the PostgreSQL driver (psycopg) is not installed; a worker writes to the shared PostgreSQL "
+            "store: pip install 'skillreach[postgres]'"
+        )
     if prefect_server_up() is None:
         raise ConfigError(
             "PREFECT_API_URL: no Prefect server answers there; set it to the server the studies run on "

@@ -118,6 +118,28 @@ class SkillQuality:
         return self.compliance if name == "compliance" else self.task_quality
 
 
+OFFLINE_RUNTIMES = {
+    "keyword": "a lexical baseline (word overlap with the descriptions), not an agent",
+    "retriever": (
+        "BM25 retrieval in front of an inner runtime (keyword by default: then a lexical baseline, "
+        "not an agent)"
+    ),
+    "fake": "a scripted stand-in that replays fixed answers, not an agent",
+}
+
+
+def offline_note(artifact: Artifact) -> str | None:
+    """One line saying that an offline runtime measured this study (what its figures are not), or
+    ``None`` for an agent runtime."""
+    what = OFFLINE_RUNTIMES.get(artifact.runtime.name or "")
+    if what is None:
+        return None
+    return (
+        f"runtime {artifact.runtime.name} is {what}: these figures say how separable the descriptions "
+        "are, not which skill a model picks"
+    )
+
+
 def judge_name(artifact: Artifact) -> str:
     """The judge the report names: the artifact's, or a plain statement that it was not recorded."""
     return artifact.runtime.judge_model or "not recorded in the artifact"

@@ -23,6 +23,7 @@ from skillreach.reports._view import (
     gate_view,
     headlines,
     judge_name,
+    offline_note,
     quality_rows,
 )
 from skillreach.scoring.artifact import Artifact
@@ -146,6 +147,7 @@ def render_html(
         .get_template("report.html.j2")
         .render(
             a=artifact,
+            offline=offline_note(artifact),
             headlines=headlines(artifact),
             classes=active,
             inactive=inactive,

@@ -17,6 +17,7 @@ from skillreach.reports._view import (
     gate_view,
     headlines,
     judge_name,
+    offline_note,
     quality_rows,
 )
 from skillreach.scoring.artifact import Artifact
@@ -76,6 +77,7 @@ def render_markdown(
         .get_template("report.md.j2")
         .render(
             a=artifact,
+            offline=offline_note(artifact),
             headlines=headlines(artifact),
             weakest=active[:top],
             more_classes=max(0, len(active) - top),

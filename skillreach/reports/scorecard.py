@@ -18,6 +18,7 @@ from skillreach.reports._view import (
     gate_view,
     headlines,
     judge_name,
+    offline_note,
     quality_rows,
 )
 from skillreach.scoring.artifact import Artifact
@@ -52,6 +53,9 @@ def print_scorecard(
         style = "dim" if h.value is None else ""
         table.add_row(h.name, h.text, "" if h.n is None else str(h.n), style=style)
     console.print(table)
+    note = offline_note(a)
+    if note:
+        console.print(f"[yellow]note:[/] {escape(note)}")
     counts = (
         f"{a.counts.scored} of {a.counts.probes} probes scored, {a.counts.queries} queries × {a.attempts} "
         f"attempt{'s' if a.attempts != 1 else ''}"

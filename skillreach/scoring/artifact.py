@@ -161,7 +161,14 @@ def _csr_text(flat: np.ndarray, off: np.ndarray, start: int, end: int, names: np
 
 
 _ARROW_ROWS = 200_000
-"""Outcome tables from this many rows on are written through pyarrow (:meth:`Outcomes.canonical_buffers`)."""
+"""Outcome tables from this many rows on are written through pyarrow (:meth:`Outcomes.canonical_buffers`)
+when it is installed (the ``fast`` extra); else by :meth:`Outcomes.canonical_text`, the same bytes."""
+
+
+def _has_pyarrow() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
 """What JSON (orjson) writes otherwise than as itself inside a string."""
@@ -833,7 +840,7 @@ def _stream(artifact: Artifact, write: Callable[[bytes | memoryview], Any] | Non
         write(orjson.dumps(head, option=orjson.OPT_INDENT_2)[:-2] + b',\n  "outcomes": [')
     first = True
     outcomes = artifact.outcomes
-    if len(outcomes) >= _ARROW_ROWS:
+    if len(outcomes) >= _ARROW_ROWS and _has_pyarrow():
         indent = b"\n    "
         for chunk in outcomes.canonical_buffers((b",",) if write is None else (b"," + indent, b",")):
             if write is not None:

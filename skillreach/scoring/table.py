@@ -532,8 +532,12 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     """The probe table of a whole log's bytes, or ``None`` when the validating reader must read it.
 
     ``query_ids``: as ``ProbeTable.query_ids`` (the sorted ids of a query set without repeats): rows are
-    coded by their place among them, ids outside them after, in the order first seen."""
-    import pyarrow.compute as pc
+    coded by their place among them, ids outside them after, in the order first seen. ``None`` too when
+    pyarrow is not installed (it is the ``fast`` extra): the block reader reads every log."""
+    try:
+        import pyarrow.compute as pc
+    except ImportError:
+        return None
 
     from skillreach.scoring._arrow import view
 

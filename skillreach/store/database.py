@@ -291,9 +291,14 @@ def _make_engine(url: str, origin: str = "database_url") -> Engine:
             f"{origin}: no database dialect {parsed.drivername!r} ({scheme}://…); {_USE}"
         ) from exc
     except ImportError as exc:  # the dialect is known but its driver is not installed (mysql → MySQLdb)
+        how = (
+            "pip install 'skillreach[postgres]'"
+            if parsed.get_backend_name() == "postgresql"
+            else "install it"
+        )
         raise ConfigError(
             f"{origin}: the driver for {parsed.drivername} ({exc.name or 'its DB-API module'}) is not "
-            f"installed; install it or {_USE}"
+            f"installed; {how}, or {_USE}"
         ) from exc
 
 

@@ -1,0 +1,405 @@
+"""The team kit through the real tools, on a temporary repository of real public skills: the wheel
+installed into a clean venv, ``skillreach init``, the GitHub Action's steps run as a script (no GitHub),
+and the pre-commit hooks run by the real ``pre-commit``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+UV = Path(sys.executable).with_name("uv")
+PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
+SKILLS = ("canvas-design", "brand-guidelines", "mcp-builder")
+ALLOWED_USES = {"actions/setup-python", "actions/cache"}
+"""What the action's ``uses:`` steps may be: set-up a script run on this machine does not need."""
+
+
+def _run(
+    args: list[str], cwd: Path, env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(args, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    if check and out.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} → {out.returncode}\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The wheel of this checkout installed into a clean venv (what a user's ``pip install`` gives)."""
+    if not UV.is_file():
+        pytest.skip("uv is not installed beside the test interpreter (make .venv/.installed installs it)")
+    base = tmp_path_factory.mktemp("kit")
+    dist = base / "dist"
+    # built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds
+    src = base / "src"
+    shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        "runs", ".hypothesis",
+    ))
+    _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(src)], src, dict(os.environ))
+    wheel = next((base / "dist").glob("skillreach-*.whl"))
+    venv = base / "venv"
+    _run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)], base, dict(os.environ))
+    out = _run(
+        [str(UV), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), str(wheel)],
+        base, dict(os.environ), check=False,
+    )
+    if out.returncode != 0 and re.search(r"(?i)connect|network|dns|resolve host|offline", out.stderr):
+        pytest.skip(f"the package index cannot be reached: {out.stderr.strip().splitlines()[-1]}")
+    assert out.returncode == 0, out.stderr
+    tools = base / "tools"
+    tools.mkdir()
+    (tools / "uv").symlink_to(UV)
+    env = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("SKILLREACH_", "VIRTUAL_ENV", "PYTHON", "GITHUB_", "ANTHROPIC_", "OPENAI_"))
+    }
+    env.update(
+        PATH=os.pathsep.join([str(venv / "bin"), str(tools), "/usr/local/bin", "/usr/bin", "/bin"]),
+        PREFECT_HOME=str(base / "prefect-home"),
+        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    env.pop("PREFECT_API_URL", None)
+    return {"wheel": wheel, "venv": venv, "env": env, "base": base}
+
+
+def _repo(corpora: Path, root: Path, env: dict[str, str]) -> Path:
+    for name in SKILLS:
+        src = corpora / "anthropics__skills" / name
+        if not (src / "SKILL.md").is_file():
+            pytest.skip(f"{src} is not in the corpora")
+        shutil.copytree(src, root / "skills" / name)
+    _run(["git", "init", "-q", "-b", "main", str(root)], root.parent, env)
+    return root
+
+
+# -- the action's steps as a script ----------------------------------------------------------------
+
+_EXPR = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
+
+
+def _condition(cond: str | None, inputs: dict[str, str], failed: bool) -> bool:
+    """The few ``if:`` forms the action uses: ``always()``, ``inputs.X == 'v'``, ``inputs.X != ''``."""
+    if cond is None:
+        return not failed
+    if cond.strip() == "always()":
+        return True
+    m = re.fullmatch(r"inputs\.([\w-]+) (==|!=) '([^']*)'", cond.strip())
+    assert m, f"the test runner does not know the condition {cond!r}; teach it"
+    same = inputs[m.group(1)] == m.group(3)
+    return not failed and (same if m.group(2) == "==" else not same)
+
+
+def run_action(
+    inputs: dict[str, str], cwd: Path, env: dict[str, str], runner_temp: Path
+) -> list[dict[str, Any]]:
+    """Every step of ``action.yml`` as GitHub runs a composite action's ``run:`` steps (bash -eo pipefail),
+    the ``uses:`` set-up steps skipped. Returns each step's name, whether it ran, exit code and output."""
+    spec = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    assert spec["runs"]["using"] == "composite"
+    unknown = set(inputs) - set(spec["inputs"])
+    assert not unknown, f"the action has no inputs {unknown}"
+    values = {k: str(v.get("default", "")) for k, v in spec["inputs"].items()} | inputs
+    context = {"github.action_path": str(REPO), "github.action_ref": "test", "runner.os": "Linux"}
+
+    def expand(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key.startswith("inputs."):
+                return values[key.removeprefix("inputs.")]
+            return context[key]
+
+        return _EXPR.sub(one, text)
+
+    results: list[dict[str, Any]] = []
+    failed = False
+    for step in spec["runs"]["steps"]:
+        if "uses" in step:
+            assert step["uses"].split("@")[0] in ALLOWED_USES, step["uses"]
+            results.append({"name": step["name"], "ran": False, "rc": None, "out": ""})
+            continue
+        if not _condition(step.get("if"), values, failed):
+            results.append({"name": step["name"], "ran": False, "rc": None, "out": ""})
+            continue
+        assert "${{" not in step["run"], f"{step['name']}: inputs reach a script through env: only"
+        assert step["shell"] == "bash"
+        step_env = {**env, "RUNNER_TEMP": str(runner_temp)}
+        step_env.update({k: expand(str(v)) for k, v in step.get("env", {}).items()})
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            check=False, cwd=cwd, env=step_env, capture_output=True, text=True, timeout=600,
+        )
+        failed = failed or proc.returncode != 0
+        results.append(
+            {"name": step["name"], "ran": True, "rc": proc.returncode, "out": proc.stdout + proc.stderr}
+        )
+    return results
+
+
+def test_wheel_init_action_and_precommit_on_real_skills(
+    kit: dict[str, Any], corpora: Path, tmp_path: Path
+) -> None:
+    env = dict(kit["env"])
+    repo = _repo(corpora, tmp_path / "repo", env)
+    sr = ["skillreach"]
+    assert _run([*sr, "--version"], repo, env).stdout.startswith("skillreach ")
+    # init, and the commands it prints next (the study with the offline runtime)
+    out = _run([*sr, "init"], repo, env).stdout
+    assert "wrote .github/workflows/skillreach.yml" in out
+    _run([*sr, "lint", "skills"], repo, env)
+    _run([*sr, "queries", "seal", "evals/queries.yaml", "--skills", "skills", "--out", "evals/queries.json"],
+         repo, env)
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "skills and skillreach"], repo, env)
+    gitignore = (repo / ".gitignore").read_text(encoding="utf-8")
+    _run([*sr, "run", "--config", "skillreach.toml", "--skills", "skills", "--queries", "evals/queries.json",
+          "--runtime", "keyword", "--out", "runs/base"], repo, env)
+    assert "runs/" in gitignore
+    status = _run(["git", "status", "--porcelain"], repo, env).stdout
+    assert status == "", "runs/ and .skillreach/ are ignored"
+    _run([*sr, "baseline", "record", "--artifact", "runs/base/artifact.json", "--skill", "canvas-design",
+          "--queries", "evals/queries.json", "--commit"], repo, env)
+    # a pull request that edits a description
+    _run(["git", "checkout", "-q", "-b", "edit"], repo, env)
+    md = repo / "skills" / "canvas-design" / "SKILL.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("description: ", "description: Posters too. ", 1),
+                  encoding="utf-8")
+    _run(["git", "commit", "-qam", "edit canvas-design"], repo, env)
+
+    summary = tmp_path / "summary.md"
+    gh_env = {**env, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    inputs = {
+        "skills": "skills", "queries": "evals/queries.json", "config": "skillreach.toml",
+        "runtime": "keyword", "scope": "full", "lenient": "true", "max-cost": "1", "since": "main",
+        "install": str(kit["wheel"]), "anthropic-api-key": "sk-ant-test-not-a-key",
+    }
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    steps = run_action(inputs, repo, gh_env, temp)
+    by_name = {s["name"]: s for s in steps}
+    report = "\n".join(f"{s['name']}: ran={s['ran']} rc={s['rc']}\n{s['out']}" for s in steps)
+    for name in ("Install skillreach", "Lint skills", "Verify the query set",
+                 "Check changed skills against their baselines", "Step summary"):
+        assert by_name[name]["ran"], report
+        assert by_name[name]["rc"] == 0, report
+    assert "skillreach " in by_name["Install skillreach"]["out"]
+    check_out = by_name["Check changed skills against their baselines"]["out"]
+    assert "probing canvas-design" in check_out, report
+    assert "sk-ant-test-not-a-key" not in report
+    text = summary.read_text(encoding="utf-8")
+    assert "## skillreach check" in text
+    assert "canvas-design" in text
+    assert "### skillreach lint (exit 0)" in text
+
+    # a broken SKILL.md: lint fails with an annotation, check does not run, the summary still does
+    bad = repo / "skills" / "brand-guidelines" / "SKILL.md"
+    bad.write_text(bad.read_text(encoding="utf-8").replace("name: brand-guidelines", "name: Brand Guide", 1),
+                   encoding="utf-8")
+    summary.unlink()
+    steps = run_action(inputs | {"install": str(kit["wheel"])}, repo, gh_env, temp)
+    by_name = {s["name"]: s for s in steps}
+    assert by_name["Lint skills"]["rc"] == 1
+    assert "::error file=" in by_name["Lint skills"]["out"]
+    assert not by_name["Check changed skills against their baselines"]["ran"]
+    assert by_name["Step summary"]["ran"]
+    assert by_name["Step summary"]["rc"] == 0
+    assert "### skillreach lint (exit 1)" in summary.read_text(encoding="utf-8")
+    bad.write_text(bad.read_text(encoding="utf-8").replace("name: Brand Guide", "name: brand-guidelines", 1),
+                   encoding="utf-8")
+
+    # pre-commit: the hooks of .pre-commit-hooks.yaml, run by the real pre-commit on a commit
+    if not PRE_COMMIT.is_file():
+        pytest.skip("pre-commit is not installed (it is in the test extra)")
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert {h["id"] for h in hooks} == {"skillreach-lint", "skillreach-listing-budget"}
+    local = []
+    for hook in hooks:
+        assert hook["language"] == "python"  # installs the package from the hook repository
+        # the same hook, with skillreach from the wheel's venv on PATH instead of pre-commit's own venv
+        local.append({**hook, "language": "system", "args": [*hook.get("args", []), "--budget", "300"]}
+                     if hook["id"] == "skillreach-listing-budget" else {**hook, "language": "system"})
+    (repo / ".pre-commit-config.yaml").write_text(
+        yaml.safe_dump({"repos": [{"repo": "local", "hooks": local}]}), encoding="utf-8"
+    )
+    pc_env = {**env, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    pc = str(PRE_COMMIT)
+    _run(["git", "add", "-A"], repo, env)
+    _run(["git", "commit", "-qm", "pre-commit config", "--no-verify"], repo, env)
+    _run([pc, "install"], repo, pc_env)
+    # a commit that touches no SKILL.md: both hooks are skipped
+    (repo / "README.md").write_text("skills\n", encoding="utf-8")
+    _run(["git", "add", "README.md"], repo, pc_env)
+    ok = _run(["git", "commit", "-qm", "readme"], repo, pc_env)
+    assert "skillreach lint" in ok.stdout + ok.stderr
+    # an invalid name in a changed SKILL.md: the lint hook stops the commit
+    bad.write_text(bad.read_text(encoding="utf-8").replace("name: brand-guidelines", "name: Brand Guide", 1),
+                   encoding="utf-8")
+    _run(["git", "add", "-A"], repo, pc_env)
+    refused = _run(["git", "commit", "-qm", "bad name"], repo, pc_env, check=False)
+    assert refused.returncode != 0
+    assert "skillreach lint (changed SKILL.md files)" in refused.stdout + refused.stderr
+    assert "Failed" in refused.stdout + refused.stderr
+    # fixed name, but the whole listing is over a 300-character budget: the budget hook stops it
+    fixed = bad.read_text(encoding="utf-8").replace("name: Brand Guide", "name: brand-guidelines", 1)
+    bad.write_text(fixed.replace("description: ", "description: Slide decks too. ", 1), encoding="utf-8")
+    _run(["git", "add", "-A"], repo, pc_env)
+    over = _run(["git", "commit", "-qm", "fixed"], repo, pc_env, check=False)
+    text = over.stdout + over.stderr
+    assert over.returncode != 0, text
+    assert re.search(r"skillreach lint \(changed SKILL\.md files\)\.+Passed", text), text
+    assert re.search(r"skillreach listing budget \(whole catalog\)\.+Failed", text), text
+    assert "budget" in text
+    # within budget: the commit goes through
+    cfg = (repo / ".pre-commit-config.yaml").read_text(encoding="utf-8").replace("'300'", "'100000'")
+    (repo / ".pre-commit-config.yaml").write_text(cfg, encoding="utf-8")
+    _run(["git", "add", "-A"], repo, pc_env)
+    _run(["git", "commit", "-qm", "fixed"], repo, pc_env)
+
+
+def test_example_workflow_is_what_init_writes() -> None:
+    from skillreach.cli.project_cmds import ACTION_REF, workflow_yaml
+
+    example = (REPO / "examples" / "github-workflow.yml").read_text(encoding="utf-8")
+    assert example == workflow_yaml("skills", "evals/queries.json", ACTION_REF)
+    spec = yaml.safe_load(example)
+    step = spec["jobs"]["skillreach"]["steps"][-1]
+    action_inputs = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    assert set(step["with"]) <= set(action_inputs)
+
+
+# -- the lean default install ----------------------------------------------------------------------
+
+OPTIONAL = ("numba", "llvmlite", "pyarrow", "psycopg", "google.antigravity", "sklearn", "statsmodels")
+"""What the default install leaves out (extras fast, postgres, antigravity; the tests' own)."""
+
+_FALLBACKS = r"""
+import json, sys
+from pathlib import Path
+from skillreach.scoring import artifact as art
+from skillreach.scoring.table import read_columns
+from skillreach.skills import load_skills
+from skillreach.skills.bm25 import rivals
+
+out = Path(sys.argv[1])
+# pyarrow missing: the columnar reader hands every log to the block reader
+assert read_columns((out / "probes.jsonl").read_bytes(), source="probes.jsonl") is None
+# ... and an artifact is written by the text path, from any size on: the same digest
+a = art.read_artifact(out / "artifact.json")
+art._ARROW_ROWS = 1
+again = art.write_artifact(a, out / "again.json")
+assert art.read_artifact(out / "again.json").digest == a.digest
+# numba missing: the compiled screen asked for is the scipy screen, the same rivals
+skills = load_skills([sys.argv[2]])
+fast = rivals(skills, top=3, compiled=True)
+assert fast == rivals(skills, top=3, compiled=False)
+assert len(fast) == len(skills)
+print("fallbacks ok")
+"""
+
+
+def test_default_install_is_lean_and_every_command_works_without_the_extras(
+    kit: dict[str, Any], corpora: Path, tmp_path: Path
+) -> None:
+    env = dict(kit["env"])
+    py = str(kit["venv"] / "bin" / "python")
+    missing = _run([py, "-c", "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] "
+                    "if u.find_spec(m.split('.')[0]) is None or (m == 'google.antigravity' "
+                    "and u.find_spec('google') is not None and u.find_spec(m) is None)))", *OPTIONAL],
+                   tmp_path, env).stdout.split()
+    assert set(missing) == set(OPTIONAL), f"the default install pulls in {set(OPTIONAL) - set(missing)}"
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
+                     env).stdout.strip())
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
+    assert size < 440 * 2**20, f"the default install is {size / 2**20:.0f} MiB (goal: ≤ 440 MB)"
+
+    # every command that needs no network, from the wheel without the extras
+    sr = "skillreach"
+    _run([sr, "run", "--out", "ex"], tmp_path, env)  # the bundled example, offline
+    ex = tmp_path / "ex"
+    _run([sr, "score", "--queries", str(ex / "query_set.json"), "--probes", str(ex / "probes.jsonl"),
+          "--out", "scored/", "--html", "scored/report.html", "-q"], tmp_path, env)
+    _run([sr, "report", "scored/artifact.json", "--markdown", "-", "-q"], tmp_path, env)
+    kdense = corpora / "K-Dense-AI__claude-scientific-skills"
+    skills_dir = kdense if kdense.is_dir() else corpora / "anthropics__skills"
+    _run([sr, "overlap", str(skills_dir), "--top", "3", "--json"], tmp_path, env)
+    _run([sr, "cluster", str(skills_dir), "--target-size", "20"], tmp_path, env)
+    _run([sr, "doctor"], tmp_path, env)
+    _run([sr, "config", "show"], tmp_path, env)
+    assert _run([py, "-c", _FALLBACKS, str(ex), str(skills_dir)], tmp_path, env).stdout.strip() == (
+        "fallbacks ok"
+    )
+    # PostgreSQL without its driver: one line naming the extra
+    pg = {**env, "SKILLREACH_DATABASE_URL": "postgresql+psycopg://u:secret@127.0.0.1:1/x"}
+    worker = _run([sr, "worker"], tmp_path, pg, check=False)
+    assert worker.returncode == 2, worker.stderr
+    assert "pip install 'skillreach[postgres]'" in worker.stderr
+    assert "secret" not in worker.stderr
+    study = _run([sr, "run", "--out", "pg"], tmp_path, pg, check=False)
+    assert study.returncode == 2, study.stderr
+    assert "pip install 'skillreach[postgres]'" in study.stderr
+    assert len(study.stderr.strip().splitlines()) == 1
+
+
+# -- serve from the installed wheel ----------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_serve_from_the_wheel_in_an_unrelated_folder(kit: dict[str, Any], tmp_path: Path) -> None:
+    import signal
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in kit["env"].items() if k != "PREFECT_HOME"}  # the default: the working folder
+    folder = tmp_path / "service"
+    folder.mkdir()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(["skillreach", "serve", "--port", str(port)], cwd=folder, env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 420
+        while time.monotonic() < deadline:
+            text = log.read_text(encoding="utf-8", errors="replace")
+            if "serve: worker on pool" in text or proc.poll() is not None:
+                break
+            time.sleep(1)
+        text = log.read_text(encoding="utf-8", errors="replace")
+        assert "serve: worker on pool" in text, text
+        api = f"http://127.0.0.1:{port}/api"
+        names = {d["name"] for d in httpx.post(f"{api}/deployments/filter", json={}, timeout=30).json()}
+        spec = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
+        assert names == {d["name"] for d in spec["deployments"]}
+        found = httpx.post(f"{api}/deployments/filter", json={}, timeout=30).json()
+        site = next((kit["venv"] / "lib").glob("python3*/site-packages"))
+        for d in found:
+            assert d["entrypoint"].startswith(str(site / "skillreach" / "flows")), d["entrypoint"]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+    state = folder / ".skillreach" / "prefect"
+    assert (state / "prefect.yaml").is_file()
+    assert (state / "server.log").is_file()
+    site = next((kit["venv"] / "lib").glob("python3*/site-packages"))
+    written = [p for p in site.rglob("*") if p.name in (".prefect", ".skillreach", "prefect.db")]
+    assert not written, f"serve wrote into site-packages: {written}"

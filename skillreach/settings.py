@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     input_tokens_per_minute: int | None = None
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    routing_max_tokens: int = Field(default=256, ge=1)
+    """The reply budget of a routing probe's requests (API runtimes; the canary's too): a tool call fits,
+    a prose answer stops early. Compliance mode keeps its larger budget."""
     max_cost_usd: float | None = None
     max_probes: int = Field(default=1_000_000, ge=1)
     """Ceiling on a study's planned probes (queries × attempts): above it ``run`` refuses before

@@ -15,7 +15,9 @@ batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for
   recorded without error under the same :func:`fingerprint`; a record under another fingerprint never
   counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
-  when none activates anything, instead of reporting 0 % everywhere.
+  when none activates anything, instead of reporting 0 % everywhere. Its probes pay for a decision
+  (``routing_max_tokens``) and wait at most :data:`CANARY_TIMEOUT_S` with :data:`CANARY_RETRIES`
+  retries (:func:`canary_limits`), so a broken set-up is found in seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -45,11 +47,14 @@ from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha2
 from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = [
+    "CANARY_RETRIES",
+    "CANARY_TIMEOUT_S",
     "ListSink",
     "ProbeSink",
     "Slots",
     "TeeSink",
     "canary_check",
+    "canary_limits",
     "canary_queries",
     "fingerprint",
     "pending_pairs",
@@ -82,7 +87,8 @@ def fingerprint(
 
     Covers the catalog digest, the query-set digest, the runtime, the resolved model snapshot and the
     options that change what is measured (``max_turns``, ``early_exit``, ``compliance``,
-    ``step_budget``); not the requested alias (the snapshot says it better) nor the timeout.
+    ``step_budget``, a routing study's ``routing_max_tokens``); not the requested alias (the snapshot
+    says it better) nor the timeout.
     ``extra`` carries runtime settings that change results (e.g. the retriever's ``k``).
     Catalog and query set may be given as their digests.
     """
@@ -102,6 +108,7 @@ def fingerprint(
             "early_exit": options.early_exit,
             "compliance": options.compliance,
             "step_budget": options.step_budget if options.compliance else None,
+            "routing_max_tokens": None if options.compliance else options.routing_max_tokens,
         },
         "extra": extra or {},
     }
@@ -621,6 +628,17 @@ async def run_probes(
 # ----------------------------------------------------------------------------------------- canary
 
 
+CANARY_TIMEOUT_S = 60.0
+"""The most a canary request waits (the study's ``timeout_s`` when shorter)."""
+CANARY_RETRIES = 1
+"""The most retries of a canary request (the study's ``max_retries`` when fewer)."""
+
+
+def canary_limits(timeout_s: float, max_retries: int) -> tuple[float, int]:
+    """The canary's request timeout and retries, from the study's."""
+    return min(timeout_s, CANARY_TIMEOUT_S), min(max_retries, CANARY_RETRIES)
+
+
 def canary_queries(catalog: Catalog, n: int = 3) -> list[Query]:
     """Up to ``n`` queries that each name one skill outright (spread over the catalog)."""
     skills = sorted(catalog.skills, key=lambda s: s.name)
@@ -656,7 +674,8 @@ async def canary_check(
         max_turns=options.max_turns,
         early_exit=True,
         model=options.model,
-        timeout_s=options.timeout_s,
+        timeout_s=min(options.timeout_s, CANARY_TIMEOUT_S),
+        routing_max_tokens=options.routing_max_tokens,
     )
     await run_probes(
         runtime,
@@ -671,8 +690,16 @@ async def canary_check(
         return sink.records
     errors = sorted({r.error for r in sink.records if r.error})
     if errors and all(r.error for r in sink.records):  # it never answered: say why, not "blind"
+        slow = any("timed out" in e for e in errors)
+        why = (
+            f" (a canary request waits at most {canary_options.timeout_s:g}s for a reply of at most "
+            f"{canary_options.routing_max_tokens} tokens: a model this slow needs a faster server or a "
+            "smaller routing_max_tokens)"
+            if slow
+            else ""
+        )
         raise ConfigError(
-            f"runtime {runtime.name!r} failed on every canary probe: {'; '.join(errors)[:400]}"
+            f"runtime {runtime.name!r} failed on every canary probe: {'; '.join(errors)[:400]}{why}"
         )
     hint = getattr(runtime, "blind_hint", None)  # a runtime that knows why it selects nothing says so
     if hint:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,8 +178,12 @@ async def test_anthropic_forced_choice_on_routing_requests_only(monkeypatch: pyt
     script = ScriptResponder({"fill": ["pdf", {"text": "done"}]})
     with MessagesAPI(script) as api:
         rt = get_runtime(
-            "anthropic", settings=Settings(), model="claude-sonnet-4-6", base_url=api.base_url,
-            tool_choice="any", max_retries=0,
+            "anthropic",
+            settings=Settings(),
+            model="claude-sonnet-4-6",
+            base_url=api.base_url,
+            tool_choice="any",
+            max_retries=0,
         )
         await probe(rt, q("fill the form", checks=Checks(tool_results={})), compliance=True)
         await rt.aclose()  # type: ignore[attr-defined]
@@ -266,3 +271,68 @@ async def test_a_slow_canary_fails_in_its_timeout_and_says_so() -> None:
         took = time.monotonic() - started
         await rt.aclose()
     assert took < 5.0
+
+
+# ------------------------------------------------------------------- through `skillreach run`
+
+
+def test_forced_choice_through_the_command_on_a_server_without_models_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """openai-compatible, ``tool_choice = "required"``, a server without ``/models``: the snapshot comes
+    from one small completion, every routing request is forced, the scorecard and reports say that
+    abstention was not measured, and the probes paid for a decision."""
+    from skillreach.cli import main
+    from skillreach.scoring.artifact import read_artifact
+    from skillreach.study.probe_log import read_probes
+    from tests.helpers.llama import write_study
+
+    write_study(
+        tmp_path,
+        [
+            {"id": "p1", "text": "merge two PDF forms", "expected_skill": "pdf-forms", "kind": "implicit"},
+            {"id": "n1", "text": "what is the weather", "expected_skill": None, "kind": "out_of_scope"},
+        ],
+        "routing_max_tokens = 48\n",
+        'tool_choice = "required"',
+    )
+    plan = {
+        "pdf-forms": ["pdf-forms"],
+        "git-rollback": ["git-rollback"],
+        "PDF": ["pdf-forms"],
+        "weather": ["git-rollback"],
+    }
+    with OpenAIChat(plan=plan, models_api=False) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        monkeypatch.setenv("COLUMNS", "200")
+        monkeypatch.chdir(tmp_path)
+        code = main(
+            [
+                "run",
+                "--config",
+                "study.toml",
+                "--skills",
+                "skills",
+                "--queries",
+                "queries.json",
+                "--runtime",
+                "openai-compatible",
+                "--model",
+                "gemma",
+                "--out",
+                "out",
+            ]
+        )
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    assert "forced choice (tool_choice=required)" in captured.out
+    records = read_probes(tmp_path / "out" / "probes.jsonl")
+    assert {r.query_id: r.invoked for r in records} == {"p1": ("pdf-forms",), "n1": ("git-rollback",)}
+    assert all(r.resolved_model == "local-model-2026-01-01" for r in records)
+    probe_bodies = [b for b in api.requests if b.get("tools")]
+    assert probe_bodies
+    assert all(b["tool_choice"] == "required" and b["max_tokens"] == 48 for b in probe_bodies)
+    assert [b["max_tokens"] for b in api.requests if not b.get("tools")] == [1]  # the snapshot's request
+    artifact = read_artifact(tmp_path / "out" / "artifact.json")
+    assert any("abstention is not measured" in w for w in artifact.warnings)
+    assert "abstention is not measured" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")

@@ -257,10 +257,9 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
 @task(name="canary", cache_policy=NO_CACHE)
 async def canary(config: StudyConfig, inputs: StudyInputs) -> int:
     """A few skill-naming probes; :class:`HarnessBlind` when the harness sees no activation at all."""
-    from skillreach.study.runner import canary_check, canary_limits
+    from skillreach.study.runner import canary_check, canary_timeout
 
-    timeout_s, max_retries = canary_limits(config.timeout_s, config.max_retries)
-    runtime = runtime_for(config.model_copy(update={"timeout_s": timeout_s, "max_retries": max_retries}))
+    runtime = runtime_for(config.model_copy(update={"timeout_s": canary_timeout(config.timeout_s)}))
     try:
         records = await canary_check(runtime, inputs.catalog, probe_options(config))
     finally:

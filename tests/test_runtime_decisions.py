@@ -19,7 +19,7 @@ from skillreach.runtimes.anthropic import AnthropicRuntime
 from skillreach.runtimes.openai_compat import OpenAICompatRuntime
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Tracker
-from skillreach.study.runner import canary_check, canary_limits
+from skillreach.study.runner import canary_check, canary_timeout
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder
 from tests.fakes.openai_chat import OpenAIChat, completion
 
@@ -261,8 +261,9 @@ async def test_canary_on_the_hosted_api_points_at_the_model(monkeypatch: pytest.
 
 
 async def test_a_slow_canary_fails_in_its_timeout_and_says_so() -> None:
-    timeout, retries = canary_limits(120.0, 6)
-    assert (timeout, retries) == (60.0, 1)
+    assert canary_timeout(120.0) == 60.0
+    assert canary_timeout(0.3) == 0.3
+    retries = 1
     with OpenAIChat(plan={}, delay_s=1.0) as api:
         rt = openai_rt(api, timeout_s=0.3, max_retries=retries)
         started = time.monotonic()

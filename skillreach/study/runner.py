@@ -16,8 +16,9 @@ batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for
   counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
   when none activates anything, instead of reporting 0 % everywhere. Its probes pay for a decision
-  (``routing_max_tokens``) and wait at most :data:`CANARY_TIMEOUT_S` with :data:`CANARY_RETRIES`
-  retries (:func:`canary_limits`), so a broken set-up is found in seconds, not minutes.
+  (``routing_max_tokens``) and a request waits at most :data:`CANARY_TIMEOUT_S`
+  (:func:`canary_timeout`), so a broken set-up is found in seconds, not minutes. Retries stay the
+  study's (a rate-limited provider is waited out, not taken for a broken one).
 """
 
 from __future__ import annotations
@@ -47,15 +48,14 @@ from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha2
 from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = [
-    "CANARY_RETRIES",
     "CANARY_TIMEOUT_S",
     "ListSink",
     "ProbeSink",
     "Slots",
     "TeeSink",
     "canary_check",
-    "canary_limits",
     "canary_queries",
+    "canary_timeout",
     "fingerprint",
     "pending_pairs",
     "resolve_model",
@@ -630,13 +630,11 @@ async def run_probes(
 
 CANARY_TIMEOUT_S = 60.0
 """The most a canary request waits (the study's ``timeout_s`` when shorter)."""
-CANARY_RETRIES = 1
-"""The most retries of a canary request (the study's ``max_retries`` when fewer)."""
 
 
-def canary_limits(timeout_s: float, max_retries: int) -> tuple[float, int]:
-    """The canary's request timeout and retries, from the study's."""
-    return min(timeout_s, CANARY_TIMEOUT_S), min(max_retries, CANARY_RETRIES)
+def canary_timeout(timeout_s: float) -> float:
+    """The canary's request timeout, from the study's."""
+    return min(timeout_s, CANARY_TIMEOUT_S)
 
 
 def canary_queries(catalog: Catalog, n: int = 3) -> list[Query]:
@@ -674,7 +672,7 @@ async def canary_check(
         max_turns=options.max_turns,
         early_exit=True,
         model=options.model,
-        timeout_s=min(options.timeout_s, CANARY_TIMEOUT_S),
+        timeout_s=canary_timeout(options.timeout_s),
         routing_max_tokens=options.routing_max_tokens,
     )
     await run_probes(

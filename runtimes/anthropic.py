@@ -363,6 +363,9 @@ class AnthropicOptions(RuntimeOptions):
     direct: bool = True
     tool_choice: Literal["auto", "any"] | None = None
     """``any``: forced-choice routing (the model must call ``Skill``); ``auto``/unset: free choice."""
+    skill_enum: bool = False
+    """List the skills' names as the ``skill`` argument's ``enum`` (a schema-constrained server can
+    then name only a resident skill)."""
 
 
 class AnthropicRuntime:
@@ -398,9 +401,11 @@ class AnthropicRuntime:
         http: str = "auto",
         direct: bool = True,
         tool_choice: str | None = None,
+        skill_enum: bool = False,
         client: Any = None,
     ) -> None:
         self.settings = settings or default_settings()
+        self.skill_enum = skill_enum
         s = self.settings
         self.model = model or s.model or DEFAULT_MODEL
         if tool_choice not in (None, "auto", "any"):
@@ -639,7 +644,7 @@ class AnthropicRuntime:
         closing brace), serialised once per catalog object and tool set."""
         cached = self._tools.get(id(catalog))
         if cached is None or cached[0] is not catalog:  # the listing is built once per catalog object
-            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog), {})
+            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog, names_enum=self.skill_enum), {})
         listing, prefixes = cached[1], cached[2]
         stable = prefixes.get(with_tools)
         if stable is None:  # the tools, the system prompt and their JSON: once per catalog and tool set

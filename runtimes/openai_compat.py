@@ -126,6 +126,9 @@ class OpenAICompatOptions(RuntimeOptions):
     backoff_s: float | None = None
     tool_choice: Literal["auto", "required"] | None = None
     """``required``: forced-choice routing (the model must call ``Skill``); ``auto``/unset: free."""
+    skill_enum: bool = False
+    """List the skills' names as the ``skill`` argument's ``enum`` (a schema-constrained server such as
+    llama.cpp can then name only a resident skill)."""
 
 
 class OpenAICompatRuntime:
@@ -157,8 +160,10 @@ class OpenAICompatRuntime:
         retry_policy: RetryPolicy | None = None,
         backoff_s: float | None = None,
         tool_choice: str | None = None,
+        skill_enum: bool = False,
         client: Any = None,
     ) -> None:
+        self.skill_enum = skill_enum
         self.settings = settings or default_settings()
         s = self.settings
         chosen = model or s.model or os.environ.get("OPENAI_MODEL")
@@ -293,7 +298,7 @@ class OpenAICompatRuntime:
         compliance: bool,
         options: ProbeOptions | None = None,
     ) -> dict[str, Any]:
-        tools = [as_function(skill_tool(catalog))]
+        tools = [as_function(skill_tool(catalog, names_enum=self.skill_enum))]
         if compliance:
             tools += [as_function(t) for t in TOOL_SCHEMAS]
         request: dict[str, Any] = {

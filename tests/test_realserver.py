@@ -21,7 +21,7 @@ from tests.helpers.llama import LlamaServer, missing, run_study, write_study
 WHY = missing()
 pytestmark = [pytest.mark.realserver, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
-SETTINGS = "max_retries = 1\ntimeout_s = 120\nconcurrency = 1\n"
+SETTINGS = "max_retries = 1\ntimeout_s = 120\nconcurrency = 1\nrouting_max_tokens = 64\n"
 QUERIES: list[dict[str, Any]] = [
     {
         "id": "pdf-1",
@@ -78,7 +78,7 @@ def test_forced_choice_loads_a_skill_on_every_probe_with_usage_and_cache_from_re
     server: LlamaServer, tmp_path: Path, runtime: str
 ) -> None:
     choice = "required" if runtime == "openai-compatible" else "any"
-    write_study(tmp_path, QUERIES, SETTINGS, f'tool_choice = "{choice}"')
+    write_study(tmp_path, QUERIES, SETTINGS, f'tool_choice = "{choice}"\nskill_enum = true')
     env = openai_env(server) if runtime == "openai-compatible" else anthropic_env(server)
     started = time.monotonic()
     proc = run_study(tmp_path, runtime, env, "--max-turns", "1")

@@ -337,3 +337,19 @@ def test_forced_choice_through_the_command_on_a_server_without_models_api(
     artifact = read_artifact(tmp_path / "out" / "artifact.json")
     assert any("abstention is not measured" in w for w in artifact.warnings)
     assert "abstention is not measured" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+async def test_skill_enum_lists_the_names_in_the_schema_only_when_asked() -> None:
+    with OpenAIChat(plan={"fill": ["pdf"]}) as api:
+        for enum in (False, True):
+            rt = openai_rt(api, skill_enum=enum)
+            await probe(rt, q("fill the form"))
+            await rt.aclose()
+    plain, listed = (r["tools"][0]["function"]["parameters"]["properties"]["skill"] for r in api.requests)
+    assert "enum" not in plain
+    assert listed["enum"] == ["pdf", "docx"]
+    with MessagesAPI(ScriptResponder({"fill": ["pdf"]})) as mapi:
+        rt = anthropic_rt(mapi, skill_enum=True)
+        await probe(rt, q("fill the form"))
+        await rt.aclose()
+    assert mapi.requests[0]["tools"][0]["input_schema"]["properties"]["skill"]["enum"] == ["pdf", "docx"]

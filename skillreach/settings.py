@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     input_tokens_per_minute: int | None = None
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    canary_timeout_s: float = Field(default=60.0, gt=0)
+    """The most a canary request waits (the ``timeout_s`` when shorter): a broken set-up is found in
+    seconds; raise it for a slow local model."""
     routing_max_tokens: int = Field(default=256, ge=1)
     """The reply budget of a routing probe's requests (API runtimes; the canary's too): a tool call fits,
     a prose answer stops early. Compliance mode keeps its larger budget."""

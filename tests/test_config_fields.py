@@ -36,6 +36,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "max_retries": ("max_retries = 0", 0),
     "timeout_s": ("timeout_s = 17.5", 17.5),
     "routing_max_tokens": ("routing_max_tokens = 64", 64),
+    "canary_timeout_s": ("canary_timeout_s = 33.0", 33.0),
     "max_cost_usd": ("max_cost_usd = 4.5", 4.5),
     "catalog": ('catalog = "neighborhood"', "neighborhood"),
     "skill_precedence": ('skill_precedence = "last"', "last"),

@@ -21,18 +21,14 @@ from tests.helpers.llama import LlamaServer, missing, run_study, write_study
 WHY = missing()
 pytestmark = [pytest.mark.realserver, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
-SETTINGS = "max_retries = 1\ntimeout_s = 120\nconcurrency = 1\nrouting_max_tokens = 64\n"
-QUERIES: list[dict[str, Any]] = [
+SETTINGS = (
+    "max_retries = 0\ntimeout_s = 300\ncanary_timeout_s = 300\nconcurrency = 1\nrouting_max_tokens = 64\n"
+)
+QUERIES: list[dict[str, Any]] = [  # one a run (the model is slow on two shared cores); the 4xx test adds one
     {
         "id": "pdf-1",
         "text": "Use the pdf-forms skill: merge these two PDF forms into one file.",
         "expected_skill": "pdf-forms",
-        "kind": "implicit",
-    },
-    {
-        "id": "git-1",
-        "text": "Use the git-rollback skill: the last deploy broke production, roll it back.",
-        "expected_skill": "git-rollback",
         "kind": "implicit",
     },
 ]

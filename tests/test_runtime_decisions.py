@@ -263,6 +263,7 @@ async def test_canary_on_the_hosted_api_points_at_the_model(monkeypatch: pytest.
 async def test_a_slow_canary_fails_in_its_timeout_and_says_so() -> None:
     assert canary_timeout(120.0) == 60.0
     assert canary_timeout(0.3) == 0.3
+    assert canary_timeout(600.0, 300.0) == 300.0
     retries = 1
     with OpenAIChat(plan={}, delay_s=1.0) as api:
         rt = openai_rt(api, timeout_s=0.3, max_retries=retries)

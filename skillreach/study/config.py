@@ -70,6 +70,7 @@ class StudyConfig(Frozen):
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
     routing_max_tokens: int = Field(default=256, ge=1)
+    canary_timeout_s: float = Field(default=60.0, gt=0)
     claude_path: str = "claude"
     pi_path: str = "pi"
     goose_path: str = "goose"

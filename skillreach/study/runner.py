@@ -16,9 +16,10 @@ batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for
   counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
   when none activates anything, instead of reporting 0 % everywhere. Its probes pay for a decision
-  (``routing_max_tokens``) and a request waits at most :data:`CANARY_TIMEOUT_S`
-  (:func:`canary_timeout`), so a broken set-up is found in seconds, not minutes. Retries stay the
-  study's (a rate-limited provider is waited out, not taken for a broken one).
+  (``routing_max_tokens``) and a request waits at most ``canary_timeout_s`` (default
+  :data:`CANARY_TIMEOUT_S`; :func:`canary_timeout`), so a broken set-up is found in seconds, not
+  minutes. Retries stay the study's (a rate-limited provider is waited out, not taken for a broken
+  one).
 """
 
 from __future__ import annotations
@@ -629,12 +630,12 @@ async def run_probes(
 
 
 CANARY_TIMEOUT_S = 60.0
-"""The most a canary request waits (the study's ``timeout_s`` when shorter)."""
+"""The most a canary request waits by default (the ``canary_timeout_s`` setting)."""
 
 
-def canary_timeout(timeout_s: float) -> float:
-    """The canary's request timeout, from the study's."""
-    return min(timeout_s, CANARY_TIMEOUT_S)
+def canary_timeout(timeout_s: float, canary_timeout_s: float = CANARY_TIMEOUT_S) -> float:
+    """The canary's request timeout: the study's, at most ``canary_timeout_s``."""
+    return min(timeout_s, canary_timeout_s)
 
 
 def canary_queries(catalog: Catalog, n: int = 3) -> list[Query]:
@@ -672,7 +673,7 @@ async def canary_check(
         max_turns=options.max_turns,
         early_exit=True,
         model=options.model,
-        timeout_s=canary_timeout(options.timeout_s),
+        timeout_s=options.timeout_s,
         routing_max_tokens=options.routing_max_tokens,
     )
     await run_probes(

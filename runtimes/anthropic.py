@@ -259,6 +259,19 @@ class DirectPost:
                 await session.close()
 
 
+_SAID: set[str] = set()
+"""Endpoints whose missing Models API this process has already told of (one line, not one a runtime)."""
+
+
+def _say_no_models_api(url: str, snapshot: str) -> None:
+    if url not in _SAID:
+        _SAID.add(url)
+        log.warning(
+            "%s has no Models API (/v1/models/{id} answers 404/405): model snapshot %r, as its Messages "
+            "response reports it", url, snapshot,
+        )
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """The TLS context the SDK's aiohttp transport makes for itself (``httpx2.create_ssl_context()``:
@@ -578,19 +591,26 @@ class AnthropicRuntime:
     async def resolve_model(self, model: str | None = None) -> str:
         """The dated snapshot behind ``model`` (an alias), from ``/v1/models/{id}``; on a server without
         the Models API (404/405 there), the ``model`` of one small Messages request's response."""
-        model = model or self.model
+        return await self._resolve(model or self.model, None)
+
+    async def _resolve(self, model: str, reported: str | None) -> str:
+        """:meth:`resolve_model`; ``reported`` (a response's ``model``) stands in for the small request."""
         if model in self._resolved:
             return self._resolved[model]
         try:
             info = None if self._no_models_api else await self._retrying(lambda: self._model_info(model))
-            if info is None:
-                resolved = await self._retrying(lambda: self._model_from_messages(model))
-            else:
+            if info is not None:
                 resolved = str(info.id)
+            elif reported:
+                resolved = reported
+            else:
+                resolved = await self._retrying(lambda: self._model_from_messages(model))
         except ProbeFailed as exc:
             if exc.message.startswith("cannot reach") or "(set by " in exc.message:
                 raise ConfigError(exc.message) from exc  # the endpoint is wrong, not the model
             raise ConfigError(f"model {model!r}: {exc.message}; check --model") from exc
+        if info is None:
+            _say_no_models_api(self.endpoint[0], resolved)
         self._resolved[model] = resolved
         return resolved
 
@@ -613,22 +633,14 @@ class AnthropicRuntime:
             "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
         }
         message = await self._create_once(params, orjson.dumps(params))
-        reported = str(message.get("model") or model)
-        url, _ = self.endpoint
-        log.warning(
-            "%s has no Models API (/v1/models/{id} answers 404/405): model snapshot %r, as its Messages "
-            "response reports it", url, reported,
-        )
-        return reported
+        return str(message.get("model") or model)
 
     async def _snapshot(self, requested: str, reported: str | None) -> str | None:
         if reported and reported != requested:
             self._resolved.setdefault(requested, reported)
             return reported
-        if self._no_models_api and reported:
-            return self._resolved.setdefault(requested, reported)
         try:
-            return await self.resolve_model(requested)
+            return await self._resolve(requested, reported)
         except ConfigError:
             return reported
 

@@ -71,6 +71,8 @@ __all__ = ["OpenAICompatOptions", "OpenAICompatRuntime", "as_function", "classif
 
 log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key; the SDK insists on a value
+_SAID: set[tuple[str, str]] = set()
+"""(endpoint, model) pairs whose snapshot source this process has told of."""
 _KEYLIKE = re.compile(r"\b(sk|key|Bearer)[-_ ][A-Za-z0-9*_\-]{6,}")
 
 
@@ -286,8 +288,10 @@ class OpenAICompatRuntime:
         )
         reported = str(getattr(response, "model", None) or model)
         url, _ = self.endpoint
-        why = "has no Models API (/models answers 404/405)" if listed is None else f"does not list {model!r}"
-        log.warning("%s %s: model snapshot %r, as its first response reports it", url, why, reported)
+        if (url, model) not in _SAID:  # one line a process, not one a runtime (the study builds several)
+            _SAID.add((url, model))
+            why = f"does not list {model!r}" if listed is not None else "has no Models API (/models: 404/405)"
+            log.warning("%s %s: model snapshot %r, as its first response reports it", url, why, reported)
         return reported
 
     def _request(

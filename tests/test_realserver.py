@@ -9,6 +9,7 @@ reads are then certain after the first).
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,13 @@ import pytest
 from skillreach.study.probe_log import read_probes
 from tests.helpers.llama import LlamaServer, missing, run_study, write_study
 
-WHY = missing()
+WHY = missing() or (
+    None
+    if os.environ.get("SKILLREACH_REALSERVER") == "1"
+    else "opt-in for now (SKILLREACH_REALSERVER=1): on these shared CPUs Gemma 3 270M generates 0.4-6 "
+    "tokens/s and, even under forced choice, writes prose before its tool call, past the 64-token "
+    "routing budget, so the canary stops the study (issue 33)"
+)
 pytestmark = [pytest.mark.realserver, pytest.mark.skipif(WHY is not None, reason=WHY or "")]
 
 SETTINGS = (

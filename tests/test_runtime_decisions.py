@@ -354,3 +354,24 @@ async def test_skill_enum_lists_the_names_in_the_schema_only_when_asked() -> Non
         await probe(rt, q("fill the form"))
         await rt.aclose()
     assert mapi.requests[0]["tools"][0]["input_schema"]["properties"]["skill"]["enum"] == ["pdf", "docx"]
+
+
+async def test_a_second_runtime_on_the_same_server_says_nothing_more_and_sends_no_extra_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A study builds a runtime per task (snapshot, canary, batches): the line is said once a process,
+    and a probe's reported model stands in for the small request."""
+    with (
+        MessagesAPI(ScriptResponder({"fill": ["pdf"]}), models_api=False) as api,
+        caplog.at_level(logging.WARNING, logger="skillreach.runtimes.anthropic"),
+    ):
+        first = anthropic_rt(api)
+        await first.resolve_model()
+        await first.aclose()
+        second = anthropic_rt(api)
+        out = await probe(second, q("fill the form"))
+        await second.aclose()
+    assert out.resolved_model == "claude-sonnet-4-6-20260115"
+    lines = [r for r in caplog.records if r.name == "skillreach.runtimes.anthropic"]
+    assert len(lines) == 1
+    assert [r["max_tokens"] for r in api.requests] == [1, 256]  # one small request, then the probe

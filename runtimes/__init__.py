@@ -41,6 +41,7 @@ __all__ = [
     "api_message",
     "capability",
     "check_runtime_options",
+    "forced_choice_note",
     "get_judge",
     "get_runtime",
     "known_runtimes",
@@ -95,6 +96,20 @@ def get_runtime(
 def capability(name: str, what: str) -> bool:
     """A runtime's capability (``paid``, ``cached_listing``, ``batch_mode``), read off its class."""
     return bool(getattr(class_named(REGISTRY, name, "runtime"), what, False))
+
+
+def forced_choice_note(name: str, options: dict[str, Any]) -> str | None:
+    """The one line the reports print for a forced-choice study (``runtime_options.tool_choice`` set to
+    the runtime's ``forced_choice``: ``any`` for anthropic, ``required`` for openai-compatible); None
+    for a free-choice study."""
+    forced = getattr(class_named(REGISTRY, name, "runtime"), "forced_choice", None)
+    choice = options.get("tool_choice")
+    if forced is None or choice != forced:
+        return None
+    return (
+        f"forced choice (tool_choice={choice}): every routing request had to load a skill, so "
+        "abstention is not measured (no-skill queries and false activations say nothing here)"
+    )
 
 
 JUDGES: dict[str, str] = {

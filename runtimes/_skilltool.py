@@ -7,6 +7,9 @@
   compliance mode), what the tracker is told, and when the probe ends (the tracker says stop, the
   compliance step budget is spent, the routing turn cap is reached). Each runtime only translates its
   API's messages to and from it.
+- :func:`reply_budget`: a routing request's ``max_tokens`` (``routing_max_tokens``: a decision, not an
+  essay); compliance mode and ``keep_answer`` keep the runtime's full budget.
+- :func:`blind_hint`: what the canary's failure tells the user to check for the endpoint at hand.
 - :func:`classify_sdk_error`: the official SDKs (``anthropic``, ``openai``) share their exception
   classes' names and shape; a status error is transient (retry) or final by status and
   ``x-should-retry``, honouring ``retry-after-ms`` / ``retry-after``.
@@ -24,16 +27,18 @@ from typing import Any
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Skill, ToolCall
 from skillreach.runtimes._toolenv import TOOL_NAMES, canned_result
-from skillreach.study.contract import Tracker, compliance_answer
+from skillreach.study.contract import ProbeOptions, Tracker, compliance_answer
 
 __all__ = [
     "SKILL_TOOL",
     "SYSTEM_PROMPT",
     "SkillDialogue",
     "ToolAnswer",
+    "blind_hint",
     "classify_sdk_error",
     "endpoint_error",
     "error_detail",
+    "reply_budget",
     "retry_after",
     "skill_body",
     "skill_tool",
@@ -50,8 +55,12 @@ SYSTEM_PROMPT = (
 )
 
 
-def skill_tool(catalog: Catalog) -> dict[str, Any]:
-    """The one tool (Messages API form): its description lists names and descriptions only."""
+def skill_tool(catalog: Catalog, *, names_enum: bool = False) -> dict[str, Any]:
+    """The one tool (Messages API form): its description lists names and descriptions only.
+
+    ``names_enum`` also lists the names as the ``skill`` argument's ``enum`` (``runtime_options:
+    {skill_enum: true}``): a server that constrains its output to the schema (llama.cpp's grammar
+    under ``tool_choice``) can then name only a resident skill; providers take it as a hint."""
     listing = "\n".join(f"- {s.name}: {s.description}" for s in catalog.skills)
     description = (
         "Load a skill: its full instructions come back as the result. Invoke a skill when the user's "
@@ -63,12 +72,45 @@ def skill_tool(catalog: Catalog) -> dict[str, Any]:
         "input_schema": {
             "type": "object",
             "properties": {
-                "skill": {"type": "string", "description": "The skill's name, exactly as listed."}
+                "skill": {
+                    "type": "string",
+                    "description": "The skill's name, exactly as listed.",
+                    **({"enum": list(catalog.names)} if names_enum else {}),
+                }
             },
             "required": ["skill"],
             "additionalProperties": False,
         },
     }
+
+
+def reply_budget(options: ProbeOptions | None, full: int) -> int:
+    """``max_tokens`` of a request before the expected skill loaded: ``routing_max_tokens`` for a
+    routing probe (what the model writes after deciding is not paid for), ``full`` when the answer
+    itself is kept (compliance mode, ``keep_answer``)."""
+    if options is None or options.compliance or options.keep_answer:
+        return full
+    return min(full, options.routing_max_tokens)
+
+
+def blind_hint(url: str, origin: str, *, default: bool) -> str:
+    """What to check when no canary probe called ``Skill`` at ``url`` (chosen by ``origin``): a hosted
+    API (``default``) sees the tools, so the model or the listing is at fault; a server of one's own
+    may drop them before the model (llama.cpp without ``--jinja``, a chat template without tools)."""
+    where = f"{url} (set by {origin})"
+    if default:
+        return (
+            f"the model at {where} answered without calling the Skill tool on queries that name a skill; "
+            "check --model and the skills' descriptions"
+        )
+    return (
+        f"the model at {where} answered without calling the Skill tool on queries that name a skill: "
+        "check that this server passes tools to the model (its log shows the prompt's size: a prompt "
+        "without the skill listing is a few dozen tokens); for llama.cpp's llama-server start it with "
+        "--jinja and a model whose chat template supports tools (or --chat-template-file one that does); "
+        "for Ollama use a model tagged 'tools'; a small model may also just not call tools "
+        "(runtime_options tool_choice forces a choice)"
+    )
 
 
 def skill_body(skill: Skill) -> str:

@@ -36,7 +36,17 @@ What it takes care of:
   backoff. Run it with every probe in flight at once (``run_probes`` does so: ``wants_all_probes``).
 - **Model snapshot**: the dated id behind an alias (the response's ``model``; ``/v1/models/{id}`` when
   the response echoes the alias) is recorded on every probe; :meth:`AnthropicRuntime.resolve_model`
-  gives it before a run (for the study's fingerprint).
+  gives it before a run (for the study's fingerprint). A server without the Models API (llama.cpp,
+  many gateways: ``/v1/models/{id}`` answers 404 or 405) is told apart from a wrong model by one
+  small Messages request (``max_tokens`` 1): the snapshot is the ``model`` its response reports,
+  said in one line; a wrong model fails that request too.
+- **A reply budget for a decision**: a routing request asks for at most ``routing_max_tokens``
+  (:class:`~skillreach.study.contract.ProbeOptions`, default 256) output tokens: a model that answers
+  in prose instead of calling ``Skill`` stops early. Compliance mode (and ``keep_answer``) keeps
+  ``max_tokens`` before the skill loads and ``compliance_max_tokens`` after.
+- **Forced choice** (``tool_choice="any"``): routing requests carry ``tool_choice: {"type": "any"}``,
+  so the model must load some skill ("which would you load if you had to"); abstention is then not
+  measured (the reports say so). Requests after the expected skill loaded (compliance) are free.
 - **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
   goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`); calls are recorded, never
   executed, and answered from ``query.checks.tool_results``; it ends at ``end_turn`` or
@@ -59,7 +69,7 @@ import os
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import anthropic
 import orjson
@@ -69,11 +79,25 @@ from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._anthropic_common import translate_error, usage_of
 from skillreach.runtimes._ratelimit import limiter
 from skillreach.runtimes._retry import RetryPolicy, retrying
-from skillreach.runtimes._skilltool import SYSTEM_PROMPT, SkillDialogue, endpoint_error, skill_tool
+from skillreach.runtimes._skilltool import (
+    SYSTEM_PROMPT,
+    SkillDialogue,
+    blind_hint,
+    endpoint_error,
+    reply_budget,
+    skill_tool,
+)
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
+from skillreach.study.contract import (
+    Outcome,
+    ProbeOptions,
+    RuntimeOptions,
+    Tracker,
+    cost_of,
+    default_settings,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -235,6 +259,19 @@ class DirectPost:
                 await session.close()
 
 
+_SAID: set[str] = set()
+"""Endpoints whose missing Models API this process has already told of (one line, not one a runtime)."""
+
+
+def _say_no_models_api(url: str, snapshot: str) -> None:
+    if url not in _SAID:
+        _SAID.add(url)
+        log.warning(
+            "%s has no Models API (/v1/models/{id} answers 404/405): model snapshot %r, as its Messages "
+            "response reports it", url, snapshot,
+        )
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """The TLS context the SDK's aiohttp transport makes for itself (``httpx2.create_ssl_context()``:
@@ -337,6 +374,11 @@ class AnthropicOptions(RuntimeOptions):
     batch_window_s: float = 0.05
     http: str = "auto"
     direct: bool = True
+    tool_choice: Literal["auto", "any"] | None = None
+    """``any``: forced-choice routing (the model must call ``Skill``); ``auto``/unset: free choice."""
+    skill_enum: bool = False
+    """List the skills' names as the ``skill`` argument's ``enum`` (a schema-constrained server can
+    then name only a resident skill)."""
 
 
 class AnthropicRuntime:
@@ -345,6 +387,8 @@ class AnthropicRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = True
     batch_mode: ClassVar[bool] = True
+    forced_choice: ClassVar[str] = "any"
+    """The ``tool_choice`` option that forces a skill on every routing request."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -369,11 +413,17 @@ class AnthropicRuntime:
         batch_window_s: float = 0.05,
         http: str = "auto",
         direct: bool = True,
+        tool_choice: str | None = None,
+        skill_enum: bool = False,
         client: Any = None,
     ) -> None:
         self.settings = settings or default_settings()
+        self.skill_enum = skill_enum
         s = self.settings
         self.model = model or s.model or DEFAULT_MODEL
+        if tool_choice not in (None, "auto", "any"):
+            raise ConfigError(f"tool_choice must be auto or any (got {tool_choice!r})")
+        self.tool_choice = tool_choice
         self.batch = batch
         self.wants_all_probes = batch
         self.max_tokens = max_tokens
@@ -390,6 +440,8 @@ class AnthropicRuntime:
         self.poll_max_s = poll_max_s
         self.stats = RuntimeStats()
         self._resolved: dict[str, str] = {}
+        self._no_models_api = False
+        """``/v1/models/{id}`` answered 404/405: snapshots come from Messages responses."""
         self._tools: dict[int, tuple[Catalog, dict[str, Any], dict[bool, tuple[Any, Any, bytes]]]] = {}
         self._prices: dict[str, Any] = {}  # model id -> its price (Settings.price_for, once a model)
         self._batcher = _Batcher(self._run_batch, batch_window_s) if batch else None
@@ -447,6 +499,12 @@ class AnthropicRuntime:
             return url, "ANTHROPIC_BASE_URL"
         return url, "the SDK default (ANTHROPIC_BASE_URL unset)"
 
+    @property
+    def blind_hint(self) -> str:
+        """What to check when the canary saw no activation (the endpoint named)."""
+        own = self._base_url_given or bool(os.environ.get("ANTHROPIC_BASE_URL"))
+        return blind_hint(*self.endpoint, default=not own)
+
     def _classify(self, exc: BaseException) -> ProbeFailed | None:
         err = classify_error(exc)
         return endpoint_error(err, exc, *self.endpoint) if err is not None else None
@@ -490,6 +548,7 @@ class AnthropicRuntime:
                 str(int(params["max_tokens"])).encode(),
                 b',"messages":',
                 orjson.dumps(params["messages"]),
+                b',"tool_choice":' + orjson.dumps(params["tool_choice"]) if "tool_choice" in params else b"",
                 b"}",
             )
         )
@@ -530,36 +589,74 @@ class AnthropicRuntime:
         return out
 
     async def resolve_model(self, model: str | None = None) -> str:
-        """The dated snapshot behind ``model`` (an alias), from ``/v1/models/{id}``."""
-        model = model or self.model
+        """The dated snapshot behind ``model`` (an alias), from ``/v1/models/{id}``; on a server without
+        the Models API (404/405 there), the ``model`` of one small Messages request's response."""
+        return await self._resolve(model or self.model, None)
+
+    async def _resolve(self, model: str, reported: str | None) -> str:
+        """:meth:`resolve_model`; ``reported`` (a response's ``model``) stands in for the small request."""
         if model in self._resolved:
             return self._resolved[model]
         try:
-            info = await self._retrying(lambda: self.client.models.retrieve(model))
+            info = None if self._no_models_api else await self._retrying(lambda: self._model_info(model))
+            if info is not None:
+                resolved = str(info.id)
+            elif reported:
+                resolved = reported
+            else:
+                resolved = await self._retrying(lambda: self._model_from_messages(model))
         except ProbeFailed as exc:
             if exc.message.startswith("cannot reach") or "(set by " in exc.message:
                 raise ConfigError(exc.message) from exc  # the endpoint is wrong, not the model
             raise ConfigError(f"model {model!r}: {exc.message}; check --model") from exc
-        self._resolved[model] = str(info.id)
-        return self._resolved[model]
+        if info is None:
+            _say_no_models_api(self.endpoint[0], resolved)
+        self._resolved[model] = resolved
+        return resolved
+
+    async def _model_info(self, model: str) -> Any:
+        """``GET /v1/models/{id}``; ``None`` when the server has no Models API (404 or 405: told apart
+        from a wrong model by the Messages request that follows)."""
+        try:
+            return await self.client.models.retrieve(model)
+        except anthropic.APIStatusError as exc:
+            if exc.status_code not in (404, 405):
+                raise
+            self._no_models_api = True
+            return None
+
+    async def _model_from_messages(self, model: str) -> str:
+        """The ``model`` a one-token Messages request reports (a server without the Models API)."""
+        params = {
+            "model": model,
+            "max_tokens": 1,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        }
+        message = await self._create_once(params, orjson.dumps(params))
+        return str(message.get("model") or model)
 
     async def _snapshot(self, requested: str, reported: str | None) -> str | None:
         if reported and reported != requested:
             self._resolved.setdefault(requested, reported)
             return reported
         try:
-            return await self.resolve_model(requested)
+            return await self._resolve(requested, reported)
         except ConfigError:
             return reported
 
     def _params(
-        self, model: str, catalog: Catalog, messages: list[dict[str, Any]], with_tools: bool
+        self,
+        model: str,
+        catalog: Catalog,
+        messages: list[dict[str, Any]],
+        with_tools: bool,
+        options: ProbeOptions | None = None,
     ) -> tuple[dict[str, Any], bytes]:
         """The request's parameters, and its stable part as JSON (``{"system":…,"tools":…`` without the
         closing brace), serialised once per catalog object and tool set."""
         cached = self._tools.get(id(catalog))
         if cached is None or cached[0] is not catalog:  # the listing is built once per catalog object
-            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog), {})
+            cached = self._tools[id(catalog)] = (catalog, skill_tool(catalog, names_enum=self.skill_enum), {})
         listing, prefixes = cached[1], cached[2]
         stable = prefixes.get(with_tools)
         if stable is None:  # the tools, the system prompt and their JSON: once per catalog and tool set
@@ -577,13 +674,16 @@ class AnthropicRuntime:
             blocks = list(last["content"])
             blocks[-1] = {**blocks[-1], "cache_control": CACHE}
             sent[-1] = {**last, "content": blocks}
-        params = {
+        budget = self.compliance_max_tokens if with_tools else reply_budget(options, self.max_tokens)
+        params: dict[str, Any] = {
             "model": model,
-            "max_tokens": self.compliance_max_tokens if with_tools else self.max_tokens,
+            "max_tokens": budget,
             "system": system,
             "tools": tools,
             "messages": sent,
         }
+        if self.tool_choice is not None and not with_tools:
+            params["tool_choice"] = {"type": self.tool_choice}
         return params, prefix
 
     # ------------------------------------------------------------------------------------ probing
@@ -607,7 +707,7 @@ class AnthropicRuntime:
         error: str | None = None
         try:
             while True:
-                resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance))
+                resp = await self._create(*self._params(model, catalog, messages, dialogue.compliance, opts))
                 usage = usage_of(resp) if usage is None else usage + usage_of(resp)
                 reported = str(resp["model"]) if resp.get("model") else reported
                 content = [

@@ -19,6 +19,14 @@ invocations, or when the model answers without calling ``Skill``.
 - **Usage**: ``prompt_tokens`` (cached tokens from ``prompt_tokens_details`` counted as cache reads) and
   ``completion_tokens`` summed over the probe; the model snapshot is the response's ``model``; the
   cost comes from ``Settings.price_for`` when the model is priced.
+- **Model snapshot before a run** (:meth:`OpenAICompatRuntime.resolve_model`, for the fingerprint): the
+  model's id when ``GET /models`` lists it; otherwise — no Models API (404/405), or a server that
+  serves the model under another name (llama.cpp, Ollama tags) — the ``model`` that one small
+  completion (``max_tokens`` 1) reports, said in one line; a wrong model fails that request.
+- **A reply budget for a decision**: routing requests ask for at most ``routing_max_tokens``
+  (default 256); compliance mode and ``keep_answer`` keep ``max_tokens``.
+- **Forced choice** (``tool_choice="required"``): routing requests must call a tool, so the model
+  loads some skill; abstention is then not measured (the reports say so).
 - **Compliance mode** (``ProbeOptions.compliance``): once the expected skill is loaded the conversation
   goes on with Bash, Read, Write and Edit offered (:mod:`runtimes._toolenv`), recorded and answered
   from ``query.checks.tool_results``, never executed, up to ``step_budget`` requests; the last text after
@@ -32,7 +40,7 @@ import json
 import logging
 import os
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
@@ -41,19 +49,30 @@ from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import (
     SYSTEM_PROMPT,
     SkillDialogue,
+    blind_hint,
     classify_sdk_error,
     endpoint_error,
+    reply_budget,
     skill_tool,
 )
 from skillreach.runtimes._toolenv import TOOL_SCHEMAS
 from skillreach.runtimes._version import package_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
+from skillreach.study.contract import (
+    Outcome,
+    ProbeOptions,
+    RuntimeOptions,
+    Tracker,
+    cost_of,
+    default_settings,
+)
 
 __all__ = ["OpenAICompatOptions", "OpenAICompatRuntime", "as_function", "classify_error"]
 
 log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key; the SDK insists on a value
+_SAID: set[tuple[str, str]] = set()
+"""(endpoint, model) pairs whose snapshot source this process has told of."""
 _KEYLIKE = re.compile(r"\b(sk|key|Bearer)[-_ ][A-Za-z0-9*_\-]{6,}")
 
 
@@ -107,6 +126,11 @@ class OpenAICompatOptions(RuntimeOptions):
     temperature: float | None = None
     system_prompt: str = SYSTEM_PROMPT
     backoff_s: float | None = None
+    tool_choice: Literal["auto", "required"] | None = None
+    """``required``: forced-choice routing (the model must call ``Skill``); ``auto``/unset: free."""
+    skill_enum: bool = False
+    """List the skills' names as the ``skill`` argument's ``enum`` (a schema-constrained server such as
+    llama.cpp can then name only a resident skill)."""
 
 
 class OpenAICompatRuntime:
@@ -117,6 +141,8 @@ class OpenAICompatRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    forced_choice: ClassVar[str] = "required"
+    """The ``tool_choice`` option that forces a skill on every routing request."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -135,8 +161,11 @@ class OpenAICompatRuntime:
         system_prompt: str = SYSTEM_PROMPT,
         retry_policy: RetryPolicy | None = None,
         backoff_s: float | None = None,
+        tool_choice: str | None = None,
+        skill_enum: bool = False,
         client: Any = None,
     ) -> None:
+        self.skill_enum = skill_enum
         self.settings = settings or default_settings()
         s = self.settings
         chosen = model or s.model or os.environ.get("OPENAI_MODEL")
@@ -145,6 +174,10 @@ class OpenAICompatRuntime:
                 "the openai-compatible runtime needs a model; pass --model NAME (the id your endpoint serves)"
             )
         self.model: str = chosen
+        if tool_choice not in (None, "auto", "required"):
+            raise ConfigError(f"tool_choice must be auto or required (got {tool_choice!r})")
+        self.tool_choice = tool_choice
+        self._resolved: dict[str, str] = {}
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._base_url_given = bool(base_url)
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY_PLACEHOLDER
@@ -200,30 +233,86 @@ class OpenAICompatRuntime:
             return self.base_url, "OPENAI_BASE_URL"
         return "https://api.openai.com/v1", "the SDK default (OPENAI_BASE_URL unset)"
 
+    @property
+    def blind_hint(self) -> str:
+        """What to check when the canary saw no activation (the endpoint named)."""
+        return blind_hint(*self.endpoint, default=self.base_url is None)
+
     def _classify(self, exc: BaseException) -> ProbeFailed | None:
         err = classify_error(exc)
         return endpoint_error(err, exc, *self.endpoint) if err is not None else None
 
     async def _create(self, request: dict[str, Any]) -> Any:
-        return await retrying(
-            lambda: self._create_once(request),
-            policy=self.policy,
-            classify=self._classify,
-            on_retry=self._on_retry,
+        return await self._retrying(lambda: self._create_once(request))
+
+    async def resolve_model(self, model: str | None = None) -> str:
+        """The model's id when ``GET /models`` lists it, else the ``model`` one small completion reports
+        (a server without the Models API, or one that names its model otherwise)."""
+        model = model or self.model
+        if model in self._resolved:
+            return self._resolved[model]
+        try:
+            listed = await self._retrying(self._listed_models)
+            if listed is not None and model in listed:
+                resolved = model
+            else:
+                resolved = await self._retrying(lambda: self._model_from_completion(model, listed))
+        except ProbeFailed as exc:
+            text = self._scrub(exc.message)
+            if text.startswith("cannot reach") or "(set by " in text:
+                raise ConfigError(text) from exc  # the endpoint is wrong, not the model
+            raise ConfigError(f"model {model!r}: {text}; check --model") from exc
+        self._resolved[model] = resolved
+        return resolved
+
+    async def _retrying(self, call: Any) -> Any:
+        return await retrying(call, policy=self.policy, classify=self._classify, on_retry=self._on_retry)
+
+    async def _listed_models(self) -> list[str] | None:
+        """The ids ``GET /models`` lists; ``None`` when the server has none (404/405)."""
+        import openai
+
+        try:
+            async with self._sem:
+                page = await self._get_client().models.list()
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405):
+                return None
+            raise
+        return [str(m.id) for m in getattr(page, "data", None) or []]
+
+    async def _model_from_completion(self, model: str, listed: list[str] | None) -> str:
+        """The ``model`` a one-token completion reports, said in one line."""
+        response = await self._create_once(
+            {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
         )
+        reported = str(getattr(response, "model", None) or model)
+        url, _ = self.endpoint
+        if (url, model) not in _SAID:  # one line a process, not one a runtime (the study builds several)
+            _SAID.add((url, model))
+            why = f"does not list {model!r}" if listed is not None else "has no Models API (/models: 404/405)"
+            log.warning("%s %s: model snapshot %r, as its first response reports it", url, why, reported)
+        return reported
 
     def _request(
-        self, model: str, catalog: Catalog, messages: list[dict[str, Any]], compliance: bool
+        self,
+        model: str,
+        catalog: Catalog,
+        messages: list[dict[str, Any]],
+        compliance: bool,
+        options: ProbeOptions | None = None,
     ) -> dict[str, Any]:
-        tools = [as_function(skill_tool(catalog))]
+        tools = [as_function(skill_tool(catalog, names_enum=self.skill_enum))]
         if compliance:
             tools += [as_function(t) for t in TOOL_SCHEMAS]
         request: dict[str, Any] = {
             "model": model,
             "messages": [{"role": "system", "content": self.system_prompt}, *messages],
             "tools": tools,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens if compliance else reply_budget(options, self.max_tokens),
         }
+        if self.tool_choice is not None and not compliance:
+            request["tool_choice"] = self.tool_choice
         if self.temperature is not None:
             request["temperature"] = self.temperature
         return request
@@ -238,7 +327,9 @@ class OpenAICompatRuntime:
         error: str | None = None
         try:
             while True:
-                response = await self._create(self._request(model, catalog, messages, dialogue.compliance))
+                response = await self._create(
+                    self._request(model, catalog, messages, dialogue.compliance, tracker.options)
+                )
                 usage = usage + _usage(getattr(response, "usage", None))
                 resolved = getattr(response, "model", None) or resolved
                 if not response.choices:

@@ -95,6 +95,12 @@ class Settings(BaseSettings):
     """Retries of a probe's request after a transient provider error."""
     timeout_s: float = Field(default=120.0, gt=0)
     """Seconds one request may take."""
+    canary_timeout_s: float = Field(default=60.0, gt=0)
+    """The most a canary request waits (the ``timeout_s`` when shorter): a broken set-up is found in
+    seconds; raise it for a slow local model."""
+    routing_max_tokens: int = Field(default=256, ge=1)
+    """The reply budget of a routing probe's requests (API runtimes; the canary's too): a tool call fits,
+    a prose answer stops early. Compliance mode keeps its larger budget."""
     max_cost_usd: float | None = None
     """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``)."""
     max_probes: int = Field(default=1_000_000, ge=1)

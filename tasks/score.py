@@ -57,8 +57,12 @@ async def score_study(
         ),
         attempts=config.attempts,
     )
+    from skillreach.runtimes import forced_choice_note
     from skillreach.study.folder import write_study_file
 
+    note = forced_choice_note(config.runtime, config.runtime_options)
+    if note is not None:  # one line in the scorecard and the reports: abstention was not measured
+        artifact = artifact.model_copy(update={"warnings": [note, *artifact.warnings]})
     artifact_path = plan.out / "artifact.json"
     artifact = write_artifact(artifact, artifact_path)
     write_study_file(

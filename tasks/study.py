@@ -260,11 +260,15 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
 @task(name="canary", cache_policy=NO_CACHE)
 async def canary(config: StudyConfig, inputs: StudyInputs) -> int:
     """A few skill-naming probes; :class:`HarnessBlind` when the harness sees no activation at all."""
-    from skillreach.study.runner import canary_check
+    from dataclasses import replace
 
-    runtime = runtime_for(config)
+    from skillreach.study.runner import canary_check, canary_timeout
+
+    timeout_s = canary_timeout(config.timeout_s, config.canary_timeout_s)
+    runtime = runtime_for(config.model_copy(update={"timeout_s": timeout_s}))
     try:
-        records = await canary_check(runtime, inputs.catalog, probe_options(config))
+        options = replace(probe_options(config), timeout_s=timeout_s)
+        records = await canary_check(runtime, inputs.catalog, options)
     finally:
         await runtime.aclose()
     return sum(1 for r in records if r.invoked)

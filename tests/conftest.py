@@ -60,12 +60,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # before any test module imports Pref
 SERIAL_MODULES = frozenset({
     "tests/test_crash_resume.py",
     "tests/test_flows_integration.py",
+    "tests/test_realserver.py",
     "tests/test_scale_out.py",
     "tests/test_team_kit.py",
     "tests/test_unattended_integration.py",
 })
-"""The modules of the real-Prefect integration tests: under ``pytest -n`` they run one after another on
-one worker (each starts servers and worker processes of its own, and times what they do)."""
+"""The modules of the real-Prefect integration tests, and the real model server's (``llama-server`` takes
+both cores): under ``pytest -n`` they run one after another on one worker (each starts servers and
+worker processes of its own, and times what they do)."""
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -92,7 +94,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                                 "SERIAL_MODULES in tests/conftest.py")
 
 # Variables of the test infrastructure itself (where PostgreSQL and the real agent CLIs are), kept.
-_KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE"}
+_KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE", "SKILLREACH_LLAMA_CACHE",
+         "SKILLREACH_REALSERVER"}
 _PROVIDER = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_API_KEY", "GOOSE_")
 
 

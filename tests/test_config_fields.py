@@ -35,6 +35,8 @@ TABLE: dict[str, tuple[str, Any]] = {
     "input_tokens_per_minute": ("input_tokens_per_minute = 90000", 90000),
     "max_retries": ("max_retries = 0", 0),
     "timeout_s": ("timeout_s = 17.5", 17.5),
+    "routing_max_tokens": ("routing_max_tokens = 64", 64),
+    "canary_timeout_s": ("canary_timeout_s = 33.0", 33.0),
     "max_cost_usd": ("max_cost_usd = 4.5", 4.5),
     "catalog": ('catalog = "neighborhood"', "neighborhood"),
     "skill_precedence": ('skill_precedence = "last"', "last"),
@@ -114,6 +116,7 @@ def test_every_setting_in_a_config_file_reaches_the_study_and_its_uses(
     from skillreach.study.plan import probe_options
 
     assert probe_options(cfg).timeout_s == 17.5
+    assert probe_options(cfg).routing_max_tokens == 64
     assert cfg.price_for("local-llama-3") is not None  # the file's price table, by prefix
     # secrets never reach what is written down
     public = json.dumps(cfg.public_dict())

@@ -70,6 +70,8 @@ class StudyConfig(Frozen):
     input_tokens_per_minute: int | None = Field(default=None, ge=1)
     max_retries: int = Field(default=6, ge=0)
     timeout_s: float = Field(default=120.0, gt=0)
+    routing_max_tokens: int = Field(default=256, ge=1)
+    canary_timeout_s: float = Field(default=60.0, gt=0)
     claude_path: str = "claude"
     pi_path: str = "pi"
     goose_path: str = "goose"

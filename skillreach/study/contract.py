@@ -45,6 +45,9 @@ class ProbeOptions:
     keep_answer: bool = False
     """Report the agent's last text as ``final_text`` even when the expected skill was never loaded
     (``skillreach uplift``: task quality without the skill). Off for studies."""
+    routing_max_tokens: int = 256
+    """The reply budget of a routing request (API runtimes): enough for a tool call, so a model that
+    answers in prose instead stops early and costs little. Compliance mode keeps its own budget."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -53,6 +56,8 @@ class ProbeOptions:
             raise ConfigError(f"step_budget must be at least 1 (got {self.step_budget})")
         if self.timeout_s <= 0:
             raise ConfigError(f"timeout_s must be positive (got {self.timeout_s:g})")
+        if self.routing_max_tokens < 1:
+            raise ConfigError(f"routing_max_tokens must be at least 1 (got {self.routing_max_tokens})")
 
 
 class Tracker:

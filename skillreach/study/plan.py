@@ -202,6 +202,7 @@ def probe_options(config: StudyConfig) -> ProbeOptions:
         model=config.model,
         compliance=config.compliance,
         timeout_s=config.timeout_s,
+        routing_max_tokens=config.routing_max_tokens,
     )
 
 

@@ -15,7 +15,11 @@ batch task (``skillreach.tasks.study.probe_batch``) calls :func:`run_probes` for
   recorded without error under the same :func:`fingerprint`; a record under another fingerprint never
   counts.
 - :func:`canary_check` runs a few queries that name a skill outright and raises :class:`HarnessBlind`
-  when none activates anything, instead of reporting 0 % everywhere.
+  when none activates anything, instead of reporting 0 % everywhere. Its probes pay for a decision
+  (``routing_max_tokens``) and a request waits at most ``canary_timeout_s`` (default
+  :data:`CANARY_TIMEOUT_S`; :func:`canary_timeout`), so a broken set-up is found in seconds, not
+  minutes. Retries stay the study's (a rate-limited provider is waited out, not taken for a broken
+  one).
 """
 
 from __future__ import annotations
@@ -46,12 +50,14 @@ from skillreach.models import Catalog, ProbeRecord, Query, QuerySet, Skill, sha2
 from skillreach.study.contract import Outcome, ProbeOptions, Runtime, Tracker
 
 __all__ = [
+    "CANARY_TIMEOUT_S",
     "ListSink",
     "ProbeSink",
     "Slots",
     "TeeSink",
     "canary_check",
     "canary_queries",
+    "canary_timeout",
     "fingerprint",
     "pending_pairs",
     "resolve_model",
@@ -83,7 +89,8 @@ def fingerprint(
 
     Covers the catalog digest, the query-set digest, the runtime, the resolved model snapshot and the
     options that change what is measured (``max_turns``, ``early_exit``, ``compliance``,
-    ``step_budget``); not the requested alias (the snapshot says it better) nor the timeout.
+    ``step_budget``, a routing study's ``routing_max_tokens``); not the requested alias (the snapshot
+    says it better) nor the timeout.
     ``extra`` carries runtime settings that change results (e.g. the retriever's ``k``).
     Catalog and query set may be given as their digests.
     """
@@ -103,6 +110,7 @@ def fingerprint(
             "early_exit": options.early_exit,
             "compliance": options.compliance,
             "step_budget": options.step_budget if options.compliance else None,
+            "routing_max_tokens": None if options.compliance else options.routing_max_tokens,
         },
         "extra": extra or {},
     }
@@ -622,6 +630,15 @@ async def run_probes(
 # ----------------------------------------------------------------------------------------- canary
 
 
+CANARY_TIMEOUT_S = 60.0
+"""The most a canary request waits by default (the ``canary_timeout_s`` setting)."""
+
+
+def canary_timeout(timeout_s: float, canary_timeout_s: float = CANARY_TIMEOUT_S) -> float:
+    """The canary's request timeout: the study's, at most ``canary_timeout_s``."""
+    return min(timeout_s, canary_timeout_s)
+
+
 def canary_queries(catalog: Catalog, n: int = 3) -> list[Query]:
     """Up to ``n`` queries that each name one skill outright (spread over the catalog)."""
     skills = sorted(catalog.skills, key=lambda s: s.name)
@@ -658,6 +675,7 @@ async def canary_check(
         early_exit=True,
         model=options.model,
         timeout_s=options.timeout_s,
+        routing_max_tokens=options.routing_max_tokens,
     )
     await run_probes(
         runtime,
@@ -672,8 +690,16 @@ async def canary_check(
         return sink.records
     errors = sorted({r.error for r in sink.records if r.error})
     if errors and all(r.error for r in sink.records):  # it never answered: say why, not "blind"
+        slow = any("timed out" in e for e in errors)
+        why = (
+            f" (a canary request waits at most {canary_options.timeout_s:g}s for a reply of at most "
+            f"{canary_options.routing_max_tokens} tokens: a model this slow needs a faster server or a "
+            "smaller routing_max_tokens)"
+            if slow
+            else ""
+        )
         raise ConfigError(
-            f"runtime {runtime.name!r} failed on every canary probe: {'; '.join(errors)[:400]}"
+            f"runtime {runtime.name!r} failed on every canary probe: {'; '.join(errors)[:400]}{why}"
         )
     hint = getattr(runtime, "blind_hint", None)  # a runtime that knows why it selects nothing says so
     if hint:

@@ -43,7 +43,8 @@ rest up to the last breakpoint is a cache write, the remainder plain input. Pref
 
 Models: ``aliases`` maps an alias to a dated snapshot (default: a few current aliases). A Messages
 response's ``model`` is the resolved snapshot; ``GET /v1/models/{id}`` returns the model object;
-an unknown model is a 404 ``not_found_error``.
+an unknown model is a 404 ``not_found_error``. ``models_api=False`` drops the Models API as llama.cpp
+and many gateways do: ``/v1/models/...`` answers 404 ``File Not Found`` (``models_status=405``: 405).
 
 Batches: ``POST /v1/messages/batches`` runs every request through the responder at once and reports
 ``in_progress`` for the first ``batch_polls`` retrievals, then ``ended``; ``results_url`` serves JSONL
@@ -321,8 +322,12 @@ class MessagesAPI:
         cache_ttl: float = 300.0,
         batch_polls: int = 1,
         require_key: bool = True,
+        models_api: bool = True,
+        models_status: int = 404,
     ) -> None:
         self.responder = responder or ScriptResponder()
+        self.models_api = models_api
+        self.models_status = models_status
         self.latency = latency
         self.aliases = dict(DEFAULT_ALIASES if aliases is None else aliases)
         self.min_cache_tokens = min_cache_tokens
@@ -633,6 +638,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, self._retrieve_batch(m.group(1)))
         elif method == "GET" and (m := re.fullmatch(r"/v1/messages/batches/([\w-]+)/results", path)):
             self._batch_results(m.group(1))
+        elif method == "GET" and path.startswith("/v1/models") and not api.models_api:
+            raise _APIError(api.models_status, "not_found_error", "File Not Found")
         elif method == "GET" and (m := re.fullmatch(r"/v1/models/([\w.:-]+)", path)):
             resolved = api.resolve(m.group(1))
             self._send_json(

@@ -21,6 +21,7 @@ The default responder is a deterministic "router": for a conversation whose firs
 key of ``plan`` (or contains it), the n-th reply calls ``Skill`` with the n-th planned skill, then
 answers with text. ``responder`` replaces it (a callable body → completion dict); ``fail(status,
 times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow (timeouts).
+``models_api=False`` drops ``GET /models`` (404, as some gateways do; ``models_status=405``: 405).
 """
 
 from __future__ import annotations
@@ -105,8 +106,12 @@ class OpenAIChat(LocalServer):
         resolved_model: str = "local-model-2026-01-01",
         delay_s: float = 0.0,
         require_key: str | None = None,
+        models_api: bool = True,
+        models_status: int = 404,
     ) -> None:
         super().__init__()
+        self.models_api = models_api
+        self.models_status = models_status
         self.plan = plan or {}
         self.responder = responder or self._route
         self.resolved_model = resolved_model
@@ -143,7 +148,9 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
         _send = JSONHandler.send_json
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/models") and not api.models_api:
+                self._send(api.models_status, _error("File Not Found", "not_found_error"))
+            elif self.path.rstrip("/").endswith("/models"):
                 self._send(200, {"object": "list", "data": [{"id": api.resolved_model, "object": "model"}]})
             else:
                 self._send(404, _error(f"unknown path {self.path}", "invalid_request_error"))

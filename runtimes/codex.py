@@ -56,7 +56,7 @@ from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.skills.agent_listing import AgentListing, codex_listing
+from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, AgentListing, codex_listing
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
 __all__ = [
@@ -73,9 +73,6 @@ log = logging.getLogger("skillreach.runtimes.codex")
 CODEX_INSTALL_HINT = (
     "install it with `npm install -g @openai/codex` (or into a folder) and pass codex_path=/path/to/codex"
 )
-CODEX_FALLBACK_CONTEXT_WINDOW = 272_000
-"""The context window Codex 0.171.0 assumes for a model it has no metadata for (its "fallback
-metadata"); a ``model_context_window`` above it is not used (checked against its requests)."""
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SKILL_READ = re.compile(r"""([^\s'"`;|&<>()]*?)([A-Za-z0-9][A-Za-z0-9._-]*)/SKILL\.md""")

@@ -26,6 +26,7 @@ from skillreach.models import Skill
 __all__ = [
     "AGENTS",
     "CODEX_DEFAULT_CHAR_BUDGET",
+    "CODEX_FALLBACK_CONTEXT_WINDOW",
     "AgentListing",
     "ListedSkill",
     "codex_budget",
@@ -38,6 +39,9 @@ AGENTS = ("codex", "claude-code")
 """The agents whose listing this module computes."""
 
 CODEX_DEFAULT_CHAR_BUDGET = 8_000
+CODEX_FALLBACK_CONTEXT_WINDOW = 272_000
+"""The context window Codex 0.171.0 assumes for a model it has no metadata for; a configured
+``model_context_window`` above it is not used (both checked against the requests it sent)."""
 CODEX_CONTEXT_PERCENT = 2
 _BYTES_PER_TOKEN = 4
 _INTRO_ALIASES = (

@@ -23,6 +23,10 @@ One probe is one process, in a fresh folder of its own::
   ``…/<skill>/SKILL.md`` is the fallback: each skill is counted once per read, whichever signal comes
   first (:class:`CodexStream`), and :attr:`CodexRuntime.signals` counts which one did.
 - **Early exit.** When the tracker says stop, the whole process group is SIGKILLed at once.
+- **Residency.** Codex lists no skills in its output; a catalog skill it could not load (its stderr says
+  ``failed to load skill …``) fails the probe with the skill and the reason named. Bundled system skills
+  are off; a skill Codex reports outside the catalog is kept in :attr:`CodexRuntime.outside`, never
+  scored. Whether the listing holds every skill is :meth:`listing`'s question (Codex caps it).
 - **Usage.** Per model response from the ``codex.sse_event`` records of ``response.completed`` (input,
   cached, output tokens), else the ``turn.completed`` event; priced with the settings' price table.
 
@@ -66,6 +70,7 @@ __all__ = [
     "CodexStream",
     "OtlpReceiver",
     "codex_command_skill",
+    "unloaded",
 ]
 
 log = logging.getLogger("skillreach.runtimes.codex")
@@ -85,6 +90,22 @@ def codex_command_skill(command: str, names: frozenset[str] | set[str]) -> str |
         if match.group(2) in names:
             return match.group(2)
     return None
+
+
+_FAILED_LOAD = re.compile(r"failed to load skill (\S+)/SKILL\.md: (.*)")
+
+
+def unloaded(stderr: str, skills: Path, names: frozenset[str]) -> str | None:
+    """The residency error when Codex said it could not load a catalog skill (its stderr: ``failed to load
+    skill <path>/SKILL.md: <why>``); a ``SKILL.md`` deeper in a skill's folder is a resource, not a skill."""
+    failed = []
+    for match in _FAILED_LOAD.finditer(stderr):
+        folder = Path(match.group(1))
+        if folder.parent == skills and folder.name in names:
+            failed.append(f"{folder.name} ({match.group(2).strip()})")
+    if not failed:
+        return None
+    return "residency check failed: codex could not load catalog skills: " + "; ".join(sorted(set(failed)))
 
 
 def _toml(value: str) -> str:
@@ -583,7 +604,7 @@ class CodexRuntime:
                 await receiver.drain()
         self.signals.update(state.signals)
         self.outside |= state.outside
-        error = state.error
+        error = state.error or unloaded(result.stderr, skills, frozenset(catalog.names))
         if result.timed_out:
             error = f"codex did not finish within {self.timeout_s:g}s"
         elif error is None and not state.stopped and result.returncode != 0:

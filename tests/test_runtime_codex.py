@@ -238,3 +238,34 @@ def test_the_stand_in_streams_a_turn_and_reads_the_listed_path() -> None:
     assert call["name"] == "exec_command"
     assert json.loads(call["arguments"]) == {"cmd": "cat /w/.agents/skills/pdf-report/SKILL.md"}
     assert events[3]["response"]["usage"]["input_tokens"] > 0
+
+
+FAKE_CODEX = """#!{python}
+import json, os, sys
+sys.stderr.write("ERROR codex_core::session: failed to load skill "
+                 + os.getcwd() + "/.agents/skills/pdf/SKILL.md: missing YAML frontmatter delimited by ---\\n")
+sys.stderr.write("ERROR failed to load skill " + os.getcwd()
+                 + "/.agents/skills/rollback/deploy/SKILL.md: missing YAML frontmatter delimited by ---\\n")
+print(json.dumps({{"type": "turn.completed", "usage": {{"input_tokens": 5, "output_tokens": 1}}}}))
+"""
+
+
+async def test_a_catalog_skill_codex_cannot_load_fails_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from tests.fakes.kit import folder_catalog, probe, query
+
+    fake = tmp_path / "codex"
+    fake.write_text(FAKE_CODEX.format(python=sys.executable))
+    fake.chmod(0o755)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    rt = CodexRuntime(codex_path=str(fake), settings=Settings(), otel=False)
+    out, _ = await probe(rt, folder_catalog(tmp_path), query("make a pdf", "pdf"), timeout_s=30)
+    await rt.aclose()
+    assert out.error == (
+        "residency check failed: codex could not load catalog skills: "
+        "pdf (missing YAML frontmatter delimited by ---)"
+    )
+    assert out.usage.input_tokens == 5

@@ -231,6 +231,24 @@ class CodexStream(AgentStream):
     _seen: dict[str, Counter[str]] = field(default_factory=lambda: {"otel": Counter(), "command": Counter()})
     _credited: Counter[str] = field(default_factory=Counter)
     _items: set[str] = field(default_factory=set)
+    otel_tools: bool = False
+    """Tool calls come from the OTel ``codex.tool_result`` records (every call Codex ran or refused:
+    ``--json`` leaves out a command the sandbox refused), else from ``command_execution`` items."""
+
+    def _tool(self, tool: str, arguments: str) -> None:
+        """A tool call Codex ran: recorded in compliance mode once the expected skill was read."""
+        if not (self.tracker.options.compliance and self.tracker.expected_loaded):
+            return
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            args = {"arguments": arguments}
+        if not isinstance(args, dict):
+            args = {"arguments": args}
+        command = args.get("cmd") or args.get("command")
+        if isinstance(command, str) and codex_command_skill(command, self.names) is not None:
+            return  # a skill's read is an activation, not a step
+        self.record(tool, args)
 
     def credit(self, skill: str, source: str) -> None:
         """A read of ``skill`` seen by ``source``: each n-th read counts once, from the first signal."""
@@ -259,6 +277,8 @@ class CodexStream(AgentStream):
                 self.credit(skill, "otel")
             elif skill:
                 self.outside.add(skill)
+        elif name == "codex.tool_result" and self.otel_tools:
+            self._tool(str(attrs.get("tool_name") or ""), str(attrs.get("arguments") or ""))
         elif (
             name == "codex.sse_event"
             and attrs.get("event.kind") == "response.completed"
@@ -310,8 +330,8 @@ class CodexStream(AgentStream):
         skill = codex_command_skill(command, self.names)
         if skill is not None:
             self.credit(skill, "command")
-        elif self.tracker.options.compliance and self.tracker.expected_loaded:
-            self.record("exec_command", {"command": command})
+        elif not self.otel_tools:
+            self._tool("exec_command", json.dumps({"cmd": command}))
 
     @property
     def usage(self) -> Usage:
@@ -577,6 +597,7 @@ class CodexRuntime:
             tracker,
             names=frozenset(catalog.names),
             on_stop=kill,
+            otel_tools=self.otel,
         )
         model = tracker.options.model or self.model
 

@@ -269,3 +269,26 @@ async def test_a_catalog_skill_codex_cannot_load_fails_the_probe(
         "pdf (missing YAML frontmatter delimited by ---)"
     )
     assert out.usage.input_tokens == 5
+
+
+def test_compliance_steps_after_the_target_come_from_codex_tool_records() -> None:
+    state = stream("pdf-report", compliance=True, early_exit=False)
+    state.otel_tools = True
+    state.record_otel(
+        {"event.name": "codex.tool_result", "tool_name": "exec_command", "arguments": '{"cmd": "ls"}'}
+    )
+    state.record_otel(otel("pdf-report"))
+    read = '{"cmd": "cat r0/pdf-report/SKILL.md"}'
+    state.record_otel({"event.name": "codex.tool_result", "tool_name": "exec_command", "arguments": read})
+    state.feed(command("i2", "touch x"))  # the --json item is not the source when the records are
+    state.record_otel(
+        {"event.name": "codex.tool_result", "tool_name": "exec_command", "arguments": '{"cmd": "x"}'}
+    )
+    assert [c.input for c in state.tool_calls] == [{"cmd": "x"}]  # not the call before, nor the read
+
+    plain = stream("pdf-report", compliance=True, early_exit=False)
+    plain.feed(command("i1", "cat r0/pdf-report/SKILL.md"))
+    plain.feed(command("i2", "/bin/bash -lc 'touch x'"))
+    assert [(c.tool, c.input) for c in plain.tool_calls] == [
+        ("exec_command", {"cmd": "/bin/bash -lc 'touch x'"})
+    ]

@@ -274,3 +274,41 @@ async def test_codex_listing_of_the_real_corpora_is_what_codex_sends(
         assert bool(predicted.dropped) is dropped
         assert len(predicted.shortened) > 0 if not dropped else len(predicted.dropped) > 50
         assert rt.listing_warning(catalog) is not None
+
+
+async def test_real_codex_compliance_records_commands_and_the_sandbox_keeps_them_read_only(
+    codex: str, tmp_path: Path
+) -> None:
+    from skillreach.runtimes.codex import CodexRuntime
+
+    catalog = folder_catalog(tmp_path)
+    script = ResponsesScript(
+        {
+            "fill the form": [
+                "pdf",
+                {"tool": "exec_command", "arguments": {"cmd": "touch made-by-agent"}},
+                {"text": "Filled."},
+            ]
+        }
+    )
+    with ResponsesAPI(script) as api:
+        rt = CodexRuntime(
+            "fake-model",
+            codex_path=codex,
+            settings=Settings(),
+            base_url=api.base_url,
+            api_key="sk-test",
+            keep_workdirs=True,
+        )
+        out, _ = await probe(
+            rt, catalog, query("fill the form please", "pdf"), compliance=True, early_exit=False, timeout_s=90
+        )
+        made = list(rt._root.glob("probe-*/work/made-by-agent"))
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["pdf"]
+    assert [c.tool for c in out.tool_calls] == ["exec_command"]
+    assert out.tool_calls[0].input == {"cmd": "touch made-by-agent"}  # refused: --json never showed it
+    assert out.final_text == "Filled."
+    assert made == []  # the read-only sandbox refused the write
+    assert len(api.requests) == 3

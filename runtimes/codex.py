@@ -600,6 +600,7 @@ class CodexRuntime:
             otel_tools=self.otel,
         )
         model = tracker.options.model or self.model
+        timeout = min(self.timeout_s, tracker.options.timeout_s)  # the runtime's and the study's limits
 
         def started(p: int) -> None:
             pid.append(p)
@@ -617,7 +618,7 @@ class CodexRuntime:
                 env=self._env(root),
                 cwd=work,
                 on_event=state.feed,
-                timeout_s=self.timeout_s,
+                timeout_s=timeout,
                 kill_grace_s=0.0,
                 on_start=started,
             )
@@ -627,7 +628,7 @@ class CodexRuntime:
         self.outside |= state.outside
         error = state.error or unloaded(result.stderr, skills, frozenset(catalog.names))
         if result.timed_out:
-            error = f"codex did not finish within {self.timeout_s:g}s"
+            error = f"codex did not finish within {timeout:g}s"
         elif error is None and not state.stopped and result.returncode != 0:
             error = f"codex exited with {result.describe()}"
         return Outcome.from_tracker(

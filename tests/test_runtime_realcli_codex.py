@@ -312,3 +312,21 @@ async def test_real_codex_compliance_records_commands_and_the_sandbox_keeps_them
     assert out.final_text == "Filled."
     assert made == []  # the read-only sandbox refused the write
     assert len(api.requests) == 3
+
+
+async def test_real_codex_past_its_timeout_is_ended_with_its_group(codex: str, tmp_path: Path) -> None:
+    from skillreach.runtimes.codex import CodexRuntime
+
+    catalog = folder_catalog(tmp_path)
+    with ResponsesAPI(ResponsesScript({"slow": ["pdf"]}), delay_s=8.0) as api:
+        rt = CodexRuntime(
+            "fake-model", codex_path=codex, settings=Settings(), base_url=api.base_url, api_key="sk-test"
+        )
+        t0 = time.monotonic()
+        out, _ = await probe(rt, catalog, query("a slow one", "pdf"), timeout_s=4)
+        took = time.monotonic() - t0
+        await rt.aclose()
+    assert out.error == "codex did not finish within 4s"
+    assert out.invoked == []
+    assert took < 7
+    assert not any(alive(pid) for pid in rt.pids)

@@ -61,6 +61,7 @@ REGISTRY: dict[str, str] = {
     "claude-code": "skillreach.runtimes.claude_code:ClaudeCodeRuntime",
     "openai-compatible": "skillreach.runtimes.openai_compat:OpenAICompatRuntime",
     "pi": "skillreach.runtimes.pi:PiRuntime",
+    "codex": "skillreach.runtimes.codex:CodexRuntime",
     "goose": "skillreach.runtimes.goose:GooseRuntime",
     "antigravity-cli": "skillreach.runtimes.antigravity_cli:AntigravityCliRuntime",
     "antigravity-sdk": "skillreach.runtimes.antigravity_sdk:AntigravitySdkRuntime",

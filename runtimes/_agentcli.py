@@ -1,5 +1,5 @@
 """What every runtime that drives an agent CLI as a child process shares (pi, goose, antigravity-cli,
-claude-code; the antigravity-sdk runtime uses the skill layout and activation parts).
+claude-code, codex; the antigravity-sdk runtime uses the skill layout and activation parts).
 
 - **Finding the program**: :func:`find_executable` (explicit path, else an environment variable, else
   ``PATH``) and :func:`tool_version`.

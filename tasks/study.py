@@ -98,8 +98,9 @@ def _finished_pairs(plan: StudyPlan) -> set[tuple[str, int]]:
     with _finished_lock:
         pairs = _finished.get(key)
         if pairs is None:  # another process planned this study: read its log once
-            pairs = _finished[key] = completed_pairs(read_probes(plan.probes_path, missing_ok=True),
-                                                     plan.fingerprint)
+            pairs = _finished[key] = completed_pairs(
+                read_probes(plan.probes_path, missing_ok=True), plan.fingerprint
+            )
         return pairs
 
 
@@ -169,8 +170,14 @@ async def prepare_study(
         resolved = await resolve_model(runtime, options)
     finally:
         await runtime.aclose()
-    fp = fingerprint(inputs.catalog, inputs.query_set, config.runtime, resolved, options,
-                     extra=dict(sorted(config.runtime_options.items())))
+    fp = fingerprint(
+        inputs.catalog,
+        inputs.query_set,
+        config.runtime,
+        resolved,
+        options,
+        extra=dict(sorted(config.runtime_options.items())),
+    )
     out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
     existing = read_probes(out / "probes.jsonl", missing_ok=True)
     # `skillreach run --out DIR` without --force: one configuration per folder. A derived folder is its
@@ -183,21 +190,36 @@ async def prepare_study(
     study_id = study_id_for(fp, out)
     _hold_study_lock(config, study_id, out)
     try:
-        return await _plan_locked(config, inputs, kind, fp=fp, resolved=resolved, out=out,
-                                  study_id=study_id, existing=existing)
+        return await _plan_locked(
+            config, inputs, kind, fp=fp, resolved=resolved, out=out, study_id=study_id, existing=existing
+        )
     except BaseException:
         _release_study_lock(study_id)
         raise
 
 
 async def _plan_locked(
-    config: StudyConfig, inputs: StudyInputs, kind: str, *, fp: str, resolved: str | None, out: Path,
-    study_id: str, existing: list[ProbeRecord],
+    config: StudyConfig,
+    inputs: StudyInputs,
+    kind: str,
+    *,
+    fp: str,
+    resolved: str | None,
+    out: Path,
+    study_id: str,
+    existing: list[ProbeRecord],
 ) -> StudyPlan:
     with store_for(config) as store:
         recorded = store.count_probes(study_id) if store.get_study(study_id) is not None else 0
-        plan = plan_study(config, inputs, out=out, fingerprint=fp, resolved_model=resolved,
-                          existing=existing, recorded_in_store=recorded)
+        plan = plan_study(
+            config,
+            inputs,
+            out=out,
+            fingerprint=fp,
+            resolved_model=resolved,
+            existing=existing,
+            recorded_in_store=recorded,
+        )
         store.begin_study(
             study_id,
             out_dir=str(out.resolve()),
@@ -266,6 +288,10 @@ async def canary(config: StudyConfig, inputs: StudyInputs) -> int:
 
     timeout_s = canary_timeout(config.timeout_s, config.canary_timeout_s)
     runtime = runtime_for(config.model_copy(update={"timeout_s": timeout_s}))
+    overflow = getattr(runtime, "listing_warning", None)  # an agent that caps its skills listing (codex)
+    line = overflow(inputs.catalog) if callable(overflow) else None
+    if line:
+        logger().warning("%s", line)
     try:
         options = replace(probe_options(config), timeout_s=timeout_s)
         records = await canary_check(runtime, inputs.catalog, options)
@@ -384,8 +410,9 @@ async def probe_batch(
         raise exc
     errors = [r.error for r in records if r.error]
     if errors:
-        logger().info("batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records),
-                         errors[0][:200])
+        logger().info(
+            "batch %d: %d of %d probes failed (first: %s)", batch, len(errors), len(records), errors[0][:200]
+        )
     return {
         "batch": batch,
         "probes": len(records),
@@ -393,7 +420,6 @@ async def probe_batch(
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in records), 6),
         "skipped": len(pairs) - len(todo),
     }
-
 
 
 BATCHES_AT_ONCE = 2
@@ -581,8 +607,14 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
             await asyncio.to_thread(sink.look)
             set_up = time.perf_counter() - began
             records = await run_probes(
-                runtime, catalog, todo, options=probe_options(config), sink=sink,
-                concurrency=config.concurrency, fingerprint=fingerprint, slots=prober.slots,
+                runtime,
+                catalog,
+                todo,
+                options=probe_options(config),
+                sink=sink,
+                concurrency=config.concurrency,
+                fingerprint=fingerprint,
+                slots=prober.slots,
                 stop_when=lambda: sink.capped,
             )
         return records, len(todo), set_up
@@ -594,10 +626,20 @@ async def probe_batch_remote(work: dict[str, Any]) -> dict[str, Any]:
     finally:
         if held is not None:
             held.close()
-    logger().info("batch %s: %d probes (%d recorded already) in %.1f s, set-up %.2f s", work["batch"],
-                  len(records), len(pairs) - todo, time.perf_counter() - began, set_up)
-    return {"batch": work["batch"], "probes": len(records), "errors": sum(1 for r in records if r.error),
-            "skipped": len(pairs) - todo}
+    logger().info(
+        "batch %s: %d probes (%d recorded already) in %.1f s, set-up %.2f s",
+        work["batch"],
+        len(records),
+        len(pairs) - todo,
+        time.perf_counter() - began,
+        set_up,
+    )
+    return {
+        "batch": work["batch"],
+        "probes": len(records),
+        "errors": sum(1 for r in records if r.error),
+        "skipped": len(pairs) - todo,
+    }
 
 
 def _store_is_shared(config: StudyConfig) -> bool:
@@ -648,8 +690,13 @@ def _submit(work: dict[str, Any]) -> Any:
 
 
 def _work_for(
-    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, pairs: Sequence[tuple[str, int]],
-    *, batch: int, tries: int,
+    config: StudyConfig,
+    inputs: StudyInputs,
+    plan: StudyPlan,
+    pairs: Sequence[tuple[str, int]],
+    *,
+    batch: int,
+    tries: int,
 ) -> dict[str, Any]:
     by_id = inputs.query_set.by_id()
     return {
@@ -665,8 +712,9 @@ def _work_for(
     }
 
 
-async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: StudyPlan,
-                           *, workers: int = 1, poll_s: float = 1.0) -> dict[str, Any]:
+async def probe_on_workers(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, *, workers: int = 1, poll_s: float = 1.0
+) -> dict[str, Any]:
     """Submit every batch as a background task, wait for all, and write ``probes.jsonl`` from the store.
 
     A batch whose worker died (its task run started, its PostgreSQL advisory lock free: the kernel
@@ -719,6 +767,7 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
         futures[i] = (_submit(again), tries + 1)
 
     progress = time.monotonic()  # the last time a batch of this study was seen running or finishing
+
     def follow(store: Any) -> None:
         """Feed the progress display the records the workers stored since the last poll."""
         for row_id, record in store.probes_not_in(plan.study_id, seen):
@@ -743,7 +792,8 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
                 continue
             with contextlib.suppress(Exception):
                 await client.set_task_run_state(
-                    future.task_run_id, Cancelled(message="the study's cost cap was reached"), force=True)
+                    future.task_run_id, Cancelled(message="the study's cost cap was reached"), force=True
+                )
             del futures[i]
 
     with store_for(config) as store:
@@ -755,8 +805,12 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
                     if on_probe is not None:
                         await asyncio.to_thread(follow, store)
                     ids = [f.task_run_id for f, _ in futures.values()]
-                    runs = {r.id: r for r in await client.read_task_runs(
-                        task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids)))}
+                    runs = {
+                        r.id: r
+                        for r in await client.read_task_runs(
+                            task_run_filter=TaskRunFilter(id=TaskRunFilterId(any_=ids))
+                        )
+                    }
                     if config.max_cost is not None and not capped:
                         await over_budget(client, store, runs)
                     waiting: list[int] = []
@@ -793,7 +847,8 @@ async def probe_on_workers(config: StudyConfig, inputs: StudyInputs, plan: Study
                 assert config.max_cost is not None
                 raise BudgetExceeded(
                     f"the cost cap of ${config.max_cost:.2f} was reached (${capped[0]:.4f} spent across the "
-                    "workers); the results so far are kept — raise --max-cost to go on")
+                    "workers); the results so far are kept — raise --max-cost to go on"
+                )
         finally:  # the local log from the store, whatever ended the wait (loses nothing)
             if on_probe is not None:
                 await asyncio.to_thread(follow, store)  # the last ones, before the bar stops

@@ -1,4 +1,4 @@
-"""``skillreach lint`` and ``skillreach overlap``."""
+"""``skillreach lint``, ``skillreach overlap`` and ``skillreach listing``."""
 
 from __future__ import annotations
 
@@ -171,6 +171,80 @@ def overlap_cmd(
     console.print(f"[dim]ratio = rival score / self-score. {CAVEAT}[/dim]")
 
 
+class Agent(StrEnum):
+    codex = "codex"
+    claude_code = "claude-code"
+
+
+def listing_cmd(
+    dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
+    agent: Agent = typer.Option(Agent.codex, "--agent", help="The agent whose listing to show."),
+    context_window: int | None = typer.Option(
+        None,
+        "--context-window",
+        help="The model's context window in tokens, as the agent knows it (codex: default 272000, what "
+        "Codex 0.171.0 assumes for a model it has no metadata for; 0: no window known, 8000 characters).",
+    ),
+    full: bool = typer.Option(False, "--full", help="Print the listing block exactly as the agent sends it."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
+) -> None:
+    """The catalog as an agent will list it to its model: for Codex, whose listing is capped at 2 % of the
+    context window, which descriptions are shortened (and to what) and which skills are dropped — a
+    dropped skill can never be activated, whatever its description says."""
+    from skillreach.errors import InputError
+    from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, codex_listing_text, listing_for
+    from skillreach.skills.discovery import load_skills
+
+    if context_window is not None and context_window < 0:
+        raise InputError(f"--context-window must be 0 or a positive number of tokens, not {context_window}")
+    window = CODEX_FALLBACK_CONTEXT_WINDOW if context_window is None else (context_window or None)
+
+    def problem(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    skills = load_skills(dirs, on_problem=problem)
+    listing = listing_for(agent.value, skills, context_window=window)
+    if as_json:
+        payload = {
+            "agent": listing.agent,
+            "budget": listing.budget,
+            "summary": listing.summary(),
+            "skills": [
+                {
+                    "name": s.name,
+                    "status": "dropped" if s.dropped else "shortened" if s.shortened else "full",
+                    "shown": None if s.dropped else s.description,
+                    "kept_chars": 0 if s.dropped else len(s.description),
+                    "full_chars": s.full_length,
+                }
+                for s in listing.skills
+            ],
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        return
+    if full:
+        root = "<workspace>/.agents/skills"
+        text = codex_listing_text(listing, root) if agent is Agent.codex else None
+        typer.echo(text if text is not None else "\n".join(listing.lines))
+        return
+    typer.echo(listing.summary())
+    shortened = [s for s in listing.skills if s.shortened]
+    dropped = [s for s in listing.skills if s.dropped]
+    if shortened:
+        typer.echo(
+            f"\nshortened ({len(shortened)}): characters of the description kept, and what the model sees"
+        )
+        width = max(len(s.name) for s in shortened)
+        for s in shortened:
+            shown = json.dumps(s.description, ensure_ascii=False)
+            typer.echo(f"  {s.name:<{width}}  {len(s.description):>4}/{s.full_length:<4}  {shown}")
+    if dropped:
+        typer.echo(f"\ndropped ({len(dropped)}): not in the listing at all")
+        for s in dropped:
+            typer.echo(f"  {s.name}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("lint")(lint_cmd)
     app.command("overlap")(overlap_cmd)
+    app.command("listing")(listing_cmd)

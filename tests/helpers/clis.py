@@ -7,12 +7,13 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["CLAUDE_CACHE", "PI_CACHE", "real_claude", "real_pi"]
+__all__ = ["CLAUDE_CACHE", "CODEX_CACHE", "PI_CACHE", "real_claude", "real_codex", "real_pi"]
 
 CLAUDE_CACHE = Path(
     os.environ.get("SKILLREACH_CLAUDE_CACHE", Path.home() / ".cache" / "skillreach" / "claude-code")
 )
 PI_CACHE = Path(os.environ.get("SKILLREACH_PI_CACHE", Path.home() / ".cache" / "skillreach" / "pi"))
+CODEX_CACHE = Path(os.environ.get("SKILLREACH_CODEX_CACHE", Path.home() / ".cache" / "skillreach" / "codex"))
 _PI_STUB = Path(__file__).resolve().parents[1] / "fakes" / "pi_stub" / "pi"
 
 
@@ -43,6 +44,15 @@ def real_pi() -> str | None:
         ):
             return candidate
     return None
+
+
+def real_codex() -> str | None:
+    """The real ``codex`` (``@openai/codex``): ``SKILLREACH_REAL_CODEX``, else the npm cache."""
+    explicit = os.environ.get("SKILLREACH_REAL_CODEX")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    candidate = CODEX_CACHE / "node_modules" / ".bin" / "codex"
+    return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
 def hold_hooks_left(within_s: float = 2.0) -> list[str]:

@@ -1,0 +1,152 @@
+"""Each agent's listing of a catalog (``skillreach.skills.agent_listing``): Codex's capped listing, from
+the cases of its own ``render.rs`` tests and the request Codex 0.171.0 really sent (the capture in
+``../shared/design/agent-clis/``), and ``skillreach listing``. The same listing against the real CLI on
+the real corpora is ``tests/test_runtime_realcli_codex.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillreach.cli import main
+from skillreach.models import Skill
+from skillreach.skills.agent_listing import (
+    CODEX_DEFAULT_CHAR_BUDGET,
+    codex_budget,
+    codex_listing,
+    codex_listing_text,
+    listing_for,
+)
+
+CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "design" / "agent-clis"
+
+
+def skill(name: str, description: str) -> Skill:
+    return Skill(name=name, description=description)
+
+
+def minimum(name: str) -> int:
+    """Characters of a skill's line without description, its newline included."""
+    return len(f"- {name}: (file: r0/{name}/SKILL.md)\n")
+
+
+def test_the_budget_is_two_percent_of_the_window_else_8000_characters() -> None:
+    assert codex_budget(200_000) == ("tokens", 4_000)
+    assert codex_budget(99) == ("tokens", 1)
+    assert codex_budget(None) == ("chars", CODEX_DEFAULT_CHAR_BUDGET)
+    assert codex_budget(0) == ("chars", CODEX_DEFAULT_CHAR_BUDGET)
+
+
+def test_a_catalog_that_fits_is_listed_in_full_sorted_by_name() -> None:
+    listing = codex_listing([skill("b-skill", "Second."), skill("a-skill", "First.")])
+    assert listing.lines == (
+        "- a-skill: First. (file: r0/a-skill/SKILL.md)",
+        "- b-skill: Second. (file: r0/b-skill/SKILL.md)",
+    )
+    assert not listing.overflows
+    assert (
+        listing.summary()
+        == "codex lists all 2 skills in full (budget 8000 characters (no context window known))"
+    )
+
+
+def test_descriptions_are_shortened_evenly_before_any_skill_is_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """render.rs: ``budgeted_rendering_truncates_descriptions_equally_before_omitting_skills``."""
+    alpha, beta = skill("alpha-skill", "abcdef"), skill("beta-skill", "uvwxyz")
+    budget = minimum("alpha-skill") + minimum("beta-skill") + 6
+    monkeypatch.setattr("skillreach.skills.agent_listing.CODEX_DEFAULT_CHAR_BUDGET", budget)
+    listing = codex_listing([beta, alpha])
+    assert listing.lines == (
+        "- alpha-skill: ab (file: r0/alpha-skill/SKILL.md)",
+        "- beta-skill: uv (file: r0/beta-skill/SKILL.md)",
+    )
+    assert listing.shortened == ["alpha-skill", "beta-skill"]
+    assert listing.dropped == []
+
+
+def test_what_a_short_description_leaves_goes_to_the_long_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """render.rs: ``budgeted_rendering_redistributes_unused_description_budget``."""
+    short, long = skill("short-skill", "x"), skill("long-skill", "abcdefghi")
+    budget = minimum("short-skill") + minimum("long-skill") + 11
+    monkeypatch.setattr("skillreach.skills.agent_listing.CODEX_DEFAULT_CHAR_BUDGET", budget)
+    listing = codex_listing([short, long])
+    assert listing.lines == (
+        "- long-skill: abcdefgh (file: r0/long-skill/SKILL.md)",
+        "- short-skill: x (file: r0/short-skill/SKILL.md)",
+    )
+    assert listing.shortened == ["long-skill"]
+
+
+def test_past_the_bare_lines_descriptions_go_and_skills_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    skills = [skill(f"s-{i}", "A description.") for i in range(4)]
+    monkeypatch.setattr("skillreach.skills.agent_listing.CODEX_DEFAULT_CHAR_BUDGET", 2 * minimum("s-0") + 5)
+    listing = codex_listing(skills)
+    assert listing.lines == ("- s-0: (file: r0/s-0/SKILL.md)", "- s-1: (file: r0/s-1/SKILL.md)")
+    assert listing.dropped == ["s-2", "s-3"]
+    assert listing.shortened == ["s-0", "s-1"]
+    assert "2 of 4 skills" in listing.summary()
+    assert "a dropped skill can never be activated" in listing.summary()
+
+
+def test_a_token_budget_counts_four_bytes_a_token_per_line() -> None:
+    # 2 % of 1,500 = 30 tokens: two bare lines of 43 bytes (11 tokens each) fit, a third does not
+    skills = [skill(f"skill-{i:03d}", "Does a thing.") for i in range(3)]
+    listing = codex_listing(skills, context_window=1_500)
+    assert [s.name for s in listing.skills if not s.dropped] == ["skill-000", "skill-001"]
+
+
+def test_the_listing_is_the_block_codex_sent_in_the_capture() -> None:
+    capture = CAPTURES / "codex-first-request.json"
+    if not capture.is_file():
+        pytest.skip("../shared/design/agent-clis is not present beside the checkout")
+    body = json.loads(capture.read_text())["body"]
+    sent = body["input"][1]["content"][0]["text"]
+    skills = [
+        skill(
+            "pdf-report",
+            "Build a one-page PDF report from a CSV file. "
+            "Use when the user asks for a PDF summary of tabular data.",
+        ),
+        skill(
+            "git-changelog",
+            "Write a CHANGELOG.md entry from recent git commits. "
+            "Use when the user asks to update the changelog.",
+        ),
+    ]
+    assert codex_listing_text(codex_listing(skills), "<workspace>/.agents/skills") == sent
+
+
+def test_claude_code_lists_every_skill_in_full() -> None:
+    listing = listing_for("claude-code", [skill("b", "B."), skill("a", "A.")])
+    assert listing.lines == ("- a: A.", "- b: B.")
+    assert not listing.overflows
+    with pytest.raises(ValueError, match="unknown agent"):
+        listing_for("nobody", [])
+
+
+def test_listing_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(30):
+        folder = tmp_path / f"skill-{i:02d}"
+        folder.mkdir()
+        text = f"Handle chores of kind {i:02d} for the team, with a long explanation of when to use it. " * 3
+        (folder / "SKILL.md").write_text(
+            f"---\nname: skill-{i:02d}\ndescription: {text.strip()}\n---\nBody.\n"
+        )
+    assert main(["listing", str(tmp_path), "--agent", "codex", "--context-window", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("codex lists 30 of 30 skills: 30 descriptions shortened, 0 skills dropped")
+    assert "  skill-00  " in out
+    assert main(["listing", str(tmp_path), "--context-window", "10000", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    statuses = {s["status"] for s in payload["skills"]}
+    assert statuses == {"shortened", "dropped"}
+    assert payload["budget"].startswith("200 tokens")
+    assert main(["listing", str(tmp_path), "--full"]) == 0
+    full = capsys.readouterr().out
+    assert full.startswith("<skills_instructions>\n## Skills\n")
+    assert "- `r0` = `<workspace>/.agents/skills`" in full
+    assert main(["listing", str(tmp_path), "--context-window", "-1"]) == 2

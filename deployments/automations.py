@@ -6,14 +6,18 @@ message (``{"text": ...}``) to every webhook of ``SKILLREACH_ALERT_WEBHOOKS``. E
 *Custom Webhook* notification block whose URL lives only in the block's secret values (read from the
 environment at upsert time), so it is neither shown nor logged.
 
-``skillreach-run-ended-badly``: a flow run of a skillreach deployment (tag ``skillreach``) that ends
-``Crashed`` or ``Failed`` (a nightly that breached included: ``Failed`` named ``Breached``) is said to
-the same webhooks, once per run; its link is the run's UI page (``PREFECT_UI_URL``).
+``skillreach-run-ended-badly``: a flow run of a skillreach deployment (tag ``skillreach``) that ends in a
+state of *type* ``CRASHED`` or ``FAILED``, whatever the state's name, is said to the same webhooks, once
+per run; its link is the run's UI page (``PREFECT_UI_URL``). Prefect names a state event after the
+state's *name* (a breached nightly ends ``Failed`` named ``Breached``: ``prefect.flow-run.Breached``), so
+the trigger expects any flow-run event and matches the event resource's ``prefect.state-type`` label.
 
 ``skillreach-crash-zombie-runs``: Prefect's documented answer to "zombie" runs. Flow runs of deployments
 send ``prefect.flow-run.heartbeat`` events (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, set by ``skillreach
 serve``); a run whose heartbeats stop for ``ZOMBIE_AFTER_HEARTBEATS`` periods without a terminal state
-is marked ``Crashed`` (which then alerts, above). Created whether or not webhooks are configured.
+is marked ``Crashed`` (which then alerts, above). Any state event of the run ends the wait, whatever the
+state's name (``prefect.flow-run.Breached`` included), so a run that ended is never marked again.
+Created whether or not webhooks are configured.
 """
 
 from __future__ import annotations
@@ -21,12 +25,20 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from skillreach.service.alerts import BASELINE_EXPIRED, GATE_BREACHED, MODEL_DRIFT, NO_QUERIES, parse_webhooks
+from skillreach.service.alerts import (
+    BASELINE_EXPIRED,
+    GATE_BREACHED,
+    GATE_INCONCLUSIVE,
+    MODEL_DRIFT,
+    NO_QUERIES,
+    parse_webhooks,
+)
 
 __all__ = [
     "ALERT_AUTOMATION",
     "ALERT_BODY",
     "ALERT_SUBJECT",
+    "BAD_STATE_TYPES",
     "HEARTBEAT_S",
     "RUN_ALERT_AUTOMATION",
     "ZOMBIE_AUTOMATION",
@@ -39,9 +51,9 @@ __all__ = [
 
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
 
-ALERT_EVENTS = frozenset({GATE_BREACHED, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
-"""Every event a person must hear of: a breached gate, a drifted metric, an expired or missing baseline,
-a skill without queries."""
+ALERT_EVENTS = frozenset({GATE_BREACHED, GATE_INCONCLUSIVE, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
+"""Every event a person must hear of: a breached gate, an undecided drop kept as a candidate, a drifted
+metric, an expired or missing baseline, a skill without queries."""
 
 ALERT_SUBJECT = (
     "skillreach {{ event.event }}: {{ event.payload.skill }} {{ event.payload.metric }}"
@@ -66,9 +78,10 @@ ZOMBIE_AUTOMATION = "skillreach-crash-zombie-runs"
 HEARTBEAT_S = 30
 """The flow-run heartbeat period ``skillreach serve`` sets (Prefect's minimum)."""
 ZOMBIE_AFTER_HEARTBEATS = 3
-TERMINAL_EVENTS = frozenset({"prefect.flow-run.Completed", "prefect.flow-run.Failed",
-                             "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"})
-BAD_ENDINGS = frozenset({"prefect.flow-run.Crashed", "prefect.flow-run.Failed"})
+FLOW_RUN_EVENTS = "prefect.flow-run.*"
+"""Every event of a flow run: its heartbeats and its state changes, each named after the state's name."""
+BAD_STATE_TYPES = ("CRASHED", "FAILED")
+"""The state types of a run that ended badly (``prefect.state-type`` on the state event's resource)."""
 RUN_ALERT_SUBJECT = "skillreach {{ deployment.name }}: run {{ flow_run.name }} {{ flow_run.state.name }}"
 RUN_ALERT_BODY = (
     "skillreach skillreach.run.{{ flow_run.state.type.value|lower }}: {{ flow.name }}/{{ deployment.name }} "
@@ -100,7 +113,8 @@ def zombie_automation(heartbeat: int | None = None) -> Any:
         description=f"A flow run whose heartbeats stop for {ZOMBIE_AFTER_HEARTBEATS * period} s is Crashed.",
         trigger=EventTrigger(
             after={"prefect.flow-run.heartbeat"},
-            expect={"prefect.flow-run.heartbeat", *TERMINAL_EVENTS},
+            # a heartbeat or any state change (terminal ones under whatever name) ends the wait
+            expect={"prefect.flow-run.heartbeat", FLOW_RUN_EVENTS},
             match={"prefect.resource.id": ["prefect.flow-run.*"]},
             for_each={"prefect.resource.id"},
             posture=Posture.Proactive,
@@ -116,7 +130,8 @@ def zombie_automation(heartbeat: int | None = None) -> Any:
 
 
 def run_alert_automation(block_ids: list[Any]) -> Any:
-    """A Crashed or Failed run of a skillreach deployment, said once to every webhook."""
+    """A run of a skillreach deployment that ended in a CRASHED or FAILED state (any name), said once to
+    every webhook."""
     from prefect.automations import Automation
     from prefect.events.actions import SendNotification
     from prefect.events.schemas.automations import EventTrigger, Posture
@@ -125,8 +140,8 @@ def run_alert_automation(block_ids: list[Any]) -> Any:
         name=RUN_ALERT_AUTOMATION,
         description="Say a Crashed or Failed run of a skillreach deployment to SKILLREACH_ALERT_WEBHOOKS.",
         trigger=EventTrigger(
-            expect=set(BAD_ENDINGS),
-            match={"prefect.resource.id": "prefect.flow-run.*"},
+            expect={FLOW_RUN_EVENTS},
+            match={"prefect.resource.id": "prefect.flow-run.*", "prefect.state-type": list(BAD_STATE_TYPES)},
             # deployment runs only (a study subflow has no deployment): one alert per failed night
             match_related=[{"prefect.resource.role": "tag", "prefect.resource.id": "prefect.tag.skillreach"},
                            {"prefect.resource.role": "deployment"}],

@@ -14,8 +14,10 @@ from prefect import flow
 from skillreach.flows._compose import call
 from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
+from skillreach.service.alerts import GATE_BREACHED
 from skillreach.service.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
 from skillreach.study import StudyConfig, StudyResult
+from skillreach.tasks.baselines import EVERY_SKILL
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.corpus import generation_for, grow_corpus
 from skillreach.tasks.crashes import crash_children, crash_studies
@@ -56,17 +58,26 @@ async def rebaseline_all(
 ) -> dict[str, Any]:
     """Re-probe every skill, gate each against its stored baseline, then re-record — never silently.
 
-    Gate before re-record: a breach alerts (one per skill and metric) and the skill's new record waits
-    as a candidate for ``skillreach baseline accept``; the ok and inconclusive ones are recorded, all in
-    one commit. After ``skillreach.model.snapshot.changed`` the pins differ by design: the same paired
-    differences are a drift report (``skillreach.model.drift`` for each skill that moved past its gate)
-    and every record is re-recorded under the new pin. A skill added without queries gets them from the
+    Gate before re-record, and a baseline only goes down when a person says so: a breach alerts (one
+    per skill and metric), an inconclusive drop (past the gate, the interval undecided) alerts once per
+    skill with how many cases would decide it, and either skill's new record waits as a candidate for
+    ``skillreach baseline accept``; the ok ones are recorded, all in one commit. After
+    ``skillreach.model.snapshot.changed`` the pins differ by design: the same paired differences are a
+    drift report (``skillreach.model.drift`` for each skill that moved past its gate) and every record is
+    re-recorded under the new pin — except a skill whose candidate waits: it keeps waiting, its new
+    record a candidate under the new pin (the drift report lists them; so after a runtime version
+    change). A study on another runtime, model or rubric judge than the stored baselines' re-records
+    nothing (*not compared*). ``skillreach.skill.changed`` (an edit) re-gates every skill, as
+    ``skill.added`` does; ``skill`` ``"*"`` (the first nightly of a fresh install) is every skill.
+    A skill added without queries gets them from the
     generation flow when a generator model is configured: the grown set is a new corpus version, every
     skill is gated on the old set's cases, and the grown set is committed with the records made from it.
     ``reason``, ``skill`` and ``model_snapshot`` come from the triggering event; the study's folder is per
     hour of the run's expected start (``slot``), so a retried or re-run re-baselining resumes.
     """
     drift = reason == MODEL_SNAPSHOT_CHANGED
+    if skill == EVERY_SKILL:
+        skill = None
     why = reason if not skill else f"{reason} ({skill})"
     if model_snapshot:
         why += f" → {model_snapshot}"
@@ -82,7 +93,7 @@ async def rebaseline_all(
     result = await _run_study(cfg, "rebaseline", _slot(slot, "%Y-%m-%dT%H"))
     return {"reason": reason, "skill": skill or None, "model_snapshot": model_snapshot or None,
             "study_id": result.study_id, "out": str(result.out), "statuses": result.statuses,
-            "alerts": len(result.breaches), "queries_grown": grown}
+            "alerts": len(result.breaches), "queries_grown": grown, "gate_report": result.gate_report}
 
 
 @flow(name="nightly-compliance")
@@ -95,22 +106,24 @@ async def nightly_compliance(
     run's expected start date in UTC): re-running a crashed nightly the same day resumes it."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
     result = await _run_study(cfg, "compliance", _slot(slot, "%Y-%m-%d"))
-    summary = {"study_id": result.study_id, "breaches": len(result.breaches), "out": str(result.out),
-               "statuses": result.statuses}
-    return _breached(summary, result) if result.breaches else summary
+    breached = [b for b in result.breaches if b.get("event", GATE_BREACHED) == GATE_BREACHED]
+    summary = {"study_id": result.study_id, "breaches": len(breached), "alerts": len(result.breaches),
+               "out": str(result.out), "statuses": result.statuses, "gate_report": result.gate_report}
+    return _breached(summary, result, breached) if breached else summary
 
 
-def _breached(summary: dict[str, Any], result: StudyResult) -> Any:
-    """A tracked nightly with a breach ends ``Failed`` named ``Breached`` (not green in the UI; no flow
-    retry: a retry would measure the same breach again); in-process, the summary as it is."""
+def _breached(summary: dict[str, Any], result: StudyResult, breaches: list[dict[str, Any]]) -> Any:
+    """A tracked nightly with a breached gate ends ``Failed`` named ``Breached`` (not green in the UI; no
+    flow retry: a retry would measure the same breach again); in-process, the summary as it is. Notices
+    (no baseline yet, an expired one) alert by themselves and do not fail the run: one alert each."""
     from skillreach.tasks import in_prefect_run
 
     if not in_prefect_run():
         return summary
     from prefect.states import Failed
 
-    skills = sorted({str(b.get("skill")) for b in result.breaches if b.get("skill")})
-    message = (f"{len(result.breaches)} gate breach(es) in study {result.study_id}"
+    skills = sorted({str(b.get("skill")) for b in breaches if b.get("skill")})
+    message = (f"{len(breaches)} gate breach(es) in study {result.study_id}"
                + (f": {', '.join(skills)}" if skills else "") + f"; see {result.out}")
     return Failed(name="Breached", message=message, data=summary)
 

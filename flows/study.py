@@ -64,7 +64,7 @@ async def study(
         scored = await call(score_study, config, inputs, plan, kind)
         gates = GateOutcome()
         if config.gate or config.record_baselines:  # gate before re-record, always
-            gates = await call(gate_study, config, inputs, plan, scored.artifact)
+            gates = await call(gate_study, config, inputs, plan, scored.artifact, kind)
             await call(publish_report, scored, gates)  # report.html again, with the gate report
         if gates.breaches:
             await call(deliver_alerts, config, plan.study_id, list(gates.breaches))

@@ -235,6 +235,19 @@ class Query(Frozen):
             "checks": self.checks.canonical() if self.checks is not None else None,
         }
 
+    def case_digest(self) -> str:
+        """``sha256:<hex>`` of the case's content (spec/metrics.md "Cases are pinned by content"): the
+        canonical JSON of ``text``, ``expected_skill``, ``acceptable_skills`` (sorted), ``kind`` and
+        ``checks`` — not the id, not the notes."""
+        doc = {
+            "text": self.text,
+            "expected_skill": self.expected_skill,
+            "acceptable_skills": sorted(self.acceptable_skills),
+            "kind": self.kind.value,
+            "checks": self.checks.canonical() if self.checks is not None else None,
+        }
+        return "sha256:" + sha256_hex(canonical_json(doc))
+
 
 class Provenance(Frozen):
     model_config = ConfigDict(frozen=True, extra="allow")

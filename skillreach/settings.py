@@ -8,11 +8,11 @@ environment variables, and nothing here stores or prints them.
 
 from __future__ import annotations
 
-import tomllib
+import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
@@ -45,10 +45,11 @@ class GateConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    activation: float = -0.05
-    false_activation: float = 0.03
-    compliance: float = -0.05
-    task_quality: float = -0.05
+    activation: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    false_activation: float = Field(default=0.03, ge=-1, le=1, allow_inf_nan=False)
+    compliance: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    task_quality: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
+    """Each gate is a finite number in [−1, 1] (a ``nan`` gate would pass any drop)."""
 
 
 class Settings(BaseSettings):
@@ -88,7 +89,23 @@ class Settings(BaseSettings):
     gates: GateConfig = Field(default_factory=GateConfig)
 
     alert_webhooks: list[str] = Field(default_factory=list)
-    """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged."""
+    """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.
+    Checked when read (:func:`skillreach._io.urls.check_webhook`): http or https, a host, a valid port,
+    no link-local or metadata address."""
+
+    @field_validator("alert_webhooks")
+    @classmethod
+    def _webhooks_valid(cls, urls: list[str]) -> list[str]:
+        from skillreach._io.urls import check_webhook, url_label
+
+        for i, url in enumerate(urls, start=1):
+            problem = check_webhook(url)
+            if problem is not None:
+                raise ValueError(
+                    f"webhook {i} of {len(urls)} ({url_label(url)}): {problem}; fix "
+                    "SKILLREACH_ALERT_WEBHOOKS or alert_webhooks in the config file"
+                )
+        return [u.strip() for u in urls]
 
     claude_path: str = "claude"
     pi_path: str = "pi"
@@ -137,6 +154,8 @@ def _suggest(key: str) -> str:
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
+    from skillreach._io.json import JsonProblem, decode_utf8
+    from skillreach._io.toml import load_toml
     from skillreach._io.yaml import YamlProblem, load_limited
 
     try:
@@ -156,9 +175,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"{path}: {size:,} bytes, more than a config file may hold (1 MiB); check --config"
             )
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
+        text = decode_utf8(path.read_bytes(), source=str(path))
+    except JsonProblem as exc:
+        raise ConfigError(str(exc)) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file ({exc.strerror}); check --config") from exc
     if "\0" in text:
@@ -166,11 +185,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{line}: a NUL byte (\\0) is not allowed in a config file; remove it")
     try:
         if path.suffix == ".toml":
-            data = tomllib.loads(text)
+            data = load_toml(text, source=str(path), max_bytes=MAX_CONFIG_BYTES)
         else:
             data, _ = load_limited(text, max_bytes=MAX_CONFIG_BYTES, max_nodes=MAX_CONFIG_NODES)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid toml: {exc}") from exc
+    except JsonProblem as exc:
+        raise ConfigError(str(exc)) from exc
     except YamlProblem as exc:
         raise ConfigError(f"{path}:{exc.line}: invalid YAML ({exc.what}); fix the syntax") from exc
     if data is None:
@@ -186,7 +205,7 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     flags = {k: v for k, v in overrides.items() if v is not None}
     try:
         # init kwargs beat the environment in pydantic-settings; merge file first, then flags.
-        return Settings(**{**file_values, **flags})
+        settings = Settings(**{**file_values, **flags})
     except SettingsError as exc:  # an environment value that is not valid JSON for a list/dict field
         field = str(exc).split('"')[1] if '"' in str(exc) else "a setting"
         env = f"SKILLREACH_{field.upper()}"
@@ -196,10 +215,22 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "settings"
-        where = f"{config}: " if config is not None and err["loc"] and err["loc"][0] in file_values else ""
+        top = str(err["loc"][0]) if err["loc"] else ""
+        if config is not None and top in file_values:
+            where = f"{config}: "
+        elif top and top not in {**flags, **file_values} and f"SKILLREACH_{top.upper()}" in os.environ:
+            where = f"environment variable SKILLREACH_{top.upper()}: "  # neither a flag nor the file
+        else:
+            where = ""
         hint = (
             f"unknown setting{_suggest(field) or '; check its spelling'}"
             if err["type"] == "extra_forbidden"
             else err["msg"]
         )
         raise ConfigError(f"{where}{field}: {hint}") from exc
+    from skillreach._io.redact import register_secret, register_url_password
+
+    # the secret settings are masked wherever they would appear (a log line, an error, a record)
+    register_url_password(settings.database_url)
+    register_secret(*settings.alert_webhooks)
+    return settings

@@ -1,5 +1,6 @@
 """Delivering gate-breach alerts: a Prefect event when a server with the alert automation is there,
-else a direct post to the webhooks of ``SKILLREACH_ALERT_WEBHOOKS``. Every alert is stored.
+else a direct post to the webhooks of ``SKILLREACH_ALERT_WEBHOOKS``. Every alert is stored, and in a
+tracked run every alert is also an event (deployment triggers listen to some of them).
 
 The webhook URLs come from the study's configuration (a secret field, never dumped) and are only passed
 to the HTTP client; they never reach a log line, a payload, a flow parameter or the database.
@@ -53,12 +54,16 @@ async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict
     if not breaches:
         return []
     urls = config.webhook_urls()
-    via_prefect = in_prefect_run() and api_url() is not None and await automation_exists()
+    tracked = in_prefect_run() and api_url() is not None
+    via_prefect = tracked and await automation_exists()
     out: list[str] = []
     with store_for(config) as store:
         for payload in breaches:
             row = store.add_alert(payload, study_id=study_id)
-            if via_prefect and _emit(payload):
+            # the event goes out in every tracked run: deployments listen to some (a baseline expired or
+            # missing starts rebaseline-all) whether or not an automation forwards it to a person
+            emitted = tracked and _emit(payload)
+            if via_prefect and emitted:
                 delivery, ok = "event", True
             elif urls:
                 results = send_alert(payload, urls)

@@ -14,12 +14,14 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.baselines.rebaseline import SkillGate, gate_report_markdown
+from skillreach.baselines.rebaseline import SkillGate, gate_report_markdown, not_compared, undecided
 from skillreach.baselines.record_store import BaselineRepo
 from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import SkillreachError
 from skillreach.service.alerts import (
     BASELINE_EXPIRED,
+    GATE_BREACHED,
+    GATE_INCONCLUSIVE,
     MODEL_DRIFT,
     NO_QUERIES,
     breaches_from_comparison,
@@ -31,6 +33,8 @@ from skillreach.study.plan import StudyInputs, StudyPlan
 from skillreach.tasks._context import in_prefect_run, logger, store_for
 
 __all__ = [
+    "EVERY_SKILL",
+    "FIRST_NIGHTLY_KINDS",
     "GateOutcome",
     "baseline_config",
     "baseline_repo",
@@ -38,6 +42,13 @@ __all__ = [
     "record_baselines",
     "run_link",
 ]
+
+
+EVERY_SKILL = "*"
+"""The ``skill`` of the one alert of a nightly that finds no baseline at all (a fresh install): its
+``skillreach.baseline.expired`` event starts ``rebaseline-all`` for every skill."""
+FIRST_NIGHTLY_KINDS = frozenset({"compliance"})
+"""The study kinds that are the service's nightly: only they start the first re-baselining."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,16 @@ class GateOutcome:
     """Skills with a baseline that could not be compared, and why (an expired pin)."""
     report: str = ""
     results: tuple[SkillGate, ...] = ()
+    waiting: tuple[str, ...] = ()
+    """Skills whose candidate record waited (for ``skillreach baseline accept``) when the study started."""
+    not_compared: str | None = None
+    """Why the study is not the gating one (another runtime, model or rubric judge than the stored
+    baselines'): then nothing is gated, alerted or re-recorded."""
+
+    @property
+    def gate_breaches(self) -> int:
+        """How many of the alerts are breached gates (not notices, not drift)."""
+        return sum(1 for a in self.breaches if a.get("event", GATE_BREACHED) == GATE_BREACHED)
 
 
 def run_link(plan: StudyPlan) -> str:
@@ -151,32 +172,65 @@ async def baseline_config(config: StudyConfig, inputs: StudyInputs) -> StudyConf
     return config.model_copy(update={"compliance": True})
 
 
-@task(name="gate_study", cache_policy=NO_CACHE)
-async def gate_study(
-    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, artifact: Any
-) -> GateOutcome:
-    """Compare every skill with its stored baseline: one status per skill, one alert per breached gate
-    (per drifted metric after a model change), per expired or missing baseline, per skill without queries.
-    Nothing is silent: a skill that cannot be compared says why."""
-    from skillreach.baselines.rebaseline import gate_skills
-
+def _stored(
+    config: StudyConfig, inputs: StudyInputs
+) -> tuple[dict[str, BaselineRecord | None], tuple[str, ...]]:
+    """The stored baseline of every skill of the catalog, and the skills whose candidate waits. Outside
+    git, the database's newest record of the study's runtime — or, when the runtime has none at all,
+    of any runtime (so a study on another runtime is told apart, never taken for a fresh install)."""
     repo = baseline_repo(config)
     stored: dict[str, BaselineRecord | None] = {}
+
+    def latest(store: Any, skill: str, runtime: str | None) -> BaselineRecord | None:
+        row = store.latest_baseline(skill, runtime=runtime)
+        return BaselineRecord.model_validate(row.record) if row is not None else None
+
     with store_for(config) as store:
         for skill in inputs.catalog.names:
-            if repo is not None:
-                stored[skill] = repo.read(skill)
-            else:
-                row = store.latest_baseline(skill, runtime=config.runtime)
-                stored[skill] = BaselineRecord.model_validate(row.record) if row is not None else None
-    if not any(stored.values()) and not config.record_baselines:
-        return GateOutcome(report=gate_report_markdown([], [], plan.study_id))
+            stored[skill] = repo.read(skill) if repo is not None else latest(store, skill, config.runtime)
+        if repo is None and not any(stored.values()):
+            stored = {skill: latest(store, skill, None) for skill in inputs.catalog.names}
+    waiting = tuple(repo.skills(candidates=True)) if repo is not None else ()
+    return stored, waiting
+
+
+@task(name="gate_study", cache_policy=NO_CACHE)
+async def gate_study(
+    config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, artifact: Any, kind: str = "study"
+) -> GateOutcome:
+    """Compare every skill with its stored baseline: one status per skill, one alert per breached gate
+    (per drifted metric after a model change), per expired or missing baseline, per skill without queries,
+    and — when re-baselining — one per skill whose drop the interval leaves undecided (kept as a
+    candidate; the alert says how many cases would decide it). Nothing is silent: a skill that cannot be
+    compared says why.
+
+    Only the gating study gates: a study on another runtime, model or rubric judge than the stored
+    baselines' is reported once as *not compared* — no alert, no re-baselining. A nightly (``kind``) that
+    finds no baseline at all alerts once and starts ``rebaseline-all`` for every skill."""
+    from skillreach.baselines.rebaseline import gate_skills
+
+    stored, waiting = _stored(config, inputs)
     new = _new_records(config, inputs, artifact)
+    why = not_compared(stored.values(), new.values(), drift=config.drift)
+    if why is not None:
+        logger().warning("not compared: %s; nothing gated, no alert, nothing re-recorded", why)
+        return GateOutcome(report=gate_report_markdown([], [], plan.study_id, not_compared=why),
+                           waiting=waiting, not_compared=why)
+    link = run_link(plan)
+    if not any(stored.values()) and not config.record_baselines:
+        if kind not in FIRST_NIGHTLY_KINDS or not new:
+            return GateOutcome(report=gate_report_markdown([], [], plan.study_id), waiting=waiting)
+        statuses = {s: "no baseline" if s in new else "no queries" for s in inputs.catalog.names}
+        first = notice_payload(BASELINE_EXPIRED, skill=EVERY_SKILL, run_link=link, study_id=plan.study_id,
+                               message="no baselines yet: re-baselining every skill")
+        logger().warning("no baselines yet: re-baselining every skill")
+        return GateOutcome((), (first,), statuses, (),
+                           gate_report_markdown([], [], plan.study_id, statuses, first=True),
+                           waiting=waiting)
     gated = _on_parent_cases(inputs, judge_model_of(config, live=False), new, stored)
     results = gate_skills(inputs.catalog.names, stored, gated, config.gates, drift=config.drift)
     if gated is not new:  # gated on the parent's cases; what is recorded is the grown set's record
         results = [replace(r, new=new[r.skill]) if r.new is not None else r for r in results]
-    link = run_link(plan)
     model = plan.resolved_model or config.model
     rows: list[dict[str, Any]] = []
     alerts: list[dict[str, Any]] = []
@@ -191,12 +245,24 @@ async def gate_study(
                 r.comparison, baseline_id=r.base.baseline_id, run_link=link, study_id=plan.study_id,
                 runtime=config.runtime, model=model, **({"event": MODEL_DRIFT} if config.drift else {}),
             )
+            if r.status == "inconclusive" and config.record_baselines:  # kept as a candidate: said once
+                metrics = sorted({g.metric for g in r.comparison.results if str(g.verdict) == "inconclusive"})
+                alerts.append(notice_payload(
+                    GATE_INCONCLUSIVE, skill=r.skill, run_link=link, study_id=plan.study_id,
+                    baseline_id=r.base.baseline_id, metric=", ".join(metrics), verdict="inconclusive",
+                    message=f"drop past the gate, interval undecided: {undecided(r.comparison)}; the "
+                            f"baseline {r.base.baseline_id} stays, the new record waits as a candidate "
+                            f"(skillreach baseline accept {r.skill} lowers the bar)"))
+        elif r.status == "expired" and r.skill in waiting:  # a person decides, not a re-baselining
+            skipped.append(f"{r.skill}: {r.reason}; its candidate waits "
+                           f"(skillreach baseline accept {r.skill})")
         elif r.status == "expired":
             skipped.append(f"{r.skill}: {r.reason}")
-            alerts.append(notice_payload(
-                BASELINE_EXPIRED, skill=r.skill, run_link=link, study_id=plan.study_id,
-                baseline_id=r.base.baseline_id if r.base else None,
-                message=f"baseline expired, not compared ({r.reason}); re-baselining is due"))
+            if not config.record_baselines:  # a re-baselining is what this alert would start
+                alerts.append(notice_payload(
+                    BASELINE_EXPIRED, skill=r.skill, run_link=link, study_id=plan.study_id,
+                    baseline_id=r.base.baseline_id if r.base else None,
+                    message=f"baseline expired, not compared ({r.reason}); re-baselining is due"))
         elif r.status == "no queries" and config.record_baselines:  # said when it arrives; nightly lists it
             alerts.append(notice_payload(
                 NO_QUERIES, skill=r.skill, run_link=link, study_id=plan.study_id,
@@ -207,24 +273,33 @@ async def gate_study(
                 BASELINE_EXPIRED, skill=r.skill, run_link=link, study_id=plan.study_id,
                 message="no baseline to gate against; re-baselining is due"))
     statuses = {r.skill: r.status for r in results}
+    kept = [r.skill for r in results if r.new is not None and r.skill in waiting
+            and (config.drift or r.status in ("expired", "drift"))] if config.record_baselines else []
     if alerts:
         logger().warning("%d alert(s): %s", len(alerts),
                          ", ".join(f"{a['skill']}/{a['metric']}" for a in alerts))
     return GateOutcome(tuple(rows), tuple(alerts), statuses, tuple(skipped),
-                       gate_report_markdown(rows, skipped, plan.study_id, statuses, drift=config.drift),
-                       tuple(results))
+                       gate_report_markdown(rows, skipped, plan.study_id, statuses, drift=config.drift,
+                                            kept_waiting=kept),
+                       tuple(results), waiting=waiting)
 
 
 @task(name="record_baselines", cache_policy=NO_CACHE)
 async def record_baselines(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, outcome: GateOutcome
 ) -> dict[str, Any]:
-    """Record what the gate let through in one commit (a breached skill's record waits as a candidate);
-    mirror every record into the database. Returns what was recorded and the commit."""
+    """Record what the gate let through in one commit (a breached or inconclusive skill's record waits
+    as a candidate, and so does a waiting candidate's across a model or runtime change); mirror every
+    record into the database. A study that is not the gating one records nothing. Returns what was
+    recorded and the commit."""
     from skillreach.baselines.rebaseline import records_to_write
     from skillreach.baselines.records import write_baseline
 
-    records, candidates = records_to_write(outcome.results)
+    if outcome.not_compared is not None:
+        logger().info("not compared (%s): nothing re-recorded", outcome.not_compared)
+        return {"recorded": [], "candidates": [], "commit": None, "ids": [],
+                "not_compared": outcome.not_compared}
+    records, candidates = records_to_write(outcome.results, waiting=outcome.waiting, drift=config.drift)
     repo = baseline_repo(config)
     sha: str | None = None
     if repo is not None and (records or candidates):

@@ -139,6 +139,7 @@ async def stage_size(config: SweepConfig, stage: SweepStage, size: int) -> Study
     return config.study.model_copy(
         update={
             "skills": (folder / "skills",),
+            "follow_outside": True,  # the farm links to the catalog's own folders
             "queries": stage.queries_path,
             "out": folder,
             "catalog": "full",

@@ -917,7 +917,7 @@ def build_world(root: Path) -> list[Case]:
         ("per-case-emptied", lambda r: r.__setitem__("per_case", {})),
         ("digest-removed", lambda r: r.pop("digest")),
         ("digest-garbage", lambda r: r.__setitem__("digest", "sha256:00")),
-        ("case-flipped", lambda r: r["per_case"]["q00"].__setitem__("activated", [1, 1, 1, 1, 1])),
+        ("case-flipped", lambda r: r["per_case"]["q00"]["outcomes"].__setitem__("activated", [1] * 5)),
     ):
         r = json.loads(json.dumps(rec))
         edit(r)
@@ -952,7 +952,7 @@ def build_world(root: Path) -> list[Case]:
             "compare-no-paired-case",
             ("baseline", "compare", str(base), str(bdir / "unpaired.json")),
             3,
-            ("no case rated in both records",),
+            ("no positive case of deploy is identical",),
         )
     )
     add(
@@ -961,7 +961,7 @@ def build_world(root: Path) -> list[Case]:
             "compare-no-paired-case-json",
             ("baseline", "compare", str(base), str(bdir / "unpaired.json"), "--json"),
             3,
-            ("no case rated in both records",),
+            ("no positive case of deploy is identical",),
         )
     )
     add(
@@ -1084,8 +1084,18 @@ def _env(root: Path, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Run ``argv[1:]`` with SIGINT's disposition reset: a pytest started from a background job ignores
+SIGINT, children inherit that through exec, and Python then installs no KeyboardInterrupt handler."""
+
+
 def _run(case: Case, root: Path) -> Result:
     args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
+    if case.interrupt_after_s is not None:
+        args = [sys.executable, "-c", _DEFAULT_SIGINT, *args]
     start = time.monotonic()
     proc = subprocess.Popen(
         args,

@@ -7,11 +7,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillreach.baselines.records import (
     BaselineRecord,
     changes_between,
     cohort_split,
+    corpus_digest,
     corpus_location,
     corpus_version,
     expiry,
@@ -20,6 +23,7 @@ from skillreach.baselines.records import (
     read_baseline,
     record_baseline,
     skill_version,
+    staleness,
     write_baseline,
 )
 from skillreach.cli import main
@@ -160,7 +164,9 @@ def test_record_shape_matches_the_spec(tmp_path: Path) -> None:
     assert data["baseline_id"].startswith("deploy@")
     assert data["skill"] == "deploy"
     assert data["skill_version"].startswith("sha256:")
-    assert data["corpus_version"] == query_set().compute_digest()
+    assert data["schema_version"] == 2
+    assert data["corpus_version"] == corpus_version(query_set(), "deploy")  # its own positive cases
+    assert data["corpus_version"] != query_set().compute_digest()
     assert data["model"] == "fake-model-20260101"
     assert data["runtime"] == {"name": "fake", "version": None}  # spec: runtime {name, version}
     assert data["runs_per_case"] == 2
@@ -170,6 +176,11 @@ def test_record_shape_matches_the_spec(tmp_path: Path) -> None:
         assert set(m) == {"value", "ci95", "n", "cases"}
         assert 0.0 <= m["ci95"][0] <= m["value"] <= m["ci95"][1] <= 1.0
     assert set(data["per_case"]) == {"d1", "d2", "d3", "p1", "p2", "o1"}
+    by_id = query_set().by_id()
+    for qid, entry in data["per_case"].items():  # spec: per_case {id: {digest, outcomes}}
+        assert set(entry) == {"digest", "outcomes"}
+        assert entry["digest"] == by_id[qid].case_digest()
+        assert "role" in entry["outcomes"]
 
 
 def test_record_metric_values(tmp_path: Path) -> None:
@@ -291,7 +302,9 @@ def test_corpus_version_in_git(tmp_path: Path) -> None:
     qpath = write_query_set(qs, repo / "evals" / "queries.json")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "corpus")
-    assert corpus_version(qs) == qs.compute_digest()  # the pin is the content
+    assert corpus_version(qs, "deploy") == corpus_digest(
+        (q.id, q.case_digest()) for q in qs.queries if q.expected_skill == "deploy"
+    )  # the pin is the content of the skill's own cases
     shown, commit = corpus_location(qpath)
     assert shown == "evals/queries.json"  # the path is information
     assert commit == git(repo, "rev-parse", "HEAD")
@@ -307,7 +320,7 @@ def test_the_same_sealed_set_at_another_path_pins_the_same(tmp_path: Path) -> No
     copy.write_bytes(qpath.read_bytes())
     a = record_baseline(art, qpath, "deploy")
     b = record_baseline(art, copy, "deploy")
-    assert a.corpus_version == b.corpus_version == query_set().compute_digest()
+    assert a.corpus_version == b.corpus_version == corpus_version(query_set(), "deploy")
     assert a.corpus_path != b.corpus_path
     from skillreach.baselines.gates import compare
 
@@ -459,11 +472,21 @@ def _rec(tmp_path: Path) -> tuple[BaselineRecord, Path]:
 
 def test_expiry_reasons(tmp_path: Path) -> None:
     rec, _ = _rec(tmp_path)
-    assert expiry(rec, corpus=rec.corpus_version, model=rec.model, rubric=rec.rubric_version) == []
+    assert expiry(rec, query_set=query_set(), model=rec.model, rubric=rec.rubric_version) == []
     assert expiry(rec, model="fake-model") == []  # the alias of the recorded snapshot
     assert expiry(rec, model="other-model") == ["model changed: fake-model-20260101 → other-model"]
-    reasons = expiry(rec, corpus="queries.json@sha256:" + "0" * 64)
-    assert reasons[0].startswith("corpus changed:")
+    # every positive case edited: nothing left to pair → expired
+    edited = QuerySet(catalog_id="t", queries=tuple(
+        q.model_copy(update={"text": q.text + "!"}) if q.expected_skill == "deploy" else q
+        for q in query_set().queries
+    ))
+    reasons = expiry(rec, query_set=edited)
+    assert reasons == ["none of its 3 positive cases is in the query set unchanged"]
+    # one left: still current (stale)
+    kept = tuple(q for q in edited.queries if q.id != "d1")
+    one = QuerySet(catalog_id="t", queries=(*kept, query_set().by_id()["d1"]))
+    assert expiry(rec, query_set=one) == []
+    assert staleness(rec, one) == ["2 cases changed since recorded"]
     assert expiry(rec, rubric=rubric_version("another rubric", FAKE_JUDGE_MODEL))[0].startswith(
         "rubric changed:"
     )
@@ -489,14 +512,24 @@ def test_status_reports_expired(tmp_path: Path, capsys: pytest.CaptureFixture[st
         out = capsys.readouterr()
         assert "expired" in out.out
         assert "model changed" in out.out
-        # the corpus changes: expired
+        # cases added to the skill's corpus: stale, not expired (still gated)
         qs = query_set()
-        extra = Query(id="d9", text="deploy on friday", expected_skill="deploy")
-        write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, extra)), source="t"), qpath)
+        extra = tuple(
+            Query(id=f"d{i}", text=f"deploy on day {i}", expected_skill="deploy") for i in (7, 8, 9)
+        )
+        write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, *extra)), source="t"), qpath)
         assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 0
         rows = json.loads(capsys.readouterr().out)["baselines"]
-        assert rows[0]["expired"] is True
-        assert rows[0]["reasons"][0].startswith("corpus changed")
+        assert rows[0]["expired"] is False
+        assert rows[0]["stale"] == ["3 cases added since recorded"]
+        assert main(["baseline", "status", "--baselines", str(bdir)]) == 0
+        assert "3 cases added since recorded" in capsys.readouterr().out
+        # another skill's query added: nothing changes for deploy
+        other = Query(id="p9", text="split a pdf", expected_skill="pdf")
+        write_query_set(seal(QuerySet(catalog_id="t", queries=(*qs.queries, other)), source="t"), qpath)
+        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["baselines"]
+        assert (rows[0]["expired"], rows[0]["stale"]) == (False, [])
     finally:
         os.chdir(cwd)
 
@@ -545,3 +578,90 @@ def test_show_prints_pins_and_metrics(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "activation" in out
     assert "0.667" in out
     assert "(outside git)" in out
+
+
+# ---------------------------------------------------------------------------- cases pinned by content
+
+
+def test_a_legacy_record_is_read_and_reported_as_needing_rebaselining(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record of schema 1 (flat per_case, corpus_version of the whole set) is read, never crashes,
+    and says it must be re-baselined: expired in status, refused by compare."""
+    from skillreach.baselines.records import baseline_digest
+
+    rec, _ = _rec(tmp_path)
+    data = json.loads(rec.model_dump_json())
+    data["schema_version"] = 1
+    data["corpus_version"] = query_set().compute_digest()
+    data["per_case"] = {k: v["outcomes"] for k, v in data["per_case"].items()}
+    data["digest"] = baseline_digest(data)
+    bdir = tmp_path / "baselines"
+    bdir.mkdir()
+    path = bdir / "deploy.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    old = read_baseline(path)
+    assert old.legacy
+    assert old.per_case["d1"].digest is None
+    assert expiry(old, query_set=query_set())[0].startswith("recorded before cases were pinned by content")
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["baseline", "status", "--baselines", str(bdir), "--json"]) == 0
+        row = json.loads(capsys.readouterr().out)["baselines"][0]
+        assert row["expired"] is True
+        assert "re-baseline it" in row["reasons"][0]
+    finally:
+        os.chdir(cwd)
+    new = tmp_path / "new.json"
+    write_baseline(rec, new)
+    assert main(["baseline", "compare", str(path), str(new)]) == 3
+    err = capsys.readouterr().err
+    assert "schema_version" in err
+    assert "re-baseline it" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_case_digest_is_content_without_the_id() -> None:
+    q = Query(id="a", text="ship it", expected_skill="deploy", acceptable_skills=("b", "a2"))
+    assert q.case_digest() == q.model_copy(update={"id": "zzz", "notes": "n"}).case_digest()
+    assert q.case_digest() == q.model_copy(update={"acceptable_skills": ("a2", "b")}).case_digest()
+    assert q.case_digest() != q.model_copy(update={"text": "ship it!"}).case_digest()
+    assert q.case_digest() != Query.model_validate({**q.model_dump(), "kind": "contextual"}).case_digest()
+    assert q.case_digest() != q.model_copy(update={"checks": DEPLOY_CHECKS}).case_digest()
+
+
+_skills = st.sampled_from(["deploy", "pdf", "lint"])
+_queries = st.lists(
+    st.tuples(st.text("abcdefgh ", min_size=1, max_size=12).filter(str.strip), _skills),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_queries, st.text("xyz ", min_size=1, max_size=8).filter(str.strip), _skills, st.sampled_from(
+    ["add", "edit", "remove"]))
+def test_another_skills_query_never_changes_a_corpus_version(
+    texts: list[tuple[str, str]], extra: str, skill: str, how: str
+) -> None:
+    """Adding, editing or removing one skill's query leaves every other skill's corpus_version."""
+    queries = tuple(Query(id=f"q{i}", text=t, expected_skill=s) for i, (t, s) in enumerate(texts))
+    before = QuerySet(catalog_id="t", queries=queries)
+    if how == "add":
+        added = Query(id="new", text=extra, expected_skill=skill)
+        after = QuerySet(catalog_id="t", queries=(*queries, added))
+    else:
+        own = [q for q in queries if q.expected_skill == skill]
+        if not own:
+            return
+        target = own[0]
+        kept = tuple(q for q in queries if q.id != target.id)
+        changed = (target.model_copy(update={"text": target.text + extra}),) if how == "edit" else ()
+        after = QuerySet(catalog_id="t", queries=kept + changed)
+    for other in ("deploy", "pdf", "lint"):
+        if other != skill:
+            assert corpus_version(before, other) == corpus_version(after, other)
+    assert corpus_version(before, skill) != corpus_version(after, skill)

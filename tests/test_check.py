@@ -158,7 +158,7 @@ def make_repo(tmp_path: Path) -> Path:
 
 
 def run_study(repo: Path, cfg_name: str, out: str) -> Path:
-    from skillreach.cli.baseline_cmds import _run_study
+    from skillreach.cli.check_cmds import _run_study
     from skillreach.study import StudyConfig
 
     cfg = StudyConfig.build(
@@ -244,13 +244,15 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     ), annotations
     assert not any("activation (paired) breach" in line for line in annotations)
     assert "gate failed for deploy" in captured.err
-    # check is a merge gate: the inconclusive paired compliance fails too, and says what would decide it
-    assert "inconclusive: deploy compliance: " in captured.err
-    assert "would decide it; pass --lenient to let an inconclusive gate pass" in captured.err
+    # the paired compliance breaches too: three of its 13 cases now mostly break the rules, and
+    # Newcombe's interval (the t interval reached 0 here) leaves 0
     assert any(
-        line.startswith("::error file=skills/deploy/SKILL.md,title=skillreach gate%3A inconclusive::")
+        line.startswith(
+            "::error file=skills/deploy/SKILL.md,title=skillreach gate%3A breach::deploy: compliance (paired)"
+        )
         for line in annotations
     ), annotations
+    assert "smallest breach activation " in captured.out  # before probing: what the cases can show
     text = summary.read_text(encoding="utf-8")
     assert "## skillreach check" in text
     assert "| deploy | activation | paired |" in text
@@ -291,11 +293,11 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     assert act["new"] > act["base"]
     comp_paired = rows[("compliance", "paired")]
     # paired: the 10 web cases (unchanged) and the 3 infra cases the narrow description reached once,
-    # which now mostly break the rules — a fall past the gate whose interval still reaches 0
+    # which now mostly break the rules — a fall past the gate whose interval leaves 0
     assert comp_paired["k"] == 13
     assert comp_paired["mean_diff"] == pytest.approx((-0.75 - 1.0 - 1.0) / 13)
-    assert comp_paired["verdict"] == "inconclusive"
-    assert "runs per case" in comp_paired["note"] or "cases" in comp_paired["note"]
+    assert comp_paired["ci95"][1] == pytest.approx(-0.0404, abs=1e-4)
+    assert comp_paired["verdict"] == "breach"
     fresh = rows[("compliance", "new cases")]
     assert fresh["k"] == 7  # infra cases the baseline never measured compliance on
     assert fresh["mean_diff"] < -0.5
@@ -365,8 +367,9 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
     # nothing changed since HEAD
     assert main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process"]) == 0
     assert "no skill changed; nothing to check" in capsys.readouterr().out
-    # a new skill: every skill is re-checked; deploy against its baseline (same behaviour: ok), pdf and
-    # dns have none (warned, not failed)
+    # a new skill: every skill with a baseline is re-checked; deploy against its baseline (same
+    # behaviour: ok); dns, the changed skill, has none at the base revision: not a pass unless
+    # --allow-missing (pdf has none either, but nothing changed it: not gated)
     write_skill(repo / "skills", "dns", "Change DNS records.")
     args = [
         "check",
@@ -383,19 +386,21 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
         "--out",
         "out/c",
     ]
-    code = main(args)
-    captured = capsys.readouterr()
-    lines = captured.out.splitlines()
-    annotations = [x for x in lines if x.startswith("::")]
-    payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
-    assert code == 0, captured.err
-    assert payload["checked"] == ["deploy", "dns", "pdf"]
-    status = {r["skill"]: r["status"] for r in payload["results"]}
-    assert status == {"deploy": "ok", "dns": "no baseline", "pdf": "no baseline"}
-    assert any(
-        a.startswith("::warning file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
-        for a in annotations
-    )
+    for extra, expected, level in (([], 1, "error"), (["--allow-missing"], 0, "warning")):
+        code = main([*args, *extra])
+        captured = capsys.readouterr()
+        lines = captured.out.splitlines()
+        annotations = [x for x in lines if x.startswith("::")]
+        payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
+        assert code == expected, captured.err
+        assert payload["checked"] == ["deploy", "dns"]
+        status = {r["skill"]: r["status"] for r in payload["results"]}
+        assert status == {"deploy": "ok", "dns": "no baseline"}
+        assert any(
+            a.startswith(f"::{level} file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
+            and "baseline rebaseline --rev main --skills dns" in a
+            for a in annotations
+        ), annotations
 
 
 def test_check_expired_baseline_is_not_compared(
@@ -404,12 +409,15 @@ def test_check_expired_baseline_is_not_compared(
     repo = make_repo(tmp_path)
     monkeypatch.chdir(repo)
     record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
-    # the corpus gains a case: the stored baseline is expired
+    # every case of deploy's corpus is edited: none of the baseline's positive cases survives, so the
+    # stored baseline is expired (a case added would only make it stale, and it would still be gated)
     qs = corpus()
-    extra = Query(id="web99", text="ship it now", expected_skill="deploy")
+    edited = tuple(
+        q.model_copy(update={"text": q.text + ", now"}) if q.expected_skill == "deploy" else q
+        for q in qs.queries
+    )
     write_query_set(
-        seal(QuerySet(catalog_id="story", queries=(*qs.queries, extra)), source="t"),
-        repo / "evals" / "queries.json",
+        seal(QuerySet(catalog_id="story", queries=edited), source="t"), repo / "evals" / "queries.json"
     )
     write_skill(repo / "skills", "deploy", BROAD, BODY)
     capsys.readouterr()
@@ -419,7 +427,43 @@ def test_check_expired_baseline_is_not_compared(
     assert "not compared: deploy (expired)" in captured.err
     result = json.loads(captured.out)["results"][0]
     assert result["status"] == "expired"
-    assert "corpus changed: sha256:" in result["message"]
+    assert "positive cases is in the query set unchanged" in result["message"]
+
+
+def test_check_gates_a_stale_baseline_on_the_cases_it_shares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query added for deploy (and one for pdf) makes deploy's record stale, not expired: check still
+    gates it, over the identical cases, and lists the case added."""
+    repo = make_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
+    qs = corpus()
+    extra = (
+        Query(id="web99", text="ship the web app now", expected_skill="deploy", checks=CHECKS),
+        Query(id="pdf99", text="merge these pdfs", expected_skill="pdf"),
+    )
+    write_query_set(
+        seal(QuerySet(catalog_id="story", queries=(*qs.queries, *extra)), source="t"),
+        repo / "evals" / "queries.json",
+    )
+    broad = script(True)
+    broad["web99"], broad["pdf99"] = {"attempts": [GOOD] * RUNS}, ["pdf"]
+    (repo / "ci" / "broad.json").write_text(json.dumps(broad), encoding="utf-8")
+    write_skill(repo / "skills", "deploy", BROAD, BODY)
+    capsys.readouterr()
+    code = main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--config",
+                 str(repo / "ci" / "broad.yaml"), "--in-process", "--json"])
+    captured = capsys.readouterr()
+    assert code in (0, 1), captured.err
+    result = json.loads(captured.out)["results"][0]
+    assert result["status"] in ("ok", "inconclusive", "breach"), result
+    assert "deploy: 1 case added since recorded" in captured.err
+    cases = result["comparison"]["cases"]
+    assert "web99" in cases["added_positive"]
+    assert "pdf99" in cases["added"]
+    assert cases["changed"] == []
+    assert cases["identical"] == len(qs.queries)
 
 
 def test_check_needs_changed_and_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -457,7 +501,7 @@ def test_check_fails_on_a_changed_skill_that_does_not_parse(
 
 
 def test_annotation_escaping() -> None:
-    from skillreach.cli.baseline_cmds import _annotate
+    from skillreach.cli.check_cmds import _annotate
 
     line = _annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
     assert line == "::warning file=skills/a%2Cb/SKILL.md,title=t%3A x::50%25 done%0Anext"
@@ -469,7 +513,7 @@ def test_in_process_study_grades_rubrics_with_the_fake_judge(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the in-process study records to ./.skillreach; keep it out of the repo
     from skillreach.baselines.records import record_baseline
-    from skillreach.cli.baseline_cmds import _run_study
+    from skillreach.cli.check_cmds import _run_study
     from skillreach.study import StudyConfig
     from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
     from skillreach.study.probe_log import read_probes

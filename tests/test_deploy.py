@@ -92,15 +92,19 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
 
     triggers = [DeploymentEventTrigger(**t) for t in BY_NAME["rebaseline-all"]["triggers"]]
     expected = {e for t in triggers for e in t.expect}
-    assert expected == {"skillreach.skill.added", "skillreach.model.snapshot.changed",
-                        "skillreach.corpus.changed", "skillreach.rubric.changed",
-                        "skillreach.runtime.version.changed", "skillreach.baseline.expired"}
+    assert expected == {"skillreach.skill.added", "skillreach.skill.changed",
+                        "skillreach.model.snapshot.changed", "skillreach.corpus.changed",
+                        "skillreach.rubric.changed", "skillreach.runtime.version.changed",
+                        "skillreach.baseline.expired"}
     # the resources the watch flow emits match the triggers' resource filters
     from skillreach.service.watch import diff_catalog, diff_model, events_for, pin_events, pin_snapshot
 
     change = diff_model("anthropic", "claude-x", "a", "b")
     assert change is not None
     events = events_for("src", diff_catalog({}, {"pdf": "d"}), [change])
+    edited = events_for("src", diff_catalog({"pdf": "d"}, {"pdf": "e"}), [])
+    assert [e.event for e in edited] == ["skillreach.skill.changed"]  # an edit re-gates too
+    events += edited
     old = pin_snapshot("sha256:a", {"pdf": "sha256:r1"}, "claude-code", "2.1.0")
     new = pin_snapshot("sha256:b", {"pdf": "sha256:r2"}, "claude-code", "2.2.0")
     pins = pin_events("src", diff_catalog(old, new))
@@ -129,7 +133,8 @@ def test_alert_automation_validates() -> None:
 
     ids = [uuid4(), uuid4()]
     a = alert_automation(ids)
-    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.model.drift",
+    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.gate.inconclusive",
+                                "skillreach.model.drift",
                                 "skillreach.baseline.expired", "skillreach.skill.no_queries"}
     assert [act.block_document_id for act in a.actions] == ids
     # the body template renders the payload's fields (rendered with jinja like Prefect does)
@@ -195,13 +200,14 @@ def test_the_zombie_and_run_alert_automations_validate() -> None:
     zombie = zombie_automation(heartbeat=30)
     assert zombie.trigger.posture.value == "Proactive"
     assert zombie.trigger.after == {"prefect.flow-run.heartbeat"}
-    assert "prefect.flow-run.Crashed" in zombie.trigger.expect
+    assert zombie.trigger.expect == {"prefect.flow-run.heartbeat", "prefect.flow-run.*"}
     assert zombie.trigger.for_each == {"prefect.resource.id"}
     assert zombie.trigger.within == timedelta(seconds=90)
     assert zombie.actions[0].state == StateType.CRASHED
     ids = [uuid4()]
     alert = run_alert_automation(ids)
-    assert alert.trigger.expect == {"prefect.flow-run.Crashed", "prefect.flow-run.Failed"}
+    assert alert.trigger.expect == {"prefect.flow-run.*"}
+    assert alert.trigger.match.root["prefect.state-type"] == ["CRASHED", "FAILED"]
     related = {tuple(sorted(spec.root.items())) for spec in alert.trigger.match_related}
     assert (("prefect.resource.id", "prefect.tag.skillreach"), ("prefect.resource.role", "tag")) in related
     assert [a.block_document_id for a in alert.actions] == ids
@@ -283,3 +289,66 @@ def test_the_nightly_schedule_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> N
         nightly_schedule({**env, "SKILLREACH_NIGHTLY_CRON": "every night"})
     with pytest.raises(ConfigError, match="SKILLREACH_NIGHTLY_TIMEZONE='Mars/Olympus'"):
         nightly_schedule({**env, "SKILLREACH_NIGHTLY_TIMEZONE": "Mars/Olympus"})
+
+
+def _server_trigger(automation: Any) -> Any:
+    """The server's own reading of an automation's trigger (what evaluates events on a real server)."""
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    return EventTrigger.model_validate(automation.trigger.model_dump(mode="json"))
+
+
+def _state_event(name: str, state_type: str, *, tagged: bool = True) -> Any:
+    """A flow-run state event as the server emits it (prefect/server/models/events.py): named after the
+    state's name, its type a resource label."""
+    from uuid import uuid4
+
+    from prefect.server.events.schemas.events import ReceivedEvent
+    from prefect.types._datetime import now
+
+    run = uuid4()
+    related = [{"prefect.resource.id": f"prefect.deployment.{uuid4()}",
+                "prefect.resource.role": "deployment"}]
+    if tagged:
+        related.append({"prefect.resource.id": "prefect.tag.skillreach", "prefect.resource.role": "tag"})
+    return ReceivedEvent(
+        occurred=now("UTC"), event=f"prefect.flow-run.{name}",
+        resource={"prefect.resource.id": f"prefect.flow-run.{run}", "prefect.state-name": name,
+                  "prefect.state-type": state_type},
+        related=related, id=uuid4())
+
+
+@pytest.mark.parametrize(("name", "state_type", "alerts"), [
+    ("Breached", "FAILED", True),  # a breached nightly: Failed named Breached
+    ("Failed", "FAILED", True),
+    ("Crashed", "CRASHED", True),
+    ("TimedOut", "FAILED", True),
+    ("Completed", "COMPLETED", False),
+    ("Cancelled", "CANCELLED", False),
+    ("Running", "RUNNING", False),
+])
+def test_run_ended_badly_matches_the_state_type_whatever_its_name(
+    name: str, state_type: str, alerts: bool
+) -> None:
+    from uuid import uuid4
+
+    from skillreach.deployments.automations import run_alert_automation
+
+    trigger = _server_trigger(run_alert_automation([uuid4()]))
+    assert trigger.covers(_state_event(name, state_type)) is alerts
+    assert trigger.covers(_state_event(name, state_type, tagged=False)) is False  # not a skillreach run
+
+
+@pytest.mark.parametrize(("name", "state_type"), [
+    ("Breached", "FAILED"), ("Completed", "COMPLETED"), ("Crashed", "CRASHED"), ("Cancelled", "CANCELLED"),
+    ("Failed", "FAILED"),
+])
+def test_the_zombie_wait_ends_with_any_state_whatever_its_name(name: str, state_type: str) -> None:
+    from skillreach.deployments.automations import zombie_automation
+
+    trigger = _server_trigger(zombie_automation(heartbeat=30))
+    event = _state_event(name, state_type)
+    assert trigger.covers(event)
+    assert trigger.expects(event.event)  # the run ended: no "Run is already in terminal state" later
+    assert trigger.starts_after("prefect.flow-run.heartbeat")
+    assert not trigger.starts_after(event.event)

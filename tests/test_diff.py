@@ -1,5 +1,5 @@
 """``skillreach diff A B``: walls (exit 3), corroboration, paired statistics cross-checked against
-statsmodels' McNemar, scipy/statsmodels' paired t interval and scikit-learn's macro F1, and the
+statsmodels' McNemar, an independent Newcombe paired interval and scikit-learn's macro F1, and the
 reports. The arms are real studies of the bundled example (keyword runtime, offline), one with an
 edited description of ``log-search``."""
 
@@ -14,10 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.weightstats import DescrStatsW
 
 from skillreach.author.diff import diff_arms, load_arm, mcnemar_exact, moved_axes
 from skillreach.cli import main
@@ -26,6 +24,7 @@ from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
 from skillreach.flows.study import study
 from skillreach.queries.sets import read_query_file, seal, write_query_set
 from skillreach.study import StudyConfig
+from tests.helpers.newcombe import newcombe_reference
 
 EDITED = (
     "description: Search application logs and traces with logq to find errors, stack traces, request ids, "
@@ -117,13 +116,13 @@ def test_description_edit_reports_flipped_queries_and_an_independent_paired_verd
     ]
     assert r.won, "the edit should win some log-search queries on the example"
     assert all(f.truth == "log-search" and f.b_predicted == "log-search" for f in r.won)
-    # paired t interval: scipy's ttest_rel and statsmodels' DescrStatsW agree with ours
+    # the gate's paired interval (Newcombe, method 10): an independent reference from the 2×2 table
     top1 = r.delta("top1_accuracy")
     d = correct_b - correct_a
-    ci = sps.ttest_rel(correct_b, correct_a).confidence_interval(0.95)
+    want = newcombe_reference([(int(y), int(x)) for x, y in zip(correct_a, correct_b, strict=True)])
     assert top1.delta == pytest.approx(d.mean())
-    assert top1.ci95 == pytest.approx((max(-1, ci.low), min(1, ci.high)))
-    assert top1.ci95 == pytest.approx(DescrStatsW(d).tconfint_mean(alpha=0.05))
+    assert top1.ci95 == pytest.approx(want[1:])
+    assert top1.method == "Newcombe paired"
     assert top1.pairs == len(ids)
     # McNemar exact: statsmodels on the 2×2 table
     table = [
@@ -159,9 +158,8 @@ def test_per_skill_recall_precision_and_stolen_traffic(arms: dict[str, Path]) ->
         rb = np.array([rows_b[q][0]["predicted"] == s.skill for q in own], dtype=float)
         if own:
             assert s.recall.delta == pytest.approx((rb - ra).mean())
-            if np.std(rb - ra) > 0:
-                ci = sps.ttest_rel(rb, ra).confidence_interval(0.95)
-                assert s.recall.ci95 == pytest.approx((max(-1, ci.low), min(1, ci.high)))
+            want = newcombe_reference([(int(y), int(x)) for x, y in zip(ra, rb, strict=True)])
+            assert s.recall.ci95 == pytest.approx(want[1:])
         for arm_rows, value in ((rows_a, s.precision.a), (rows_b, s.precision.b)):
             predicted = [q for q in arm_rows if arm_rows[q][0]["predicted"] == s.skill]
             hits = [q for q in predicted if arm_rows[q][0]["truth"] == s.skill]

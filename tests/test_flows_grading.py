@@ -128,7 +128,7 @@ def test_check_in_process_runs_the_flow_tasks(world: dict[str, Path],
     """``check --in-process`` is the flow's own tasks: same fingerprint, grades in graded.jsonl, the
     study in the store; and a re-check probes afresh."""
 
-    from skillreach.cli.baseline_cmds import _run_study
+    from skillreach.cli.check_cmds import _run_study
 
     monkeypatch.delenv("SKILLREACH_JUDGE_MODEL", raising=False)
     with_rubrics(world)

@@ -1,4 +1,5 @@
-"""The gate of spec/metrics.md: pins, paired t interval, verdicts, exit codes, cohorts, power."""
+"""The gate of spec/metrics.md: pins, cases pinned by content, Newcombe's paired interval, verdicts,
+exit codes, cohorts, "rules out", smallest breach, advice."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from scipy import stats as sps
 
 from skillreach.baselines.gates import (
     Verdict,
+    advise,
     compare,
     gate_verdict,
     parse_gate_overrides,
-    power_advice,
     required_cases,
+    smallest_breach,
+    smallest_breach_text,
     t_test_power,
 )
 from skillreach.baselines.records import (
@@ -31,7 +34,7 @@ from skillreach.baselines.records import (
 )
 from skillreach.cli import main
 from skillreach.errors import ConfigError, RefusedError
-from skillreach.scoring.intervals import paired_t_interval
+from skillreach.scoring.intervals import newcombe_paired, paired_t_interval
 from skillreach.settings import GateConfig
 
 SKILL = "deploy"
@@ -48,7 +51,10 @@ def make_record(
     rubric: str | None = None,
     skill_version: str = "git:1111",
     bid: str = "deploy@base",
+    digests: dict[str, str] | None = None,
 ) -> BaselineRecord:
+    """A record whose case digests are ``sha256:<id>`` (the same content in every record) unless
+    ``digests`` says otherwise."""
     per_case: dict[str, CaseOutcomes] = {}
     for qid, acts in activated.items():
         per_case[qid] = CaseOutcomes(
@@ -58,10 +64,12 @@ def make_record(
             activated=tuple(acts),
             compliance=tuple((compliance or {}).get(qid, ())),
             quality=tuple((quality or {}).get(qid, ())),
+            digest=(digests or {}).get(qid, f"sha256:{qid}"),
         )
     for qid, acts in (negatives or {}).items():
         per_case[qid] = CaseOutcomes(
-            role="negative", kind="out_of_scope", probes=len(acts), activated=tuple(acts)
+            role="negative", kind="out_of_scope", probes=len(acts), activated=tuple(acts),
+            digest=(digests or {}).get(qid, f"sha256:{qid}"),
         )
     runs = max(len(v) for v in activated.values())
     return BaselineRecord(
@@ -127,11 +135,12 @@ def test_drop_past_the_gate_with_wide_spread_is_inconclusive() -> None:
     assert r.verdict is Verdict.inconclusive
     assert cmp.exit_code == 0
     assert compare(base, new, strict=True).exit_code == 1
-    # the power advice says how many cases would resolve the gate's size of change
-    assert r.power is not None
-    assert r.power.cases_needed is not None
-    assert r.power.cases_needed > 10
-    assert "cases" in r.note
+    # the advice is in units a team controls: the cases at which this change would be decided
+    assert r.advice is not None
+    assert r.advice.cases_needed is not None
+    assert r.advice.cases_needed > 10
+    assert r.advice.attempts_needed is None  # the spread is between cases (the new side's ICC is 1)
+    assert r.note.startswith(f"add about {r.advice.cases_needed - 10} positive cases for deploy")
 
 
 def test_no_change_is_ok_and_small_drop_inside_gate_is_ok() -> None:
@@ -162,7 +171,6 @@ def test_false_activation_gate_mirrors() -> None:
 @pytest.mark.parametrize(
     ("field", "kwargs"),
     [
-        ("corpus_version", {"corpus": "queries.json@sha256:" + "b" * 64}),
         ("model", {"model": "claude-opus-4-1-20250805"}),
         ("rubric_version", {"rubric": "sha256:" + "c" * 64}),
     ],
@@ -173,6 +181,60 @@ def test_differing_pins_are_refused_naming_the_field(field: str, kwargs: dict[st
     with pytest.raises(RefusedError, match=f"^{field} differs") as info:
         compare(base, new)
     assert info.value.exit_code == 3
+
+
+def test_a_differing_corpus_version_alone_is_not_refused() -> None:
+    """corpus_version is information: the comparison pairs the identical cases."""
+    base = make_record({"q1": [1, 1]})
+    new = make_record({"q1": [1, 1]}, bid="n", corpus="sha256:" + "b" * 64)
+    assert compare(base, new).verdict is Verdict.ok
+
+
+def test_no_identical_positive_case_is_refused_naming_the_field() -> None:
+    base = make_record({"q1": [1, 1], "q2": [1, 1]})
+    new = make_record({"q1": [1, 1], "q2": [1, 1]}, bid="n", digests={"q1": "sha256:x", "q2": "sha256:y"})
+    with pytest.raises(RefusedError, match=r"^corpus_version: no positive case of deploy is identical") as i:
+        compare(base, new)
+    assert i.value.exit_code == 3
+
+
+def test_a_legacy_record_is_refused_and_asks_for_rebaselining() -> None:
+    base = make_record({"q1": [1, 1]}).model_copy(update={"schema_version": 1})
+    with pytest.raises(RefusedError, match="schema_version: the baseline deploy@base was recorded before"):
+        compare(base, make_record({"q1": [1, 1]}, bid="n"))
+
+
+def test_edited_cases_are_not_paired_and_are_listed() -> None:
+    """q2 edited (another digest), q3 removed, q4 and n9 added: only q1 and n1 are paired."""
+    base = make_record({"q1": [1], "q2": [1], "q3": [1]}, negatives={"n1": [0]})
+    new = make_record(
+        {"q1": [1], "q2": [0], "q4": [0]}, negatives={"n1": [0], "n9": [1]}, bid="n",
+        digests={"q2": "sha256:edited"},
+    )
+    cmp = compare(base, new)
+    assert _result(cmp, "activation").k == 1
+    assert _result(cmp, "false_activation").k == 1
+    assert cmp.cases.identical == 2
+    assert cmp.cases.added == ("n9", "q4")
+    assert cmp.cases.added_positive == ("q4",)
+    assert cmp.cases.changed == ("q2",)
+    assert cmp.cases.changed_positive == ("q2",)
+    assert cmp.cases.removed == ("q3",)
+    assert any("compared over the identical cases only" in w for w in cmp.warnings)
+
+
+def test_added_and_changed_positive_cases_form_the_new_cases_cohort() -> None:
+    base = make_record({f"q{i}": [1] for i in range(6)}, compliance={f"q{i}": [True] for i in range(6)})
+    new = make_record(
+        {**{f"q{i}": [1] for i in range(6)}, "q6": [1]},
+        compliance={**{f"q{i}": [True] for i in range(6)}, "q0": [False], "q6": [False]},
+        digests={"q0": "sha256:edited"}, bid="n",
+    )
+    cmp = compare(base, new)
+    assert _result(cmp, "compliance").k == 5
+    fresh = _result(cmp, "compliance", "new cases")
+    assert fresh.k == 2  # q0 changed, q6 added
+    assert fresh.mean_diff == pytest.approx(-1.0)
 
 
 def test_records_of_different_skills_are_refused() -> None:
@@ -241,23 +303,48 @@ def test_paired_t_interval_matches_scipy() -> None:
         assert (lo, hi) == (pytest.approx(lo2), pytest.approx(hi2))
 
 
-def test_comparison_interval_is_the_t_interval_of_case_differences() -> None:
+def test_comparison_interval_is_newcombes_over_the_cases() -> None:
     rng = random.Random(3)
     cases = [f"q{i}" for i in range(15)]
     base_acts = {c: [rng.randint(0, 1) for _ in range(4)] for c in cases}
     new_acts = {c: [rng.randint(0, 1) for _ in range(4)] for c in cases}
     cmp = compare(make_record(base_acts), make_record(new_acts, bid="n"))
-    diffs = [sum(new_acts[c]) / 4 - sum(base_acts[c]) / 4 for c in sorted(cases)]
-    ci = sps.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
+    d, lo, hi = newcombe_paired(
+        [[float(v) for v in new_acts[c]] for c in sorted(cases)],
+        [[float(v) for v in base_acts[c]] for c in sorted(cases)],
+    )
     r = _result(cmp, "activation")
-    assert r.ci95 == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert r.mean_diff == pytest.approx(d)
+    assert r.ci95 == (pytest.approx(lo), pytest.approx(hi))
 
 
-def test_degenerate_interval_when_one_case_or_no_spread() -> None:
-    cmp = compare(make_record({"q": [1, 1]}), make_record({"q": [0, 0]}, bid="n"))
-    r = _result(cmp, "activation")
-    assert r.ci95 == (-1.0, -1.0)
-    assert r.verdict is Verdict.breach
+def test_one_case_lost_of_one_is_inconclusive_and_unmoved_cases_rule_out_a_drop() -> None:
+    """The spec's worked values: the t interval said [−1, −1] (a certain breach) and [0, 0]."""
+    r = _result(compare(make_record({"q": [1]}), make_record({"q": [0]}, bid="n")), "activation")
+    assert r.ci95 is not None
+    assert r.ci95[1] == pytest.approx(0.122, abs=5e-4)
+    assert r.verdict is Verdict.inconclusive
+    four = {f"q{i}": [1] for i in range(4)}
+    r = _result(compare(make_record(four), make_record(four, bid="n")), "activation")
+    assert r.ci95 == (pytest.approx(-0.490, abs=5e-4), pytest.approx(0.490, abs=5e-4))
+    assert r.verdict is Verdict.ok
+    assert r.rules_out == pytest.approx(0.490, abs=5e-4)
+    assert r.note == "rules out a drop larger than 49 points"
+    lost = _result(compare(make_record(four), make_record({c: [0] for c in four}, bid="n")), "activation")
+    assert lost.ci95 is not None
+    assert lost.ci95[1] == pytest.approx(-0.307, abs=5e-4)
+    assert lost.verdict is Verdict.breach
+
+
+def test_rules_out_a_rise_for_false_activation() -> None:
+    pos = {f"p{i}": [1] for i in range(4)}
+    negs = {f"n{i}": [0] for i in range(20)}
+    r = _result(compare(make_record(pos, negatives=negs), make_record(pos, negatives=negs, bid="n")),
+                "false_activation")
+    assert r.verdict is Verdict.ok
+    assert r.ci95 is not None
+    assert r.rules_out == r.ci95[1]
+    assert r.note == f"rules out a rise larger than {math.ceil(r.ci95[1] * 100)} points"
 
 
 # ------------------------------------------------------------------------------------------- power
@@ -276,34 +363,80 @@ def test_power_agrees_with_statsmodels() -> None:
         assert t_test_power(-effect, sd, k) >= 0.8 > t_test_power(-effect, sd, k - 1)
 
 
-def test_more_spread_needs_more_runs_and_cases() -> None:
+def test_more_spread_needs_more_cases() -> None:
     cases_needed = [required_cases(-0.05, sd) for sd in (0.05, 0.1, 0.2, 0.4)]
     assert all(c is not None for c in cases_needed)
     assert cases_needed == sorted(cases_needed)
     assert cases_needed[0] < cases_needed[-1]  # type: ignore[operator]
-    diffs_small = [-0.1, 0.0, -0.05, -0.02, -0.08, 0.01, -0.06, -0.04]
-    diffs_wide = [d * 3 for d in diffs_small]
-    a = power_advice(-0.05, diffs_small, within=0.0015, cases=8, runs_per_case=5)
-    b = power_advice(-0.05, diffs_wide, within=0.0135, cases=8, runs_per_case=5)
-    assert a.runs_per_case_needed is not None
-    assert b.runs_per_case_needed is not None
-    assert b.runs_per_case_needed > a.runs_per_case_needed >= 5
-    assert (b.cases_needed or 0) > (a.cases_needed or 0)
 
 
-def test_one_run_per_case_cannot_tell_runs_needed() -> None:
-    adv = power_advice(-0.05, [-0.5, 0.4, -0.3, 0.2], within=0.0, cases=4, runs_per_case=1)
-    assert adv.runs_per_case_needed is None
-    assert "unknown from one run per case" in adv.sentence()
+def _groups(rates: list[int], runs: int = 1) -> list[list[float]]:
+    return [[float(r)] * runs for r in rates]
 
 
-def test_runs_cannot_help_when_spread_is_between_cases() -> None:
-    diffs = [-0.5, 0.4, -0.45, 0.35, -0.5, 0.4]
-    adv = power_advice(-0.05, diffs, within=0.0001, cases=6, runs_per_case=10)
-    assert adv.runs_per_case_needed is None
+def test_advice_is_the_number_of_cases_that_decides_the_observed_change() -> None:
+    """4 cases, 2 lost (1 → 0): inconclusive; at the same rates, the cases that make it a breach."""
+    new, base = _groups([0, 0, 1, 1]), _groups([1, 1, 1, 1])
+    adv = advise("activation", -0.05, new, base, skill="deploy")
+    assert adv.attempts_needed is None  # one run per case: no within-case spread to measure
     assert adv.cases_needed is not None
-    assert adv.cases_needed > 100
-    assert "cases" in adv.sentence()
+    assert adv.cases_needed > 4
+    assert adv.sentence() == f"add about {adv.cases_needed - 4} positive cases for deploy (now 4)"
+    # the same change on that many cases is decided (a breach), one case fewer is not
+    k = adv.cases_needed
+    half = k // 2
+    _, _, hi = newcombe_paired(_groups([0] * half + [1] * (k - half)), _groups([1] * k))
+    assert hi < 0 or abs(half / k - 0.5) > 0  # rounding of the half aside, decided
+
+
+def test_attempts_decide_it_only_when_the_spread_is_within_cases() -> None:
+    """Every case flips a coin in the new record: the spread is within cases (ICC 0), so more
+    attempts shrink the interval; a case-level split (ICC 1) gets cases advice instead."""
+    base = [[1.0, 1.0], [1.0, 1.0]]
+    within = [[1.0, 0.0], [0.0, 1.0]]
+    d, _, hi = newcombe_paired(within, base)
+    assert gate_verdict("activation", -0.05, d, -1.0, hi) is Verdict.inconclusive
+    adv = advise("activation", -0.05, within, base, skill="deploy")
+    assert adv.attempts_needed is not None
+    assert adv.attempts_needed > 2
+    assert adv.sentence() == f"--attempts {adv.attempts_needed} decides it (now 2)"
+    r = adv.attempts_needed + adv.attempts_needed % 2  # an even number keeps the rate at ½
+    d, _, hi = newcombe_paired([[1.0, 0.0] * (r // 2)] * 2, [[1.0] * r] * 2)
+    assert hi < 0  # at that many attempts the same coin flips are a breach
+    between = [[1.0, 1.0], [0.0, 0.0]]
+    adv = advise("activation", -0.05, between, base, skill="deploy")
+    assert adv.attempts_needed is None
+    assert adv.sentence().startswith("add about ")
+
+
+@pytest.mark.parametrize(
+    ("metric", "gate", "k", "text"),
+    [
+        ("activation", -0.05, 4, "3 of 4 cases (a change of 0.75)"),
+        ("activation", -0.05, 1, "none"),
+        ("activation", -0.05, 0, "none"),
+        ("false_activation", 0.03, 4, "3 of 4 cases (a change of 0.75)"),
+    ],
+)
+def test_smallest_breach(metric: str, gate: float, k: int, text: str) -> None:
+    assert smallest_breach_text(metric, gate, k) == text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.sampled_from([-0.01, -0.05, -0.2, -0.5]))
+def test_smallest_breach_is_the_least_that_breaches(k: int, gate: float) -> None:
+    m = smallest_breach("activation", gate, k)
+    base = _groups([1] * k)
+
+    def verdict(moved: int) -> Verdict:
+        d, lo, hi = newcombe_paired(_groups([0] * moved + [1] * (k - moved)), base)
+        return gate_verdict("activation", gate, d, lo, hi)
+
+    if m is None:
+        assert verdict(k) is not Verdict.breach
+    else:
+        assert verdict(m) is Verdict.breach
+        assert m == 1 or verdict(m - 1) is not Verdict.breach
 
 
 # ----------------------------------------------------------------------------------------- cohorts
@@ -358,7 +491,7 @@ def test_cli_compare_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureF
     same = _write(make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n"), tmp_path / "same.json")
     drop = _write(make_record({c: [1, 1, 0, 0, 0] for c in cases}, bid="n"), tmp_path / "drop.json")
     other = _write(
-        make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n", corpus="other.json@sha256:" + "d" * 64),
+        make_record({c: [1, 1, 1, 1, 1] for c in cases}, bid="n", digests=dict.fromkeys(cases, "sha256:x")),
         tmp_path / "other.json",
     )
     assert main(["baseline", "compare", str(base), str(same)]) == 0
@@ -371,7 +504,7 @@ def test_cli_compare_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureF
     capsys.readouterr()
     assert main(["baseline", "compare", str(base), str(other)]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("skillreach: error: corpus_version differs")
+    assert err.startswith("skillreach: error: corpus_version: no positive case of deploy is identical")
     assert len(err.strip().splitlines()) == 1
     assert main(["baseline", "compare", str(base), str(drop), "--json"]) == 1
     captured = capsys.readouterr()
@@ -429,7 +562,8 @@ def test_a_record_compared_with_itself_is_ok(acts: dict[str, list[int]]) -> None
     assert cmp.exit_code == 0
     r = _result(cmp, "activation")
     assert r.mean_diff == 0
-    assert r.ci95 == (0.0, 0.0)
+    assert r.ci95 is not None
+    assert r.ci95[0] < 0 < r.ci95[1]  # never of zero width
 
 
 @settings(max_examples=60, deadline=None)
@@ -439,7 +573,7 @@ def test_interval_contains_the_mean_and_verdict_follows_the_rule(
 ) -> None:
     paired = sorted(set(a) & set(b))
     if not paired:  # nothing to gate: refused, never ok
-        with pytest.raises(RefusedError, match="no case rated in both records"):
+        with pytest.raises(RefusedError, match="no positive case of deploy is identical"):
             compare(make_record(a), make_record(b, bid="n"))
         return
     cmp = compare(make_record(a), make_record(b, bid="n"))
@@ -517,5 +651,61 @@ def test_a_comparison_with_no_paired_case_is_refused(
     new = _write(make_record({"q03": [0, 0], "q04": [0, 0]}, bid="n"), tmp_path / "new.json")
     assert main(["baseline", "compare", str(base), str(new)]) == 3
     err = capsys.readouterr().err
-    assert "no case rated in both records" in err
-    assert "nothing to gate" in err
+    assert "no positive case of deploy is identical (same id and digest) in both records" in err
+
+
+# ------------------------------------------------------------------- properties of the changed spec
+
+_digest_of = st.dictionaries(st.sampled_from([f"q{i}" for i in range(12)]), st.sampled_from(["A", "B"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_cases, _cases, _digest_of, _digest_of)
+def test_a_comparison_never_pairs_cases_whose_digests_differ(
+    a: dict[str, list[int]], b: dict[str, list[int]], da: dict[str, str], db: dict[str, str]
+) -> None:
+    base = make_record(a, digests={k: f"sha256:{v}" for k, v in da.items()})
+    new = make_record(b, bid="n", digests={k: f"sha256:{v}" for k, v in db.items()})
+    identical = {
+        k for k in set(a) & set(b) if base.per_case[k].digest == new.per_case[k].digest
+    }
+    try:
+        cmp = compare(base, new)
+    except RefusedError:
+        assert not identical  # refused exactly when no positive case is identical
+        return
+    assert identical
+    r = _result(cmp, "activation")
+    assert r.k == len(identical)
+    expected = sum(sum(b[k]) / len(b[k]) - sum(a[k]) / len(a[k]) for k in identical) / len(identical)
+    assert r.mean_diff == pytest.approx(expected)
+    assert set(cmp.cases.changed) == {k for k in set(a) & set(b) if k not in identical}
+    assert set(cmp.cases.added) == set(b) - set(a)
+    assert set(cmp.cases.removed) == set(a) - set(b)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_cases, _cases, st.sampled_from([-0.01, -0.05, -0.3]))
+def test_the_rules_out_bound_is_the_interval_end(
+    a: dict[str, list[int]], b: dict[str, list[int]], gate: float
+) -> None:
+    pos = {**a, **{k: v for k, v in b.items() if k not in a}}
+    negs_a = {f"n{k}": v for k, v in a.items()}
+    negs_b = {f"n{k}": v for k, v in b.items()}
+    cmp = compare(make_record(pos, negatives=negs_a), make_record({**pos, **b}, negatives=negs_b, bid="n"),
+                  {"activation": gate, "false_activation": -gate})
+    for r in cmp.results:
+        if r.verdict is not Verdict.ok:
+            assert r.rules_out is None
+            continue
+        assert r.ci95 is not None
+        lo, hi = r.ci95
+        if r.metric == "false_activation":
+            assert r.rules_out == (None if hi >= 1 else hi)
+        else:
+            assert r.rules_out == (None if lo <= -1 else -lo)
+        if r.rules_out is not None and r.rules_out > 0:
+            what = "rise" if r.metric == "false_activation" else "drop"
+            points = math.ceil(round(r.rules_out * 100, 6))
+            assert r.note == f"rules out a {what} larger than {points} points"
+            assert points / 100 >= r.rules_out - 1e-9  # never claims more than the interval

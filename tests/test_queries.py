@@ -688,7 +688,7 @@ def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
         read_query_file(path)
     path = tmp_path / "q.jsonl"
     path.write_text('{"id": "a", "text": "x", "expected_skill": "d", "id": "b"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"q\.jsonl:1: key 'id' is given twice; keep one"):
+    with pytest.raises(InputError, match=r"q\.jsonl:1: key 'id' is given twice in one object; keep one"):
         read_query_file(path)
     path = tmp_path / "q.json"
     path.write_text('{"queries": [], "queries": []}', encoding="utf-8")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from skillreach.baselines.records import corpus_version
 from skillreach.cli import main
 from skillreach.flows.service import nightly_compliance, rebaseline_all, watch
 from skillreach.queries.sets import verify_query_set
@@ -131,10 +132,13 @@ def test_a_skill_added_without_queries_is_generated_for_gated_and_baselined(
         assert old_ids <= {q["id"] for q in grown["queries"]}  # every authored query kept
         delta_queries = [q for q in grown["queries"] if q["expected_skill"] == "delta"]
         assert len(delta_queries) >= 4
-        # the new corpus version is what every record (and the candidate) is pinned to
+        # every record (and the candidate) is pinned to its own skill's cases of the grown set
+        grown_file = tmp_path / "grown.json"
+        grown_file.write_text(json.dumps(grown), encoding="utf-8")
+        grown_set = verify_query_set(grown_file)
         for path in ("baselines/alpha.json", "baselines/delta.json", "baselines/candidates/beta.json"):
             rec = json.loads(git(repo, "show", f"skillreach/baselines:{path}"))
-            assert rec["corpus_version"] == prov["digest"], path
+            assert rec["corpus_version"] == corpus_version(grown_set, rec["skill"]), path
         delta = json.loads(git(repo, "show", "skillreach/baselines:baselines/delta.json"))
         assert delta["metrics"]["activation"]["value"] == 1.0
         assert delta["cases"]["positive"] == len(delta_queries)

@@ -40,7 +40,7 @@ def test_bad_value_and_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(tmp_path / "missing.toml")
     (tmp_path / "broken.toml").write_text("runtime = \n")
-    with pytest.raises(ConfigError, match="not valid toml"):
+    with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(tmp_path / "broken.toml")
 
 

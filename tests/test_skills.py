@@ -337,7 +337,14 @@ def test_symlinks_followed_with_cycle_guard(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     write_skill(outside / "c", "c")
     os.symlink(outside / "c", real / "c-link")  # a skill only reachable through a link
-    found = discover([real])
+    skipped: list[str] = []
+    found = discover([real], on_skip=skipped.append)  # a link outside the roots: named, skipped
+    assert sorted(s.name for s in found.skills) == ["a", "b"]
+    assert len(skipped) == 1
+    assert "c-link" in skipped[0]
+    assert "--follow-outside" in skipped[0]
+    assert sorted(s.name for s in discover([real, outside]).skills) == ["a", "b", "c"]  # inside a root
+    found = discover([real], follow_outside=True)
     assert sorted(s.name for s in found.skills) == ["a", "b", "c"]
     assert not found.shadowed  # the same file reached twice is not a duplicate
     assert len(found.files) == 3

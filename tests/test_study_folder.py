@@ -45,7 +45,12 @@ def test_run_then_record_from_the_folder_alone(tmp_path: Path) -> None:
               "--out", str(elsewhere / "rec.json"), cwd=elsewhere)
     assert rec.returncode == 0, rec.stderr
     record = json.loads((elsewhere / "rec.json").read_text(encoding="utf-8"))
-    assert record["corpus_version"] == study["query_set"]["digest"]  # pinned by content
+    # pinned by content: the skill's own positive cases of the sealed set the study ran
+    from skillreach.baselines.records import corpus_version
+    from skillreach.queries.sets import load_query_set
+
+    ran = load_query_set(folder / "query_set.json")
+    assert record["corpus_version"] == corpus_version(ran, "release-deploy")
     assert record["runtime"]["name"] == "keyword"
 
 

@@ -89,7 +89,7 @@ def test_the_record_carries_uplift_and_show_and_report_print_it(
     assert rec.uplift.ci95 == pytest.approx(tuple(lift["ci95"]))
     assert rec.uplift.n == 4
     assert rec.uplift.misses == {"didn't need it": 1, "wrongly skipped": 1, "unclear": 0}
-    assert rec.uplift.queries_digest == rec.corpus_version
+    assert rec.uplift.queries_digest == qs.compute_digest()  # the query set the study ran
     pins = (rec.uplift.runtime, rec.uplift.model, rec.uplift.attempts)
     assert pins == ("anthropic", "claude-sonnet-4-6", 2)
 
@@ -163,7 +163,7 @@ def test_a_wrong_uplift_file_is_one_line(
     (root / "none.json").write_text(json.dumps(no_pairs), encoding="utf-8")
     cases = {
         "other.json": "not the study's",
-        "broken.json": "broken.json: line 2: not JSON",
+        "broken.json": "broken.json:2: invalid JSON",
         "none.json": "no uplift to record",
         "missing.json": "no such uplift report",
     }

@@ -16,10 +16,12 @@ Text larger than the caller's byte limit is refused before parsing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
+from skillreach._io.json import MAX_INT_DIGITS, check_values
 from skillreach.errors import InputError
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "YamlProblem", "load_limited"]
@@ -133,9 +135,22 @@ def load_limited(
         raise YamlProblem(line_offset + 1, str(exc).splitlines()[0] if str(exc) else "invalid YAML") from exc
     except RecursionError as exc:
         raise YamlProblem(line_offset + 1, f"nested too deeply (more than {MAX_DEPTH} levels)") from exc
+    except ValueError as exc:  # int() of a literal of thousands of digits
+        raise YamlProblem(line_offset + _big_int_line(text), _BIG_WHAT) from exc
     finally:
         loader.dispose()
+    if check_values(data) == "int":  # whatever sys.set_int_max_str_digits allows
+        raise YamlProblem(line_offset + _big_int_line(text), _BIG_WHAT)
     return data, node
+
+
+_BIG_WHAT = f"an integer of more than {MAX_INT_DIGITS} digits; is this the right file?"
+_BIG_INT = re.compile(rf"[-+]?\d[\d_]{{{MAX_INT_DIGITS},}}")
+
+
+def _big_int_line(text: str) -> int:
+    m = _BIG_INT.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
 
 
 def _reader_line(text: str, exc: yaml.reader.ReaderError) -> int:

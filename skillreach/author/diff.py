@@ -14,8 +14,10 @@ a warning (a description edit that also changed the model is not a description t
 within the arm, so each query weighs the same whatever the number of attempts.
 
 - Δ top-1 accuracy, Δ trajectory reachability (in-scope queries) and per-skill Δ recall (the skill's
-  queries) are means of per-query differences dᵢ: the paired t interval of spec/metrics.md
-  (d̂ ± t(0.975, k − 1)·sd/√k, [d̂, d̂] when k < 2 or sd = 0, clipped to [−1, 1]).
+  queries) are differences of paired proportions (each arm's mean per-query rate): the gate's interval
+  of spec/metrics.md, Newcombe's hybrid score interval for paired proportions (method 10, each arm's
+  clustered interval over its attempts; :func:`skillreach.scoring.intervals.newcombe_paired`), clipped
+  to [−1, 1] and never of zero width.
 - Δ macro-F1 and per-skill Δ precision are ratios, not means over queries: their interval is a paired
   bootstrap over queries (the same resampled queries in both arms; percentile, seeded, ``resamples``).
   F1 per class is 2·tp / (2·tp + fp + fn) on attempt-averaged counts, the macro mean over classes with
@@ -49,7 +51,7 @@ from skillreach.baselines.sequential import StagedDiff, staged_diff
 from skillreach.errors import InputError, RefusedError
 from skillreach.models import NO_SKILL
 from skillreach.scoring.artifact import Artifact, ProbeOutcome, read_artifact
-from skillreach.scoring.intervals import paired_t_interval
+from skillreach.scoring.intervals import newcombe_paired
 from skillreach.scoring.query_stats import ArmQueries, bootstrap_weights, clip, f1_macro, precision, quantiles
 from skillreach.study.config import StudyConfig
 from skillreach.study.folder import STUDY_FILE, StudyFile, read_study_file
@@ -134,7 +136,7 @@ class Delta(_Frozen):
     delta: float | None
     ci95: Interval | None
     pairs: int
-    method: Literal["paired t", "paired bootstrap"]
+    method: Literal["Newcombe paired", "paired t", "paired bootstrap"]
 
 
 class McNemar(_Frozen):
@@ -196,6 +198,35 @@ class DiffResult(_Frozen):
     seed: int
     staged: StagedDiff | None = None
     """With ``--staged``: the group-sequential replay of Δ top-1 over the paired queries."""
+
+    def largest_loss(self) -> SkillDelta | None:
+        """The skill whose recall fell the most among those that fell significantly (the interval's upper
+        end below 0); ``None`` when no skill lost significantly."""
+        lost = [
+            s for s in self.skills
+            if s.recall.delta is not None and s.recall.ci95 is not None and s.recall.ci95[1] < 0
+        ]
+        return min(lost, key=lambda s: (s.recall.delta or 0.0, s.skill), default=None)
+
+    def takers(self, skill: SkillDelta) -> dict[str, int]:
+        """Who now takes the queries ``skill`` lost: other skills whose ``stolen`` holds them."""
+        lost = set(skill.lost)
+        counts = {s.skill: len(lost & set(s.stolen)) for s in self.skills if s.skill != skill.skill}
+        return dict(sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0])))
+
+    def loss_line(self) -> str | None:
+        """``algorithmic-art: recall 1.000 → 0.375 (Δ -0.625 [-0.863, -0.170]; 5 queries lost to
+        canvas-design)``, or ``None``."""
+        s = self.largest_loss()
+        if s is None or s.recall.ci95 is None:
+            return None
+        takers = self.takers(s)
+        to = ", ".join(f"{n} × {c}" for n, c in takers.items()) if len(takers) > 1 else next(iter(takers), "")
+        where = f"; {len(s.lost)} queries lost" + (f" to {to}" if to else "")
+        return (
+            f"{s.skill}: recall {s.recall.a:.3f} → {s.recall.b:.3f} (Δ {s.recall.delta:+.3f} "
+            f"[{s.recall.ci95[0]:+.3f}, {s.recall.ci95[1]:+.3f}]{where})"
+        )
 
     def delta(self, metric: str) -> Delta:
         return next(d for d in self.headline if d.metric == metric)
@@ -353,11 +384,26 @@ def mcnemar_exact(lost: int, won: int) -> float:
     return float(binomtest(won, n, 0.5).pvalue)
 
 
-def _t_delta(metric: str, a: Sequence[float], b: Sequence[float]) -> Delta:
+def _outcomes(rate: float, attempts: int) -> list[float]:
+    """A query's scored attempts as 0/1 outcomes, from its rate (hits of ``attempts``)."""
+    hits = round(rate * attempts)
+    return [1.0] * hits + [0.0] * (attempts - hits)
+
+
+def _paired_delta(
+    metric: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    attempts_a: Sequence[int],
+    attempts_b: Sequence[int],
+) -> Delta:
+    """B − A of a paired proportion with Newcombe's interval (each query: its rate over its attempts)."""
     k = len(a)
     if k == 0:
-        return Delta(metric=metric, a=None, b=None, delta=None, ci95=None, pairs=0, method="paired t")
-    mean, lo, hi = paired_t_interval([y - x for x, y in zip(a, b, strict=True)])
+        return Delta(metric=metric, a=None, b=None, delta=None, ci95=None, pairs=0, method="Newcombe paired")
+    groups_a = [_outcomes(r, m) for r, m in zip(a, attempts_a, strict=True)]
+    groups_b = [_outcomes(r, m) for r, m in zip(b, attempts_b, strict=True)]
+    mean, lo, hi = newcombe_paired(groups_b, groups_a)
     return Delta(
         metric=metric,
         a=float(np.mean(a)),
@@ -365,7 +411,7 @@ def _t_delta(metric: str, a: Sequence[float], b: Sequence[float]) -> Delta:
         delta=mean,
         ci95=clip(lo, hi),
         pairs=k,
-        method="paired t",
+        method="Newcombe paired",
     )
 
 
@@ -465,11 +511,15 @@ def _info(arm: Arm) -> ArmInfo:
 
 
 def _headline(qa: ArmQueries, qb: ArmQueries, weights: np.ndarray) -> list[Delta]:
-    """Δ top-1 and Δ reachability (paired t), Δ macro-F1 (paired bootstrap with ``weights``)."""
+    """Δ top-1 and Δ reachability (Newcombe paired), Δ macro-F1 (paired bootstrap with ``weights``)."""
     k = len(qa.top1)
-    headline = [_t_delta("top1_accuracy", list(qa.top1), list(qb.top1))]
+    headline = [_paired_delta("top1_accuracy", list(qa.top1), list(qb.top1), qa.attempts, qb.attempts)]
     in_scope = ~np.isnan(qa.reach)
-    headline.append(_t_delta("trajectory_reachability", list(qa.reach[in_scope]), list(qb.reach[in_scope])))
+    kept = [i for i in range(k) if in_scope[i]]
+    headline.append(_paired_delta(
+        "trajectory_reachability", list(qa.reach[in_scope]), list(qb.reach[in_scope]),
+        [qa.attempts[i] for i in kept], [qb.attempts[i] for i in kept],
+    ))
     if k == 0:
         headline.append(
             Delta(
@@ -543,7 +593,7 @@ def diff_arms(
         note = ""
     else:
         test = None
-        note = "McNemar needs exactly one scored attempt per query in each arm; the paired t interval stands"
+        note = "McNemar needs exactly one scored attempt per query in each arm; Newcombe's interval stands"
     top1 = headline[0]
     if top1.ci95 is None:
         verdict: Literal["better", "worse", "no detectable change", "no pairs"] = "no pairs"
@@ -602,7 +652,8 @@ def _skill_deltas(
         ever = own or qa.pred_share[:, j].any() or qb.pred_share[:, j].any()
         if not ever:
             continue
-        recall = _t_delta("recall", [qa.top1[i] for i in own], [qb.top1[i] for i in own])
+        recall = _paired_delta("recall", [qa.top1[i] for i in own], [qb.top1[i] for i in own],
+                               [qa.attempts[i] for i in own], [qb.attempts[i] for i in own])
         pa = float(precision(qa.tp[:, j].sum(), qa.pred_share[:, j].sum()))
         pb = float(precision(qb.tp[:, j].sum(), qb.pred_share[:, j].sum()))
         boot = precision(weights @ qb.tp[:, j], weights @ qb.pred_share[:, j]) - precision(

@@ -18,7 +18,6 @@ where one was given).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -44,6 +43,8 @@ __all__ = [
 ]
 
 UPLIFT_FILE = "uplift-{skill}.json"
+MAX_UPLIFT_BYTES = 16 * 2**20
+"""Bytes an uplift report may hold (a few hundred cases take a few KiB)."""
 """Where a study folder keeps a skill's uplift report (``skillreach uplift SKILL --json > DIR/…``): the
 baseline record and the study's report pick it up from there."""
 
@@ -190,23 +191,13 @@ def uplift_file(folder: Path, skill: str) -> Path:
 
 def read_uplift_report(path: Path, skill: str | None = None) -> UpliftReport:
     """An uplift report written by ``skillreach uplift SKILL --json``; one-line errors naming the file."""
+    from skillreach._io.json import read_json_file
     from skillreach._io.paths import refuse_special_file
 
     refuse_special_file(path, "uplift report (skillreach uplift SKILL --json)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(
-            f"{path}: no such uplift report; write one with skillreach uplift SKILL --json"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the uplift report ({exc})") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: line {exc.lineno}: not JSON ({exc.msg}); write it with skillreach uplift SKILL --json"
-        ) from exc
+    if not path.exists():
+        raise InputError(f"{path}: no such uplift report; write one with skillreach uplift SKILL --json")
+    data = read_json_file(path, max_bytes=MAX_UPLIFT_BYTES, what="uplift report")
     try:
         report = UpliftReport.model_validate(data)
     except ValidationError as exc:

@@ -1,28 +1,30 @@
 """Gating a new baseline record against a stored one: exactly spec/metrics.md "Comparing …". Pure.
 
-1. **Pins.** Refuse (:class:`~skillreach.errors.RefusedError`, exit 3, the field named) when
-   ``corpus_version``, ``model`` or ``rubric_version`` differ — or when the records are of different
-   skills.
-2. **Paired interval by case**, per metric: over the cases rated in both records,
-   dᵢ = new rate of case i − baseline rate of case i; d̂ = mean dᵢ; 95 % interval d̂ ± t(0.975, k − 1)·
-   sd(d)/√k (:func:`skillreach.scoring.intervals.paired_t_interval`; [d̂, d̂] when k < 2 or sd = 0), clipped to
-   [−1, 1]: a difference of two rates cannot leave it (:func:`paired_rate_interval`).
+1. **Pins.** Refuse (:class:`~skillreach.errors.RefusedError`, exit 3, the field named) when ``model``,
+   ``rubric_version`` or the runtime version differ, when the records are of different skills, when
+   either was recorded before cases were pinned by content (schema 1: re-baseline it), or when no
+   positive case is **identical** — the same id and the same content digest — in both records.
+2. **Identical cases only.** A case pairs only with the case of the same id and digest; cases added,
+   changed and removed since the baseline are listed (:class:`CaseChanges`). Per metric, over the k
+   identical cases rated in both: d̂ = p_new − p_base (each side's mean case rate) with **Newcombe's
+   hybrid score interval for paired proportions** (method 10,
+   :func:`skillreach.scoring.intervals.newcombe_paired`): never of zero width, clipped to [−1, 1].
 3. **Verdict** for a gate g: a metric where lower is worse (activation, compliance, task quality) has
    g ≤ 0: **breach** when d̂ < g and the upper end < 0; **inconclusive** when d̂ < g and the upper end
    ≥ 0; **ok** otherwise. False activation (higher is worse) mirrors it with g ≥ 0. A metric with no
-   paired case is **n/a** (not gated; the reason is said). A comparison in which *no* metric has a
-   paired case is refused (:class:`~skillreach.errors.RefusedError`): nothing was gated, so it is
-   never *ok*.
-4. **Cohorts.** Cases rated in the new record only — never reached under the baseline (a broadened
-   description pulls in new work) — cannot be paired. They form the *new cases* cohort, gated with the
-   same gate and the same t interval on dᵢ = new rate of case i − the baseline's pooled value (the
-   rate the baseline promised). Compliance (and task quality) is also reported by cohort.
+   paired case is **n/a** (not gated; the reason is said). Every *ok* says what it rules out: ``rules
+   out a drop larger than N points`` (N from −lo; nothing when lo ≤ −1), or a rise (from hi).
+4. **Cohorts.** Compliance and task quality of positive cases the baseline did not rate for them —
+   added or changed since, or never reached under the baseline (a broadened description pulls in new
+   work) — form the *new cases* cohort, gated with the same gate on their mean rate − the baseline's
+   pooled value: Newcombe's interval with φ = 0 against the baseline's pooled interval.
 5. Exit 1 on any breach; inconclusive fails only under ``strict``; otherwise 0.
 
-For an inconclusive result, :func:`power_advice` says how many cases — or runs per case — a paired
-t-test needs to detect a change of the gate's size (α = 0.05 two-sided, power 0.8, the observed sd;
-noncentral t from scipy); a gate of 0 is sized as a change of 0.01. The between-case part of the spread
-cannot be shrunk by more runs per case; the advice says so when that part alone is too wide.
+**Smallest breach** (:func:`smallest_breach`): the fewest of a metric's k cases that, moving fully
+against the skill with the others unchanged, the rule calls a breach — what a corpus can show at all.
+**Advice** for an inconclusive metric (:func:`advise`) is in the units a team controls: the number of
+cases at which the observed change would be decided (``add about 9 positive cases for X``), or
+``--attempts R decides it`` when the spread within cases dominates (intra-case correlation below ½).
 """
 
 from __future__ import annotations
@@ -32,26 +34,38 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from skillreach.baselines.records import METRICS, BaselineRecord, CaseOutcomes, case_values, cohort_split
+from skillreach.baselines.records import (
+    LEGACY_MESSAGE,
+    METRICS,
+    BaselineRecord,
+    case_changes,
+    case_values,
+    cohort_split,
+)
 from skillreach.errors import ConfigError, GateFailed, RefusedError
 from skillreach.models import Frozen
-from skillreach.scoring.intervals import paired_t_interval
+from skillreach.scoring.intervals import icc_anova, newcombe_interval, newcombe_paired, newcombe_phi, wilson
 from skillreach.settings import GateConfig
 
 __all__ = [
     "HIGHER_IS_WORSE",
+    "Advice",
+    "CaseChanges",
     "Comparison",
     "GateFailed",
     "GateResult",
-    "PowerAdvice",
     "Verdict",
+    "advise",
     "check_pins",
     "compare",
     "gate_verdict",
+    "identical_cases",
     "paired_rate_interval",
     "parse_gate_overrides",
-    "power_advice",
     "required_cases",
+    "rules_out",
+    "smallest_breach",
+    "smallest_breach_text",
     "t_test_power",
 ]
 
@@ -60,6 +74,8 @@ ALPHA = 0.05
 POWER = 0.8
 MAX_CASES = 100_000
 MAX_RUNS = 10_000
+MAX_ATTEMPTS = 50
+"""The most ``--attempts`` advice ever suggests; beyond it, more cases."""
 
 
 class Verdict(StrEnum):
@@ -69,32 +85,57 @@ class Verdict(StrEnum):
     na = "n/a"
 
 
-class PowerAdvice(Frozen):
-    """What would resolve an inconclusive gate: a change of ``effect`` detected with power 0.8."""
+class Advice(Frozen):
+    """What would decide an inconclusive gate, in units a team controls (spec/metrics.md)."""
 
-    effect: float
-    sd: float
+    skill: str
+    role: Literal["positive", "negative"]
+    """Which cases to add: the skill's own (positive) or others' (negative, for false activation)."""
     cases: int
-    runs_per_case: int
     cases_needed: int | None
-    """Cases needed at the current runs per case (``None``: more than 100,000)."""
-    runs_per_case_needed: int | None
-    """Runs per case needed with the current cases (``None``: more runs alone cannot resolve it)."""
+    """The number of cases at which the observed change would be decided (``None``: more than 100,000,
+    or never — a cohort's baseline side alone is too wide)."""
+    runs_per_case: int
+    attempts_needed: int | None = None
+    """Attempts per case that decide it with these cases, offered only when the spread within cases
+    dominates (``None``: not offered)."""
 
     def sentence(self) -> str:
-        size = f"to resolve a change of {abs(self.effect):.3f} (sd {self.sd:.3f}, power 0.8)"
-        parts = []
-        if self.runs_per_case_needed is not None:
-            parts.append(f"{self.runs_per_case_needed} runs per case (now {self.runs_per_case})")
-        elif self.runs_per_case < 2:
-            parts.append("runs per case: unknown from one run per case (no within-case spread to measure)")
-        elif self.cases >= 2:
-            parts.append("more runs per case alone cannot (the spread is between cases)")
-        if self.cases_needed is not None:
-            parts.append(f"{self.cases_needed} cases at {self.runs_per_case} runs each (now {self.cases})")
-        if self.cases_needed is None and self.runs_per_case_needed is None:
-            parts.append("no feasible study: more than 100,000 cases")
-        return f"{size}: " + "; ".join(parts)
+        if self.attempts_needed is not None:
+            return f"--attempts {self.attempts_needed} decides it (now {self.runs_per_case})"
+        if self.cases_needed is None:
+            return f"more {self.role} cases for {self.skill} cannot decide it (over {MAX_CASES:,} needed)"
+        add = max(1, self.cases_needed - self.cases)
+        return f"add about {add} {self.role} cases for {self.skill} (now {self.cases})"
+
+
+class CaseChanges(Frozen):
+    """The cases of the new record against the baseline's: identical (same id and digest), added,
+    changed (same id, another digest) and removed; ``*_positive``: those of the skill's own corpus."""
+
+    identical: int = 0
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    added_positive: tuple[str, ...] = ()
+    changed_positive: tuple[str, ...] = ()
+    removed_positive: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """``cases: 12 identical; 3 added (2 positive), 1 changed, 0 removed since the baseline``."""
+        parts = [
+            f"{len(ids)} {what}" + (f" ({len(pos)} positive)" if ids else "")
+            for ids, pos, what in (
+                (self.added, self.added_positive, "added"),
+                (self.changed, self.changed_positive, "changed"),
+                (self.removed, self.removed_positive, "removed"),
+            )
+        ]
+        return f"cases: {self.identical} identical; " + ", ".join(parts) + " since the baseline"
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
 
 
 class GateResult(Frozen):
@@ -109,7 +150,10 @@ class GateResult(Frozen):
     sd: float | None
     verdict: Verdict
     note: str = ""
-    power: PowerAdvice | None = None
+    rules_out: float | None = None
+    """For an *ok*: the largest change against the skill the interval leaves open (−lo for a metric
+    where lower is worse, hi for false activation); ``None`` when it rules nothing out."""
+    advice: Advice | None = None
 
 
 class Comparison(Frozen):
@@ -122,6 +166,7 @@ class Comparison(Frozen):
     gates: dict[str, float]
     results: list[GateResult]
     cohorts: dict[str, dict[str, dict[str, Any] | None]]
+    cases: CaseChanges = CaseChanges()
     warnings: list[str]
     verdict: Verdict
     exit_code: int
@@ -154,16 +199,31 @@ def gate_verdict(metric: str, gate: float, mean: float, lo: float, hi: float) ->
     return Verdict.ok
 
 
-def paired_rate_interval(diffs: Sequence[float]) -> tuple[float, float, float]:
-    """(d̂, lo, hi): the paired t interval of per-case differences of two rates, clipped to [−1, 1].
+def paired_rate_interval(
+    new: Sequence[Sequence[float]], base: Sequence[Sequence[float]]
+) -> tuple[float, float, float]:
+    """(d̂, lo, hi) of p_new − p_base over the same cases (``new[i]``, ``base[i]``: case i's probe
+    outcomes): Newcombe's hybrid score interval (:func:`skillreach.scoring.intervals.newcombe_paired`),
+    in [−1, 1] and never of zero width. Every paired interval of a gate goes through here."""
+    return newcombe_paired(new, base)
 
-    Every paired interval of a rate difference — a gate's, a new-cases cohort's, a drift report's —
-    goes through here: the t interval of a few strongly moved cases reaches past −1 (−1.367 for
-    differences −1, −1, −⅔), which no difference of two rates can be.
-    """
-    mean, lo, hi = paired_t_interval(diffs)
-    mean = min(1.0, max(-1.0, mean))
-    return mean, min(mean, max(-1.0, lo)), max(mean, min(1.0, hi))
+
+def rules_out(metric: str, lo: float, hi: float) -> float | None:
+    """The largest change against the skill an *ok* interval leaves open: −lo for a metric where lower
+    is worse, hi for false activation; ``None`` when it rules nothing out (lo ≤ −1, hi ≥ 1)."""
+    if metric in HIGHER_IS_WORSE:
+        return None if hi >= 1.0 else hi
+    return None if lo <= -1.0 else -lo
+
+
+def rules_out_note(metric: str, bound: float | None) -> str:
+    """``rules out a drop larger than 12 points`` (rounded up: never claims more than the interval)."""
+    if bound is None:
+        return ""
+    what = "rise" if metric in HIGHER_IS_WORSE else "drop"
+    if bound <= 0:
+        return f"rules out any {what}"
+    return f"rules out a {what} larger than {math.ceil(round(bound * 100, 6))} points"
 
 
 def _check_gate(metric: str, gate: float) -> None:
@@ -187,6 +247,8 @@ def parse_gate_overrides(base: GateConfig, overrides: Sequence[str]) -> GateConf
             values[name] = float(raw)
         except ValueError as exc:
             raise ConfigError(f"--gate {item!r}: {raw!r} is not a number") from exc
+        if not -1 <= values[name] <= 1:  # nan and ±inf fail this too
+            raise ConfigError(f"--gate {item!r}: a gate is a finite number in [-1, 1]")
     gates = GateConfig(**values)
     for m in METRICS:
         _check_gate(m, float(getattr(gates, m)))
@@ -245,50 +307,151 @@ def _sample_var(values: Sequence[float]) -> float:
     return sum((v - m) ** 2 for v in values) / (n - 1)
 
 
-def power_advice(
-    effect: float,
-    diffs: Sequence[float],
-    within: float,
-    cases: int,
-    runs_per_case: int,
-) -> PowerAdvice:
-    """Cases (at these runs per case) or runs per case (with these cases) to detect ``effect``.
-
-    ``within`` is the part of var(d) due to sampling inside cases at the current runs per case (mean
-    of s²/m over both records); the rest is true spread between cases, which more runs cannot shrink:
-    var(d; r runs) = between + within·R/r.
-    """
-    sd = math.sqrt(_sample_var(diffs)) if len(diffs) >= 2 else 0.0
-    var = sd * sd
-    between = max(0.0, var - within)
-    need_k = required_cases(effect, sd) if sd > 0 else (2 if cases < 2 else None)
-    need_r: int | None = None
-    runs = max(1, runs_per_case)
-    if cases >= 2 and within > 0 and runs >= 2:
-
-        def enough(r: int) -> bool:
-            return t_test_power(effect, math.sqrt(between + within * runs / r), cases) >= POWER
-
-        need_r = _first_true(enough, runs, MAX_RUNS)
-    return PowerAdvice(
-        effect=effect,
-        sd=sd,
-        cases=cases,
-        runs_per_case=runs,
-        cases_needed=need_k,
-        runs_per_case_needed=need_r,
-    )
-
-
 # ---------------------------------------------------------------------------------------- comparing
 
 
+def _breaches(
+    metric: str, gate: float, new: Sequence[Sequence[float]], base: Sequence[Sequence[float]]
+) -> bool:
+    d, lo, hi = newcombe_paired(new, base)
+    return gate_verdict(metric, gate, d, lo, hi) is Verdict.breach
+
+
+def smallest_breach(
+    metric: str, gate: float, k: int, base_rates: Sequence[float] | None = None
+) -> int | None:
+    """The smallest m of ``k`` cases that, each moving fully against the skill (rate 1 → 0, or 0 → 1
+    for false activation) with the others unchanged, the gate's rule calls a breach; ``None`` when even
+    all k cannot. ``base_rates``: the cases' rates now (default: every case at its best, 1 or 0); the
+    cases that can move furthest move first. One run per case (Wilson with n = k)."""
+    if k <= 0:
+        return None
+    worse = 1.0 if metric in HIGHER_IS_WORSE else 0.0
+    start = list(base_rates) if base_rates is not None else [1.0 - worse] * k
+    rates = sorted(start, key=lambda r: abs(r - worse), reverse=True)[:k]
+    base = [[r] for r in rates]
+
+    def breach(m: int) -> bool:
+        return _breaches(metric, gate, [[worse]] * m + base[m:], base)
+
+    if not breach(len(base)):
+        return None
+    lo, hi = 0, len(base)  # breach(hi) holds, breach(0) does not (no change)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if breach(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def smallest_breach_text(metric: str, gate: float, k: int, base_rates: Sequence[float] | None = None) -> str:
+    """``3 of 4 cases (a change of 0.75)``, or ``none`` (spec/metrics.md "smallest breach")."""
+    m = smallest_breach(metric, gate, k, base_rates)
+    return "none" if m is None else f"{m} of {k} cases (a change of {m / k:.2f})"
+
+
+def _decided(
+    metric: str, gate: float, sides: tuple[tuple[float, float, float], tuple[float, float, float]], phi: float
+) -> bool:
+    """Whether each side's (p, lo, hi) and φ make the gate's rule decide (not *inconclusive*)."""
+    lo, hi = newcombe_interval(sides[0], sides[1], phi)
+    d = sides[0][0] - sides[1][0]
+    return gate_verdict(metric, gate, d, lo, hi) is not Verdict.inconclusive
+
+
+def _side(p: float, n_eff: float) -> tuple[float, float, float]:
+    ci = wilson(p * n_eff, n_eff)
+    assert ci is not None
+    return p, min(ci[0], p), max(ci[1], p)
+
+
+def _n_eff(groups: Sequence[Sequence[float]], runs: float | None = None) -> float:
+    """Effective sample size of the clustered interval (spec/metrics.md), at ``runs`` per case."""
+    k = len(groups)
+    m = runs if runs is not None else sum(len(g) for g in groups) / k
+    rho = icc_anova(groups)
+    return k * m / (1.0 + (m - 1.0) * rho)
+
+
+def advise(
+    metric: str,
+    gate: float,
+    new: Sequence[Sequence[float]],
+    base: Sequence[Sequence[float]] | None,
+    *,
+    skill: str,
+    base_side: tuple[float, float, float] | None = None,
+) -> Advice:
+    """What would decide an inconclusive ``metric``: the number of cases at which the observed change
+    (the same rates, the same φ, the same effective size per case) would be decided — or, when the
+    spread within cases dominates (ICC < ½ on each side, at least two runs per case), the attempts per
+    case that decide it with these cases. ``base`` ``None``: a new-cases cohort against ``base_side``
+    (p, lo, hi), which more cases do not narrow."""
+    k = len(new)
+    rates_new = [sum(g) / len(g) for g in new]
+    p1 = sum(rates_new) / k
+    per_case_new = _n_eff(new) / k
+    runs = max(1, round(sum(len(g) for g in new) / k))
+    role: Literal["positive", "negative"] = "negative" if metric in HIGHER_IS_WORSE else "positive"
+    if base is not None:
+        rates_base = [sum(g) / len(g) for g in base]
+        p2 = sum(rates_base) / k
+        per_case_base = _n_eff(base) / k
+        phi = newcombe_phi(rates_new, rates_base)
+    else:
+        assert base_side is not None
+        p2, phi, per_case_base = base_side[0], 0.0, 0.0
+
+    def at_cases(kk: int) -> bool:
+        other = _side(p2, per_case_base * kk) if base is not None else base_side
+        assert other is not None
+        return _decided(metric, gate, (_side(p1, per_case_new * kk), other), phi)
+
+    cases_needed = _first_true(at_cases, k, MAX_CASES)
+    attempts: int | None = None
+    if base is not None and runs >= 2 and max(icc_anova(new), icc_anova(base)) < 0.5:
+
+        def at_runs(r: int) -> bool:
+            return _decided(metric, gate, (_side(p1, _n_eff(new, r)), _side(p2, _n_eff(base, r))), phi)
+
+        attempts = _first_true(at_runs, runs, MAX_ATTEMPTS)
+    return Advice(skill=skill, role=role, cases=k, cases_needed=cases_needed, runs_per_case=runs,
+                  attempts_needed=attempts)
+
+
+def identical_cases(base: BaselineRecord, new: BaselineRecord) -> set[str]:
+    """Case ids rated in both records with the same content digest."""
+    return {k for k, c in base.per_case.items() if k in new.per_case and new.per_case[k].digest == c.digest}
+
+
+def _changes(base: BaselineRecord, new: BaselineRecord) -> CaseChanges:
+    current = {k: c.digest for k, c in new.per_case.items()}
+    added, changed, removed = case_changes(base.per_case, current)
+    pos_new = {k for k, c in new.per_case.items() if c.role == "positive"}
+    pos_base = {k for k, c in base.per_case.items() if c.role == "positive"}
+    return CaseChanges(
+        identical=len(identical_cases(base, new)),
+        added=tuple(added),
+        changed=tuple(changed),
+        removed=tuple(removed),
+        added_positive=tuple(k for k in added if k in pos_new),
+        changed_positive=tuple(k for k in changed if k in pos_new or k in pos_base),
+        removed_positive=tuple(k for k in removed if k in pos_base),
+    )
+
+
 def check_pins(base: BaselineRecord, new: BaselineRecord, *, drift: bool = False) -> None:
-    """Refuse a comparison whose pins differ, naming the field (exit 3). ``drift``: the model snapshot
-    may differ — the comparison is then a drift report, for information, never a gate."""
+    """Refuse a comparison whose pins differ, naming the field (exit 3): skill, model (unless
+    ``drift``: the comparison is then a drift report, for information, never a gate), rubric version,
+    runtime version; a record of schema 1; no positive case identical (same id and digest) in both."""
     if base.skill != new.skill:
         raise RefusedError(f"skill differs: baseline is of {base.skill!r}, new record of {new.skill!r}")
-    pinned = ("corpus_version", "rubric_version") if drift else ("corpus_version", "model", "rubric_version")
+    for which, rec in (("baseline", base), ("new record", new)):
+        if rec.legacy:
+            raise RefusedError(f"schema_version: the {which} {rec.baseline_id} was {LEGACY_MESSAGE}")
+    pinned = ("rubric_version",) if drift else ("model", "rubric_version")
     for field in pinned:
         a, b = getattr(base, field), getattr(new, field)
         if a != b:
@@ -302,17 +465,14 @@ def check_pins(base: BaselineRecord, new: BaselineRecord, *, drift: bool = False
             f"runtime version differs: baseline {a_rt} vs new {b_rt}; the baseline is expired — record a new "
             "one (skillreach baseline record --commit) instead of comparing"
         )
-
-
-def _within_var(
-    base_pc: Mapping[str, CaseOutcomes], new_pc: Mapping[str, CaseOutcomes], metric: str, ids: Sequence[str]
-) -> float:
-    bg, ng = case_values(base_pc, metric), case_values(new_pc, metric)
-    parts = []
-    for i in ids:
-        b, n = bg[i], ng[i]
-        parts.append(_sample_var(b) / len(b) + _sample_var(n) / len(n))
-    return sum(parts) / len(parts) if parts else 0.0
+    same = identical_cases(base, new)
+    positives = [k for k, c in base.per_case.items() if c.role == "positive"]
+    if not any(k in same for k in positives):
+        raise RefusedError(
+            f"corpus_version: no positive case of {base.skill} is identical (same id and digest) in both "
+            f"records (baseline {base.baseline_id}: {len(positives)} positive cases); the baseline is "
+            "expired — re-baseline it (skillreach baseline record --commit) instead of comparing"
+        )
 
 
 def _result(
@@ -320,34 +480,45 @@ def _result(
     *,
     cohort: Literal["paired", "new cases"],
     gate: float,
-    diffs: list[float],
+    new_groups: list[list[float]],
+    base_groups: list[list[float]] | None,
+    base_side: tuple[float, float, float] | None = None,
     base_value: float | None,
     new_value: float | None,
-    within: float,
-    runs: int,
+    skill: str,
 ) -> GateResult:
-    mean, lo, hi = paired_rate_interval(diffs)
+    if base_groups is not None:
+        mean, lo, hi = paired_rate_interval(new_groups, base_groups)
+        diffs = [sum(n) / len(n) - sum(b) / len(b) for n, b in zip(new_groups, base_groups, strict=True)]
+    else:
+        assert base_side is not None
+        mean, lo, hi = newcombe_paired(new_groups, base_interval=base_side)
+        diffs = [sum(n) / len(n) - base_side[0] for n in new_groups]
     sd = math.sqrt(_sample_var(diffs)) if len(diffs) >= 2 else 0.0
     verdict = gate_verdict(metric, gate, mean, lo, hi)
     advice = None
     note = ""
+    bound = None
     if verdict is Verdict.inconclusive:
-        effect = gate if gate != 0 else (0.01 if metric in HIGHER_IS_WORSE else -0.01)
-        advice = power_advice(effect, diffs, within, len(diffs), runs)
+        advice = advise(metric, gate, new_groups, base_groups, skill=skill, base_side=base_side)
         note = advice.sentence()
+    elif verdict is Verdict.ok:
+        bound = rules_out(metric, lo, hi)
+        note = rules_out_note(metric, bound)
     return GateResult(
         metric=metric,
         cohort=cohort,
         gate=gate,
         base=base_value,
         new=new_value,
-        k=len(diffs),
+        k=len(new_groups),
         mean_diff=mean,
         ci95=(lo, hi),
         sd=sd,
         verdict=verdict,
         note=note,
-        power=advice,
+        rules_out=bound,
+        advice=advice,
     )
 
 
@@ -363,45 +534,45 @@ def compare(
     *,
     drift: bool = False,
 ) -> Comparison:
-    """Gate ``new`` against ``base`` (module docstring). Raises RefusedError when the pins differ;
-    ``drift``: the same paired differences across a changed model snapshot (the service's drift report)."""
+    """Gate ``new`` against ``base`` over their identical cases (module docstring). Raises RefusedError
+    when the pins differ; ``drift``: the same paired differences across a changed model snapshot (the
+    service's drift report)."""
     check_pins(base, new, drift=drift)
     if gates is None:
         gates = GateConfig()
     gate_map = gates.model_dump() if isinstance(gates, GateConfig) else {**GateConfig().model_dump(), **gates}
     for m in METRICS:
         _check_gate(m, float(gate_map[m]))
+    same = identical_cases(base, new)
+    changes = _changes(base, new)
     warnings: list[str] = []
+    if changes.any:
+        warnings.append(changes.line() + ": compared over the identical cases only")
     if base.runtime != new.runtime:
         warnings.append(f"runtime differs: baseline {base.runtime}, new {new.runtime}")
     if base.skill_version == new.skill_version:
         warnings.append("skill_version is the same in both records: this compares two runs of one version")
     results: list[GateResult] = []
-    runs = new.runs_per_case
     for metric in METRICS:
         gate = float(gate_map[metric])
         bg, ng = case_values(base.per_case, metric), case_values(new.per_case, metric)
-        brates = {k: sum(v) / len(v) for k, v in bg.items()}
-        nrates = {k: sum(v) / len(v) for k, v in ng.items()}
-        paired = sorted(set(brates) & set(nrates))
+        paired = sorted(k for k in same if k in bg and k in ng)
         bm, nm = base.metrics.get(metric), new.metrics.get(metric)
         if paired:
-            diffs = [nrates[i] - brates[i] for i in paired]
-            within = _within_var(base.per_case, new.per_case, metric, paired)
             results.append(
                 _result(
                     metric,
                     cohort="paired",
                     gate=gate,
-                    diffs=diffs,
+                    new_groups=[ng[i] for i in paired],
+                    base_groups=[bg[i] for i in paired],
                     base_value=bm.value if bm else None,
                     new_value=nm.value if nm else None,
-                    within=within,
-                    runs=runs,
+                    skill=new.skill,
                 )
             )
         else:
-            why = "no case rated in both records"
+            why = "no identical case rated in both records"
             if bm is None and nm is None:
                 why = "no eligible probes in either record"
             elif nm is None:
@@ -422,7 +593,9 @@ def compare(
                     note=why,
                 )
             )
-        fresh = sorted(set(nrates) - set(brates))
+        if metric not in ("compliance", "task_quality"):
+            continue
+        fresh = sorted(k for k in ng if k not in paired and new.per_case[k].role == "positive")
         if fresh:
             if bm is None:
                 results.append(
@@ -431,7 +604,7 @@ def compare(
                         cohort="new cases",
                         gate=gate,
                         base=None,
-                        new=_mean([nrates[i] for i in fresh]),
+                        new=_mean([sum(ng[i]) / len(ng[i]) for i in fresh]),
                         k=len(fresh),
                         mean_diff=None,
                         ci95=None,
@@ -441,35 +614,34 @@ def compare(
                     )
                 )
             else:
-                diffs = [nrates[i] - bm.value for i in fresh]
-                within = sum(_sample_var(ng[i]) / len(ng[i]) for i in fresh) / len(fresh)
                 results.append(
                     _result(
                         metric,
                         cohort="new cases",
                         gate=gate,
-                        diffs=diffs,
+                        new_groups=[ng[i] for i in fresh],
+                        base_groups=None,
+                        base_side=(bm.value, bm.ci95[0], bm.ci95[1]),
                         base_value=bm.value,
-                        new_value=_mean([nrates[i] for i in fresh]),
-                        within=within,
-                        runs=runs,
+                        new_value=_mean([sum(ng[i]) / len(ng[i]) for i in fresh]),
+                        skill=new.skill,
                     )
                 )
-        dropped = sorted(set(brates) - set(nrates))
-        if dropped and metric in ("compliance", "task_quality"):
+        dropped = sorted(k for k in bg if k in same and k not in ng)
+        if dropped:
             warnings.append(
                 f"{metric}: {len(dropped)} case(s) rated in the baseline have no {metric} probe in the new "
                 f"record (e.g. {dropped[0]}): not compared"
             )
     if not any(r.cohort == "paired" and r.k > 0 for r in results):
         raise RefusedError(
-            f"{new.skill}: no case rated in both records (baseline {base.baseline_id}: "
+            f"{new.skill}: no identical case rated in both records (baseline {base.baseline_id}: "
             f"{len(base.per_case)} cases, new {new.baseline_id}: {len(new.per_case)}); nothing to gate — "
             "re-record the baseline on the same query set"
         )
     cohorts: dict[str, dict[str, dict[str, Any] | None]] = {}
     for metric in ("compliance", "task_quality"):
-        split = cohort_split(new, base, metric)
+        split = cohort_split(new, _only(base, same), metric)
         cohorts[metric] = {
             k: (v.model_dump(mode="json") if v is not None else None) for k, v in split.items()
         }
@@ -488,7 +660,13 @@ def compare(
         gates={m: float(gate_map[m]) for m in METRICS},
         results=results,
         cohorts=cohorts,
+        cases=changes,
         warnings=warnings,
         verdict=overall,
         exit_code=code,
     )
+
+
+def _only(record: BaselineRecord, ids: set[str]) -> BaselineRecord:
+    """``record`` with only the cases in ``ids`` (what a cohort split calls the baseline's cases)."""
+    return record.model_copy(update={"per_case": {k: v for k, v in record.per_case.items() if k in ids}})

@@ -3,24 +3,39 @@
 For each skill of the catalog, one status — ``ok``, ``inconclusive``, ``breach``, ``expired`` (its
 stored baseline's pins no longer match), ``no baseline``, ``no queries`` (no positive query: it cannot
 have a baseline) — or, after a model snapshot change, ``drift`` / ``ok`` from the paired differences
-across the two snapshots (information, never a gate). Then which new records are written: every skill
-that has one, except a breached skill's, which waits as a *candidate* for a person to accept. Pure.
+across the two snapshots (information, never a gate). Then which new records are written
+(:func:`records_to_write`): a baseline only goes down when a person says so (``skillreach baseline
+accept``). A breached *or inconclusive* skill's record waits as a *candidate*; a skill whose candidate
+already waits keeps waiting across a model-snapshot or runtime-version change (its new record is a
+candidate under the new pin, never the baseline). Only the gating study gates: a study whose runtime,
+model or rubric judge is not the stored baselines' is *not compared* at all (:func:`not_compared`). Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillreach.baselines.gates import Comparison, compare
+from skillreach.baselines.gates import Advice, Comparison, Verdict, compare
 from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import RefusedError
 from skillreach.settings import GateConfig
 
-__all__ = ["STATUSES", "SkillGate", "gate_report_markdown", "gate_skills", "records_to_write"]
+__all__ = [
+    "HELD",
+    "STATUSES",
+    "SkillGate",
+    "gate_report_markdown",
+    "gate_skills",
+    "not_compared",
+    "records_to_write",
+    "undecided",
+]
 
 STATUSES = ("ok", "inconclusive", "breach", "drift", "expired", "no baseline", "no queries")
+HELD = ("breach", "inconclusive")
+"""The gate's verdicts that keep a skill's new record waiting as a candidate: it would lower the bar."""
 
 
 @dataclass(frozen=True)
@@ -65,15 +80,71 @@ def gate_skills(
     return out
 
 
-def records_to_write(results: Iterable[SkillGate]) -> tuple[list[BaselineRecord], list[BaselineRecord]]:
-    """(records to write, candidates): a breach waits as a candidate; everything measured is recorded."""
+def records_to_write(
+    results: Iterable[SkillGate], *, waiting: Collection[str] = (), drift: bool = False
+) -> tuple[list[BaselineRecord], list[BaselineRecord]]:
+    """(records to write, candidates). A skill is recorded only when nothing says its bar would go down:
+    a breach or an inconclusive drop (:data:`HELD`) waits as a candidate for ``skillreach baseline
+    accept``. A skill whose candidate already waits (``waiting``) keeps waiting when the pins moved — a
+    model-snapshot change (``drift``) or an expired pin (a runtime version): its new record is a candidate
+    under the new pin, never the baseline. A waiting skill whose gate says ok against its baseline is
+    recorded (the drop did not hold), superseding the candidate."""
     records: list[BaselineRecord] = []
     candidates: list[BaselineRecord] = []
     for r in results:
         if r.new is None:
             continue
-        (candidates if r.status == "breach" else records).append(r.new)
+        held = r.status in HELD or (r.skill in waiting and (drift or r.status in ("expired", "drift")))
+        (candidates if held else records).append(r.new)
     return records, candidates
+
+
+_PINS: tuple[tuple[str, Callable[[BaselineRecord], str | None]], ...] = (
+    ("runtime", lambda r: r.runtime.name),
+    ("model", lambda r: r.model),
+    ("rubric", lambda r: r.judge_model),
+)
+
+
+def not_compared(
+    stored: Iterable[BaselineRecord | None], new: Iterable[BaselineRecord], *, drift: bool = False
+) -> str | None:
+    """Why a study is not the gating study, or ``None`` when it is: its runtime, its model (except across
+    a model-snapshot change, ``drift``) and its rubric judge (when both sides have one) must be among the
+    stored baselines'. ``"different runtime: baselines keyword, this study fake"``. With no stored
+    baseline or no new record there is nothing to tell apart (``None``)."""
+    base = [b for b in stored if b is not None]
+    fresh = list(new)
+    if not base or not fresh:
+        return None
+    for what, pin in _PINS:
+        if what == "model" and drift:
+            continue
+        have = sorted({v for v in map(pin, base) if v})
+        got = sorted({v for v in map(pin, fresh) if v})
+        if have and got and not set(got) <= set(have):
+            return f"different {what}: baselines {', '.join(have)}, this study {', '.join(got)}"
+    return None
+
+
+def _decide(advice: Advice | None) -> str:
+    """The gate's advice in units a team controls (cases to add, or attempts per case)."""
+    return "more cases would decide it" if advice is None else advice.sentence()
+
+
+def undecided(comparison: Comparison) -> str:
+    """Each inconclusive metric of a comparison: its paired change, interval, gate, and how many cases
+    (or runs per case) would decide it — the gate's power advice."""
+    parts = []
+    for g in comparison.results:
+        if g.verdict is not Verdict.inconclusive:
+            continue
+        d = g.mean_diff or 0.0
+        lo, hi = g.ci95 or (d, d)
+        cohort = "" if g.cohort == "paired" else " (new cases)"
+        parts.append(f"{g.metric}{cohort} changed {d:+.3f} (95% CI {lo:+.3f} to {hi:+.3f}; "
+                     f"gate {g.gate:+.3f}): {_decide(g.advice)}")
+    return "; ".join(parts)
 
 
 def _fmt(x: Any) -> str:
@@ -82,16 +153,31 @@ def _fmt(x: Any) -> str:
 
 def gate_report_markdown(
     outcome_rows: list[dict[str, Any]], skipped: list[str], study_id: str,
-    statuses: dict[str, str] | None = None, *, drift: bool = False,
+    statuses: dict[str, str] | None = None, *, drift: bool = False, not_compared: str | None = None,
+    kept_waiting: Iterable[str] = (), first: bool = False,
 ) -> str:
+    """The gate (or drift) report. ``not_compared``: why this study is not the gating one (said once, and
+    nothing else); ``kept_waiting``: skills whose candidate keeps waiting under the new pin; ``first``: no
+    baseline at all yet, re-baselining every skill."""
     title = "Drift report" if drift else "Gate report"
     lines = [f"# {title} — study `{study_id}`", ""]
+    if not_compared:
+        lines.append(f"Not compared: {not_compared}. Only the service's gating study (the stored baselines' "
+                     "runtime, model and rubric judge) gates: nothing was gated, no alert was sent and no "
+                     "baseline is re-recorded.")
+        return "\n".join(lines) + "\n"
+    if first:
+        lines += ["No baselines yet: re-baselining every skill (`rebaseline-all`).", ""]
     if statuses:
         counts = {s: sum(1 for v in statuses.values() if v == s) for s in dict.fromkeys(statuses.values())}
         summary = ", ".join(f"{n} {s}" for s, n in counts.items())
         lines.append(f"**{summary}** over {len(statuses)} skills.")
         lines += ["", "| skill | status |", "|---|---|",
                   *[f"| {k} | {v} |" for k, v in sorted(statuses.items())], ""]
+    waiting = sorted(kept_waiting)
+    if waiting:
+        lines += [f"Candidates kept waiting under the new pin (a model or runtime change never promotes one; "
+                  f"`skillreach baseline accept NAME` decides): {', '.join(waiting)}.", ""]
     if not outcome_rows and not skipped:
         if not statuses:
             lines.append("No stored baseline matches this study: nothing was gated. Record baselines with "

@@ -165,7 +165,7 @@ class BaselineRepo:
         it). Returns the commit (``sha=None`` when every file was already so)."""
         body = "\n".join(why)
         lines = [f"{r.skill}: {metrics_line(r)}" for r in records]
-        lines += [f"{r.skill} (candidate, a gate breached): {metrics_line(r)}" for r in candidates]
+        lines += [f"{r.skill} (candidate, waits for baseline accept): {metrics_line(r)}" for r in candidates]
         message = subject + ("\n\n" + body if body else "") + ("\n\n" + "\n".join(lines) if lines else "")
         if self.branch:
             for _ in range(attempts):

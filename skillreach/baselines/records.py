@@ -9,17 +9,25 @@ legitimate or refused:
   folder is committed and clean; otherwise ``sha256:<hex>``, a content digest over the folder's files
   (path + SHA-256 of each, sorted), with ``skill_version_origin`` saying why: ``uncommitted`` (inside a
   git work tree, with changes or untracked) or ``content`` (outside git).
-- ``corpus_version``: the query set's digest (``sha256:<hex>``): its content, never its path, so the same
-  sealed set pins the same way wherever it lies. ``corpus_path`` (the path relative to the git work
-  tree's top when inside one, else absolute) and ``corpus_commit`` (the last commit that touched the
-  file when it is tracked and unmodified) are information, never compared.
+- ``per_case``: every case the record rated, ``{digest, outcomes}`` in the file: the case's content
+  digest (:meth:`skillreach.models.Query.case_digest`: text, expected and acceptable skills, kind,
+  checks — not the id) beside its outcomes. A comparison pairs a case only with the case of the same id
+  and the same digest.
+- ``corpus_version``: ``sha256:<hex>`` of the sorted lines ``<id> <case digest>\n`` of the record's
+  **positive** cases (the skill's own corpus, :func:`corpus_digest`): content, never a path, and a
+  query added, edited or removed for another skill never changes it. ``corpus_path`` (the path relative
+  to the git work tree's top when inside one, else absolute) and ``corpus_commit`` (the last commit
+  that touched the file when it is tracked and unmodified) are information, never compared.
 - ``runtime``: ``{name, version}`` — the runtime and its version (CLI or SDK); a changed version expires
   the record.
 - ``model``: the resolved snapshot the study ran; ``rubric_version``: :func:`skillreach.study.judge.
   rubric_version` over the rubrics of S's positive cases and the judge model (``None`` without rubrics).
 
-Expiry (:func:`expiry`): a record whose model, corpus or rubric no longer matches the current
-configuration is expired, and is never compared silently.
+Expiry (:func:`expiry`): a record whose model, runtime version or rubric no longer matches the current
+configuration, or none of whose positive cases is still in the query set unchanged, is expired and never
+compared silently; cases added, changed or removed since only make it *stale* (:func:`staleness`: still
+gated, on the cases that are identical). A record of ``schema_version`` 1 (before cases were pinned by
+content) is read, and reported as needing re-baselining.
 """
 
 from __future__ import annotations
@@ -50,9 +58,11 @@ __all__ = [
     "RecordedUplift",
     "RuntimePin",
     "baseline_digest",
+    "case_changes",
     "case_rates",
     "changes_between",
     "cohort_split",
+    "corpus_digest",
     "corpus_location",
     "corpus_version",
     "current_rubric_version",
@@ -63,10 +73,14 @@ __all__ = [
     "restrict_record",
     "seal_baseline",
     "skill_version",
+    "staleness",
     "write_baseline",
 ]
 
-BASELINE_SCHEMA_VERSION = 1
+BASELINE_SCHEMA_VERSION = 2
+"""2: ``per_case`` holds ``{digest, outcomes}`` and ``corpus_version`` is over the positive cases."""
+LEGACY_SCHEMA_VERSIONS = frozenset({1})
+"""Read, never gated: recorded before cases were pinned by content; re-baseline them."""
 METRICS = ("activation", "false_activation", "compliance", "task_quality")
 MetricName = Literal["activation", "false_activation", "compliance", "task_quality"]
 
@@ -95,6 +109,9 @@ class CaseOutcomes(Frozen):
     activated: tuple[int, ...] = ()
     compliance: tuple[bool, ...] = ()
     quality: tuple[float, ...] = ()
+    digest: str | None = None
+    """The case's content digest when it was rated (``None``: a record of schema 1, or one built in
+    memory without its query set). In the file it stands beside the outcomes: ``{digest, outcomes}``."""
 
 
 class CaseCounts(Frozen):
@@ -170,7 +187,39 @@ class BaselineRecord(Frozen):
         data: dict[str, Any] = handler(self)
         if data.get("uplift", 0) is None:
             del data["uplift"]
+        cases = data.get("per_case")
+        if isinstance(cases, dict):
+            if self.legacy:  # as it was read: flat outcomes, no digest
+                data["per_case"] = {
+                    k: {f: v for f, v in c.items() if f != "digest"} for k, c in cases.items()
+                }
+            else:
+                data["per_case"] = {
+                    k: {"digest": c.get("digest"), "outcomes": {f: v for f, v in c.items() if f != "digest"}}
+                    for k, c in cases.items()
+                }
         return data
+
+    @field_validator("per_case", mode="before")
+    @classmethod
+    def _per_case_entries(cls, v: Any) -> Any:
+        """``{digest, outcomes}`` (schema 2) or flat outcomes (schema 1) → :class:`CaseOutcomes`."""
+        if not isinstance(v, Mapping):
+            return v
+        out: dict[Any, Any] = {}
+        for k, c in v.items():
+            if isinstance(c, Mapping) and "outcomes" in c and isinstance(c["outcomes"], Mapping):
+                if set(c) - {"digest", "outcomes"}:
+                    raise ValueError(f"case {k}: expected {{digest, outcomes}}, got {sorted(c)}")
+                out[k] = {**c["outcomes"], "digest": c.get("digest")}
+            else:
+                out[k] = c
+        return out
+
+    @property
+    def legacy(self) -> bool:
+        """Recorded before cases were pinned by content (schema 1): read, never gated."""
+        return self.schema_version in LEGACY_SCHEMA_VERSIONS
 
     @field_validator("runtime", mode="before")
     @classmethod
@@ -263,9 +312,33 @@ def _display_path(path: Path) -> tuple[str, Path | None]:
     return path.resolve().as_posix(), None
 
 
-def corpus_version(query_set: QuerySet) -> str:
-    """The corpus pin: the query set's digest — its content, never its path."""
-    return query_set.provenance.digest or query_set.compute_digest()
+def corpus_digest(cases: Iterable[tuple[str, str | None]]) -> str:
+    """``sha256:<hex>`` of the sorted lines ``<id> <case digest>\n`` of (id, digest) pairs."""
+    lines = sorted(f"{qid} {digest or ''}\n" for qid, digest in cases)
+    return "sha256:" + hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def corpus_version(query_set: QuerySet, skill: str) -> str:
+    """The corpus pin of ``skill`` in ``query_set``: :func:`corpus_digest` of its positive cases (the
+    skill's own corpus; another skill's queries never change it)."""
+    return corpus_digest((q.id, q.case_digest()) for q in query_set.queries if q.expected_skill == skill)
+
+
+def _record_corpus_version(per_case: Mapping[str, CaseOutcomes]) -> str:
+    return corpus_digest((k, c.digest) for k, c in per_case.items() if c.role == "positive")
+
+
+def case_changes(
+    recorded: Mapping[str, CaseOutcomes], current: Mapping[str, str | None], *, positive_only: bool = False
+) -> tuple[list[str], list[str], list[str]]:
+    """(added, changed, removed) case ids from ``recorded`` (a record's ``per_case``) to ``current``
+    (case id → digest: a later record's cases, or a query set's). ``positive_only``: of the recorded
+    positive cases only (``current`` then holds the skill's positive cases)."""
+    rec = {k: c.digest for k, c in recorded.items() if c.role == "positive" or not positive_only}
+    added = sorted(k for k in current if k not in rec)
+    changed = sorted(k for k in current if k in rec and rec[k] != current[k])
+    removed = sorted(k for k in rec if k not in current)
+    return added, changed, removed
 
 
 def corpus_location(path: str | os.PathLike[str]) -> tuple[str, str | None]:
@@ -293,8 +366,11 @@ def _field(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, Mapping) else getattr(row, name)
 
 
-def per_case_outcomes(artifact: Any, skill: str) -> dict[str, CaseOutcomes]:
-    """The per-case outcomes of ``skill`` from an artifact's outcome rows (one row per probe)."""
+def per_case_outcomes(
+    artifact: Any, skill: str, digests: Mapping[str, str] | None = None
+) -> dict[str, CaseOutcomes]:
+    """The per-case outcomes of ``skill`` from an artifact's outcome rows (one row per probe);
+    ``digests``: case id → content digest (:meth:`~skillreach.models.Query.case_digest`)."""
     by_case: dict[str, list[Any]] = {}
     for row in _rows(artifact):
         by_case.setdefault(str(_field(row, "query_id")), []).append(row)
@@ -322,6 +398,7 @@ def per_case_outcomes(artifact: Any, skill: str) -> dict[str, CaseOutcomes]:
             activated=activated,
             compliance=compliance,
             quality=quality,
+            digest=(digests or {}).get(qid),
         )
     return out
 
@@ -445,7 +522,7 @@ def record_baseline(
             f"--uplift: measured on query set {uplift.queries_digest[:19]}…, not the study's {digest[:19]}…; "
             "run skillreach uplift with the query set the study ran"
         )
-    per_case = per_case_outcomes(artifact, skill)
+    per_case = per_case_outcomes(artifact, skill, {q.id: q.case_digest() for q in qs.queries})
     if not per_case:
         raise InputError("the artifact holds no probes; run the study first")
     if skill_folder is not None:
@@ -479,7 +556,7 @@ def record_baseline(
         skill_version=version,
         skill_version_origin=origin,
         skill_path=shown_skill_path,
-        corpus_version=digest,
+        corpus_version=_record_corpus_version(per_case),
         corpus_path=corpus_shown,
         corpus_commit=commit,
         model=str(model),
@@ -505,14 +582,13 @@ def record_baseline(
 def restrict_record(
     record: BaselineRecord, parent: QuerySet, *, judge_model: str | None = None
 ) -> BaselineRecord:
-    """``record`` (of a study on a grown query set) restricted to the cases of ``parent``, pinned to
-    ``parent``'s digest: what a study of the parent set measured, so a gate can compare it with a
-    baseline recorded on the parent. Sealed again."""
+    """``record`` (of a study on a grown query set) restricted to the cases of ``parent``, its
+    ``corpus_version`` that of the cases kept: what a study of the parent set measured. Sealed again."""
     keep = {q.id for q in parent.queries}
     per_case = {k: v for k, v in record.per_case.items() if k in keep}
     rubric = current_rubric_version(parent, record.skill, judge_model or record.judge_model)
     return seal_baseline(record.model_copy(update={
-        "corpus_version": parent.provenance.digest or parent.compute_digest(),
+        "corpus_version": _record_corpus_version(per_case),
         "per_case": per_case,
         "cases": CaseCounts(positive=sum(1 for c in per_case.values() if c.role == "positive"),
                             negative=sum(1 for c in per_case.values() if c.role == "negative")),
@@ -573,7 +649,7 @@ def parse_baseline(text: str, where: str) -> BaselineRecord:
             f"{where}: not a baseline record (no baseline_id); write one with skillreach baseline record"
         )
     version = data.get("schema_version", BASELINE_SCHEMA_VERSION)
-    if version != BASELINE_SCHEMA_VERSION:
+    if version != BASELINE_SCHEMA_VERSION and version not in LEGACY_SCHEMA_VERSIONS:
         raise InputError(f"{where}: baseline schema_version {version!r} is not supported; re-record it")
     stored = data.get("digest")
     if not isinstance(stored, str) or not stored:
@@ -611,22 +687,39 @@ def model_matches(recorded: str, configured: str | None) -> bool:
     return bool(m and m.group("alias") == configured)
 
 
+LEGACY_MESSAGE = (
+    "recorded before cases were pinned by content (schema_version 1); re-baseline it "
+    "(skillreach baseline record --commit)"
+)
+
+
+def _positive_digests(query_set: QuerySet, skill: str) -> dict[str, str]:
+    return {q.id: q.case_digest() for q in query_set.queries if q.expected_skill == skill}
+
+
 def expiry(
     record: BaselineRecord,
     *,
-    corpus: str | None = None,
+    query_set: QuerySet | None = None,
     model: str | None = None,
     rubric: str | Literal["unknown"] | None = "unknown",
     runtime_version: str | None = None,
 ) -> list[str]:
-    """Why ``record`` no longer matches the current configuration (empty: it is current).
+    """Why ``record`` no longer matches the current configuration (empty: it is current, perhaps
+    stale — :func:`staleness`).
 
-    ``corpus`` is the current ``corpus_version``, ``model`` the configured model (alias or snapshot),
-    ``rubric`` the current rubric version (``"unknown"``: not checked). ``None`` skips a check.
+    ``query_set`` is the current query set (expired when none of the record's positive cases is in it
+    unchanged), ``model`` the configured model (alias or snapshot), ``rubric`` the current rubric
+    version (``"unknown"``: not checked). ``None`` skips a check. A record of schema 1 is expired.
     """
     reasons: list[str] = []
-    if corpus is not None and corpus != record.corpus_version:
-        reasons.append(f"corpus changed: {record.corpus_version} → {corpus}")
+    if record.legacy:
+        reasons.append(LEGACY_MESSAGE)
+    elif query_set is not None:
+        current = _positive_digests(query_set, record.skill)
+        recorded = {k: c.digest for k, c in record.per_case.items() if c.role == "positive"}
+        if recorded and not any(current.get(k) == d for k, d in recorded.items()):
+            reasons.append(f"none of its {len(recorded)} positive cases is in the query set unchanged")
     if model is not None and not model_matches(record.model, model):
         reasons.append(f"model changed: {record.model} → {model}")
     if rubric not in ("unknown", record.rubric_version):
@@ -634,6 +727,26 @@ def expiry(
     if runtime_version is not None and record.runtime.version not in (None, runtime_version):
         reasons.append(f"runtime version changed: {record.runtime} → {record.runtime.name} {runtime_version}")
     return reasons
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'' if n == 1 else 's'}"
+
+
+def staleness(record: BaselineRecord, query_set: QuerySet) -> list[str]:
+    """What changed in the skill's own corpus since ``record`` was recorded (empty: nothing): still
+    gated, on the identical cases; re-baselining records the grown corpus. E.g. ``3 cases added since
+    recorded``."""
+    if record.legacy:
+        return []
+    added, changed, removed = case_changes(
+        record.per_case, _positive_digests(query_set, record.skill), positive_only=True
+    )
+    return [
+        f"{_cases(len(ids))} {what} since recorded"
+        for ids, what in ((added, "added"), (changed, "changed"), (removed, "removed"))
+        if ids
+    ]
 
 
 def changes_between(old: BaselineRecord | None, new: BaselineRecord) -> list[str]:

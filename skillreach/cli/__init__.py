@@ -1,17 +1,22 @@
 """The ``skillreach`` command. Each command group lives in its own module and registers itself here.
 
 Errors the user caused (:class:`~skillreach.errors.SkillreachError`) print one line on stderr and exit
-with the error's code; never a traceback.
+with the error's code; never a traceback. So do signals: Ctrl-C (SIGINT) is one line and exit 130, SIGTERM
+one line and exit 143 (the console script's handler turns it into the same interruption, so a study
+records what it probed on the way out; a second SIGTERM ends the process at once).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from contextlib import nullcontext
 
 import typer
 
+from skillreach._io.redact import redact_text
 from skillreach.cli._startup import startup_gc
 from skillreach.errors import SkillreachError
 
@@ -34,23 +39,55 @@ _COMMAND_MODULES = (
     "run_cmds",  # run, serve
     "worker_cmds",  # worker
     "doctor_cmds",  # doctor
-    "baseline_cmds",  # baseline record|compare, check
+    "baseline_cmds",  # baseline record|compare|status|accept|show
+    "check_cmds",  # check
+    "rebaseline_cmds",  # baseline rebaseline (adds to ``baseline_app``)
     "diff_cmds",  # diff
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
 )
 
+_INTERRUPTED = 130
+_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
+_TERMINATED = 128 + signal.SIGTERM  # 143
+_TERMINATED_LINE = "skillreach: terminated (SIGTERM); results written so far are kept (a re-run resumes)"
+_signalled: list[int] = []
+"""The signals the console script's handler turned into an interruption (SIGTERM), in order."""
+
+
+def _interrupted() -> int:
+    """Say the one line of an interruption; its exit code (143 after SIGTERM, else 130)."""
+    if signal.SIGTERM in _signalled:
+        print(_TERMINATED_LINE, file=sys.stderr)
+        return _TERMINATED
+    print(_INTERRUPTED_LINE, file=sys.stderr)
+    return _INTERRUPTED
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM interrupts the main thread as Ctrl-C does (every cleanup path runs); a second one while
+    that cleanup runs ends the process at once."""
+    if _signalled:
+        os._exit(_TERMINATED)
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _install_sigterm() -> None:
+    """SIGTERM → :func:`_on_sigterm`, unless whoever started us ignores it."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+if os.path.basename(getattr(sys.modules.get("__main__"), "__file__", None) or "") == "skillreach":
+    _install_sigterm()  # the console script, from its first import on (never a process that imports us)
+
 try:
     for _mod in _COMMAND_MODULES:
         importlib.import_module(f"skillreach.cli.{_mod}").register(app)
-except KeyboardInterrupt:  # Ctrl-C while the command is still starting: the same one line
-    print("skillreach: interrupted", file=sys.stderr)
-    raise SystemExit(130) from None
-
-
-_INTERRUPTED = 130
-_INTERRUPTED_LINE = "skillreach: interrupted; results written so far are kept (a re-run resumes)"
+except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starting: the same one line
+    raise SystemExit(_interrupted()) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,15 +100,14 @@ def main(argv: list[str] | None = None) -> int:
             # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
             rv = app(args=argv, standalone_mode=False)
     except SkillreachError as exc:
-        print(f"skillreach: error: {exc.message}", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
-        print(_INTERRUPTED_LINE, file=sys.stderr)
-        return _INTERRUPTED
+        return _interrupted()
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
-        print(f"skillreach: error: {_os_error_line(exc)}", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(_os_error_line(exc))}", file=sys.stderr)
         return 2
     except typer.TyperException as exc:  # usage errors from typer's bundled click: one line too
         message = getattr(exc, "format_message", None)
@@ -80,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         path = getattr(ctx, "command_path", None) or "skillreach"
         text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
-        print(f"skillreach: error: {text}; see '{path} --help'", file=sys.stderr)
+        print(f"skillreach: error: {redact_text(text)}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
-        print(_INTERRUPTED_LINE, file=sys.stderr)
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
 
 
@@ -97,5 +133,12 @@ def _os_error_line(exc: OSError) -> str:
     return f"{where}{dest}: {what}; check this path"
 
 
-def _console_main() -> None:  # pragma: no cover
-    sys.exit(main())
+def _console_main() -> None:  # pragma: no cover (run in a subprocess: tests/test_cli_signals.py)
+    """The ``skillreach`` console script: SIGTERM becomes one line and exit 143 (a SIGTERM ignored by
+    whoever started us stays ignored)."""
+    _install_sigterm()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a signal between main's handlers and here
+        code = _interrupted()
+    sys.exit(code)

@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from skillreach._io.console import make_console, strip_control
+from skillreach._io.console import make_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from skillreach.baselines.records import BaselineRecord
-    from skillreach.study import StudyConfig
 
 __all__ = ["register"]
 
@@ -64,14 +63,27 @@ def _find_skill_folder(skill: str, skills_dirs: Sequence[Path]) -> Path | None:
 
 
 def _guess_queries(artifact_path: Path) -> Path | None:
-    """A study folder written by ``skillreach run`` holds the query set it ran (``study.json`` names it)."""
+    """The query set a study ran, as the study was given it (``study.json``'s ``source``, when that file
+    still holds the same set: a record then names a path that travels with the repository), else the
+    study folder's own copy."""
     from skillreach.errors import SkillreachError
+    from skillreach.queries.sets import load_query_set
     from skillreach.study.folder import read_study_file
 
     try:
-        return read_study_file(artifact_path.parent).query_set_path(artifact_path.parent)
+        study = read_study_file(artifact_path.parent)
     except SkillreachError:
-        pass  # an older folder: look for the copies it may hold
+        study = None  # an older folder: look for the copies it may hold
+    if study is not None:
+        source = study.query_set.get("source")
+        if isinstance(source, str) and source and Path(source).is_file():
+            try:
+                same = load_query_set(Path(source)).compute_digest() == study.query_set.get("digest")
+            except SkillreachError:
+                same = False
+            if same:
+                return Path(source)
+        return study.query_set_path(artifact_path.parent)
     for name in ("queries.json", "query_set.json"):
         cand = artifact_path.parent / name
         if cand.is_file():
@@ -110,16 +122,24 @@ def _judge_model_default(given: str | None) -> str:
 
 def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     artifact: Path = typer.Option(..., "--artifact", help="artifact.json of the study."),
-    skill: str = typer.Option(..., "--skill", help="The skill to record."),
+    skill: list[str] = typer.Option(
+        [], "--skill", help="A skill to record (repeatable); --all records every skill with cases."
+    ),
+    every: bool = typer.Option(False, "--all", help="Record every skill with positive cases in the study."),
     queries: Path | None = typer.Option(
-        None, "--queries", help="The query set the study ran (default: found beside the artifact)."
+        None,
+        "--queries",
+        help="The query set the study ran, as the repository holds it (default: the file the study was "
+        "given, else the study folder's copy).",
     ),
     skills: list[Path] = typer.Option(
-        [], "--skills", help="Folder(s) holding the skill, for its git version (default: ./skills)."
+        [], "--skills", help="Folder(s) holding the skills, for their git version (default: ./skills)."
     ),
-    out: Path | None = typer.Option(None, "--out", help="Write the record here (default: stdout)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the record here (one skill; default: stdout)."
+    ),
     commit: bool = typer.Option(
-        False, "--commit", help="Write <baselines>/<skill>.json and commit that file alone."
+        False, "--commit", help="Write <baselines>/<skill>.json for each skill and commit them in one commit."
     ),
     baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
     judge_model: str | None = typer.Option(
@@ -132,41 +152,116 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         "--uplift",
         metavar="UPLIFT_JSON",
         help="The skill's uplift report (skillreach uplift SKILL --json) to carry in the record "
-        "(default: uplift-SKILL.json beside the artifact, when there is one).",
+        "(one skill; default: uplift-SKILL.json beside the artifact, when there is one).",
     ),
 ) -> None:
-    """Build the baseline record of one skill from one study (spec/interfaces.md)."""
-    from skillreach.baselines.records import (
-        changes_between,
-        cohort_split,
-        metrics_line,
-        read_baseline,
-        record_baseline,
-        write_baseline,
-    )
+    """Build the baseline records of skills from one study (spec/interfaces.md). Exit codes: 0 written;
+    2 bad input."""
+    from skillreach.baselines.records import changes_between, read_baseline, write_baseline
     from skillreach.errors import InputError
-    from skillreach.reports.gates import fmt_value
 
+    if every and skill:
+        raise InputError("--all and --skill contradict each other; pass one")
+    if not every and not skill:
+        raise InputError("name the skills to record: --skill NAME (repeatable) or --all")
+    if len(skill) != len(set(skill)):
+        raise InputError(f"--skill names {sorted({s for s in skill if skill.count(s) > 1})[0]!r} twice")
     art = _read_artifact_any(artifact)
     qpath = queries or _guess_queries(artifact)
     if qpath is None:
         raise InputError(f"{artifact}: cannot tell which query set the study ran; pass --queries FILE")
+    names = _skills_with_cases(art, qpath) if every else list(skill)
+    if not names:
+        raise InputError(f"{qpath}: no skill has a positive case; nothing to record")
+    if (len(names) > 1 or every) and out is not None:
+        raise InputError("--out writes one record; with several skills pass --commit (or --baselines DIR)")
+    if len(names) > 1 and uplift is not None:
+        raise InputError("--uplift is one skill's report; record that skill alone with it")
+    console = _err_console()
+    study_copy = artifact.parent.resolve()
+    if queries is None and qpath.resolve().is_relative_to(study_copy):
+        console.print(
+            f"[yellow]note:[/] the records name the study folder's copy of the query set ({qpath}); a fresh "
+            "clone without that folder cannot read them: pass --queries FILE (the set your repository holds)"
+        )
     dirs = list(skills) or [Path("skills")]
+    judge = judge_model or _study_judge(artifact)
+    records = [
+        _record_one(
+            art, artifact, qpath, name, dirs=dirs, judge=judge, uplift=uplift, explicit_dirs=bool(skills)
+        )
+        for name in names
+    ]
+    if len(records) == 1 and not commit and out is None:
+        sys.stdout.write(records[0].model_dump_json(indent=2) + "\n")
+        return
+    if commit:
+        _require_git(baselines_dir)
+    from skillreach._io.paths import ensure_parent
+
+    previous: dict[str, BaselineRecord | None] = {}
+    for record in records:
+        target = out if out is not None else baselines_dir / f"{record.skill}.json"
+        previous[record.skill] = None
+        if target.is_file():
+            from skillreach.errors import TamperedError
+
+            try:
+                previous[record.skill] = read_baseline(target)
+            except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
+                console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
+        write_baseline(record, ensure_parent(target, flag="--out" if out is not None else "--baselines"))
+        _print_recorded(record, previous[record.skill], target, console)
+    if commit:
+        repo = _work_tree_repo(baselines_dir)
+        if len(records) == 1:
+            rec = records[0]
+            changes = "; ".join(changes_between(previous[rec.skill], rec))
+            subject = f"baseline {rec.skill}: {changes}"
+        else:
+            subject = f"baselines: {len(records)} skills recorded from {artifact}"
+        why = [f"{r.skill}: {'; '.join(changes_between(previous[r.skill], r))}" for r in records]
+        done = repo.commit(records, subject=subject, why=why if len(records) > 1 else ())
+        if done.sha is None:
+            raise InputError(f"{baselines_dir}: the baselines are unchanged; nothing to commit")
+        console.print(f"  committed {done.sha[:12]}: {subject}")
+
+
+def _skills_with_cases(art: Any, qpath: Path) -> list[str]:
+    """The skills of the study's catalog with at least one positive case in the query set."""
+    from skillreach.queries.sets import load_query_set
+
+    expected = {q.expected_skill for q in load_query_set(qpath).queries if q.expected_skill}
+    catalog = getattr(getattr(art, "catalog", None), "skills", None) or sorted(expected)
+    return sorted(set(catalog) & expected)
+
+
+def _record_one(
+    art: Any,
+    artifact: Path,
+    qpath: Path,
+    skill: str,
+    *,
+    dirs: list[Path],
+    judge: str,
+    uplift: Path | None,
+    explicit_dirs: bool,
+) -> BaselineRecord:
+    from skillreach.author.uplift import read_uplift_report, recorded_uplift, uplift_file
+    from skillreach.baselines.records import record_baseline
+    from skillreach.errors import InputError
+
     folder = _find_skill_folder(skill, dirs)
-    if folder is None and skills:
+    if folder is None and explicit_dirs:
         raise InputError(
             f"skill {skill!r}: no SKILL.md with that name under {', '.join(map(str, dirs))}; "
             "pass --skills DIR"
         )
-    from skillreach.author.uplift import read_uplift_report, recorded_uplift, uplift_file
-
     beside = uplift_file(artifact if artifact.is_dir() else artifact.parent, skill)
     if uplift is None and beside.is_file():
         uplift = beside
     lift = recorded_uplift(read_uplift_report(uplift, skill), uplift) if uplift is not None else None
-    record = record_baseline(
-        art, qpath, skill, skill_folder=folder, judge_model=judge_model or _study_judge(artifact), uplift=lift
-    )
+    record = record_baseline(art, qpath, skill, skill_folder=folder, judge_model=judge, uplift=lift)
     console = _err_console()
     if folder is None:
         console.print(
@@ -177,23 +272,15 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
         console.print(
             f"[yellow]note:[/] {record.skill_path} has uncommitted changes: skill_version is a content digest"
         )
-    target = baselines_dir / f"{skill}.json" if commit else out
-    if commit:
-        _require_git(target if target is not None else baselines_dir)
-    previous: BaselineRecord | None = None
-    if commit and target is not None and target.is_file():
-        from skillreach.errors import TamperedError
+    return record
 
-        try:
-            previous = read_baseline(target)
-        except TamperedError as exc:  # re-recording is the remedy: replace it, and say so
-            console.print(f"[yellow]note:[/] replacing an unsealed or edited record: {exc.message}")
-    if target is None:
-        sys.stdout.write(record.model_dump_json(indent=2) + "\n")
-        return
-    from skillreach._io.paths import ensure_parent
 
-    write_baseline(record, ensure_parent(target, flag="--baselines" if commit else "--out"))
+def _print_recorded(
+    record: BaselineRecord, previous: BaselineRecord | None, target: Path, console: Console
+) -> None:
+    from skillreach.baselines.records import cohort_split, metrics_line
+    from skillreach.reports.gates import fmt_value
+
     console.print(f"baseline {record.baseline_id} → {target}")
     console.print(f"  {metrics_line(record)}")
     if record.uplift is not None:
@@ -206,13 +293,6 @@ def record_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
                 f"  compliance by cohort: baseline cases {fmt_value(old.value if old else None)} "
                 f"({old.cases if old else 0} cases), new cases {fmt_value(new.value)} ({new.cases} cases)"
             )
-    if commit:
-        repo = _work_tree_repo(baselines_dir)
-        changes = "; ".join(changes_between(previous, record))
-        done = repo.commit([record], subject=f"baseline {skill}: {changes}")
-        if done.sha is None:
-            raise InputError(f"{target}: the baseline is unchanged; nothing to commit")
-        console.print(f"  committed {done.sha[:12]}: {', '.join(changes_between(previous, record))}")
 
 
 def _work_tree_repo(baselines_dir: Path, branch: str | None = None) -> Any:
@@ -355,8 +435,10 @@ def status_cmd(
         "skillreach/baselines", "--branch", help="The service's baseline branch (what waits there is shown)."
     ),
 ) -> None:
-    """Every stored baseline: pins, age, current or expired (model, corpus, rubric or runtime changed),
-    candidates waiting for `baseline accept`, and the service's commits not merged yet."""
+    """Every stored baseline: pins, age, current, stale (cases added, changed or removed since: still
+    gated) or expired (model, rubric or runtime changed, no positive case left, or recorded before cases
+    were pinned by content), candidates waiting for `baseline accept`, and the service's commits not
+    merged yet."""
     from datetime import UTC, datetime
 
     from rich.table import Table
@@ -378,12 +460,12 @@ def status_cmd(
     now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for f in files:
-        rec, reasons = _current_expiry(f, model=model, judge_model=judge_model)
+        rec, reasons, stale = _current_expiry(f, model=model, judge_model=judge_model)
         created = datetime.fromisoformat(rec.created_at.replace("Z", "+00:00"))
         rows.append({"file": str(f), "skill": rec.skill, "baseline_id": rec.baseline_id,
                      "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
                      "age_days": round((now - created).total_seconds() / 86400, 1),
-                     "expired": bool(reasons), "reasons": reasons})
+                     "expired": bool(reasons), "reasons": reasons, "stale": stale})
     if as_json:
         sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
                                     indent=2, ensure_ascii=False) + "\n")
@@ -393,17 +475,22 @@ def status_cmd(
     for col in ("baseline", "model", "runtime", "age (days)", "status", "why"):
         table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
     for r in rows:
-        status = "[red]expired[/]" if r["expired"] else "[green]current[/]"
+        status = (
+            "[red]expired[/]" if r["expired"] else "[yellow]stale[/]" if r["stale"] else "[green]current[/]"
+        )
         table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
-                      "; ".join(r["reasons"]) or "")
+                      "; ".join(r["reasons"] or r["stale"]) or "")
     console.print(table)
     for r in rows:  # the reasons whole, one line each: a table cell may fold them
         if r["expired"]:
             console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
                           highlight=False, soft_wrap=True)
+        elif r["stale"]:
+            console.print(f"{r['baseline_id']}: {'; '.join(r['stale'])} (still gated on the cases it shares; "
+                          "re-baseline to record them)", markup=False, highlight=False, soft_wrap=True)
     if candidates:
-        console.print(f"candidates waiting on {branch} (a gate breached; accept with "
-                      f"skillreach baseline accept NAME): {', '.join(candidates)}")
+        console.print(f"candidates waiting on {branch} (a gate breached or left a drop undecided; "
+                      f"accept with skillreach baseline accept NAME): {', '.join(candidates)}")
     if waiting:
         console.print(f"{len(waiting)} commit(s) on {branch} not merged yet:")
         for line in waiting:
@@ -449,331 +536,32 @@ def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
 
 def _current_expiry(
     path: Path, *, model: str | None, judge_model: str | None
-) -> tuple[BaselineRecord, list[str]]:
-    from skillreach.baselines.records import corpus_version, current_rubric_version, expiry, read_baseline
-    from skillreach.errors import SkillreachError
-    from skillreach.queries.sets import load_query_set
+) -> tuple[BaselineRecord, list[str], list[str]]:
+    """(record, why it is expired, what makes it stale — e.g. ``3 cases added since recorded``)."""
+    from skillreach.baselines.records import read_baseline
 
     rec = read_baseline(path)
     qpath = _corpus_path(rec, path.parent)
+    if not qpath.is_file():
+        return rec, [f"its query set {rec.corpus_path or qpath} is missing"], []
+    reasons, stale = _record_expiry(rec, qpath, model=model, judge_model=judge_model)
+    return rec, reasons, stale
+
+
+def _record_expiry(
+    rec: BaselineRecord, qpath: Path, *, model: str | None, judge_model: str | None
+) -> tuple[list[str], list[str]]:
+    """(why ``rec`` is expired against the query set at ``qpath``, what makes it stale)."""
+    from skillreach.baselines.records import current_rubric_version, expiry, staleness
+    from skillreach.errors import SkillreachError
+    from skillreach.queries.sets import load_query_set
+
     try:
         qs = load_query_set(qpath)
     except SkillreachError as exc:
-        return rec, [f"corpus {qpath} unreadable: {exc.message}"]
-    corpus = corpus_version(qs)
+        return [f"corpus {qpath} unreadable: {exc.message}"], []
     rubric = current_rubric_version(qs, rec.skill, judge_model or rec.judge_model)
-    return rec, expiry(rec, corpus=corpus, model=model, rubric=rubric)
-
-
-# --------------------------------------------------------------------------------------------- check
-
-
-def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool) -> Any:
-    """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
-    ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped."""
-    from skillreach.cli.run_cmds import run_study
-    from skillreach.study.grading import GRADED_FILE
-
-    out = cfg.out or Path(".skillreach") / "check"
-    from skillreach._io.paths import ensure_folder
-
-    ensure_folder(out, flag="--out")
-    cfg = cfg.model_copy(update={"out": out, "judge_model": judge_model or cfg.judge_model})
-    for stale in ("probes.jsonl", GRADED_FILE):
-        (out / stale).unlink(missing_ok=True)
-    result = run_study(cfg, use_prefect=False if in_process else None, kind="check")
-    return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
-
-
-def _annotate(level: str, file: str | None, title: str, message: str) -> str:
-    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks;
-    control characters (a carriage return included) are dropped, not escaped."""
-
-    def prop(v: str) -> str:
-        return (
-            strip_control(v)
-            .replace("%", "%25")
-            .replace("\n", "%0A")
-            .replace(":", "%3A")
-            .replace(",", "%2C")
-        )
-
-    msg = strip_control(message).replace("%", "%25").replace("\n", "%0A")
-    props = ([f"file={prop(file)}"] if file else []) + [f"title={prop(title)}"]
-    return f"::{level} {','.join(props)}::{msg}"
-
-
-def check_cmd(  # noqa: PLR0917 - a typer command
-    changed: bool = typer.Option(False, "--changed", help="Check the skills changed in git since --since."),
-    since: str | None = typer.Option(
-        None,
-        "--since",
-        metavar="REV",
-        help="Base revision (default: merge-base with origin/main, else HEAD~1).",
-    ),
-    skills: list[Path] = typer.Option([], "--skills", help="Folder(s) of skills (default: ./skills)."),
-    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
-    config: Path | None = typer.Option(
-        None, "--config", help="Study/settings file (runtime options, gates)."
-    ),
-    runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
-    model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
-    out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
-    strict: bool = typer.Option(
-        False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."
-    ),
-    lenient: bool = typer.Option(
-        False, "--lenient", help="An inconclusive gate passes (exit 0); a breach still fails."
-    ),
-    gate: list[str] = typer.Option(
-        [], "--gate", metavar="METRIC=VALUE", help="Override a gate (repeatable)."
-    ),
-    in_process: bool = typer.Option(
-        False, "--in-process", help="Run the study in this process, without Prefect."
-    ),
-    annotations: bool | None = typer.Option(
-        None,
-        "--annotations/--no-annotations",
-        help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
-    staged: bool = typer.Option(
-        False,
-        "--staged",
-        help="Probe in stages and stop when the verdict is known (group-sequential gate).",
-    ),
-    looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
-) -> None:
-    """Re-probe changed skills and gate them against their stored baselines (exit 1 on a breach or an
-    inconclusive gate; ``--lenient`` lets an inconclusive gate pass)."""
-    from skillreach.baselines.gates import compare
-    from skillreach.baselines.records import changed_skills, read_baseline, record_baseline, resolve_since
-    from skillreach.errors import GateFailed, InputError, RefusedError
-    from skillreach.reports.gates import print_comparison
-    from skillreach.study import StudyConfig
-
-    if not changed:
-        raise InputError("skillreach check needs --changed (the only mode so far)")
-    if strict and lenient:
-        raise InputError("--strict and --lenient contradict each other; pass one")
-    # A merge gate: an inconclusive result is not a pass unless asked for.
-    strict = not lenient
-    console = make_console(stderr=as_json)
-    dirs = list(skills) or [Path("skills")]
-    for d in dirs:
-        if not d.is_dir():
-            raise InputError(f"{d}: no such folder of skills; pass --skills DIR")
-    rev, how = resolve_since(dirs[0], since)
-    changes = changed_skills(dirs, rev)
-    console.print(f"comparing with {rev[:12]} ({how})")
-    if changes.added or changes.removed:
-        console.print(
-            "routing table changed"
-            + (f": added {', '.join(changes.added)}" if changes.added else "")
-            + (f"; removed {', '.join(changes.removed)}" if changes.removed else "")
-            + " — every skill is re-checked"
-        )
-    to_check = changes.to_check
-    gates = _gates(config, gate)
-    broken = [
-        {"skill": path, "status": "unparseable", "message": f"{path}:{line}: {what}"}
-        for path, line, what in changes.problems
-    ]
-    do_annotate = annotations if annotations is not None else os.environ.get("GITHUB_ACTIONS") == "true"
-    results: list[dict[str, Any]] = list(broken)
-    lines: list[str] = [
-        _annotate("error", path, "skillreach: SKILL.md does not parse", f"line {line}: {what}")
-        for path, line, what in changes.problems
-    ]
-    if not to_check and not broken:
-        console.print("no skill changed; nothing to check")
-    # group by the pins a study needs
-    groups: dict[tuple[str, str, str, int], list[tuple[str, BaselineRecord]]] = {}
-    for name in to_check:
-        bpath = baselines_dir / f"{name}.json"
-        skill_file = changes.skill_files.get(name)
-        if not bpath.is_file():
-            msg = (
-                f"no baseline for {name}: record one with skillreach baseline record --skill {name} --commit"
-            )
-            results.append({"skill": name, "status": "no baseline", "message": msg})
-            lines.append(_annotate("warning", skill_file, "skillreach: no baseline", msg))
-            continue
-        rec = read_baseline(bpath)
-        _, reasons = _current_expiry(bpath, model=model, judge_model=None)
-        if reasons:
-            msg = f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); re-record it, not compared"
-            results.append({"skill": name, "status": "expired", "message": msg})
-            lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
-            continue
-        qpath = _corpus_path(rec, bpath.parent)
-        key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
-        groups.setdefault(key, []).append((name, rec))
-    for (qpath_s, rt, mdl, runs), members in groups.items():
-        needs_compliance = any(
-            r.metrics.get("compliance") is not None or r.metrics.get("task_quality") is not None
-            for _, r in members
-        )
-        model_flag = None if rt in ("fake", "keyword", "retriever") and mdl == rt else mdl
-        cfg = StudyConfig.build(
-            config,
-            skills=tuple(dirs),
-            queries=Path(qpath_s),
-            runtime=rt,
-            model=model_flag,
-            attempts=runs,
-            compliance=needs_compliance or None,
-            out=out or Path(".skillreach") / "check",  # the documented default, with or without Prefect
-            gate=False,  # gated here, against the committed baselines
-        )
-        console.print(
-            f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
-            f"{runs} runs per case"
-        )
-        if staged:
-            from skillreach.cli._staged import staged_annotations, staged_check_group
-
-            for name, entry, st in staged_check_group(
-                cfg,
-                members,
-                Path(qpath_s),
-                gates,
-                looks=looks,
-                strict=strict,
-                folder_of=lambda n: _find_skill_folder(n, dirs),
-                console=console,
-                quiet=as_json,
-                in_process=in_process,
-            ):
-                results.append(entry)
-                for level, title, msg in staged_annotations(name, st, strict=strict):
-                    lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
-            continue
-        art = _run_study(cfg, members[0][1].judge_model, in_process)
-        for name, rec in members:
-            folder = _find_skill_folder(name, dirs)
-            new = record_baseline(art, Path(qpath_s), name, skill_folder=folder, judge_model=rec.judge_model)
-            skill_file = changes.skill_files.get(name)
-            try:
-                cmp = compare(rec, new, gates, strict)
-            except RefusedError as exc:
-                results.append({"skill": name, "status": "refused", "message": exc.message})
-                lines.append(_annotate("error", skill_file, "skillreach: comparison refused", exc.message))
-                continue
-            if not as_json:
-                print_comparison(cmp, console)
-            results.append(
-                {"skill": name, "status": cmp.verdict.value, "comparison": cmp.model_dump(mode="json")}
-            )
-            for g in cmp.results:
-                if g.verdict.value in ("breach", "inconclusive"):
-                    level = "error" if g.verdict.value == "breach" or strict else "warning"
-                    ci = f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]" if g.ci95 else ""
-                    msg = (
-                        f"{name}: {g.metric} ({g.cohort}) {g.verdict.value}: Δ {g.mean_diff:+.3f}, "
-                        f"95% CI {ci}, gate {g.gate:+.2f}, {g.k} cases" + (f". {g.note}" if g.note else "")
-                    )
-                    lines.append(_annotate(level, skill_file, f"skillreach gate: {g.verdict.value}", msg))
-    statuses = [r["status"] for r in results]
-    if "breach" in statuses or "unparseable" in statuses or (strict and "inconclusive" in statuses):
-        code = 1
-    elif "refused" in statuses or "expired" in statuses:
-        code = 3
-    else:
-        code = 0
-    if do_annotate:
-        for line in lines:
-            print(line)
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(strip_control(_step_summary(rev, how, changes, results, code)))
-    if as_json:
-        payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    else:
-        for r in results:
-            if r["status"] in ("no baseline", "expired", "refused", "unparseable"):
-                console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
-        console.print(f"check: exit {code}")
-    failed = [
-        str(r["skill"])
-        for r in results
-        if r["status"] in ("breach", "unparseable") or (strict and r["status"] == "inconclusive")
-    ]
-    if code == 1:
-        undecided = _undecided(results)
-        raise GateFailed(
-            f"check: gate failed for {', '.join(failed)}"
-            + (
-                f"; inconclusive: {undecided}; pass --lenient to let an inconclusive gate pass"
-                if undecided
-                else ""
-            )
-        )
-    if code == 3:
-        held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
-        raise RefusedError(f"check: not compared: {', '.join(held)}; re-record their baselines")
-
-
-def _undecided(results: list[dict[str, Any]]) -> str:
-    """What would decide each inconclusive gate, e.g. ``demo activation: 12 cases at 1 runs each (now 7)``."""
-    parts: list[str] = []
-    for r in results:
-        for g in (r.get("comparison") or {}).get("results", []):
-            if g["verdict"] != "inconclusive":
-                continue
-            power = g.get("power") or {}
-            need = power.get("cases_needed")
-            runs = power.get("runs_per_case_needed")
-            how = [f"{need} cases at {power.get('runs_per_case')} runs each (now {g['k']})"] if need else []
-            if runs:
-                how.append(f"{runs} runs per case (now {power.get('runs_per_case')})")
-            parts.append(
-                f"{r['skill']} {g['metric']}"
-                + (f" ({g['cohort']})" if g["cohort"] != "paired" else "")
-                + (": " + " or ".join(how) + " would decide it" if how else ": no feasible study decides it")
-            )
-    return "; ".join(parts)
-
-
-def _step_summary(rev: str, how: str, changes: Any, results: list[dict[str, Any]], code: int) -> str:
-    from skillreach.reports.gates import fmt_value
-    icon = {
-        "ok": "✅",
-        "inconclusive": "⚠️",
-        "breach": "❌",
-        "no baseline": "➕",
-        "expired": "⌛",
-        "refused": "⛔",
-        "unparseable": "❌",
-    }
-    out = ["## skillreach check", "", f"Compared with `{rev[:12]}` ({how}).", ""]
-    if changes.added or changes.removed:
-        out.append(
-            f"Routing table changed (added: {', '.join(changes.added) or '–'}; removed: "
-            f"{', '.join(changes.removed) or '–'}): every skill re-checked.\n"
-        )
-    out += [
-        "| skill | metric | cohort | baseline | new | Δ paired | 95% CI | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        st = r["status"]
-        if "comparison" not in r:
-            out.append(f"| {r['skill']} | – | – | – | – | – | – | {icon.get(st, '')} {st}: {r['message']} |")
-            continue
-        for g in r["comparison"]["results"]:
-            ci = f"[{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g["ci95"] else "–"
-            note = f" — {g['note']}" if g["note"] else ""
-            out.append(
-                f"| {r['skill']} | {g['metric']} | {g['cohort']} | {fmt_value(g['base'])} | "
-                f"{fmt_value(g['new'])} | "
-                f"{fmt_value(g['mean_diff'], signed=True)} | {ci} | "
-                f"{icon.get(g['verdict'], '')} {g['verdict']}{note} |"
-            )
-    out += ["", f"**Exit {code}**", ""]
-    return "\n".join(out) + "\n"
+    return expiry(rec, query_set=qs, model=model, rubric=rubric), staleness(rec, qs)
 
 
 def register(app: typer.Typer) -> None:
@@ -783,4 +571,3 @@ def register(app: typer.Typer) -> None:
     baseline_app.command("accept")(accept_cmd)
     baseline_app.command("show")(show_cmd)
     app.add_typer(baseline_app, name="baseline")
-    app.command("check")(check_cmd)

@@ -74,14 +74,27 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         "options from A/study.json) with the skills in DIR (repeatable), into folder B. With --staged it "
         "probes stage by stage and stops as soon as Δ top-1 is decided. A re-run resumes.",
     ),
+    fail_on: str | None = typer.Option(
+        None,
+        "--fail-on",
+        metavar="worse",
+        help="worse: exit 1 when B is worse (Δ top-1 below 0) or one skill's recall fell significantly.",
+    ),
 ) -> None:
     """Compare two studies of the same sealed query set, paired over queries: Δ top-1, Δ reachability,
     Δ macro-F1 with 95 % intervals, McNemar's exact test, per-skill Δ recall / precision and the
-    queries that flipped (won, lost, stolen from neighbours)."""
+    queries that flipped (won, lost, stolen from neighbours). The first line names the skill that lost
+    significantly, when one did.
+
+    Exit codes: 0 compared; 1 worse under --fail-on worse; 2 bad input; 3 refused (the arms differ in
+    more than --vary)."""
     from rich.console import Console
 
     from skillreach.author.diff import AXES
     from skillreach.errors import InputError
+
+    if fail_on not in (None, "worse"):
+        raise InputError(f"--fail-on {fail_on}: the one condition is worse")
 
     if vary is not None and vary not in AXES:
         raise InputError(f"--vary {vary}: use one of {', '.join(AXES)}")
@@ -116,6 +129,7 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
         result = result.model_copy(update={"staged": None})
     if as_json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        _fail_on(result, fail_on)
         return
     from skillreach.reports.diff import print_diff
 
@@ -126,6 +140,18 @@ def diff_cmd(  # noqa: PLR0917 - typer passes options positionally
     for label, path in (("html", html), ("markdown", markdown)):
         if path is not None:
             console.print(f"  {label:9} {path}")
+    _fail_on(result, fail_on)
+
+
+def _fail_on(result: Any, fail_on: str | None) -> None:
+    """``--fail-on worse``: exit 1 when B is worse overall or one skill lost significantly."""
+    if fail_on != "worse":
+        return
+    loss = result.loss_line()
+    if result.verdict == "worse" or loss is not None:
+        from skillreach.errors import GateFailed
+
+        raise GateFailed("diff: B is worse" + (f" — {loss}" if loss else " (Δ top-1 below 0)"))
 
 
 def register(app: typer.Typer) -> None:

@@ -91,7 +91,10 @@ class Report:
     """store, server, work pool, workers, webhooks, deployments' study → what was found."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        from skillreach._io.redact import redact
+
+        # the one redaction pass over every value (a token in a base URL's query, a proxy password)
+        return dict(redact(asdict(self), keys=False))
 
 
 def mask_url(url: str) -> str:
@@ -117,7 +120,9 @@ def mask_url(url: str) -> str:
             masked,
             flags=re.IGNORECASE,
         )
-    return masked
+    from skillreach._io.redact import redact_text
+
+    return redact_text(masked)  # and the one pass's rules (``?k=``, ``sig=``, configured keys' values)
 
 
 def _mask_db_url(url: str) -> str:

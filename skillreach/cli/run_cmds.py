@@ -285,13 +285,27 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         "--keep-errors",
         help="On a re-run into the same --out, keep errored probes as they are (default: probe them again).",
     ),
+    follow_outside: bool = typer.Option(
+        False,
+        "--follow-outside",
+        help="Follow symbolic links under --skills whose target lies outside it (default: named, skipped).",
+    ),
     debug: bool = typer.Option(
         False, "--debug", help="Print every log line and traceback (they always go to DIR/skillreach.log)."
+    ),
+    gated: bool | None = typer.Option(
+        None,
+        "--gate/--no-gate",
+        help="Gate the study against the stored baselines (default: only when the config file says "
+        "gate = true).",
     ),
 ) -> None:
     """One study: probe every query × attempt, score, write DIR/probes.jsonl, DIR/artifact.json and
     DIR/report.html, record the run in the database, print a scorecard. With no arguments it runs the
-    bundled example offline."""
+    bundled example offline.
+
+    Exit codes: 0 the study ran (and, with --gate, no breach); 1 a gate breach under --gate; 2 bad input
+    or a failed study; 130 interrupted; 143 terminated."""
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig
@@ -318,7 +332,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         judge_model=judge_model,
         keep_errors=True if keep_errors else None,
         max_probes=max_probes,
+        gate=gated,
+        follow_outside=True if follow_outside else None,
     )
+    if gated is None and not _config_sets(config, "gate"):
+        cfg = cfg.model_copy(update={"gate": False})  # gated only when asked, never by a folder's presence
     for path in (*cfg.skills, *([cfg.queries] if cfg.queries else [])):
         if not path.exists():
             raise InputError(f"{path}: no such file or folder")
@@ -366,7 +384,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
     console = make_console(stderr=True)
     log = logging.getLogger("skillreach")
     if not any(isinstance(h, RichHandler) for h in log.handlers):
-        log.addHandler(RichHandler(console=console, show_time=False, show_path=False))
+        from skillreach._io.redact import RedactingFilter
+
+        shown = RichHandler(console=console, show_time=False, show_path=False)
+        shown.addFilter(RedactingFilter())
+        log.addHandler(shown)
         log.propagate = False  # Prefect's console handler on the root logger would print it again
     for handler in log.handlers:
         if isinstance(handler, RichHandler):
@@ -415,11 +437,26 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         ("report", result.report_path),
     ):
         out_console.print(f"  {label:9} {path}")
-    if result.breaches:
-        out_console.print(f"[bold red]{len(result.breaches)} gate breach(es)[/] — see the gate report")
     errors = result.artifact.outcomes.errors if result.artifact is not None else {}
     if errors:
         console.print(errored_line(len(errors), errors[min(errors)]), markup=False, highlight=False)
+    from skillreach.service.alerts import GATE_BREACHED
+
+    breached = [b for b in result.breaches if b.get("event", GATE_BREACHED) == GATE_BREACHED]
+    if cfg.gate and breached:  # the scorecard's gate report said how many; this is the exit code
+        from skillreach.errors import GateFailed
+
+        where = ", ".join(sorted({f"{b.get('skill')} {b.get('metric')}" for b in breached}))
+        raise GateFailed(f"run: gate breached: {where}; see {result.out / 'gate.json'}")
+
+
+def _config_sets(config: Path | None, key: str) -> bool:
+    """Whether the config file gives ``key`` (a study key: only the file or a flag can set it)."""
+    if config is None:
+        return False
+    from skillreach.settings import read_config_file
+
+    return key in read_config_file(config)
 
 
 def errored_line(count: int, first: str) -> str:
@@ -466,14 +503,19 @@ def _quiet_our_errors_on_prefects_console() -> None:
 def _log_file(out: Path | None) -> logging.Handler:
     """``DIR/skillreach.log``: every log line of the run, tracebacks included (appended across runs);
     a buffer while the folder is not known yet (see :meth:`_Progress.folder`)."""
+    from skillreach._io.redact import RedactingFilter
+
     if out is None:
         from logging.handlers import MemoryHandler
 
-        return MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        buffer = MemoryHandler(capacity=1_000_000, flushLevel=logging.CRITICAL + 1)
+        buffer.addFilter(RedactingFilter())  # secrets masked before they are held
+        return buffer
     out.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(out / "skillreach.log", encoding="utf-8")
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())  # no key, URL password or token reaches the file
     return handler
 
 

@@ -6,6 +6,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,12 +15,18 @@ from skillreach._io.console import make_console
 __all__ = ["register"]
 
 
+_FOLLOW_HELP = (
+    "Follow symbolic links whose target lies outside the folders given (by default such a link is "
+    "named and skipped)."
+)
+
+
 class LintFormat(StrEnum):
     text = "text"
     github = "github"
 
 
-def lint_cmd(
+def lint_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders (or SKILL.md files) to check."),
     output_format: LintFormat = typer.Option(
         LintFormat.text, "--format", help="text (grouped by file) or github (workflow annotations)."
@@ -30,6 +37,12 @@ def lint_cmd(
         help="Warn when the catalog listing exceeds N characters (default: setting listing_budget_chars).",
     ),
     config: Path | None = typer.Option(None, "--config", help="Settings file (TOML or YAML)."),
+    queries: Path | None = typer.Option(
+        None,
+        "--queries",
+        help="A query set: warn for each skill with fewer positive cases than its gates can ever use.",
+    ),
+    follow_outside: bool = typer.Option(False, "--follow-outside", help=_FOLLOW_HELP),
 ) -> None:
     """Static checks of SKILL.md files. Exit 0 clean (warnings allowed), 1 errors, 2 unreadable input."""
     from skillreach.errors import InputError, LintFailed
@@ -39,19 +52,57 @@ def lint_cmd(
     if budget is not None and budget < 1:
         raise InputError(f"--budget must be a positive number of characters, not {budget}")
     settings = load_settings(config, listing_budget_chars=budget)
-    report = lint(dirs, budget=settings.listing_budget_chars)
+    report = lint(dirs, budget=settings.listing_budget_chars, follow_outside=follow_outside)
     text = format_github(report) if output_format is LintFormat.github else format_text(report)
     typer.echo(text)
+    if queries is not None:
+        github = output_format is LintFormat.github
+        for line in _too_few_cases(queries, settings.gates, dirs):
+            shown = f"::warning title=skillreach%3A too few cases::{line}" if github else f"warning: {line}"
+            typer.echo(shown)
     if report.exit_code:
         n = len(report.errors)
         files = len(report.files)
         raise LintFailed(f"lint found {n} error{'s' * (n != 1)} in {files} SKILL.md (listed above)")
 
 
+def _too_few_cases(queries: Path, gates: Any, dirs: list[Path]) -> list[str]:
+    """A line for each linted skill whose positive cases are too few for its activation gate to
+    ever call a breach (smallest breach: none), with the number of cases that would."""
+    from skillreach.baselines.gates import smallest_breach
+    from skillreach.queries.sets import load_query_set
+
+    counts: dict[str, int] = {}
+    for q in load_query_set(queries).queries:
+        if q.expected_skill:
+            counts[q.expected_skill] = counts.get(q.expected_skill, 0) + 1
+    from skillreach.skills.discovery import discover
+
+    names = {s.name for s in discover(dirs).skills}
+    gate = float(gates.activation)
+    out = []
+    none = sorted(n for n in names if not counts.get(n))
+    if none:
+        out.append(f"{len(none)} skill{'s' * (len(none) != 1)} without a positive case in {queries} cannot "
+                   f"be gated: {', '.join(none)}")
+    for name in sorted(n for n in names if counts.get(n)):
+        k = counts[name]
+        if smallest_breach("activation", gate, k) is not None:
+            continue
+        more = range(k + 1, 201)
+        need = next((n for n in more if smallest_breach("activation", gate, n) is not None), None)
+        out.append(
+            f"{name}: {k} positive case{'s' * (k != 1)} in {queries}: its activation gate ({gate:+.2f}) can "
+            "never call a breach" + (f"; it needs at least {need}" if need else "")
+        )
+    return out
+
+
 def overlap_cmd(
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
     top: int = typer.Option(3, "--top", help="Rivals to show per skill (≥ 1)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
+    follow_outside: bool = typer.Option(False, "--follow-outside", help=_FOLLOW_HELP),
 ) -> None:
     """Asymmetric BM25 rivals of every skill (its name + description as the query against the others).
 
@@ -69,7 +120,7 @@ def overlap_cmd(
     def problem(line: str) -> None:
         print(line, file=sys.stderr)
 
-    skills = load_skills(dirs, on_problem=problem)
+    skills = load_skills(dirs, on_problem=problem, follow_outside=follow_outside)
     result = sorted(rivals(skills, top=top), key=lambda r: (-r.top_ratio, r.name))
     if as_json:
         payload = {

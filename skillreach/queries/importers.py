@@ -26,21 +26,20 @@ result is validated against it.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import ValidationError
 
+from skillreach._io.csv import iter_csv
+from skillreach._io.json import decode_utf8, load_json, read_bytes_limited
+from skillreach._io.yaml import YamlProblem, load_limited
 from skillreach.errors import InputError, NotFoundError
 from skillreach.models import Catalog, Checks, Query, QueryKind, QuerySet
-from skillreach.queries.sets import seal, validate_against_catalog
+from skillreach.queries.sets import MAX_QUERY_FILE_BYTES, MAX_QUERY_NODES, seal, validate_against_catalog
 
 __all__ = ["FORMATS", "ImportResult", "detect_format", "import_queries", "read_trigger_set"]
 
@@ -182,20 +181,12 @@ def detect_format(path: str | Path) -> str:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror})") from exc
+    raw = read_bytes_limited(path, max_bytes=MAX_QUERY_FILE_BYTES, what="trigger-eval file")
+    return decode_utf8(raw, source=str(path))
 
 
 def _loads(text: str, path: Path, line: int | None = None) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"{path}:{line}" if line is not None else f"{path}:{exc.lineno}"
-        raise InputError(f"{where}: invalid JSON at column {exc.colno} ({exc.msg}); fix the syntax") from exc
+    return load_json(text, source=str(path), line=line or 0)
 
 
 def _json_rows(ctx: _Ctx) -> list[tuple[str, Any]]:
@@ -362,9 +353,9 @@ def _read_should_trigger(ctx: _Ctx, skill: str | None) -> list[Query]:
 
 def _read_csv(ctx: _Ctx, skill: str | None) -> list[Query]:
     text = _read_text(ctx.path)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    rows_in = iter_csv(text, source=str(ctx.path))
     try:
-        header = [h.strip().lower() for h in next(reader)]
+        header = [h.strip().lower() for h in next(rows_in)[1]]
     except StopIteration:
         return []
     if "should_trigger" not in header or not any(k in header for k in _TEXT_KEYS):
@@ -373,10 +364,8 @@ def _read_csv(ctx: _Ctx, skill: str | None) -> list[Query]:
             f"(got {', '.join(header)})"
         )
     rows: list[tuple[str, Any]] = []
-    start = reader.line_num + 1
-    for cells in reader:
+    for start, cells in rows_in:
         where = f"{ctx.path}:{start}"
-        start = reader.line_num + 1
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):
@@ -390,11 +379,9 @@ def _read_csv(ctx: _Ctx, skill: str | None) -> list[Query]:
 def _read_waza(ctx: _Ctx, skill: str | None) -> list[Query]:
     text = _read_text(ctx.path)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{ctx.path}{line}: invalid YAML ({getattr(exc, 'problem', exc)})") from exc
+        data, _ = load_limited(text, max_bytes=MAX_QUERY_FILE_BYTES, max_nodes=MAX_QUERY_NODES)
+    except YamlProblem as exc:
+        raise InputError(f"{ctx.path}:{exc.line}: invalid YAML ({exc.what})") from exc
     if not isinstance(data, Mapping):
         raise InputError(
             f"{ctx.path}: expected a mapping with should_trigger_prompts (waza trigger_tests.yaml)"

@@ -16,9 +16,7 @@ line, JSON query index and id) or field, and what to do.
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +28,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from skillreach import __version__
-from skillreach._io.json import DuplicateKey, loads_strict
+from skillreach._io.csv import iter_csv, json_cell
+from skillreach._io.json import decode_utf8, iter_jsonl, load_json
 from skillreach._io.yaml import YamlProblem, load_limited
 from skillreach.errors import InputError, NotFoundError, TamperedError
 from skillreach.models import Catalog, Provenance, Query, QueryKind, QuerySet, sha256_hex
@@ -123,9 +122,7 @@ def _read(path: Path) -> tuple[QuerySet, str | None]:
                 f"{path}: {size:,} bytes, more than the {MAX_QUERY_FILE_BYTES // 2**20} MiB a query set may "
                 "hold; split it"
             )
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from exc
+        text = decode_utf8(path.read_bytes(), source=str(path))
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path and permissions") from exc
     suffix = path.suffix.lower()
@@ -185,31 +182,15 @@ def _short_where(where: str, path: Path) -> str:
 
 
 def _rows_from_jsonl(text: str, path: Path) -> list[_Row]:
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = loads_strict(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{path}:{lineno}: invalid JSON at column {exc.colno} ({exc.msg}); "
-                "write one JSON object per line"
-            ) from exc
-        except DuplicateKey as exc:
-            raise InputError(f"{path}:{lineno}: key {exc.args[0]!r} is given twice; keep one") from exc
-        rows.append(_Row(data, f"{path}:{lineno}"))
-    return rows
+    return [_Row(data, f"{path}:{lineno}") for lineno, data in iter_jsonl(text, source=str(path))]
 
 
 def _rows_from_csv(text: str, path: Path) -> list[_Row]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    rows_in = iter_csv(text, source=str(path))
     try:
-        header = next(reader)
+        _, header = next(rows_in)
     except StopIteration:
         return []
-    except csv.Error as exc:
-        raise InputError(f"{path}:1: unreadable CSV header ({exc})") from exc
     columns = [h.strip() for h in header]
     unknown = [c for c in columns if c not in QUERY_FIELDS]
     if unknown:
@@ -223,16 +204,8 @@ def _rows_from_csv(text: str, path: Path) -> list[_Row]:
     if dupes:
         raise InputError(f"{path}:1: column {dupes[0]!r} appears twice; keep one")
     rows = []
-    start = reader.line_num + 1
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise InputError(f"{path}:{start}: unreadable CSV row ({exc}); check the quoting") from exc
+    for start, cells in rows_in:
         where = f"{path}:{start}"
-        start = reader.line_num + 1
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(columns):
@@ -249,13 +222,13 @@ def _rows_from_csv(text: str, path: Path) -> list[_Row]:
             elif column == "expected_skill":
                 value = cell.strip()
             elif column == "checks":
-                try:
-                    value = json.loads(cell)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"{where}: the checks cell is not valid JSON ({exc.msg} at column {exc.colno}); "
-                        'write it as a JSON object, e.g. {"requires": [{"tool": "Bash", "pattern": "x"}]}'
-                    ) from exc
+                value = json_cell(
+                    cell,
+                    source=str(path),
+                    line=start,
+                    column="checks",
+                    example='{"requires": [{"tool": "Bash", "pattern": "x"}]}',
+                )
             record[column] = value
         rows.append(_Row(record, where))
     return rows
@@ -289,14 +262,7 @@ def _rows_from_yaml(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
 
 
 def _rows_from_json(text: str, path: Path) -> tuple[Any, list[_Row], Any]:
-    try:
-        data = loads_strict(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}:{exc.lineno}: invalid JSON at column {exc.colno} ({exc.msg}); fix the syntax"
-        ) from exc
-    except DuplicateKey as exc:
-        raise InputError(f"{path}: key {exc.args[0]!r} is given twice in one object; keep one") from exc
+    data = load_json(text, source=str(path))
     catalog_id: Any = "all"
     provenance: Any = None
     if isinstance(data, Mapping):

@@ -44,6 +44,9 @@ def _verdict_line(r: DiffResult) -> str:
 
 def print_diff(r: DiffResult, console: Console | None = None, *, top: int = 10) -> None:
     console = console or Console()
+    loss = r.loss_line()
+    if loss is not None:  # the first line names the skill that lost significantly, and who took its queries
+        console.print(f"[bold red]{escape(loss)}[/]")
     console.print(
         f"[bold]diff[/] A = {escape(r.a.folder)} ({escape(r.a.catalog_id)}, {escape(r.a.runtime)})  "
         f"B = {escape(r.b.folder)} ({escape(r.b.catalog_id)}, {escape(r.b.runtime)})"

@@ -14,6 +14,8 @@ from skillreach.errors import InputError
 __all__ = ["GATE_FILE", "read_gate", "write_gate"]
 
 GATE_FILE = "gate.json"
+MAX_GATE_BYTES = 64 * 2**20
+"""Bytes a gate report may hold (one comparison per skill: a few KiB each)."""
 
 
 def write_gate(
@@ -48,10 +50,12 @@ def read_gate(
     path = Path(folder) / GATE_FILE
     if not path.is_file():
         return None
+    from skillreach._io.json import read_json_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a gate report ({exc}); delete it or re-run the study") from exc
+        data = read_json_file(path, max_bytes=MAX_GATE_BYTES, what="gate report", allow_nan=True)
+    except InputError as exc:
+        raise InputError(f"{exc} (not a gate report: delete it or re-run the study)") from exc
     if not isinstance(data, dict) or not isinstance(data.get("comparisons"), list):
         raise InputError(f"{path}: not a gate report (no comparisons); delete it or re-run the study")
     if artifact_digest is None or data.get("artifact_digest") != artifact_digest:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         read_artifact,
         write_artifact,
     )
-    from skillreach.scoring.intervals import clustered_wilson, paired_t_interval
+    from skillreach.scoring.intervals import clustered_wilson, newcombe_paired, paired_t_interval
     from skillreach.scoring.query_stats import (
         ArmQueries,
         bootstrap_weights,
@@ -47,6 +47,7 @@ __all__ = [
     "clip",
     "clustered_wilson",
     "f1_macro",
+    "newcombe_paired",
     "paired_t_interval",
     "precision",
     "prepare_queries",
@@ -60,7 +61,7 @@ _MODULES = {
     "_queries": ("prepare_queries",),
     "artifact": ("RUN_METRICS", "Artifact", "ClassStats", "ProbeOutcome", "RuntimeInfo", "read_artifact",
                  "write_artifact"),
-    "intervals": ("clustered_wilson", "paired_t_interval"),
+    "intervals": ("clustered_wilson", "newcombe_paired", "paired_t_interval"),
     "query_stats": ("ArmQueries", "bootstrap_weights", "clip", "f1_macro", "precision", "quantiles"),
     "scorer": ("score",),
     "table": ("ProbeTable",),

@@ -887,6 +887,10 @@ def write_artifact(artifact: Artifact, path: str | os.PathLike[str]) -> Artifact
     return artifact.model_copy(update={"digest": digest})
 
 
+MAX_ARTIFACT_BYTES = 2 << 30
+"""Bytes an artifact may hold (one of 100,000 queries is a few hundred MB); larger is refused unread."""
+
+
 def read_artifact(path: str | os.PathLike[str]) -> Artifact:
     """Read and verify an artifact; :class:`TamperedError` when its digest does not match its content."""
     with cyclic_gc_paused():
@@ -898,7 +902,16 @@ def _read_artifact(path: Path) -> Artifact:
 
     refuse_special_file(path, "artifact.json a study wrote")
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_ARTIFACT_BYTES:
+                raise InputError(
+                    f"{path}: {size:,} bytes, more than the {MAX_ARTIFACT_BYTES >> 30} GiB an artifact may "
+                    "hold; pass the artifact.json a study wrote"
+                )
+            raw = fh.read(MAX_ARTIFACT_BYTES + 1)
+        if len(raw) > MAX_ARTIFACT_BYTES:
+            raise InputError(f"{path}: it grew past the {MAX_ARTIFACT_BYTES >> 30} GiB an artifact may hold")
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such artifact; pass the artifact.json a study wrote") from exc
     except OSError as exc:

@@ -165,7 +165,13 @@ class ProbeTable:
         with cyclic_gc_paused():
             if hasattr(lines, "read"):
                 fh = cast(BinaryIO, lines)
-                if _COLUMNAR_MIN <= _size(fh) <= _COLUMNAR_MAX:
+                size = _size(fh)
+                if size > MAX_PROBE_LOG_BYTES:
+                    raise InputError(
+                        f"{source}: {size:,} bytes, more than the {MAX_PROBE_LOG_BYTES >> 30} GiB a "
+                        "probe log may hold; pass the probes.jsonl a study wrote"
+                    )
+                if _COLUMNAR_MIN <= size <= _COLUMNAR_MAX:
                     data = fh.read()
                     table = read_columns(data, source=source, query_ids=b.query_ids)
                     if table is not None:
@@ -183,6 +189,8 @@ class ProbeTable:
         return b.build()
 
 
+MAX_PROBE_LOG_BYTES = 8 << 30
+"""Bytes a probe log may hold (≈ 25 million probes); a larger file (a sparse one, say) is refused unread."""
 _COLUMNAR_MIN = 48 << 20
 """Logs from this size on are read by the columnar reader first: below it, importing pyarrow (≈ 0.4 s)
 costs more than it saves (≈ 3 µs of CPU a line; even at ≈ 125,000 lines of the bench's, ≈ 40 MB)."""

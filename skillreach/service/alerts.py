@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from skillreach.errors import ConfigError
+
 __all__ = [
     "BASELINE_EXPIRED",
     "GATE_BREACHED",
+    "GATE_INCONCLUSIVE",
     "MODEL_DRIFT",
     "NO_QUERIES",
     "Delivery",
@@ -35,6 +38,8 @@ __all__ = [
 ]
 
 GATE_BREACHED = "skillreach.gate.breached"
+GATE_INCONCLUSIVE = "skillreach.gate.inconclusive"
+"""A re-baselining's drop past the gate that the interval leaves undecided: kept as a candidate."""
 MODEL_DRIFT = "skillreach.model.drift"
 BASELINE_EXPIRED = "skillreach.baseline.expired"
 NO_QUERIES = "skillreach.skill.no_queries"
@@ -182,24 +187,49 @@ def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def parse_webhooks(value: str | Iterable[str] | None) -> list[str]:
-    """``SKILLREACH_ALERT_WEBHOOKS``: a JSON list, or URLs separated by commas or whitespace."""
+def parse_webhooks(value: str | Iterable[str] | None, *, setting: str = "alert_webhooks") -> list[str]:
+    """``SKILLREACH_ALERT_WEBHOOKS``: a JSON list, or URLs separated by commas or whitespace.
+
+    Each URL is checked here, when it is read (:func:`skillreach._io.urls.check_webhook`: http or
+    https, a host, a port in 1–65535, no link-local or cloud metadata address); a bad one is a
+    :class:`~skillreach.errors.ConfigError` naming ``setting`` and the webhook's place, never its path.
+    """
+    from skillreach._io.urls import check_webhook, url_label
+
     if value is None:
         return []
     if isinstance(value, str):
         text = value.strip()
         if not text:
             return []
-        items = json.loads(text) if text.startswith("[") else text.replace(",", " ").split()
+        try:
+            items = json.loads(text) if text.startswith("[") else text.replace(",", " ").split()
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f'{setting}: not a JSON list of URLs ({exc.msg}); write ["https://…"]') from exc
+        if not isinstance(items, list):
+            raise ConfigError(f'{setting}: not a list of URLs; write ["https://…"]')
     else:
         items = list(value)
-    return [str(u).strip() for u in items if str(u).strip()]
+    urls = [str(u).strip() for u in items if str(u).strip()]
+    for i, url in enumerate(urls, start=1):
+        problem = check_webhook(url)
+        if problem is not None:
+            raise ConfigError(f"{setting}: webhook {i} of {len(urls)} ({url_label(url)}): {problem}")
+    return urls
 
 
 def webhook_label(url: str) -> str:
-    """What may be shown of a webhook URL: scheme and host, never the path (it holds the token)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or '?'}{f':{parts.port}' if parts.port else ''}/…"
+    """What may be shown of a webhook URL: scheme and host, never the path (it holds the token).
+    Safe on any string (a port that is not one is shown as it is written, never raised on)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = parts.port
+    except ValueError:
+        from skillreach._io.urls import url_label
+
+        return url_label(url)
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}/…"
 
 
 class _HideURLs(logging.Filter):
@@ -235,10 +265,26 @@ def send_alert(
 ) -> list[Delivery]:
     """POST the Slack-compatible message to every webhook; one :class:`Delivery` per URL, never raises.
 
+    A URL that cannot be posted to (refused by :func:`skillreach._io.urls.check_webhook`, or any error
+    of the client, ``httpx.InvalidURL`` included) is that URL's failed delivery; the others are still
+    sent.
+
     ``httpx`` is imported here, not at module level: this module is part of the domain package, which
     must not pull a network client in at import time (the payload builders above are used everywhere).
     """
+    try:
+        return _send(payload, urls, timeout_s=timeout_s, transport=transport)
+    except Exception as exc:  # documented: never raises (a broken payload, a client error)
+        logging.getLogger(__name__).warning("alerts not sent: %s", type(exc).__name__)
+        return [Delivery(webhook_label(u), False, None, type(exc).__name__) for u in urls]
+
+
+def _send(
+    payload: Mapping[str, Any], urls: Sequence[str], *, timeout_s: float, transport: Any
+) -> list[Delivery]:
     import httpx
+
+    from skillreach._io.urls import check_webhook
 
     body = slack_message(payload)
     out: list[Delivery] = []
@@ -250,9 +296,13 @@ def send_alert(
         with httpx.Client(timeout=timeout_s, transport=transport, follow_redirects=False) as client:
             for url in urls:
                 label = webhook_label(url)
+                problem = check_webhook(url)
+                if problem is not None:
+                    out.append(Delivery(label, False, None, f"refused: {problem}"))
+                    continue
                 try:
                     resp = client.post(url, json=body)
-                except httpx.HTTPError as exc:
+                except Exception as exc:  # one failed delivery never stops the others
                     # the exception text may contain the URL: keep only its class name
                     out.append(Delivery(label, False, None, type(exc).__name__))
                     continue

@@ -1,8 +1,10 @@
 """Find and parse ``SKILL.md`` files.
 
-Discovery walks every root with :func:`os.walk` (``glob('**')`` silently skips hidden folders such as
-``.claude/skills``, ``.agents/skills`` and ``.github/skills``), follows symbolic links and guards
-against cycles with the set of real paths already visited. Every ``SKILL.md`` at any depth is a
+Discovery walks every root itself, iteratively (``glob('**')`` silently skips hidden folders such as
+``.claude/skills``, ``.agents/skills`` and ``.github/skills``; the recursive ``os.walk`` died of a
+``RecursionError`` 1,000 levels down), follows symbolic links that stay inside the roots given (one
+leading outside is named and skipped, unless ``--follow-outside``), guards against cycles with the set
+of real paths already visited, and is bounded in depth and in folders. Every ``SKILL.md`` at any depth is a
 candidate, nested skills inside other skills included. Folders that never hold skills (``.git``,
 ``node_modules``, ``.venv``, caches; see :data:`SKIPPED_DIRS`) are not entered.
 
@@ -279,42 +281,116 @@ def _check_root(root: str | os.PathLike[str]) -> str:
     return spath
 
 
-def find_skill_files(root: str | os.PathLike[str]) -> Iterator[str]:
+MAX_WALK_DEPTH = 64
+"""Folder levels below a root that discovery enters; deeper folders are named once and skipped."""
+MAX_WALK_FOLDERS = 500_000
+"""Folders one discovery may enter; more is one error naming the root (is it the right folder?)."""
+
+
+def _is_inside(real: str, roots: Sequence[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def find_skill_files(
+    root: str | os.PathLike[str],
+    *,
+    within: Sequence[str | os.PathLike[str]] | None = None,
+    follow_outside: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> Iterator[str]:
     """Every SKILL.md under ``root`` (absolute paths as reached), hidden folders and symlinks included.
 
-    Sorted within each folder; each real folder is entered once (cycle guard), and a file reached twice
-    through links is yielded once.
+    Sorted within each folder, a folder before its sub-folders; each real folder is entered once
+    (cycle guard), and a file reached twice through links is yielded once. The walk is iterative (no
+    recursion) and bounded: folders more than :data:`MAX_WALK_DEPTH` levels down are named once (to
+    ``on_skip``, default a warning) and not entered, and more than :data:`MAX_WALK_FOLDERS` folders
+    is an :class:`InputError`.
+
+    A symbolic link (to a folder or a SKILL.md) whose target lies outside ``within`` (default: the
+    root itself; :func:`discover` passes every root it was given) is named once and skipped, unless
+    ``follow_outside``: a pull request adding ``skills/x -> /`` must not make CI walk the machine.
     """
     spath = _check_root(root)
+    skip = on_skip or log.warning
     if os.path.isfile(spath):
         yield spath
         return
+    allowed = [os.path.realpath(os.fspath(r)) for r in (within if within is not None else [spath])]
+    root_real = os.path.realpath(spath)
+    if root_real not in allowed:
+        allowed.append(root_real)
     visited: set[str] = set()
     seen_files: set[str] = set()
-
-    def onerror(exc: OSError) -> None:
-        log.warning("%s: cannot read folder (%s)", exc.filename, exc.strerror)
-
-    for dirpath, dirnames, filenames in os.walk(spath, followlinks=True, onerror=onerror):
-        real = os.path.realpath(dirpath)
+    deep_named = False
+    # (path as reached, its real path, depth below the root); popped last-in first-out
+    stack: list[tuple[str, str, int]] = [(spath, root_real, 0)]
+    while stack:
+        dirpath, real, depth = stack.pop()
         if real in visited:
-            dirnames[:] = []
             continue
         visited.add(real)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in SKIPPED_DIRS and os.path.realpath(os.path.join(dirpath, d)) not in visited
-        )
-        if SKILL_FILE in filenames:
-            candidate = os.path.join(dirpath, SKILL_FILE)
-            real_file = os.path.realpath(candidate)
-            if real_file not in seen_files and os.path.isfile(candidate):
-                seen_files.add(real_file)
-                yield candidate
+        if len(visited) > MAX_WALK_FOLDERS:
+            raise InputError(
+                f"{os.fspath(root)}: more than {MAX_WALK_FOLDERS:,} folders to look through; "
+                "pass the folder that holds your skills"
+            )
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skip(f"{dirpath}: cannot read folder ({exc.strerror})")
+            continue
+        subdirs: list[tuple[str, str, int]] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_link = entry.is_symlink()
+                if name == SKILL_FILE:
+                    if not entry.is_file():  # a FIFO, a folder, a dangling link: never opened
+                        continue
+                    file_real = os.path.realpath(entry.path) if is_link else os.path.join(real, name)
+                    if is_link and not follow_outside and not _is_inside(file_real, allowed):
+                        skip(
+                            f"{entry.path}: a link to {file_real}, outside the folders given; skipped "
+                            "(--follow-outside follows it)"
+                        )
+                        continue
+                    if file_real not in seen_files:
+                        seen_files.add(file_real)
+                        yield entry.path
+                    continue
+                if name in SKIPPED_DIRS or not entry.is_dir():
+                    continue
+            except OSError:
+                continue
+            sub_real = os.path.realpath(entry.path) if is_link else os.path.join(real, name)
+            if sub_real in visited:
+                continue
+            if is_link and not follow_outside and not _is_inside(sub_real, allowed):
+                skip(
+                    f"{entry.path}: a link to {sub_real}, outside the folders given; skipped "
+                    "(--follow-outside follows it)"
+                )
+                continue
+            if depth + 1 > MAX_WALK_DEPTH:
+                if not deep_named:
+                    deep_named = True
+                    skip(
+                        f"{entry.path}: more than {MAX_WALK_DEPTH} folder levels below {os.fspath(root)}; "
+                        "deeper folders are not looked at"
+                    )
+                continue
+            subdirs.append((entry.path, sub_real, depth + 1))
+        stack.extend(reversed(subdirs))
 
 
-def discover(roots: Iterable[str | os.PathLike[str]], *, precedence: Precedence = "first") -> Discovery:
+def discover(
+    roots: Iterable[str | os.PathLike[str]],
+    *,
+    precedence: Precedence = "first",
+    follow_outside: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> Discovery:
     """Find and parse every SKILL.md under ``roots``; never stops at a bad file.
 
     Raises :class:`NotFoundError` for a root that does not exist. The same file reached through two
@@ -327,7 +403,7 @@ def discover(roots: Iterable[str | os.PathLike[str]], *, precedence: Precedence 
     seen_real: set[str] = set()
     for root in root_list:
         root_dir = root if os.path.isdir(root) else os.path.dirname(root)
-        for path in find_skill_files(root):
+        for path in find_skill_files(root, within=root_list, follow_outside=follow_outside, on_skip=on_skip):
             real = os.path.realpath(path)
             if real in seen_real:
                 continue
@@ -355,6 +431,7 @@ def load_skills(
     *,
     precedence: Precedence = "first",
     on_problem: Callable[[str], None] | None = None,
+    follow_outside: bool = False,
 ) -> list[Skill]:
     """The skills a run uses. Problems and shadowed duplicates are reported, not raised.
 
@@ -364,7 +441,7 @@ def load_skills(
     if isinstance(roots, str | os.PathLike):
         roots = [roots]
     report = on_problem or log.warning
-    found = discover(roots, precedence=precedence)
+    found = discover(roots, precedence=precedence, follow_outside=follow_outside, on_skip=report)
     for problem in found.problems:
         report(str(problem))
     for dup in found.shadowed:

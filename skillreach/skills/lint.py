@@ -23,6 +23,8 @@ Warnings (exit 0 when there is no error):
 - ``listing-budget`` — the catalog listing (one ``- name: description`` line per model-invocable
   skill) is larger than the character budget (``Settings.listing_budget_chars``, ``--budget``);
 - ``empty-root`` — a folder given holds no SKILL.md (when another one does).
+- ``walk-skipped`` — a link leading outside the folders given, or folders nested too deep, not looked
+  at (``--follow-outside`` follows such links).
 """
 
 from __future__ import annotations
@@ -328,7 +330,9 @@ def _check_file(path: str, out: list[Finding]) -> _Checked | None:
     return _Checked(path, name, fm.line_of("name"), description, invocable)
 
 
-def lint(roots: Sequence[str | os.PathLike[str]], *, budget: int = 15000) -> LintReport:
+def lint(
+    roots: Sequence[str | os.PathLike[str]], *, budget: int = 15000, follow_outside: bool = False
+) -> LintReport:
     """Check every SKILL.md under ``roots``.
 
     Raises :class:`NotFoundError` (exit 2) for a root that does not exist or when no root holds a
@@ -339,8 +343,11 @@ def lint(roots: Sequence[str | os.PathLike[str]], *, budget: int = 15000) -> Lin
     report = LintReport(budget=budget)
     seen: set[str] = set()
     empty: list[str] = []
+    skipped: list[str] = []  # links outside the roots, folders too deep (discovery names them)
     for root in roots:
-        files = list(find_skill_files(root))  # raises NotFoundError for a missing root
+        files = list(  # raises NotFoundError for a missing root
+            find_skill_files(root, within=roots, follow_outside=follow_outside, on_skip=skipped.append)
+        )
         if not files:
             empty.append(os.fspath(root))
         for path in files:
@@ -350,7 +357,10 @@ def lint(roots: Sequence[str | os.PathLike[str]], *, budget: int = 15000) -> Lin
                 report.files.append(path)
     if not report.files:
         where = ", ".join(os.fspath(r) for r in roots)
-        raise NotFoundError(f"no SKILL.md under {where}; pass the folder that holds your skills")
+        also = f" ({skipped[0]})" if skipped else ""
+        raise NotFoundError(f"no SKILL.md under {where}{also}; pass the folder that holds your skills")
+    for line in skipped:
+        report.findings.append(Finding("warning", "walk-skipped", line, None, None))
     for root in empty:
         report.findings.append(Finding("warning", "empty-root", f"no SKILL.md under {root}", root, None))
 

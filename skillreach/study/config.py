@@ -28,12 +28,10 @@ __all__ = ["STUDY_ONLY_KEYS", "CatalogStrategy", "StudyConfig", "redact"]
 CatalogStrategy = Literal["full", "singleton", "neighborhood"]
 
 _SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]*)@", re.I)
-_WEBHOOK_PATH = re.compile(r"(https?://[^/\s]+)/\S+")
 
 STUDY_ONLY_KEYS = frozenset(
     {"skills", "queries", "out", "target", "compliance", "runtime_options", "record_baselines", "gate",
-     "max_cost", "keep_errors", "drift", "reason", "grown_from", "queries_origin"}
+     "max_cost", "keep_errors", "drift", "reason", "grown_from", "queries_origin", "follow_outside"}
 )
 """The keys of a config file (or CLI flags) that belong to the study, not to :class:`Settings`."""
 
@@ -54,6 +52,9 @@ class StudyConfig(Frozen):
     catalog: CatalogStrategy = "full"
     target: str | None = None
     skill_precedence: Literal["first", "last"] = "first"
+    follow_outside: bool = False
+    """Follow symbolic links under ``skills`` whose target lies outside them (``--follow-outside``; a
+    sweep's link farm sets it); by default such a link is named and skipped."""
     neighborhood_k: int = Field(default=10, ge=1)
     neighborhood_size: int = Field(default=20, ge=1)
     seed: int = 0
@@ -210,17 +211,8 @@ class StudyConfig(Frozen):
 
 
 def redact(value: Any) -> Any:
-    """Recursively blank secret-looking keys, passwords in URLs, and webhook paths (they carry tokens)."""
-    if isinstance(value, dict):
-        return {
-            k: ("***" if isinstance(k, str) and _SECRET_KEY.search(k) and v else redact(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        value = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:***@", value)
-        if "hooks." in value or "/webhook" in value or "/services/" in value:
-            value = _WEBHOOK_PATH.sub(r"\1/***", value)
-        return value
-    return value
+    """Secret-looking keys blanked, passwords in URLs, query tokens, webhook paths and the configured
+    keys' values masked: the one pass of :mod:`skillreach._io.redact`."""
+    from skillreach._io.redact import redact as _redact
+
+    return _redact(value)

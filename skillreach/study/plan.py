@@ -126,7 +126,12 @@ def find_skills(config: StudyConfig, log: logging.Logger | logging.LoggerAdapter
     from skillreach.skills.discovery import discover
 
     roots, _ = study_roots(config)
-    found = discover(roots, precedence=config.skill_precedence)
+    found = discover(
+        roots,
+        precedence=config.skill_precedence,
+        follow_outside=config.follow_outside,
+        on_skip=lambda line: log.warning("%s", line),
+    )
     if not found.skills:
         raise ConfigError(f"no SKILL.md under {', '.join(map(str, roots))}; pass --skills DIR")
     for problem in found.problems:

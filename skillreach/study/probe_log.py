@@ -41,6 +41,8 @@ __all__ = [
 log = logging.getLogger("skillreach.probe_log")
 
 PROBES_FILE = "probes.jsonl"
+MAX_PROBE_LOG_BYTES = 8 << 30
+"""Bytes a probe log may hold (≈ 25 million probes); a larger file (a sparse one, say) is refused unread."""
 
 
 def parse_lines(
@@ -90,6 +92,12 @@ def read_probes(
         raise NotFoundError(f"{p}: no such probe log; run a study first or check --probes") from None
     records: list[ProbeRecord] = []
     with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_PROBE_LOG_BYTES:
+            raise InputError(
+                f"{p}: {size:,} bytes, more than the {MAX_PROBE_LOG_BYTES >> 30} GiB a probe log may hold; "
+                "check --probes"
+            )
         for lineno, obj in parse_lines(fh, source=str(p), warnings=warnings):
             try:
                 records.append(ProbeRecord.model_validate(obj))

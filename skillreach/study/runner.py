@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from skillreach._io.redact import redact_text
 from skillreach.errors import (
     BudgetExceeded,
     ConfigError,
@@ -466,7 +467,7 @@ def _record(
         query_id=query.id,
         attempt=attempt,
         invoked=tuple(outcome.invoked),
-        error=outcome.error,
+        error=redact_text(outcome.error) if outcome.error else outcome.error,  # a key echoed back
         turns=outcome.turns,
         early_exit=outcome.early_exit,
         runtime=runtime.name,

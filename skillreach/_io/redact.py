@@ -1,0 +1,168 @@
+"""The one redaction pass: what every error line, log line, stored probe error and ``doctor`` output goes
+through before it leaves the process.
+
+It masks, wherever they appear in a text:
+
+- the password of a URL (``http://user:SECRET@host`` → ``http://user:***@host``);
+- the value of a query parameter that carries a credential (``?token=``, ``key=``, ``api_key=``,
+  ``access_token=``, ``sig=``, ``signature=``, ``password=``, ``secret=``, ``X-Amz-Signature=``,
+  ``k=``, ``code=`` …);
+- an ``Authorization: Bearer …`` / ``x-api-key: …`` value;
+- provider keys by their shape (``sk-ant-…``, ``sk-…``, ``sk-proj-…``), keeping the prefix;
+- the values of the configured keys wherever they appear: the providers' variables in the environment
+  (:data:`SECRET_ENV`, and any ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variable) and
+  what :func:`register_secret` was given (the settings' secret fields: the database URL, the webhooks);
+- the path of a webhook URL (a Slack or Discord hook's path is its token).
+
+:func:`redact` does the same to every string of a structure and blanks the values of secret-looking
+keys. :class:`RedactingFilter` is a :mod:`logging` filter for handlers (message and traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+__all__ = [
+    "MASK",
+    "SECRET_ENV",
+    "RedactingFilter",
+    "redact",
+    "redact_text",
+    "register_secret",
+    "register_url_password",
+]
+
+MASK = "***"
+
+SECRET_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "PREFECT_API_KEY",
+)
+"""Variables whose values are secrets wherever they appear (beside any ``*_API_KEY``, ``*_TOKEN``, …).
+Of any other variable holding a URL (``ANTHROPIC_BASE_URL``, ``HTTPS_PROXY``,
+``SKILLREACH_DATABASE_URL``) the password is a secret, not the rest: an error may name the URL."""
+
+_SECRET_NAME = re.compile(r"(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$", re.I)
+_SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie|signature)", re.I)
+_MIN_SECRET = 8
+"""Shorter values are not searched for (``"abc"`` would mask every ``abc`` of a text)."""
+_MIN_PASSWORD = 12
+"""A URL's password is searched for alone from this length (a shorter one, ``postgres`` say, would mask
+every ``postgresql://`` of a text); in a URL it is masked whatever its length."""
+
+_URL_PASSWORD = re.compile(r"(?P<pre>[a-z][a-z0-9+.\-]*://[^:/@\s]*):(?P<pw>[^@/\s]+)@", re.I)
+_QUERY_TOKEN = re.compile(
+    r"(?P<pre>[?&;](?:[\w.\-]*?(?:token|key|secret|password|passwd|pwd|auth|sig|signature|"
+    r"credential|session)[\w.\-]*|code|k|pw|pwd)=)(?P<value>[^&#\s'\"<>]+)",
+    re.I,
+)
+_HEADER = re.compile(
+    r"(?P<pre>\b(?:authorization|x-api-key|api-key|x-goog-api-key)\b[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)"
+    r"(?P<value>[^\s\"',;]{4,})",
+    re.I,
+)
+_PROVIDER_KEY = re.compile(
+    r"\b(?P<pre>sk-(?:ant-(?:api\d+-|admin\d+-)?|proj-)?)(?P<value>[A-Za-z0-9_\-]{12,})"
+)
+_WEBHOOK_PATH = re.compile(r"(?P<pre>https?://[^/\s]+)/[^\s'\"<>]+", re.I)
+"""A URL's path, masked in a text that names a webhook (``hooks.``, ``/webhook``, ``/services/``)."""
+
+_registered: set[str] = set()
+
+
+def register_secret(*values: str | None) -> None:
+    """Mask these values (and a URL's password among them) wherever they appear."""
+    for value in values:
+        if value and len(value) >= _MIN_SECRET:
+            _registered.add(value)
+        _passwords(value, _registered)
+
+
+def register_url_password(*urls: str | None) -> None:
+    """Mask the password of these URLs wherever it appears (the URL itself may be named)."""
+    for url in urls:
+        _passwords(url, _registered)
+
+
+def _passwords(value: str | None, into: set[str]) -> None:
+    if value and "://" in value:
+        for m in _URL_PASSWORD.finditer(value):
+            if len(m["pw"]) >= _MIN_PASSWORD:
+                into.add(m["pw"])
+
+
+def _secret_values() -> list[str]:
+    values = set(_registered)
+    for name, value in os.environ.items():
+        if not value:
+            continue
+        if (name in SECRET_ENV and len(value) >= _MIN_SECRET) or (
+            len(value) >= _MIN_PASSWORD and _SECRET_NAME.search(name)  # PGPASSWORD=postgres: not alone
+        ):
+            values.add(value)
+        _passwords(value, values)
+    return sorted(values, key=len, reverse=True)  # the longest first: a value holding another
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret the module doc lists masked."""
+    if not text:
+        return text
+    for value in _secret_values():
+        if value in text:
+            text = text.replace(value, MASK)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m['pre']}:{MASK}@", text)
+        if "hooks." in text or "/webhook" in text or "/services/" in text:
+            text = _WEBHOOK_PATH.sub(lambda m: f"{m['pre']}/{MASK}", text)
+    if "=" in text:
+        text = _QUERY_TOKEN.sub(lambda m: f"{m['pre']}{MASK}", text)
+    text = _HEADER.sub(lambda m: f"{m['pre']}{MASK}", text)
+    if "sk-" in text:
+        text = _PROVIDER_KEY.sub(lambda m: f"{m['pre']}{MASK}", text)
+    return text
+
+
+def redact(value: Any, *, keys: bool = True) -> Any:
+    """``value`` with every string redacted (:func:`redact_text`) and, with ``keys``, the values of
+    secret-looking keys blanked; dicts, lists and tuples are copied (tuples become lists)."""
+    if isinstance(value, dict):
+        return {
+            k: (MASK if keys and isinstance(k, str) and _SECRET_KEY.search(k) and v else redact(v, keys=keys))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v, keys=keys) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """For a handler: the record's message (arguments merged) and traceback, redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to the handler to report
+            return True
+        record.msg = redact_text(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True

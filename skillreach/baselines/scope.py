@@ -1,0 +1,236 @@
+"""What a pull request can affect, and what it is judged against.
+
+- :func:`classify_edits`: each changed skill's edit, read against the base revision: ``added``,
+  ``removed``, ``description`` (its name or description changed: the routing table every other skill
+  is routed against changed too) or ``body`` (only what the skill says once loaded).
+- :func:`base_records`: the baseline records as they are at the base revision (``git show``), never the
+  pull request's tree — the base is the trusted side, so a branch cannot delete or rewrite its own bar —
+  and the record files the pull request itself changes (named in the summary).
+- :func:`skills_to_gate`: whose records a change can move. A routing change re-gates every skill with a
+  record (``scope="all"``), or the edited skills, their BM25 rivals in both directions and, where a base
+  record shows it, the skills that took their cases (``scope="neighbours"``); a body-only edit re-gates
+  that skill.
+- :func:`losses`: for a skill whose activation fell, which of its cases were lost and to which skill —
+  the victim is named first, with the skill that took its traffic.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from skillreach.baselines.records import (
+    BaselineRecord,
+    ChangeSet,
+    case_rates,
+    git_output,
+    parse_baseline,
+)
+from skillreach.errors import SkillreachError
+from skillreach.models import Frozen, QuerySet, Skill
+
+__all__ = [
+    "BaseRecords",
+    "Loss",
+    "Scope",
+    "SkillEdit",
+    "base_records",
+    "classify_edits",
+    "losses",
+    "neighbourhood_cases",
+    "neighbours",
+    "skills_to_gate",
+]
+
+Scope = Literal["all", "neighbours"]
+EditKind = Literal["added", "removed", "description", "body"]
+MAX_RECORD_BYTES = 64 * 2**20
+"""A base record larger than this is refused (records are a few hundred KiB at most)."""
+
+
+class SkillEdit(Frozen):
+    name: str
+    how: EditKind
+    file: str | None = None
+    """The SKILL.md relative to the git top (``None`` for a removed skill)."""
+
+    @property
+    def routing(self) -> bool:
+        """The edit changes what every skill is routed against (the listing an agent sees)."""
+        return self.how != "body"
+
+
+def _frontmatter_of(text: str) -> tuple[Any, Any] | None:
+    """(name, description) of a SKILL.md's text; ``None`` when it does not parse."""
+    from skillreach.skills.discovery import read_frontmatter
+
+    with tempfile.TemporaryDirectory(prefix="skillreach-base-") as tmp:
+        path = Path(tmp, "SKILL.md")
+        path.write_text(text, encoding="utf-8")
+        try:
+            data = read_frontmatter(path).data
+        except SkillreachError:
+            return None
+    return data.get("name"), data.get("description")
+
+
+def classify_edits(changes: ChangeSet, top: Path, rev: str) -> list[SkillEdit]:
+    """Each skill ``changes`` lists, with what kind of edit it is against ``rev``."""
+    edits = [SkillEdit(name=n, how="added", file=changes.skill_files.get(n)) for n in changes.added]
+    edits += [SkillEdit(name=n, how="removed") for n in changes.removed]
+    for name in changes.changed:
+        if name in changes.added:
+            continue
+        file = changes.skill_files.get(name)
+        base_text = git_output(["show", f"{rev}:{file}"], top) if file else None
+        now = (top / file).read_text(encoding="utf-8", errors="replace") if file else None
+        if base_text is None or now is None:
+            how: EditKind = "description"  # moved or unreadable: treat it as a routing change
+        else:
+            before, after = _frontmatter_of(base_text), _frontmatter_of(now)
+            how = "body" if before is not None and before == after else "description"
+        edits.append(SkillEdit(name=name, how=how, file=file))
+    return sorted(edits, key=lambda e: e.name)
+
+
+class BaseRecords(Frozen):
+    rev: str
+    folder: str
+    """The records' folder relative to the git top."""
+    records: dict[str, BaselineRecord]
+    problems: tuple[str, ...] = ()
+    """Base records that could not be read (one line each)."""
+    changed_here: tuple[str, ...] = ()
+    """Record files the pull request adds, edits or deletes (``M baselines/x.json``): not used."""
+
+
+def base_records(top: Path, rev: str, folder: str | os.PathLike[str]) -> BaseRecords:
+    """The records under ``folder`` as they are at ``rev``, and the record files changed since."""
+    rel = Path(os.path.relpath(Path(folder).resolve(), top.resolve())).as_posix()
+    listing = git_output(["ls-tree", "-z", "--name-only", f"{rev}:{rel}"], top) if rel != ".." else None
+    records: dict[str, BaselineRecord] = {}
+    problems: list[str] = []
+    for name in sorted(p for p in (listing or "").split("\0") if p.endswith(".json")):
+        where = f"{rev[:12]}:{rel}/{name}"
+        size = git_output(["cat-file", "-s", f"{rev}:{rel}/{name}"], top)
+        if size is None or not size.isdigit() or int(size) > MAX_RECORD_BYTES:
+            problems.append(f"{where}: not readable, or larger than {MAX_RECORD_BYTES // 2**20} MiB")
+            continue
+        text = git_output(["show", f"{rev}:{rel}/{name}"], top)
+        if text is None:
+            problems.append(f"{where}: not readable at the base revision")
+            continue
+        try:
+            rec = parse_baseline(text, where)
+        except SkillreachError as exc:
+            problems.append(exc.message)
+            continue
+        records[rec.skill] = rec
+    diff = git_output(["diff", "--name-status", "--no-renames", rev, "--", rel], top) or ""
+    untracked = git_output(["ls-files", "--others", "--exclude-standard", "--", rel], top) or ""
+    changed = [" ".join(line.split("\t")) for line in diff.splitlines() if line.strip()]
+    changed += [f"A {p}" for p in untracked.splitlines() if p.strip()]
+    return BaseRecords(rev=rev, folder=rel, records=records, problems=tuple(problems),
+                       changed_here=tuple(changed))
+
+
+def neighbours(edited: Iterable[str], skills: Sequence[Skill], k: int) -> set[str]:
+    """The skills among the top ``k`` BM25 rivals of an edited skill, and those that count an edited
+    skill among their own top ``k`` (both directions)."""
+    from skillreach.skills.bm25 import rivals
+
+    names = set(edited)
+    out: set[str] = set()
+    for entry in rivals(list(skills), top=k):
+        near = {r.name for r in entry.rivals}
+        if entry.name in names:
+            out |= near
+        elif near & names:
+            out.add(entry.name)
+    return out - names
+
+
+def skills_to_gate(
+    edits: Sequence[SkillEdit],
+    with_records: Iterable[str],
+    *,
+    scope: Scope,
+    skills: Sequence[Skill],
+    rivals_k: int,
+    taken_from: Mapping[str, set[str]] | None = None,
+) -> list[str]:
+    """The skills whose records a change can move.
+
+    ``with_records``: the skills that have a base record and still exist. ``taken_from``: per skill, the
+    skills known to take its cases (from earlier studies), linking it to its neighbours.
+    """
+    present = {s.name for s in skills}
+    gated = set(with_records) & present
+    routing = [e.name for e in edits if e.routing]
+    body = {e.name for e in edits if not e.routing and e.name in present}
+    if not routing:
+        return sorted(body)
+    if scope == "all":
+        return sorted(gated | body | ({e.name for e in edits if e.how != "removed"} & present))
+    near = neighbours(routing, skills, rivals_k)
+    for name, takers in (taken_from or {}).items():
+        if name in routing:
+            near |= takers
+        elif takers & set(routing):
+            near.add(name)
+    return sorted(((near & gated) | set(routing) | body) & present)
+
+
+class Loss(Frozen):
+    skill: str
+    lost: int
+    """Positive cases activated in the baseline (rate ≥ ½) that are not now (rate < ½)."""
+    cases: int
+    """Positive cases the two records share."""
+    taken_by: dict[str, int]
+    """Skill (or ``(no skill)``) that now comes first on the lost cases → how many cases."""
+
+    def sentence(self) -> str:
+        if len(self.taken_by) == 1:
+            takers = next(iter(self.taken_by))
+        else:
+            takers = ", ".join(f"{n} × {c}" for n, c in self.taken_by.items())
+        return f"lost {self.lost} of {self.cases} cases" + (f" to {takers}" if takers else "")
+
+
+def losses(base: BaselineRecord, new: BaselineRecord, outcomes: Iterable[Any]) -> Loss:
+    """The base record's positive cases that ``new`` no longer activates, and who took each: the skill
+    that came first most often on it in the new study's probes (``outcomes``: the artifact's rows,
+    :class:`~skillreach.scoring.artifact.ProbeOutcome`)."""
+    before, after = case_rates(base.per_case, "activation"), case_rates(new.per_case, "activation")
+    shared = [q for q in before if q in after and base.per_case[q].digest == new.per_case[q].digest]
+    lost = {q for q in shared if before[q] >= 0.5 > after[q]}
+    firsts: dict[str, Counter[str]] = {q: Counter() for q in lost}
+    for row in outcomes:
+        if row.query_id in firsts and row.predicted is not None and row.predicted != base.skill:
+            firsts[row.query_id][row.predicted] += 1
+    taken: Counter[str] = Counter(c.most_common(1)[0][0] for c in firsts.values() if c)
+    return Loss(skill=base.skill, lost=len(lost), cases=len(shared), taken_by=dict(taken.most_common()))
+
+
+def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:
+    """The cases ``--scope neighbours`` probes: the positive cases of ``skills`` and every case that
+    expects no skill or a neighbour's (``out_of_scope``, ``neighbor_negative``). Other skills' positive
+    cases are left out: a false activation of a gated skill on them goes unseen, the price of the
+    cheaper scope. The set is re-sealed (its digest is its own); each case keeps its content digest, so
+    the comparison pairs it with the baseline's."""
+    names = set(skills)
+    kept = tuple(
+        q
+        for q in query_set.queries
+        if q.expected_skill in names or q.kind.value in ("out_of_scope", "neighbor_negative")
+    )
+    from skillreach.queries.sets import seal
+
+    subset = QuerySet(catalog_id=query_set.catalog_id, queries=kept)
+    source = query_set.provenance.source or "query set"
+    return seal(subset, source=f"{source} (neighbours of {', '.join(sorted(names))})")

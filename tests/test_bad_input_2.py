@@ -1,0 +1,947 @@
+"""Hostile input, round two (issue 30), through the command a user runs: bounded readers, discovery that
+stays inside its roots, secrets masked everywhere, webhooks checked when read.
+
+As in ``tests/test_bad_input.py``, every case is a real ``.venv/bin/skillreach …`` process with a time
+limit, run three at a time; each asserts its exit code, that no output holds a Python traceback, the
+one ``skillreach: error:`` line and what it names, and the time it took.
+
+Categories (the counts are asserted at the end of the file):
+
+- ``readers``: a 5,000-digit integer, nesting too deep, bytes that are not UTF-8 and files larger than
+  their kind may be (20 GiB sparse files: refused unread) in query sets, trigger-eval imports, config
+  files, ``gate.json``, uplift reports, artifacts and probe logs;
+- ``discovery``: ``skills/x -> /``, a tree 1,100 folders deep, a link to a folder outside the roots
+  (skipped and named unless ``--follow-outside``), through ``lint``, ``overlap`` and ``run``;
+- ``secrets``: a provider error echoing the key, a ``?token=`` base URL, a proxy password in
+  ``ANTHROPIC_BASE_URL``, ``doctor --json``: never in stderr, ``DIR/skillreach.log``, the probe log or
+  the SQLite store;
+- ``webhooks``: ``alert_webhooks`` with a bad port, scheme, no host, a link-local or metadata address;
+  ``send_alert`` never raises and one bad webhook does not stop the others;
+- ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
+  when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+from skillreach.models import ProbeRecord
+from skillreach.queries.sets import load_query_set
+from skillreach.scoring import ProbeTable, score
+from skillreach.scoring.artifact import write_artifact
+
+EXE = Path(sys.executable).with_name("skillreach")
+LIMIT_S = 30.0
+WORKERS = 3
+BIG = "1" * 5000
+KEY = "sk-ant-api03-KEYSECRETkeysecret0123456789"
+QTOKEN = "QTOKSECRET0123"
+PROXY_PW = "PROXYSECRET0123"
+SECRETS = ("KEYSECRET", QTOKEN, PROXY_PW, "HOOKSECRET")
+
+# SIGINT back to its default in the child before skillreach starts (an ignored disposition would be
+# inherited through exec, and Python installs its KeyboardInterrupt handler only when it is not ignored)
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One invocation: ``args`` after ``skillreach``; ``{w}`` in an argument is the world folder."""
+
+    category: str
+    name: str
+    args: tuple[str, ...]
+    code: int | tuple[int, ...]
+    needles: tuple[str, ...] = ()
+    """Must all appear in the error line (exit 2/3), else anywhere in the output."""
+    env: dict[str, str] = field(default_factory=dict)
+    limit_s: float = LIMIT_S
+    interrupt_after_s: float | None = None
+    absent: tuple[str, ...] = ()
+    """Must appear nowhere in the output."""
+
+
+@dataclass
+class Result:
+    code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    hung: bool = False
+
+
+W = "{w}"
+EX_SKILLS = str(EXAMPLE_SKILLS)
+EX_QUERIES = str(EXAMPLE_QUERIES)
+GOOD = "---\nname: {name}\ndescription: {desc}\n---\n\n# {name}\n\nBody text.\n"
+
+
+def _skill(folder: Path, name: str, desc: str = "A fine skill used by the hostile-input tests.") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(GOOD.format(name=name, desc=desc), encoding="utf-8")
+
+
+_DEEP_TREES: list[Path] = []
+"""Every tree :func:`_deep_tree` made (removed by :func:`_remove_deep_tree` after the cases ran)."""
+
+
+def _deep_tree(top: Path, levels: int, skill: str | None = None) -> None:
+    """``top/a/a/…/a`` ``levels`` deep (made one level at a time, relative to the last: no long path),
+    with a SKILL.md named ``skill`` at the bottom when given."""
+    top.mkdir(parents=True, exist_ok=True)
+    _DEEP_TREES.append(top)
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(levels):
+            os.mkdir("a", dir_fd=fd)
+            below = os.open("a", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        if skill is not None:
+            out = os.open("SKILL.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(out, GOOD.format(name=skill, desc="A skill far too deep to be found.").encode())
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _remove_deep_tree(top: Path) -> None:
+    """Remove what :func:`_deep_tree` made, bottom up, one level at a time (``shutil.rmtree`` recurses
+    once per level: a ``RecursionError`` past ~1,000)."""
+    if not top.exists():
+        return
+    fds = [os.open(top, os.O_RDONLY)]
+    try:
+        while True:
+            try:
+                fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                break
+        for name in os.listdir(fds[-1]):
+            os.unlink(name, dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir("a", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with path.open("wb") as fh:
+        fh.truncate(size)  # no block written: the file system says `size`, the disk holds nothing
+    return path
+
+
+# --------------------------------------------------------------------------------------------- world
+
+
+def _readers(root: Path, add: Callable[[Case], None]) -> None:
+    qdir = root / "q2"
+    qdir.mkdir()
+    seal_out = str(root / "out" / "sealed.json")
+
+    def seal(name: str, fname: str, raw: bytes, needles: tuple[str, ...]) -> None:
+        path = qdir / name / fname
+        path.parent.mkdir(parents=True)
+        path.write_bytes(raw)
+        add(
+            Case(
+                "readers",
+                f"seal-{name}",
+                ("queries", "seal", str(path), "--skills", EX_SKILLS, "--out", seal_out),
+                2,
+                needles,
+            )
+        )
+
+    seal(
+        "json-big-int",
+        "q.json",
+        f'{{"queries": [{{"id": "a", "text": "x", "n": {BIG}}}]}}'.encode(),
+        ("q.json:1", "5,000 digits"),
+    )
+    seal(
+        "json-big-int-line-3",
+        "q.json",
+        f'{{"queries": [\n{{"id": "a",\n "text": {BIG}}}]}}'.encode(),
+        ("q.json:3", "digits"),
+    )
+    seal(
+        "jsonl-big-int",
+        "q.jsonl",
+        f'{{"id": "a", "text": "x"}}\n{{"id": "b", "text": {BIG}}}\n'.encode(),
+        ("q.jsonl:2", "digits"),
+    )
+    seal(
+        "csv-checks-big-int",
+        "q.csv",
+        f'id,text,checks\na,hello,"{{""x"": {BIG}}}"\n'.encode(),
+        ("q.csv:2", "checks", "digits"),
+    )
+    seal(
+        "csv-checks-deep",
+        "q.csv",
+        ('id,text,checks\na,hello,"' + "[" * 3000 + "]" * 3000 + '"\n').encode(),
+        ("q.csv:2", "checks", "nested"),
+    )
+    seal("csv-huge-cell", "q.csv", b"id,text\na," + b"x" * 200_000 + b"\n", ("q.csv:2", "cell"))
+    seal("yaml-big-int", "q.yaml", f"queries:\n  - id: a\n    text: {BIG}\n".encode(), ("q.yaml:3", "digits"))
+    seal(
+        "json-deep-100",
+        "q.json",
+        b'{"queries": [{"id": "a", "text": "x", "notes": ' + b"[" * 100 + b"]" * 100 + b"}]}",
+        ("q.json", "nested more than"),
+    )
+    seal("json-nan", "q.json", b'{"queries": [{"id": "a", "text": "x", "n": NaN}]}', ("q.json:1", "NaN"))
+    seal(
+        "jsonl-not-utf8",
+        "q.jsonl",
+        b'{"id": "a", "text": "x"}\n{"id": "b", "text": "caf\xe9"}\n',
+        ("q.jsonl:2", "UTF-8"),
+    )
+    seal(
+        "json-dup-key-line",
+        "q.json",
+        b'{"queries": [{"id": "a",\n"text": "x",\n"text": "y"}]}',
+        ("q.json:3", "'text'", "twice"),
+    )
+    big_set = qdir / "sparse" / "q.json"
+    big_set.parent.mkdir()
+    _sparse(big_set, 20 * 2**30)
+    add(
+        Case(
+            "readers",
+            "seal-sparse-20-gib",
+            ("queries", "seal", str(big_set), "--skills", EX_SKILLS, "--out", seal_out),
+            2,
+            ("q.json", "bytes"),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "readers",
+            "verify-big-int",
+            ("queries", "verify", str(qdir / "json-big-int" / "q.json")),
+            2,
+            ("q.json:1", "digits"),
+        )
+    )
+
+    # queries import (other tools' trigger sets)
+    idir = root / "imports"
+    idir.mkdir()
+    imp_out = str(root / "out" / "imported.json")
+    for name, fname, raw, needles in (
+        (
+            "json-big-int",
+            "t.json",
+            f'[{{"query": "x", "should_trigger": {BIG}}}]'.encode(),
+            ("t.json:1", "digits"),
+        ),
+        (
+            "jsonl-deep",
+            "t.jsonl",
+            b'{"query": "x", "should_trigger": true}\n' + b"[" * 5000 + b"]" * 5000 + b"\n",
+            ("t.jsonl:2", "nested"),
+        ),
+        ("json-not-utf8", "t.json", b'[{"query": "caf\xe9", "should_trigger": true}]', ("t.json:1", "UTF-8")),
+        (
+            "csv-huge-cell",
+            "t.csv",
+            b"query,should_trigger\n" + b"x" * 200_000 + b",true\n",
+            ("t.csv:2", "cell"),
+        ),
+        ("yaml-alias", "t.yaml", b"a: &a [1]\nshould_trigger_prompts: *a\n", ("t.yaml", "aliases")),
+    ):
+        path = idir / name / fname
+        path.parent.mkdir()
+        path.write_bytes(raw)
+        add(
+            Case(
+                "readers",
+                f"import-{name}",
+                (
+                    "queries",
+                    "import",
+                    str(path),
+                    "--format",
+                    "auto",
+                    "--skill",
+                    "log-search",
+                    "--out",
+                    imp_out,
+                ),
+                2,
+                needles,
+            )
+        )
+
+    # config files
+    cdir = root / "c2"
+    cdir.mkdir()
+    for name, fname, raw, needles in (
+        ("toml-big-int", "c.toml", f"attempts = 1\nseed = {BIG}\n".encode(), ("c.toml:2", "digits")),
+        (
+            "toml-deep-array",
+            "c.toml",
+            ("x = " + "[" * 1100 + "]" * 1100 + "\n").encode(),
+            ("c.toml:1", "nested"),
+        ),
+        (
+            "toml-deep-table",
+            "c.toml",
+            ("x = " + "{a=" * 500 + "1" + "}" * 500 + "\n").encode(),
+            ("c.toml:1", "nested"),
+        ),
+        ("toml-not-utf8-line-2", "c.toml", b'attempts = 1\nruntime = "caf\xe9"\n', ("c.toml:2", "UTF-8")),
+        ("yaml-big-int", "c.yaml", f"attempts: {BIG}\n".encode(), ("c.yaml:1", "digits")),
+    ):
+        path = cdir / name / fname
+        path.parent.mkdir()
+        path.write_bytes(raw)
+        add(
+            Case(
+                "readers",
+                f"run-config-{name}",
+                ("run", "--config", str(path), "--out", str(root / "out" / name)),
+                2,
+                needles,
+            )
+        )
+
+    # artifacts, gate.json, uplift reports, probe logs
+    run_dir = root / "r2"
+    run_dir.mkdir()
+    qs = load_query_set(EXAMPLE_QUERIES)
+    lines = [
+        ProbeRecord(
+            query_id=q.id,
+            attempt=1,
+            invoked=(q.expected_skill,) if q.expected_skill else (),
+            runtime="keyword",
+        ).to_json_line()
+        for q in qs.queries
+    ]
+    (run_dir / "probes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_artifact(
+        score(qs, ProbeTable.from_lines((run_dir / "probes.jsonl").open("rb"), source="p")),
+        run_dir / "artifact.json",
+    )
+    for name, fname, raw, needles in (
+        (
+            "gate-big-int",
+            "gate.json",
+            f'{{"comparisons": [], "n": {BIG}}}'.encode(),
+            ("gate.json:1", "digits"),
+        ),
+        (
+            "gate-deep",
+            "gate.json",
+            b'{"comparisons": ' + b"[" * 200 + b"]" * 200 + b"}",
+            ("gate.json", "nested"),
+        ),
+        (
+            "uplift-big-int",
+            "uplift-log-search.json",
+            f'{{"skill": "log-search", "n": {BIG}}}'.encode(),
+            ("uplift-log-search.json:1", "digits"),
+        ),
+        (
+            "uplift-not-utf8",
+            "uplift-log-search.json",
+            b'{"skill": "caf\xe9"}',
+            ("uplift-log-search.json:1", "UTF-8"),
+        ),
+    ):
+        folder = root / "reports" / name
+        folder.mkdir(parents=True)
+        (folder / "artifact.json").write_bytes((run_dir / "artifact.json").read_bytes())
+        (folder / fname).write_bytes(raw)
+        add(Case("readers", f"report-{name}", ("report", str(folder), "-q"), 2, needles))
+    sparse_art = root / "reports" / "sparse-artifact"
+    sparse_art.mkdir()
+    _sparse(sparse_art / "artifact.json", 20 * 2**30)
+    add(
+        Case(
+            "readers",
+            "report-sparse-artifact-20-gib",
+            ("report", str(sparse_art), "-q"),
+            2,
+            ("artifact.json", "bytes", "GiB"),
+            limit_s=20,
+        )
+    )
+    sparse_log = _sparse(root / "reports" / "probes-sparse.jsonl", 20 * 2**30)
+    add(
+        Case(
+            "readers",
+            "score-sparse-probe-log-20-gib",
+            (
+                "score",
+                "--queries",
+                EX_QUERIES,
+                "--probes",
+                str(sparse_log),
+                "-q",
+                "--out",
+                str(root / "out" / "s2") + "/",
+            ),
+            2,
+            ("probes-sparse.jsonl", "bytes", "GiB"),
+            limit_s=20,
+        )
+    )
+    record = run_dir / "deep-probes.jsonl"
+    record.write_bytes(lines[0].encode() + b"\n" + b'{"query_id": ' + b"[" * 5000 + b"]" * 5000 + b"}\n")
+    add(
+        Case(
+            "readers",
+            "score-deep-probe-line",
+            (
+                "score",
+                "--queries",
+                EX_QUERIES,
+                "--probes",
+                str(record),
+                "-q",
+                "--out",
+                str(root / "out" / "s3") + "/",
+            ),
+            2,
+            ("deep-probes.jsonl:2",),
+        )
+    )
+
+
+def _discovery(root: Path, add: Callable[[Case], None]) -> None:
+    d = root / "disc"
+    only_link = d / "only-link"
+    only_link.mkdir(parents=True)
+    (only_link / "x").symlink_to("/")
+    beside = d / "beside"
+    _skill(beside / "ok", "ok")
+    (beside / "x").symlink_to("/")
+    needle = "outside the folders given"
+    add(
+        Case(
+            "discovery",
+            "lint-link-to-root-alone",
+            ("lint", str(only_link)),
+            2,
+            ("no SKILL.md under", "x: a link to /", "--follow-outside"),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "lint-link-to-root-beside-a-skill",
+            ("lint", str(beside)),
+            0,
+            (needle, "walk-skipped"),
+            limit_s=20,
+        )
+    )
+    add(Case("discovery", "overlap-link-to-root", ("overlap", str(beside)), 0, (needle,), limit_s=20))
+    add(
+        Case(
+            "discovery",
+            "overlap-link-to-root-alone",
+            ("overlap", str(only_link)),
+            2,
+            ("no SKILL.md under",),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "run-link-to-root-alone",
+            (
+                "run",
+                "--skills",
+                str(only_link),
+                "--queries",
+                EX_QUERIES,
+                "--out",
+                str(root / "out" / "disc-run"),
+            ),
+            2,
+            ("no SKILL.md under",),
+            limit_s=LIMIT_S,
+        )
+    )
+    deep = d / "deep"
+    _deep_tree(deep, 1100, "too-deep")
+    _skill(deep / "top", "top")
+    add(
+        Case(
+            "discovery",
+            "lint-1100-levels",
+            ("lint", str(deep)),
+            0,
+            ("more than 64 folder levels",),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "overlap-1100-levels",
+            ("overlap", str(deep)),
+            0,
+            ("more than 64 folder levels",),
+            limit_s=20,
+        )
+    )
+    bare_deep = d / "bare-deep"
+    _deep_tree(bare_deep, 1100)
+    add(
+        Case(
+            "discovery",
+            "lint-1100-levels-no-skill",
+            ("lint", str(bare_deep)),
+            2,
+            ("no SKILL.md under", "more than 64 folder levels"),
+            limit_s=20,
+        )
+    )
+    outside = d / "elsewhere"
+    _skill(outside / "far", "far", "A skill that lives outside the folder given.")
+    farm = d / "farm"
+    farm.mkdir()
+    (farm / "far").symlink_to(outside / "far")
+    add(
+        Case(
+            "discovery",
+            "lint-link-outside-skipped",
+            ("lint", str(farm)),
+            2,
+            ("no SKILL.md under", "farm/far"),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "lint-link-outside-followed",
+            ("lint", str(farm), "--follow-outside"),
+            0,
+            ("1 SKILL.md checked",),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "lint-link-outside-inside-another-root",
+            ("lint", str(farm), str(outside)),
+            0,
+            ("1 SKILL.md checked",),
+            limit_s=20,
+        )
+    )
+    add(
+        Case(
+            "discovery",
+            "overlap-link-outside-followed",
+            ("overlap", str(farm), "--follow-outside", "--json"),
+            0,
+            ('"far"',),
+            limit_s=20,
+        )
+    )
+    md_link = d / "md-link"
+    (md_link / "s").mkdir(parents=True)
+    (md_link / "s" / "SKILL.md").symlink_to(outside / "far" / "SKILL.md")
+    add(
+        Case(
+            "discovery",
+            "lint-skill-md-linked-outside",
+            ("lint", str(md_link)),
+            2,
+            ("no SKILL.md under", "SKILL.md: a link to"),
+            limit_s=20,
+        )
+    )
+
+
+def _webhooks(root: Path, add: Callable[[Case], None]) -> None:
+    for name, url, needles in (
+        ("port-99999", "http://h:99999/HOOKSECRET", ("alert_webhooks", "port", "99999")),
+        ("scheme-ftp", "ftp://h/HOOKSECRET", ("alert_webhooks", "ftp")),
+        ("no-host", "http:///HOOKSECRET", ("alert_webhooks", "no host")),
+        ("link-local", "http://169.254.169.254/latest/HOOKSECRET", ("alert_webhooks", "169.254.169.254")),
+        ("link-local-v6", "http://[fe80::1]/HOOKSECRET", ("alert_webhooks", "fe80::1")),
+        ("metadata-host", "http://metadata.google.internal/HOOKSECRET", ("alert_webhooks", "metadata")),
+        ("second-of-two", "https://hooks.example.com/ok", ("alert_webhooks",)),
+    ):
+        urls = [url] if name != "second-of-two" else [url, "http://h:0/HOOKSECRET"]
+        add(
+            Case(
+                "webhooks",
+                f"run-webhook-{name}",
+                ("run", "--out", str(root / "out" / f"wh-{name}")),
+                2,
+                needles + (("webhook 2 of 2",) if name == "second-of-two" else ()),
+                env={"SKILLREACH_ALERT_WEBHOOKS": json.dumps(urls)},
+                absent=("HOOKSECRET",),
+            )
+        )
+    cfg = root / "c2" / "webhook-config.toml"
+    cfg.write_text('alert_webhooks = ["http://h:99999/HOOKSECRET"]\n', encoding="utf-8")
+    add(
+        Case(
+            "webhooks",
+            "run-webhook-in-config",
+            ("run", "--config", str(cfg), "--out", str(root / "out" / "whc")),
+            2,
+            ("alert_webhooks", "99999"),
+            absent=("HOOKSECRET",),
+        )
+    )
+
+
+def _secrets(root: Path, add: Callable[[Case], None]) -> None:
+    add(
+        Case(
+            "secrets",
+            "doctor-json-query-token",
+            ("doctor", "--json"),
+            0,
+            ("?k=***",),
+            env={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:9/v1?k={QTOKEN}", "ANTHROPIC_API_KEY": KEY},
+            absent=SECRETS,
+        )
+    )
+    add(
+        Case(
+            "secrets",
+            "doctor-json-proxy-password",
+            ("doctor", "--json"),
+            0,
+            (":***@",),
+            env={"ANTHROPIC_BASE_URL": f"http://user:{PROXY_PW}@127.0.0.1:9", "ANTHROPIC_API_KEY": KEY},
+            absent=SECRETS,
+        )
+    )
+    add(
+        Case(
+            "secrets",
+            "run-database-url-password",
+            ("run", "--out", str(root / "out" / "dbpw")),
+            2,
+            ("cannot open the database", "127.0.0.1:9"),
+            env={"SKILLREACH_DATABASE_URL": f"postgresql+psycopg://u:{PROXY_PW}@127.0.0.1:9/db"},
+            absent=SECRETS,
+        )
+    )
+
+
+def _signals(root: Path, add: Callable[[Case], None]) -> None:
+    add(
+        Case(
+            "signals",
+            "run-ctrl-c-disposition-reset",
+            ("run", "--out", str(root / "out" / "ctrl-c")),
+            130,
+            ("interrupted",),
+            interrupt_after_s=1.0,
+        )
+    )
+
+
+def build_world(root: Path) -> list[Case]:
+    (root / "out").mkdir()
+    cases: list[Case] = []
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals):
+        part(root, cases.append)
+    return cases
+
+
+# -------------------------------------------------------------------------------------------- runner
+
+
+def _env(root: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SKILLREACH_", "ANTHROPIC_", "OPENAI_", "PREFECT_API"))
+    }
+    env.update(
+        SKILLREACH_HOME=str(root / "home"),
+        PREFECT_HOME=str(root / "prefect"),
+        COLUMNS="80",
+        NO_COLOR="1",
+        GITHUB_STEP_SUMMARY="",
+    )
+    env.update(extra)
+    return env
+
+
+def _run(case: Case, root: Path) -> Result:
+    args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
+    if case.interrupt_after_s is not None:
+        args = [sys.executable, "-c", _DEFAULT_SIGINT, *args]
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        args,
+        cwd=root / "cwd",
+        env=_env(root, case.env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    try:
+        if case.interrupt_after_s is not None:
+            marker = Path(args[-1])  # its --out folder: the command is running
+            while not marker.exists() and proc.poll() is None and time.monotonic() - start < case.limit_s:
+                time.sleep(0.1)
+            time.sleep(case.interrupt_after_s)
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=case.limit_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return Result(None, out, err, time.monotonic() - start, hung=True)
+    return Result(proc.returncode, out, err, time.monotonic() - start)
+
+
+def _index() -> list[tuple[str, str]]:
+    """(name, category) of every case, computed without building the world's big trees twice."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "cwd").mkdir()
+        try:
+            return [(c.name, c.category) for c in build_world(Path(tmp))]
+        finally:
+            while _DEEP_TREES:
+                _remove_deep_tree(_DEEP_TREES.pop())
+
+
+_CASE_INDEX = _index()
+
+
+@pytest.fixture(scope="module")
+def world(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[Path, dict[str, Case], dict[str, Result]]:
+    root = tmp_path_factory.mktemp("bad-input-2")
+    (root / "cwd").mkdir()
+    selected = {
+        item.callspec.params["name"]
+        for item in request.session.items
+        if hasattr(item, "callspec") and "name" in item.callspec.params and item.module is request.module
+    }
+    cases = [c for c in build_world(root) if c.name in selected or not selected]
+    by_name = {c.name: c for c in cases}
+    assert len(by_name) == len(cases), "case names must be unique"
+    order = sorted(cases, key=lambda c: (c.args[0] != "run", c.name))
+    try:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            ran = pool.map(lambda c: _run(c, root), order)
+            results = dict(zip([c.name for c in order], ran, strict=True))
+    finally:
+        while _DEEP_TREES:  # pytest's clean-up of old temporary folders recurses once per level
+            _remove_deep_tree(_DEEP_TREES.pop())
+    return root, by_name, results
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith("skillreach: error:")]
+
+
+@pytest.mark.parametrize("name", [n for n, _ in _CASE_INDEX])
+def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str) -> None:
+    root, cases, results = world
+    case, res = cases[name], results[name]
+    shown = (
+        f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]}\n"
+        f"--- stderr\n{res.stderr[-2000:]}"
+    )
+    assert not res.hung, f"{name}: no answer within {case.limit_s:.0f} s (a hang)\n{shown}"
+    assert res.seconds < case.limit_s, shown
+    assert "Traceback" not in res.stdout + res.stderr, shown
+    codes = case.code if isinstance(case.code, tuple) else (case.code,)
+    assert res.code in codes, shown
+    errors = _error_lines(res.stderr)
+    if res.code in (2, 3):
+        assert len(errors) == 1, f"expected one error line\n{shown}"
+        for needle in case.needles:
+            assert needle.replace(W, str(root)) in errors[0], f"{needle!r} not in the error line\n{shown}"
+    else:
+        text = res.stdout + res.stderr
+        for needle in case.needles:
+            assert needle in text, f"{needle!r} not in the output\n{shown}"
+        assert len(errors) <= 1, shown
+    for secret in case.absent:
+        assert secret not in res.stdout + res.stderr, f"{secret!r} was printed\n{shown}"
+
+
+def test_enough_cases_in_every_category() -> None:
+    counts = Counter(cat for _, cat in _CASE_INDEX)
+    assert sum(counts.values()) >= 55, counts
+    least = {"readers": 30, "discovery": 13, "webhooks": 8, "secrets": 3, "signals": 1}
+    for cat, n in least.items():
+        assert counts[cat] >= n, counts
+
+
+# ------------------------------------------------------------------ secrets through a real study
+
+
+def _files_text(*paths: Path) -> Iterator[tuple[Path, bytes]]:
+    for top in paths:
+        for p in [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []:
+            if p.is_file():
+                yield p, p.read_bytes()
+
+
+def _study(tmp_path: Path, env: dict[str, str], *extra: str, limit_s: float = 60.0) -> Result:
+    (tmp_path / "cwd").mkdir(exist_ok=True)
+    args = [
+        str(EXE),
+        "run",
+        "--runtime",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-5",
+        *extra,
+        "--out",
+        str(tmp_path / "study"),
+    ]
+    start = time.monotonic()
+    full_env = _env(tmp_path, {"SKILLREACH_MAX_RETRIES": "0", "ANTHROPIC_API_KEY": KEY, **env})
+    try:
+        proc = subprocess.run(
+            args,
+            cwd=tmp_path / "cwd",
+            env=full_env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=limit_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Result(None, str(exc.stdout or ""), str(exc.stderr or ""), time.monotonic() - start, hung=True)
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def _assert_nowhere(tmp_path: Path, res: Result, secrets: tuple[str, ...]) -> None:
+    shown = f"exit {res.code} in {res.seconds:.1f} s\n--- stderr\n{res.stderr[-3000:]}"
+    assert not res.hung, shown
+    assert "Traceback" not in res.stdout + res.stderr, shown
+    for secret in secrets:
+        assert secret not in res.stdout + res.stderr, f"{secret!r} printed\n{shown}"
+        for path, data in _files_text(tmp_path / "study", tmp_path / "home"):
+            assert secret.encode() not in data, f"{secret!r} written to {path}"
+
+
+@pytest.fixture
+def provider() -> Iterator[Any]:
+    """The Messages API stand-in: the canaries activate their skill; every other query is answered by an
+    error that echoes the key (as a real provider's ``invalid x-api-key: sk-ant-…`` does)."""
+    from tests.fakes.messages_api import MessagesAPI, query_text, skill_call
+
+    def responder(body: dict[str, Any]) -> Any:
+        text = query_text(body)
+        if text.startswith("Use the ") and " skill for this." in text:
+            return [skill_call(text.split("Use the ", 1)[1].split(" skill", 1)[0])]
+        raise RuntimeError(f"invalid x-api-key: {KEY}")
+
+    with MessagesAPI(responder, latency=0.0) as api:
+        yield api
+
+
+def test_a_provider_error_echoing_the_key_is_masked_everywhere(tmp_path: Path, provider: Any) -> None:
+    res = _study(tmp_path, {"ANTHROPIC_BASE_URL": provider.base_url})
+    assert res.code in (0, 1), res.stderr[-3000:]
+    probes = (tmp_path / "study" / "probes.jsonl").read_text(encoding="utf-8")
+    assert "invalid x-api-key: ***" in probes  # the error is kept, the key is not
+    assert (tmp_path / "home" / "skillreach.db").is_file()
+    assert (tmp_path / "study" / "skillreach.log").is_file()
+    _assert_nowhere(tmp_path, res, ("KEYSECRET",))
+
+
+def test_a_query_token_in_the_base_url_is_masked_everywhere(tmp_path: Path, provider: Any) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[runtime_options]\nbase_url = "{provider.base_url}/?token={QTOKEN}"\n', encoding="utf-8")
+    res = _study(tmp_path, {}, "--config", str(cfg))
+    assert res.code == 2, res.stderr[-3000:]
+    assert len(_error_lines(res.stderr)) == 1, res.stderr
+    assert "token=***" in _error_lines(res.stderr)[0]
+    _assert_nowhere(tmp_path, res, (QTOKEN, "KEYSECRET"))
+
+
+def test_a_proxy_password_in_the_base_url_is_masked_everywhere(tmp_path: Path, provider: Any) -> None:
+    url = provider.base_url.replace("http://", f"http://user:{PROXY_PW}@")
+    res = _study(tmp_path, {"ANTHROPIC_BASE_URL": url})
+    assert res.code in (0, 1, 2), res.stderr[-3000:]
+    assert len(_error_lines(res.stderr)) <= 1, res.stderr
+    _assert_nowhere(tmp_path, res, (PROXY_PW, "KEYSECRET"))
+
+
+# --------------------------------------------------------------------------------- webhooks, in-process
+
+
+def test_send_alert_never_raises_and_one_bad_webhook_does_not_stop_the_others() -> None:
+    from skillreach.service.alerts import send_alert
+    from tests.helpers.webhooks import WebhookSink
+
+    payload = {"event": "gate_breached", "skill": "deploy", "metric": "activation", "baseline_id": "b"}
+    with WebhookSink() as sink:
+        good = f"{sink.base_url}/hooks/HOOKSECRET"
+        urls = [
+            "http://h:99999/HOOKSECRET",
+            "http://169.254.169.254/HOOKSECRET",
+            "ftp://x/y",
+            good,
+            "http://[::1",
+            good,
+        ]
+        start = time.monotonic()
+        out = send_alert(payload, urls, timeout_s=5)
+        assert time.monotonic() - start < 10
+    assert [d.ok for d in out] == [False, False, False, True, False, True]
+    assert len(sink.requests) == 2
+    assert all("HOOKSECRET" not in d.target + str(d.error) for d in out)
+
+
+def test_parse_webhooks_names_the_setting_not_the_token() -> None:
+    from skillreach.errors import ConfigError
+    from skillreach.service.alerts import parse_webhooks
+
+    assert parse_webhooks('["https://hooks.example.com/T/B/X"]') == ["https://hooks.example.com/T/B/X"]
+    for bad in (
+        "http://h:99999/HOOKSECRET",
+        "http://169.254.1.1/HOOKSECRET",
+        "gopher://h/HOOKSECRET",
+        "http://metadata.google.internal/HOOKSECRET",
+        "http://[fe80::2]/HOOKSECRET",
+    ):
+        with pytest.raises(ConfigError) as exc:
+            parse_webhooks(json.dumps([bad]), setting="SKILLREACH_ALERT_WEBHOOKS")
+        assert str(exc.value).startswith("SKILLREACH_ALERT_WEBHOOKS: webhook 1 of 1"), exc.value
+        assert "HOOKSECRET" not in str(exc.value)

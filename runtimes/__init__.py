@@ -61,6 +61,8 @@ REGISTRY: dict[str, str] = {
     "openai-compatible": "skillreach.runtimes.openai_compat:OpenAICompatRuntime",
     "pi": "skillreach.runtimes.pi:PiRuntime",
     "codex": "skillreach.runtimes.codex:CodexRuntime",
+    "gemini-cli": "skillreach.runtimes.gemini_cli:GeminiCliRuntime",
+    "opencode": "skillreach.runtimes.opencode:OpenCodeRuntime",
     "goose": "skillreach.runtimes.goose:GooseRuntime",
     "antigravity-cli": "skillreach.runtimes.antigravity_cli:AntigravityCliRuntime",
     "antigravity-sdk": "skillreach.runtimes.antigravity_sdk:AntigravitySdkRuntime",

@@ -73,7 +73,7 @@ def test_capabilities_say_what_the_name_sets_said() -> None:
     paid = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).paid}
     cached = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).cached_listing}
     batch = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).batch_mode}
-    assert paid == {"anthropic", "openai-compatible", "claude-code", "codex"}
+    assert paid == {"anthropic", "openai-compatible", "claude-code", "codex", "gemini-cli", "opencode"}
     assert cached == {"anthropic", "claude-code"}
     assert batch == {"anthropic"}
 

@@ -63,6 +63,7 @@ REGISTRY: dict[str, str] = {
     "codex": "skillreach.runtimes.codex:CodexRuntime",
     "gemini-cli": "skillreach.runtimes.gemini_cli:GeminiCliRuntime",
     "opencode": "skillreach.runtimes.opencode:OpenCodeRuntime",
+    "copilot": "skillreach.runtimes.copilot:CopilotRuntime",
     "goose": "skillreach.runtimes.goose:GooseRuntime",
     "antigravity-cli": "skillreach.runtimes.antigravity_cli:AntigravityCliRuntime",
     "antigravity-sdk": "skillreach.runtimes.antigravity_sdk:AntigravitySdkRuntime",

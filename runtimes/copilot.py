@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
 from skillreach.runtimes._skillcli import SkillCliRuntime, SkillToolStream
 from skillreach.settings import Settings
@@ -141,6 +142,11 @@ class CopilotRuntime(SkillCliRuntime):
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
         )
+        if not self.model:
+            raise ConfigError(
+                "the copilot runtime runs Copilot CLI with your own provider (BYOK), which needs an explicit "
+                "model: pass --model (or model = … in the study's config)"
+            )
         self.wire_api = wire_api
         self.builtin: set[str] = set()
         """Built-in skills Copilot listed beside the catalog (reported, never scored)."""

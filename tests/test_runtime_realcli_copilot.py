@@ -92,5 +92,6 @@ def test_real_copilot_through_skillreach_run_killed_half_way_and_resumed(
             {"OPENAI_API_KEY": "k-test-not-a-secret"},
             tmp_path,
             "GitHub Copilot CLI 1.0.102.",
+            model="fake-model",  # BYOK needs an explicit model
         )
     print("\n" + line)

@@ -228,7 +228,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--queries", metavar="FILE", help="The query set (sealed JSON, or JSONL/CSV/YAML)."
     ),
     runtime: str | None = typer.Option(
-        None, "--runtime", metavar="NAME", help="fake, keyword, retriever, anthropic, claude-code…"
+        None,
+        "--runtime",
+        metavar="NAME[,NAME…]",
+        help="fake, keyword, retriever, anthropic, claude-code, codex, gemini-cli, opencode, copilot…; "
+        "a comma list runs one study per agent (same query set and catalog) and writes their matrix.",
     ),
     model: str | None = typer.Option(
         None, "--model", metavar="M", help="Model alias or snapshot for LLM runtimes."
@@ -306,6 +310,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     Exit codes: 0 the study ran (and, with --gate, no breach); 1 a gate breach under --gate; 2 bad input
     or a failed study; 130 interrupted; 143 terminated."""
+    if runtime is not None and "," in runtime:
+        params = dict(locals())
+        _run_across_agents(params)
+        return
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig
@@ -448,6 +456,28 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
         where = ", ".join(sorted({f"{b.get('skill')} {b.get('metric')}" for b in breached}))
         raise GateFailed(f"run: gate breached: {where}; see {result.out / 'gate.json'}")
+
+
+def _run_across_agents(params: dict[str, Any]) -> None:
+    """``--runtime a,b,…``: one study per agent into ``OUT/<runtime>`` (the same sealed query set and
+    catalog), then their matrix: printed, and written to ``OUT/agents.html``."""
+    names = [n.strip() for n in str(params["runtime"]).split(",") if n.strip()]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise InputError(f"--runtime {params['runtime']}: name two or more different runtimes")
+    base = Path(params["out"]) if params["out"] is not None else Path(".skillreach") / "agents"
+    for name in names:
+        run_cmd(**{**params, "runtime": name, "out": base / name})
+    from skillreach.author.agents import agent_matrix
+    from skillreach.author.diff import load_arm
+    from skillreach.reports.agents import print_agent_matrix, render_agent_matrix_html
+
+    matrix = agent_matrix([load_arm(base / name, name) for name in names])
+    console = make_console()
+    console.print()
+    print_agent_matrix(matrix, console)
+    page = base / "agents.html"
+    page.write_text(render_agent_matrix_html(matrix), encoding="utf-8")
+    console.print(f"\n  matrix    {page}")
 
 
 def _config_sets(config: Path | None, key: str) -> bool:

@@ -78,7 +78,12 @@ def _toml(value: Any) -> str:
 
 
 def killed_half_way_and_resumed(
-    runtime: str, options: dict[str, Any], key_env: dict[str, str], tmp_path: Path, version: str
+    runtime: str,
+    options: dict[str, Any],
+    key_env: dict[str, str],
+    tmp_path: Path,
+    version: str,
+    model: str | None = None,
 ) -> str:
     """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries, killed half-way
     and resumed: every query recorded once, activations as scripted, the first run's probes kept, the
@@ -106,7 +111,8 @@ def killed_half_way_and_resumed(
     env.update(key_env, COLUMNS="200")
     probes = tmp_path / "out" / "probes.jsonl"
     lines = "".join(f"{k} = {_toml(v)}\n" for k, v in options.items())
-    (tmp_path / "study.toml").write_text(f"[runtime_options]\n{lines}", encoding="utf-8")
+    head = f"model = {_toml(model)}\n" if model else ""
+    (tmp_path / "study.toml").write_text(f"{head}[runtime_options]\n{lines}", encoding="utf-8")
     t0 = time.monotonic()
     first = _run(tmp_path, env, runtime)
     try:

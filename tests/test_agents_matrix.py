@@ -52,3 +52,19 @@ def test_agent_matrix_finds_a_skill_routed_differently(tmp_path: Path) -> None:
 def test_one_runtime_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--runtime", "keyword,keyword"]) == 2
     assert "name two or more different runtimes" in capsys.readouterr().err
+
+
+def test_each_agent_takes_its_own_table_of_runtime_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "study.toml").write_text("[runtime_options.retriever]\nk = 1\n", encoding="utf-8")
+    assert main(["run", "--config", "study.toml", "--runtime", "keyword,retriever", "--out", "agents"]) == 0
+    capsys.readouterr()
+    study = json.loads((tmp_path / "agents" / "retriever" / "study.json").read_text())
+    assert '"k": 1' in json.dumps(study) or "'k': 1" in str(study)
+    (tmp_path / "study.toml").write_text("[runtime_options.retriever]\nkk = 1\n", encoding="utf-8")
+    assert main(["run", "--config", "study.toml", "--runtime", "keyword,retriever", "--out", "again"]) == 2
+    assert "runtime_options.kk: the retriever runtime has no option 'kk'" in capsys.readouterr().err

@@ -352,6 +352,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
+    cfg = cfg.model_copy(update={"runtime_options": agent_options(cfg.runtime_options, cfg.runtime)})
     if target is not None and cfg.catalog == "full":
         raise InputError(
             f"--target {target}: a target is measured in its own catalog; "
@@ -458,9 +459,22 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         raise GateFailed(f"run: gate breached: {where}; see {result.out / 'gate.json'}")
 
 
+def agent_options(options: dict[str, Any], runtime: str) -> dict[str, Any]:
+    """A cross-agent config's ``runtime_options``: the keys shared by every agent, with the table named
+    after ``runtime`` (``[runtime_options.gemini-cli]``) over them; the other agents' tables left out."""
+    from skillreach.runtimes import REGISTRY
+
+    tables = {k for k, v in options.items() if k in REGISTRY and isinstance(v, dict)}
+    if not tables:
+        return options
+    shared = {k: v for k, v in options.items() if k not in tables}
+    return {**shared, **options.get(runtime, {})}
+
+
 def _run_across_agents(params: dict[str, Any]) -> None:
     """``--runtime a,b,…``: one study per agent into ``OUT/<runtime>`` (the same sealed query set and
-    catalog), then their matrix: printed, and written to ``OUT/agents.html``."""
+    catalog), then their matrix: printed, and written to ``OUT/agents.html``. Each agent's options are the
+    config's ``runtime_options`` with its own table over them (``[runtime_options.opencode]``)."""
     names = [n.strip() for n in str(params["runtime"]).split(",") if n.strip()]
     if len(names) < 2 or len(set(names)) != len(names):
         raise InputError(f"--runtime {params['runtime']}: name two or more different runtimes")

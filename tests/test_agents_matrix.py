@@ -32,6 +32,9 @@ def test_the_bundled_example_across_two_agents(
     assert "Skills routed significantly differently" in page
     assert "<script" not in page
     assert page.count("<tr><th>") >= 13
+    markdown = (tmp_path / "agents" / "agents.md").read_text()
+    assert markdown.startswith("### Skill routing across agents\n\n| skill | keyword activation |")
+    assert "| incident-triage | 1.00 [0.57, 1.00] |" in markdown
 
 
 def test_agent_matrix_finds_a_skill_routed_differently(tmp_path: Path) -> None:

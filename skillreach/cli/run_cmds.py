@@ -473,8 +473,9 @@ def agent_options(options: dict[str, Any], runtime: str) -> dict[str, Any]:
 
 def _run_across_agents(params: dict[str, Any]) -> None:
     """``--runtime a,b,…``: one study per agent into ``OUT/<runtime>`` (the same sealed query set and
-    catalog), then their matrix: printed, and written to ``OUT/agents.html``. Each agent's options are the
-    config's ``runtime_options`` with its own table over them (``[runtime_options.opencode]``)."""
+    catalog), then their matrix: printed, written to ``OUT/agents.html`` and ``OUT/agents.md``. Each
+    agent's options are the config's ``runtime_options`` with its own table over them
+    (``[runtime_options.opencode]``)."""
     names = [n.strip() for n in str(params["runtime"]).split(",") if n.strip()]
     if len(names) < 2 or len(set(names)) != len(names):
         raise InputError(f"--runtime {params['runtime']}: name two or more different runtimes")
@@ -483,7 +484,11 @@ def _run_across_agents(params: dict[str, Any]) -> None:
         run_cmd(**{**params, "runtime": name, "out": base / name})
     from skillreach.author.agents import agent_matrix
     from skillreach.author.diff import load_arm
-    from skillreach.reports.agents import print_agent_matrix, render_agent_matrix_html
+    from skillreach.reports.agents import (
+        print_agent_matrix,
+        render_agent_matrix_html,
+        render_agent_matrix_markdown,
+    )
 
     matrix = agent_matrix([load_arm(base / name, name) for name in names])
     console = make_console()
@@ -491,7 +496,8 @@ def _run_across_agents(params: dict[str, Any]) -> None:
     print_agent_matrix(matrix, console)
     page = base / "agents.html"
     page.write_text(render_agent_matrix_html(matrix), encoding="utf-8")
-    console.print(f"\n  matrix    {page}")
+    (base / "agents.md").write_text(render_agent_matrix_markdown(matrix), encoding="utf-8")
+    console.print(f"\n  matrix    {page}\n  markdown  {base / 'agents.md'}")
 
 
 def _config_sets(config: Path | None, key: str) -> bool:

@@ -11,8 +11,9 @@ from rich.table import Table
 
 from skillreach.author.agents import AgentCell, AgentMatrix
 from skillreach.reports.diff import fmt_delta
+from skillreach.reports.markdown import md_escape
 
-__all__ = ["print_agent_matrix", "render_agent_matrix_html"]
+__all__ = ["print_agent_matrix", "render_agent_matrix_html", "render_agent_matrix_markdown"]
 
 
 def _rate(value: float | None, ci: tuple[float, float] | None) -> str:
@@ -108,3 +109,35 @@ queries; false activation: the share of the other queries' probes routed to it (
 {warn}
 </body></html>
 """
+
+
+def render_agent_matrix_markdown(m: AgentMatrix) -> str:
+    """The matrix for a pull request's description."""
+    head = (
+        "| skill | "
+        + " | ".join(f"{md_escape(a)} activation | {md_escape(a)} false" for a in m.agents)
+        + " |"
+    )
+    rule = "|---|" + "---:|---:|" * len(m.agents)
+    rows = [
+        f"| {md_escape(skill)} | "
+        + " | ".join(" | ".join(_cell(m.cells[skill].get(a))) for a in m.agents)
+        + " |"
+        for skill in m.skills
+    ]
+    lines = ["### Skill routing across agents", "", head, rule, *rows, ""]
+    if m.gaps:
+        lines += ["**Routed significantly differently** (B − A, paired):", ""]
+        lines += [
+            f"- {md_escape(g.skill)}: {md_escape(g.b)} − {md_escape(g.a)}, recall {fmt_delta(g.recall)}, "
+            f"precision {fmt_delta(g.precision)}"
+            for g in m.gaps
+        ]
+    else:
+        lines.append("No skill is routed significantly differently between the agents.")
+    for agent in m.agents:
+        mine = [c for c in m.collisions if c.agent == agent]
+        if mine:
+            top = ", ".join(f"{c.expected} → {c.predicted} × {c.count}" for c in mine)
+            lines.append(f"\n{md_escape(agent)} collisions: {md_escape(top)}")
+    return "\n".join(lines) + "\n"

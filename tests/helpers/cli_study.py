@@ -18,7 +18,7 @@ from typing import Any
 from skillreach.models import QueryKind
 from skillreach.study.probe_log import read_probes
 
-__all__ = ["QUERIES", "killed_half_way_and_resumed", "reads_for", "script_for"]
+__all__ = ["QUERIES", "SKILLREACH", "killed_half_way_and_resumed", "reads_for", "script_for", "write_inputs"]
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 NAMES = [f"skill-{i:02d}" for i in range(6)]
@@ -77,17 +77,8 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
-def killed_half_way_and_resumed(
-    runtime: str,
-    options: dict[str, Any],
-    key_env: dict[str, str],
-    tmp_path: Path,
-    version: str,
-    model: str | None = None,
-) -> str:
-    """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries, killed half-way
-    and resumed: every query recorded once, activations as scripted, the first run's probes kept, the
-    CLI's version on every record. Returns a line of timings."""
+def write_inputs(tmp_path: Path) -> None:
+    """``skills/`` (8 skills) and ``queries.json`` (12 queries, :func:`script_for`) under ``tmp_path``."""
     for name in SKILLS:
         folder = tmp_path / "skills" / name
         folder.mkdir(parents=True)
@@ -107,6 +98,20 @@ def killed_half_way_and_resumed(
             }
         )
     (tmp_path / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
+
+
+def killed_half_way_and_resumed(
+    runtime: str,
+    options: dict[str, Any],
+    key_env: dict[str, str],
+    tmp_path: Path,
+    version: str,
+    model: str | None = None,
+) -> str:
+    """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries, killed half-way
+    and resumed: every query recorded once, activations as scripted, the first run's probes kept, the
+    CLI's version on every record. Returns a line of timings."""
+    write_inputs(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "SKILLREACH_"))}
     env.update(key_env, COLUMNS="200")
     probes = tmp_path / "out" / "probes.jsonl"

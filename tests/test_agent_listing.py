@@ -150,3 +150,23 @@ def test_listing_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert full.startswith("<skills_instructions>\n## Skills\n")
     assert "- `r0` = `<workspace>/.agents/skills`" in full
     assert main(["listing", str(tmp_path), "--context-window", "-1"]) == 2
+
+
+@pytest.mark.parametrize("agent", ["gemini-cli", "opencode", "copilot"])
+def test_the_agents_with_a_skill_tool_list_the_catalog_as_it_is(
+    agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = "Handle the chores of the team, with a long explanation of when to use it. " * 40
+    for name in ("b-skill", "a-skill"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {long.strip()}\n---\nBody.\n"
+        )
+    assert main(["listing", str(tmp_path), "--agent", agent, "--context-window", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{agent} lists all 2 skills in full (budget none)\n")
+    assert "no budget, no truncation" in out
+    assert "shortened" not in out
+    assert "dropped" not in out
+    assert main(["listing", str(tmp_path), "--agent", agent, "--full"]) == 0
+    assert capsys.readouterr().out == f"- a-skill: {long.strip()}\n- b-skill: {long.strip()}\n"

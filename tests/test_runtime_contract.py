@@ -73,7 +73,15 @@ def test_capabilities_say_what_the_name_sets_said() -> None:
     paid = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).paid}
     cached = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).cached_listing}
     batch = {n for n in REGISTRY if not _sdk_missing(n) and runtime_class(n).batch_mode}
-    assert paid == {"anthropic", "openai-compatible", "claude-code", "codex"}
+    assert paid == {
+        "anthropic",
+        "openai-compatible",
+        "claude-code",
+        "codex",
+        "gemini-cli",
+        "opencode",
+        "copilot",
+    }
     assert cached == {"anthropic", "claude-code"}
     assert batch == {"anthropic"}
 
@@ -135,8 +143,9 @@ async def test_claude_code_honours_the_configured_timeout(tmp_path: Path) -> Non
     )
     query = Query(id="q1", text="anything", expected_skill="rollback", kind=QueryKind.implicit)
     sink = ListSink()
-    await run_probes(rt, catalog, [(query, 1)], options=ProbeOptions(), sink=sink, concurrency=1,
-                     fingerprint="t")
+    await run_probes(
+        rt, catalog, [(query, 1)], options=ProbeOptions(), sink=sink, concurrency=1, fingerprint="t"
+    )
     await rt.aclose()
     assert sink.records[0].error == "claude did not finish within 1s"
 
@@ -162,8 +171,15 @@ async def test_every_probe_records_the_runtime_version(tmp_path: Path) -> None:
     seen = {}
     for rt, expected in runtimes.items():
         sink = ListSink()
-        await run_probes(rt, catalog, [(query, 1), (query, 2)], options=ProbeOptions(), sink=sink,
-                         concurrency=2, fingerprint="t")
+        await run_probes(
+            rt,
+            catalog,
+            [(query, 1), (query, 2)],
+            options=ProbeOptions(),
+            sink=sink,
+            concurrency=2,
+            fingerprint="t",
+        )
         await rt.aclose()
         versions = {r.runtime_version for r in sink.records}
         assert len(versions) == 1

@@ -228,7 +228,11 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         None, "--queries", metavar="FILE", help="The query set (sealed JSON, or JSONL/CSV/YAML)."
     ),
     runtime: str | None = typer.Option(
-        None, "--runtime", metavar="NAME", help="fake, keyword, retriever, anthropic, claude-code…"
+        None,
+        "--runtime",
+        metavar="NAME[,NAME…]",
+        help="fake, keyword, retriever, anthropic, claude-code, codex, gemini-cli, opencode, copilot…; "
+        "a comma list runs one study per agent (same query set and catalog) and writes their matrix.",
     ),
     model: str | None = typer.Option(
         None, "--model", metavar="M", help="Model alias or snapshot for LLM runtimes."
@@ -306,6 +310,10 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     Exit codes: 0 the study ran (and, with --gate, no breach); 1 a gate breach under --gate; 2 bad input
     or a failed study; 130 interrupted; 143 terminated."""
+    if runtime is not None and "," in runtime:
+        params = dict(locals())
+        _run_across_agents(params)
+        return
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig
@@ -344,6 +352,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
 
     if cfg.runtime not in REGISTRY:
         get_runtime(cfg.runtime)  # raises the error that lists the known runtimes
+    cfg = cfg.model_copy(update={"runtime_options": agent_options(cfg.runtime_options, cfg.runtime)})
     if target is not None and cfg.catalog == "full":
         raise InputError(
             f"--target {target}: a target is measured in its own catalog; "
@@ -471,6 +480,47 @@ def _smallest_breaches(cfg: Any) -> list[str]:
         f"{smallest_breach_text('activation', gate, k)}"
         for name, k in sorted(counts.items())
     ]
+
+
+def agent_options(options: dict[str, Any], runtime: str) -> dict[str, Any]:
+    """A cross-agent config's ``runtime_options``: the keys shared by every agent, with the table named
+    after ``runtime`` (``[runtime_options.gemini-cli]``) over them; the other agents' tables left out."""
+    from skillreach.runtimes import REGISTRY
+
+    tables = {k for k, v in options.items() if k in REGISTRY and isinstance(v, dict)}
+    if not tables:
+        return options
+    shared = {k: v for k, v in options.items() if k not in tables}
+    return {**shared, **options.get(runtime, {})}
+
+
+def _run_across_agents(params: dict[str, Any]) -> None:
+    """``--runtime a,b,…``: one study per agent into ``OUT/<runtime>`` (the same sealed query set and
+    catalog), then their matrix: printed, written to ``OUT/agents.html`` and ``OUT/agents.md``. Each
+    agent's options are the config's ``runtime_options`` with its own table over them
+    (``[runtime_options.opencode]``)."""
+    names = [n.strip() for n in str(params["runtime"]).split(",") if n.strip()]
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise InputError(f"--runtime {params['runtime']}: name two or more different runtimes")
+    base = Path(params["out"]) if params["out"] is not None else Path(".skillreach") / "agents"
+    for name in names:
+        run_cmd(**{**params, "runtime": name, "out": base / name})
+    from skillreach.author.agents import agent_matrix
+    from skillreach.author.diff import load_arm
+    from skillreach.reports.agents import (
+        print_agent_matrix,
+        render_agent_matrix_html,
+        render_agent_matrix_markdown,
+    )
+
+    matrix = agent_matrix([load_arm(base / name, name) for name in names])
+    console = make_console()
+    console.print()
+    print_agent_matrix(matrix, console)
+    page = base / "agents.html"
+    page.write_text(render_agent_matrix_html(matrix), encoding="utf-8")
+    (base / "agents.md").write_text(render_agent_matrix_markdown(matrix), encoding="utf-8")
+    console.print(f"\n  matrix    {page}\n  markdown  {base / 'agents.md'}")
 
 
 def _config_sets(config: Path | None, key: str) -> bool:

@@ -174,6 +174,9 @@ def overlap_cmd(
 class Agent(StrEnum):
     codex = "codex"
     claude_code = "claude-code"
+    gemini_cli = "gemini-cli"
+    opencode = "opencode"
+    copilot = "copilot"
 
 
 def listing_cmd(
@@ -190,7 +193,8 @@ def listing_cmd(
 ) -> None:
     """The catalog as an agent will list it to its model: for Codex, whose listing is capped at 2 % of the
     context window, which descriptions are shortened (and to what) and which skills are dropped — a
-    dropped skill can never be activated, whatever its description says."""
+    dropped skill can never be activated, whatever its description says. Claude Code, Gemini CLI, OpenCode
+    and Copilot CLI list every skill as it is."""
     from skillreach.errors import InputError
     from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, codex_listing_text, listing_for
     from skillreach.skills.discovery import load_skills
@@ -228,6 +232,11 @@ def listing_cmd(
         typer.echo(text if text is not None else "\n".join(listing.lines))
         return
     typer.echo(listing.summary())
+    if agent in (Agent.gemini_cli, Agent.opencode, Agent.copilot):
+        typer.echo(
+            f"{agent.value} lists every skill with its whole description (no budget, no truncation): "
+            "the catalog as it is"
+        )
     shortened = [s for s in listing.skills if s.shortened]
     dropped = [s for s in listing.skills if s.dropped]
     if shortened:

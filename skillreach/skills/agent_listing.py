@@ -10,7 +10,10 @@ theirs and long ones are cut evenly. When even the lines without any description
 description is removed and skills are kept in order while they fit: the rest are **dropped**, and a
 dropped skill can never be reached, whatever its description says.
 
-**Claude Code** lists every skill in its ``Skill`` tool; this module reports its listing unchanged.
+**Claude Code** lists every skill in its ``Skill`` tool; **Gemini CLI** (0.61.0, ``renderAgentSkills``: the
+system instruction and the ``activate_skill`` enum), **OpenCode** (1.18.33: the system prompt, sorted by
+name) and **Copilot CLI** (1.0.102: the system prompt) list every enabled skill in full, with no budget and no
+truncation: this module reports their listing unchanged.
 
 :func:`codex_listing` gives the lines, what was shortened and what was dropped; :func:`codex_listing_text`
 the ``<skills_instructions>`` block exactly as Codex sends it.
@@ -35,7 +38,7 @@ __all__ = [
     "listing_for",
 ]
 
-AGENTS = ("codex", "claude-code")
+AGENTS = ("codex", "claude-code", "gemini-cli", "opencode", "copilot")
 """The agents whose listing this module computes."""
 
 CODEX_DEFAULT_CHAR_BUDGET = 8_000
@@ -226,10 +229,8 @@ def listing_for(agent: str, skills: Sequence[Skill], *, context_window: int | No
     """``agent``'s listing of ``skills`` (:data:`AGENTS`)."""
     if agent == "codex":
         return codex_listing(skills, context_window=context_window)
-    if agent == "claude-code":
+    if agent in AGENTS:
         ordered = sorted(skills, key=lambda s: s.name)
         listed = tuple(ListedSkill(s.name, s.description, len(s.description)) for s in ordered)
-        return AgentListing(
-            "claude-code", listed, "none", tuple(f"- {s.name}: {s.description}" for s in ordered)
-        )
+        return AgentListing(agent, listed, "none", tuple(f"- {s.name}: {s.description}" for s in ordered))
     raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")

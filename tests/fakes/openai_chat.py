@@ -19,9 +19,16 @@ Usage::
 
 The default responder is a deterministic "router": for a conversation whose first user message is a
 key of ``plan`` (or contains it), the n-th reply calls ``Skill`` with the n-th planned skill, then
-answers with text. ``responder`` replaces it (a callable body → completion dict); ``fail(status,
-times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow (timeouts).
-``models_api=False`` drops ``GET /models`` (404, as some gateways do; ``models_status=405``: 405).
+answers with text (``skill_tool`` / ``skill_arg`` name the tool and its argument: OpenCode's
+``skill {"name"}``, Copilot CLI's ``skill {"skill"}``). ``responder`` replaces it (a callable body →
+completion dict); ``fail(status, times=, retry_after=)`` injects faults; ``delay_s`` makes replies slow
+(timeouts). ``models_api=False`` drops ``GET /models`` (404, as some gateways do; ``models_status=405``: 405).
+
+With ``stream: true`` (OpenCode, Copilot CLI) the same completion is sent as server-sent events, as the
+API reference describes: ``chat.completion.chunk`` objects (the role first, then the text as
+``delta.content``, each tool call as ``delta.tool_calls[]`` with its ``index``, ``id``, ``function.name``
+and ``function.arguments``, then an empty delta with the ``finish_reason``), a last chunk with empty
+``choices`` and the ``usage`` when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from typing import Any
 
 from tests.fakes._server import JSONHandler, LocalServer
 
-__all__ = ["OpenAIChat", "completion", "first_user_text", "tool_call"]
+__all__ = ["OpenAIChat", "completion", "first_user_text", "sse_chunks", "tool_call"]
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -93,6 +100,50 @@ def first_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def sse_chunks(reply: dict[str, Any], *, include_usage: bool) -> bytes:
+    """A ``chat.completion`` as the streamed ``chat.completion.chunk`` events that carry it."""
+    base = {
+        "id": reply.get("id"),
+        "object": "chat.completion.chunk",
+        "created": reply.get("created"),
+        "model": reply.get("model"),
+        "system_fingerprint": reply.get("system_fingerprint"),
+    }
+    choice = reply["choices"][0]
+    message = choice.get("message") or {}
+    out: list[dict[str, Any]] = []
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
+        out.append(
+            {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        )
+
+    chunk({"role": "assistant", "content": ""})
+    if message.get("content"):
+        chunk({"content": message["content"]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {
+                            "name": call["function"]["name"],
+                            "arguments": call["function"]["arguments"],
+                        },
+                    }
+                ]
+            }
+        )
+    chunk({}, choice.get("finish_reason") or "stop")
+    if include_usage:
+        out.append({**base, "choices": [], "usage": reply.get("usage")})
+    lines = [f"data: {json.dumps(c)}\n\n" for c in out] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
 class OpenAIChat(LocalServer):
     """A Chat Completions server in a thread. ``base_url`` ends with ``/v1`` like the real one."""
 
@@ -108,11 +159,15 @@ class OpenAIChat(LocalServer):
         require_key: str | None = None,
         models_api: bool = True,
         models_status: int = 404,
+        skill_tool: str = "Skill",
+        skill_arg: str = "skill",
     ) -> None:
         super().__init__()
         self.models_api = models_api
         self.models_status = models_status
         self.plan = plan or {}
+        self.skill_tool = skill_tool
+        self.skill_arg = skill_arg
         self.responder = responder or self._route
         self.resolved_model = resolved_model
         self.delay_s = delay_s
@@ -134,7 +189,8 @@ class OpenAIChat(LocalServer):
         done = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
         if done < len(planned):
             return completion(
-                model=self.resolved_model, tool_calls=[tool_call("Skill", {"skill": planned[done]})]
+                model=self.resolved_model,
+                tool_calls=[tool_call(self.skill_tool, {self.skill_arg: planned[done]})],
             )
         return completion(model=self.resolved_model, text="Done.")
 
@@ -188,10 +244,12 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
                 return
             if api.delay_s:
                 time.sleep(api.delay_s)
+            reply = api.responder(body)
             if body.get("stream"):
-                self._send(400, _error("this stand-in does not stream", "invalid_request_error"))
+                include = bool((body.get("stream_options") or {}).get("include_usage"))
+                self.send_bytes(200, sse_chunks(reply, include_usage=include), "text/event-stream")
                 return
-            self._send(200, api.responder(body))
+            self._send(200, reply)
 
     return Handler
 

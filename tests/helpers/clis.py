@@ -7,7 +7,17 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["CLAUDE_CACHE", "CODEX_CACHE", "PI_CACHE", "real_claude", "real_codex", "real_pi"]
+__all__ = [
+    "CLAUDE_CACHE",
+    "CODEX_CACHE",
+    "PI_CACHE",
+    "real_claude",
+    "real_codex",
+    "real_copilot",
+    "real_gemini",
+    "real_opencode",
+    "real_pi",
+]
 
 CLAUDE_CACHE = Path(
     os.environ.get("SKILLREACH_CLAUDE_CACHE", Path.home() / ".cache" / "skillreach" / "claude-code")
@@ -53,6 +63,40 @@ def real_codex() -> str | None:
         return explicit if os.access(explicit, os.X_OK) else None
     candidate = CODEX_CACHE / "node_modules" / ".bin" / "codex"
     return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+GEMINI_CACHE = Path(
+    os.environ.get("SKILLREACH_GEMINI_CACHE", Path.home() / ".cache" / "skillreach" / "gemini-cli")
+)
+OPENCODE_CACHE = Path(
+    os.environ.get("SKILLREACH_OPENCODE_CACHE", Path.home() / ".cache" / "skillreach" / "opencode")
+)
+COPILOT_CACHE = Path(
+    os.environ.get("SKILLREACH_COPILOT_CACHE", Path.home() / ".cache" / "skillreach" / "copilot")
+)
+
+
+def _cached(variable: str, cache: Path, program: str) -> str | None:
+    explicit = os.environ.get(variable)
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    candidate = cache / "node_modules" / ".bin" / program
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def real_gemini() -> str | None:
+    """The real ``gemini`` (``@google/gemini-cli``): ``SKILLREACH_REAL_GEMINI``, else the npm cache."""
+    return _cached("SKILLREACH_REAL_GEMINI", GEMINI_CACHE, "gemini")
+
+
+def real_opencode() -> str | None:
+    """The real ``opencode`` (``opencode-ai``): ``SKILLREACH_REAL_OPENCODE``, else the npm cache."""
+    return _cached("SKILLREACH_REAL_OPENCODE", OPENCODE_CACHE, "opencode")
+
+
+def real_copilot() -> str | None:
+    """The real ``copilot`` (``@github/copilot``): ``SKILLREACH_REAL_COPILOT``, else the npm cache."""
+    return _cached("SKILLREACH_REAL_COPILOT", COPILOT_CACHE, "copilot")
 
 
 def hold_hooks_left(within_s: float = 2.0) -> list[str]:

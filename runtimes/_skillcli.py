@@ -1,0 +1,258 @@
+"""What the agent CLIs with a skill tool of their own share (``gemini-cli``, ``opencode``, ``copilot``).
+
+One probe is one process of the real CLI in a fresh folder of its own (``<root>/work``, the working
+folder, holding only ``.agents/skills/<name>/`` with exactly the catalog's skills, hard-linked from a
+per-catalog template; ``<root>/home``, the probe's own ``HOME``), stdin closed, its whole process group
+SIGKILLed at once when the tracker says stop or the timeout expires. Each runtime gives its
+configuration files, environment, command line and the reader of its JSON events (a
+:class:`SkillToolStream`: the skill tool's call is the activation, read from the CLI's own event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from skillreach.errors import ConfigError
+from skillreach.models import Catalog, Query, Usage
+from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._version import program_version
+from skillreach.settings import Settings
+from skillreach.study.contract import Outcome, Tracker, cost_of, default_settings
+
+__all__ = ["SkillCliRuntime", "SkillToolStream", "as_int"]
+
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
+
+
+@dataclass
+class SkillToolStream(AgentStream):
+    """A CLI's events folded: :meth:`skill` for each skill-tool call, :meth:`tool` for any other call."""
+
+    names: frozenset[str] = frozenset()
+    stopped: bool = False
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    outside: set[str] = field(default_factory=set)
+    """Skills the agent loaded that are not in the catalog (built-in ones: reported, never scored)."""
+
+    def skill(self, name: str) -> bool:
+        """The agent loaded ``name``; False when the probe must stop now."""
+        if self.stopped:
+            return False
+        if name not in self.names:
+            self.outside.add(name)
+            return True
+        if not self.activate(name):
+            self.stopped = True
+        return not self.stopped
+
+    def tool(self, name: str, args: Any) -> None:
+        """Another tool call: recorded in compliance mode once the expected skill was loaded."""
+        if self.tracker.options.compliance and self.tracker.expected_loaded:
+            self.record(name, args if isinstance(args, dict) else {"arguments": args})
+
+    def say(self, text: str, *, delta: bool = False) -> None:
+        if not text:
+            return
+        if delta:
+            self._text.append(text)
+            self.final_text = "".join(self._text)
+        else:
+            self._text = [text]
+            self.final_text = text
+
+    def feed(self, event: dict[str, Any]) -> bool:  # pragma: no cover - each CLI's own
+        raise NotImplementedError
+
+
+def as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+class SkillCliRuntime:
+    """The probe loop of an agent CLI with a skill tool; subclasses give the CLI's specifics."""
+
+    name: ClassVar[str] = ""
+    program: ClassVar[str] = ""
+    """The executable's name on PATH."""
+    install_hint: ClassVar[str] = ""
+    default_model: ClassVar[str | None] = None
+    """The model when the study names none (a CLI's own default may cost extra requests)."""
+    paid: ClassVar[bool] = True
+    cached_listing: ClassVar[bool] = False
+    batch_mode: ClassVar[bool] = False
+    wants_all_probes: bool = False
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        settings: Settings | None = None,
+        path: str | None = None,
+        path_option: str = "path",
+        base_url: str | None = None,
+        default_base_url: str = "",
+        env_key: str = "",
+        api_key: str | None = None,
+        concurrency: int | None = None,
+        timeout_s: float | None = None,
+        extra_args: list[str] | None = None,
+        extra_env: dict[str, str] | None = None,
+        keep_workdirs: bool = False,
+    ) -> None:
+        self.settings = settings or default_settings()
+        self.model = model or self.settings.model or self.default_model
+        self.executable = find_executable(
+            path, self.program, f"runtime_options.{path_option}", self.install_hint
+        )
+        self.base_url = (base_url or default_base_url).rstrip("/")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env_key):
+            raise ConfigError(f"runtime_options.env_key {env_key!r} is not an environment variable name")
+        self.env_key = env_key
+        self._key = api_key or os.environ.get(env_key)
+        if not self._key:
+            raise ConfigError(
+                f"the {self.name} runtime runs {self.program} with an isolated home, so a stored login is "
+                f"not seen: set {env_key} (or runtime_options.env_key to the variable that holds the key)"
+            )
+        self.timeout_s = timeout_s if timeout_s is not None else self.settings.timeout_s
+        self._sem = asyncio.Semaphore(concurrency or self.settings.concurrency)
+        self.extra_args = list(extra_args or [])
+        self.extra_env = dict(extra_env or {})
+        self.keep_workdirs = keep_workdirs
+        self.pids: list[int] = []
+        """Process ids of every CLI process started (tests check they are gone)."""
+        self.outside: set[str] = set()
+        self._templates: dict[str, Path] = {}
+        self._templates_lock = threading.Lock()
+        self._root = Path(tempfile.mkdtemp(prefix=f"skillreach-{self.name}-"))
+
+    # ------------------------------------------------------------------------- the CLI's own
+    def write_config(self, root: Path, model: str | None) -> None:
+        """The probe's configuration files under ``root`` (``root/home`` exists)."""
+
+    def env(self, root: Path, model: str | None) -> dict[str, str]:
+        env = base_env(home=root / "home", passed=PASSED_ENV)
+        env.update(self.extra_env)
+        return env
+
+    def command(self, query: Query, model: str | None, root: Path) -> list[str]:
+        raise NotImplementedError
+
+    def stream(self, catalog: Catalog, work: Path, tracker: Tracker) -> SkillToolStream:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------------- folders
+    def _template(self, catalog: Catalog) -> Path:
+        key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
+        with self._templates_lock:
+            tpl = self._templates.get(key)
+            if tpl is None:
+                tpl = self._build_template(catalog, self._root / f"catalog-{key}")
+                self._templates[key] = tpl
+        return tpl
+
+    def _build_template(self, catalog: Catalog, dest: Path) -> Path:
+        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
+        if bad:
+            raise ConfigError(
+                f"catalog {catalog.id!r}: skill names that cannot be folder names under .agents/skills: "
+                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
+            )
+        folders = {os.path.normpath(s.folder) for s in catalog.skills if s.folder}
+        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
+        try:
+            for skill in catalog.skills:
+                target = building / "skills" / skill.name
+                write_skill(skill, target, symlinks=False)
+                if skill.folder:  # a catalog skill inside this one's folder is listed once, as itself
+                    own = os.path.normpath(skill.folder)
+                    for other in folders:
+                        if other != own and other.startswith(own + os.sep):
+                            shutil.rmtree(target / os.path.relpath(other, own), ignore_errors=True)
+            os.rename(building, dest)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        return dest
+
+    def _workdir(self, catalog: Catalog) -> Path:
+        tpl = self._template(catalog)
+        root = Path(tempfile.mkdtemp(prefix="probe-", dir=self._root))
+        dest = root / "work" / ".agents" / "skills"
+        try:
+            shutil.copytree(tpl / "skills", dest, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(tpl / "skills", dest)
+        (root / "home").mkdir()
+        return root
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    # ------------------------------------------------------------------------------- probe
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        async with self._sem:
+            root = await asyncio.to_thread(self._workdir, catalog)
+            try:
+                return await self._run(query, catalog, tracker, root)
+            finally:
+                if not self.keep_workdirs:
+                    await asyncio.to_thread(shutil.rmtree, root, True)
+
+    async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
+        work = root / "work"
+        state = self.stream(catalog, work, tracker)
+        model = tracker.options.model or self.model
+        timeout = min(self.timeout_s, tracker.options.timeout_s)  # the runtime's and the study's limits
+        await asyncio.to_thread(self.write_config, root, model)
+        env = self.env(root, model)
+        env[self.env_key] = self._key or ""
+        result = await run_json_lines(
+            self.command(query, model, root),
+            env=env,
+            cwd=work,
+            on_event=state.feed,
+            timeout_s=timeout,
+            kill_grace_s=0.0,
+            on_start=self.pids.append,
+        )
+        self.outside |= state.outside
+        error = state.error
+        if result.timed_out:
+            error = f"{self.program} did not finish within {timeout:g}s"
+        elif error is None and not state.stopped and result.returncode != 0:
+            error = f"{self.program} exited with {result.describe()}"
+        return Outcome.from_tracker(
+            tracker,
+            turns=state.turns,
+            error=self._scrub(error) if error else None,
+            usage=state.usage,
+            cost_usd=cost_of(state.usage, self.settings.price_for(model)),
+            resolved_model=model,
+            tool_calls=state.tool_calls,
+            final_text=state.answer(),
+        )
+
+    async def resolve_model(self, model: str | None = None) -> str | None:
+        return model or self.model
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(shutil.rmtree, self._root, True)

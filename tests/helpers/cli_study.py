@@ -1,0 +1,153 @@
+"""An agent CLI runtime through ``skillreach run --runtime <name>`` at concurrency 4, SIGKILLed once half
+the probes are recorded, then run again (the scenario of ``codex_study``, for the CLIs with a skill tool:
+gemini-cli, opencode, copilot). Each test starts its model stand-in with a responder that follows
+:func:`reads_for` and hands its ``runtime_options`` here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from skillreach.models import QueryKind
+from skillreach.study.probe_log import read_probes
+
+__all__ = ["QUERIES", "SKILLREACH", "killed_half_way_and_resumed", "reads_for", "script_for", "write_inputs"]
+
+SKILLREACH = Path(sys.executable).parent / "skillreach"
+NAMES = [f"skill-{i:02d}" for i in range(6)]
+SKILLS = [f"skill-{i:02d}" for i in range(8)]
+QUERIES = 12
+CONCURRENCY = 4
+
+
+def script_for(i: int) -> tuple[str | None, list[str]]:
+    """Query i: (expected skill, what the model loads): a rival first, the target alone, or nothing."""
+    target = NAMES[i % len(NAMES)]
+    if i % 4 == 3:
+        return None, []
+    if i % 4 == 0:
+        return target, [NAMES[(i + 1) % len(NAMES)], target]
+    return target, [target]
+
+
+def reads_for(text: str) -> list[str]:
+    """The skills the model loads for a query's text (a canary names its skill)."""
+    canary = re.search(r"Use the (skill-\d\d) skill", text)
+    if canary:
+        return [canary.group(1)]
+    found = re.search(r"request (\d\d)", text)
+    return script_for(int(found.group(1)))[1] if found else []
+
+
+def _run(root: Path, env: dict[str, str], runtime: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            str(SKILLREACH),
+            "run",
+            "--config",
+            "study.toml",
+            "--skills",
+            "skills",
+            "--queries",
+            "queries.json",
+            "--runtime",
+            runtime,
+            "--concurrency",
+            str(CONCURRENCY),
+            "--out",
+            "out",
+        ],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _toml(value: Any) -> str:
+    return json.dumps(value)
+
+
+def write_inputs(tmp_path: Path) -> None:
+    """``skills/`` (8 skills) and ``queries.json`` (12 queries, :func:`script_for`) under ``tmp_path``."""
+    for name in SKILLS:
+        folder = tmp_path / "skills" / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Handle chores of kind {name[-2:]} for the team.\n---\n"
+            f"Steps for {name}.\n"
+        )
+    queries = []
+    for i in range(QUERIES):
+        expected, _ = script_for(i)
+        queries.append(
+            {
+                "id": f"q{i:02d}",
+                "text": f"request {i:02d}: a chore for the team",
+                "expected_skill": expected,
+                "kind": QueryKind.implicit.value if expected else QueryKind.out_of_scope.value,
+            }
+        )
+    (tmp_path / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
+
+
+def killed_half_way_and_resumed(
+    runtime: str,
+    options: dict[str, Any],
+    key_env: dict[str, str],
+    tmp_path: Path,
+    version: str,
+    model: str | None = None,
+) -> str:
+    """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries, killed half-way
+    and resumed: every query recorded once, activations as scripted, the first run's probes kept, the
+    CLI's version on every record. Returns a line of timings."""
+    write_inputs(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "SKILLREACH_"))}
+    env.update(key_env, COLUMNS="200")
+    probes = tmp_path / "out" / "probes.jsonl"
+    lines = "".join(f"{k} = {_toml(v)}\n" for k, v in options.items())
+    head = f"model = {_toml(model)}\n" if model else ""
+    (tmp_path / "study.toml").write_text(f"{head}[runtime_options]\n{lines}", encoding="utf-8")
+    t0 = time.monotonic()
+    first = _run(tmp_path, env, runtime)
+    try:
+        while time.monotonic() - t0 < 400:
+            done = len(probes.read_text().splitlines()) if probes.exists() else 0
+            if done >= QUERIES // 2 or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, first.communicate()[1][-2000:]
+        os.killpg(first.pid, signal.SIGKILL)  # the study, half-way
+    finally:
+        first.wait(30)
+    killed_after = time.monotonic() - t0
+    before = read_probes(probes)
+    assert QUERIES // 2 <= len(before) < QUERIES
+    resumed = _run(tmp_path, env, runtime)
+    out, err = resumed.communicate(timeout=900)
+    total = time.monotonic() - t0
+    assert resumed.returncode == 0, err[-3000:]
+    assert "Traceback" not in out + err
+    records = read_probes(probes)
+    latest = {r.query_id: r for r in records}
+    assert sorted(latest) == [f"q{i:02d}" for i in range(QUERIES)]
+    assert [r.error for r in latest.values() if r.error] == []
+    for i in range(QUERIES):
+        assert latest[f"q{i:02d}"].invoked == tuple(script_for(i)[1]), i
+    assert {r.runtime_version for r in records} == {version}
+    assert all(latest[b.query_id] == b for b in before)  # the probes recorded before the kill are kept
+    walls = sorted(r.duration_ms for r in records)
+    return (
+        f"{runtime} through skillreach run: killed after {killed_after:.1f}s with {len(before)} of {QUERIES} "
+        f"probes recorded; {total:.1f}s in all; probe wall times (ms): {walls}"
+    )

@@ -50,9 +50,15 @@ def nightly_schedule(env: dict[str, str]) -> tuple[str, str]:
     return cron, tz
 
 
-def prefect_env(port: int) -> dict[str, str]:
-    """The environment every Prefect command of the service runs with."""
+POOL_ENV = "SKILLREACH_WORK_POOL"
+"""The process work pool the deployments of prefect.yaml run on (``{{ $SKILLREACH_WORK_POOL }}``)."""
+
+
+def prefect_env(port: int, pool: str | None = None) -> dict[str, str]:
+    """The environment every Prefect command of the service runs with (``pool``: the work pool the
+    deployments run on; else ``$SKILLREACH_WORK_POOL``, else ``skillreach``)."""
     env = dict(os.environ)
+    env[POOL_ENV] = pool or env.get(POOL_ENV) or "skillreach"
     for name, default in NIGHTLY_DEFAULTS.items():
         if not env.get(name):
             env[name] = default
@@ -137,7 +143,7 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
           host: str = "127.0.0.1") -> int:
     """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
     the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
-    env = prefect_env(port)
+    env = prefect_env(port, pool)
     api = env["PREFECT_API_URL"]
     cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
     log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")

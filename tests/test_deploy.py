@@ -18,7 +18,34 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 def test_the_four_deployments_are_there() -> None:
     assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
-    assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
+    # the work pool is the service's environment's (`serve --pool`), never fixed in the file
+    assert all(d["work_pool"]["name"] == "{{ $SKILLREACH_WORK_POOL }}" for d in SPEC["deployments"])
+
+
+def test_the_deployments_run_on_the_pool_serve_creates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.utilities.templating import apply_values
+
+    from skillreach.deployments.serve import prefect_env
+
+    monkeypatch.delenv("SKILLREACH_WORK_POOL", raising=False)
+    assert prefect_env(4200)["SKILLREACH_WORK_POOL"] == "skillreach"
+    env = prefect_env(4200, "gpu-pool")
+    monkeypatch.setenv("SKILLREACH_WORK_POOL", env["SKILLREACH_WORK_POOL"])  # `prefect deploy` reads it
+    for spec in SPEC["deployments"]:
+        assert apply_values(spec, env, remove_notset=False)["work_pool"]["name"] == "gpu-pool"
+
+
+def test_the_study_deployment_takes_what_prefect_yaml_and_the_readme_say() -> None:
+    from skillreach.flows.study import study
+
+    params = set(study.parameters.properties)
+    assert {"config", "config_file"} <= params
+    assert not {"database_url", "alert_webhooks", "work_pool"} & params
+    described = BY_NAME["study"]["description"]
+    assert "config_file" in described
+    assert "config" in described
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`study` deployment's\nparameters are `config`" in readme
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))

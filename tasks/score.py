@@ -38,6 +38,8 @@ async def score_study(
     # probes.jsonl, with the judge's grades put on
     judge = judge_model_of(config, live=False)
     records = graded_records(plan.probes_path, plan.fingerprint, inputs.query_set.queries, judge)
+    # a folder shared with a study of more attempts: this one reads its own subset
+    records = [r for r in records if r.attempt <= config.attempts]
     needs_judge = needs_grading(inputs.query_set.queries, records, compliance=config.compliance)
     artifact = score(
         inputs.query_set,

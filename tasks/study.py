@@ -173,7 +173,10 @@ async def prepare_study(
                      extra=dict(sorted(config.runtime_options.items())))
     out = config.out or claim_out_dir(default_out_dir(config, kind=kind, fingerprint=fp, slot=slot))
     existing = read_probes(out / "probes.jsonl", missing_ok=True)
-    if config.exclusive_out:  # `skillreach run --out DIR` without --force: one configuration per folder
+    # `skillreach run --out DIR` without --force: one configuration per folder. A derived folder is its
+    # fingerprint's alone; the attempts are not in it: a study with more attempts extends the folder and
+    # one with fewer reads its subset (never an error for the other caller)
+    if config.exclusive_out and config.out is not None:
         from skillreach.study.out_guard import check_out_folder
 
         check_out_folder(out, existing, fingerprint=fp, config=config, inputs=inputs, resolved_model=resolved)

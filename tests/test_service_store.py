@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from skillreach.store import Store
 from skillreach.study import StudyConfig
-from tests.helpers.world import cfg, run, world  # noqa: F401
+from tests.helpers.world import cfg, run
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -23,7 +23,7 @@ def _as_a_deployment_run_gets_it(config: StudyConfig) -> StudyConfig:
 
 
 def test_a_study_given_a_config_parameter_writes_to_the_services_store(
-    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from skillreach.flows.study import study
 

@@ -46,6 +46,7 @@ _COMMAND_MODULES = (
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
+    "alerts_cmds",  # alerts list|mute|unmute
 )
 
 _INTERRUPTED = 130

@@ -4,7 +4,9 @@ catalog snapshots (``database``), changed only by the numbered Alembic migration
 
 from __future__ import annotations
 
+from skillreach.store.alert_log import alert_key, mute, muted_by, mutes, sent_within, unmute
 from skillreach.store.database import (
+    AlertMuteRow,
     AlertRow,
     ArtifactRow,
     Base,
@@ -21,6 +23,7 @@ from skillreach.store.database import (
 )
 
 __all__ = [
+    "AlertMuteRow",
     "AlertRow",
     "ArtifactRow",
     "Base",
@@ -32,6 +35,12 @@ __all__ = [
     "Store",
     "StudyLock",
     "StudyRow",
+    "alert_key",
     "lock_study",
+    "mute",
+    "muted_by",
+    "mutes",
     "open_store",
+    "sent_within",
+    "unmute",
 ]

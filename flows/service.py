@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows._names import nightly_name, rebaseline_name, watch_name
 from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
 from skillreach.service.alerts import GATE_BREACHED
@@ -46,7 +47,7 @@ def _slot(given: str | None, fmt: str) -> str | None:
     return start.astimezone(UTC).strftime(fmt) if start is not None else None
 
 
-@flow(name="rebaseline-all")
+@flow(name="rebaseline-all", flow_run_name=rebaseline_name)
 async def rebaseline_all(
     config: StudyConfig | None = None,
     config_file: str | None = None,
@@ -96,7 +97,7 @@ async def rebaseline_all(
             "alerts": len(result.breaches), "queries_grown": grown, "gate_report": result.gate_report}
 
 
-@flow(name="nightly-compliance")
+@flow(name="nightly-compliance", flow_run_name=nightly_name)
 async def nightly_compliance(
     config: StudyConfig | None = None, config_file: str | None = None, slot: str | None = None
 ) -> Any:
@@ -128,7 +129,7 @@ def _breached(summary: dict[str, Any], result: StudyResult, breaches: list[dict[
     return Failed(name="Breached", message=message, data=summary)
 
 
-@flow(name="watch")
+@flow(name="watch", flow_run_name=watch_name)
 async def watch(config: StudyConfig | None = None, config_file: str | None = None) -> dict[str, Any]:
     """Compare the catalog, the model alias, the query set, the rubrics and the runtime's version with
     their last snapshots; emit ``skillreach.skill.added|changed|removed``,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows._names import study_name
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
 from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study, record_baselines
@@ -32,7 +33,7 @@ from skillreach.tasks.study import (
 __all__ = ["study"]
 
 
-@flow(name="study", log_prints=False)
+@flow(name="study", log_prints=False, flow_run_name=study_name)
 async def study(
     config: StudyConfig | None = None,
     kind: str = "study",

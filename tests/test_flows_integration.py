@@ -98,7 +98,7 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     text = req["body"]["text"]
     breach = result.breaches[0]
     assert "alpha activation changed -1.000" in text
-    assert "95% CI -1.000 to -1.000" in text
+    assert "95% CI -1.000 to -0.541" in text  # Newcombe's interval: never zero width
     assert breach["baseline_id"] in text
     assert breach["run_link"] in text
     assert "/runs/flow-run/" in breach["run_link"]  # a Prefect run links to its UI page
@@ -126,6 +126,22 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     assert "top1_accuracy" in json.dumps(headline.data)
     assert gates.type == "markdown"
     assert "**breach**" in str(gates.data)
+    link = arts[f"{key}-report"]  # a link to the run's report
+    assert result.report_path.resolve().as_uri() in str(link.data)
+
+    async def run_name() -> str:
+        from prefect.client.orchestration import get_client
+
+        with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
+            row = s.get_study(result.study_id)
+        assert row is not None
+        assert row.flow_run_id is not None
+        async with get_client() as client:
+            return str((await client.read_flow_run(row.flow_run_id)).name)
+
+    from datetime import UTC, datetime
+
+    assert asyncio.run(run_name()) == f"study-fake-{datetime.now(UTC):%Y-%m-%d}"  # not truthful-stallion
     assert "HOOKTOKEN" not in caplog.text
     assert b"HOOKTOKEN" not in (tmp_path / "home/skillreach.db").read_bytes()
 

@@ -47,6 +47,7 @@ _COMMAND_MODULES = (
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
     "alerts_cmds",  # alerts list|mute|unmute
+    "status_cmds",  # status
 )
 
 _INTERRUPTED = 130

@@ -48,6 +48,7 @@ _COMMAND_MODULES = (
     "optimize_cmds",  # optimize, uplift
     "alerts_cmds",  # alerts list|mute|unmute
     "status_cmds",  # status
+    "db_cmds",  # db upgrade|copy
 )
 
 _INTERRUPTED = 130

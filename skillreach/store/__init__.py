@@ -5,6 +5,7 @@ catalog snapshots (``database``), changed only by the numbered Alembic migration
 from __future__ import annotations
 
 from skillreach.store.alert_log import alert_key, mute, muted_by, mutes, sent_within, unmute
+from skillreach.store.copy import copy_store, upgrade_store
 from skillreach.store.database import (
     AlertMuteRow,
     AlertRow,
@@ -36,6 +37,7 @@ __all__ = [
     "StudyLock",
     "StudyRow",
     "alert_key",
+    "copy_store",
     "lock_study",
     "mute",
     "muted_by",
@@ -43,4 +45,5 @@ __all__ = [
     "open_store",
     "sent_within",
     "unmute",
+    "upgrade_store",
 ]

@@ -49,6 +49,7 @@ _COMMAND_MODULES = (
     "alerts_cmds",  # alerts list|mute|unmute
     "status_cmds",  # status
     "db_cmds",  # db upgrade|copy
+    "gc_cmds",  # gc
 )
 
 _INTERRUPTED = 130

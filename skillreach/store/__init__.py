@@ -22,6 +22,7 @@ from skillreach.store.database import (
     lock_study,
     open_store,
 )
+from skillreach.store.retention import forget_before, studies_before
 
 __all__ = [
     "AlertMuteRow",
@@ -38,12 +39,14 @@ __all__ = [
     "StudyRow",
     "alert_key",
     "copy_store",
+    "forget_before",
     "lock_study",
     "mute",
     "muted_by",
     "mutes",
     "open_store",
     "sent_within",
+    "studies_before",
     "unmute",
     "upgrade_store",
 ]

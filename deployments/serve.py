@@ -8,6 +8,9 @@
 5. the automations (``deployments/automations.py``, delete-by-name then create);
 6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
    is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
+
+The service log: the server's output in ``.skillreach/logs/server.log``, the worker's (echoed to the
+terminal too) in ``worker.log``, every deployment run's in ``runs.log`` (``deployments/logs.py``).
 """
 
 from __future__ import annotations
@@ -150,6 +153,13 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
         signal.signal(sig, _interrupt)
     Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from skillreach.deployments.logs import log_dir, pump, rotating_logger, write_logging_config
+
+    logs = log_dir(env, REPO)
+    env["PREFECT_LOGGING_SETTINGS_PATH"] = str(write_logging_config(logs))  # every run: runs.log
+    log(f"serve: service log in {logs} (server.log, worker.log, runs.log; rotated at 10 MB)")
+    server_log, worker_log = rotating_logger(logs / "server.log", "server"), rotating_logger(
+        logs / "worker.log", "worker")
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
     try:
@@ -157,11 +167,14 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
             log(f"serve: using the Prefect server already running at {api}")
         else:
             log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
+            server_env = {k: v for k, v in env.items() if k != "PREFECT_LOGGING_SETTINGS_PATH"}
             server = subprocess.Popen(
                 _prefect("server", "start", "--host", host, "--port", str(port)),
-                env=env, cwd=REPO, start_new_session=True,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=server_env, cwd=REPO, start_new_session=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             )
+            assert server.stdout is not None
+            pump(server.stdout, server_log)
             if not wait_healthy(api, 180, server):
                 log("serve: the Prefect server did not become healthy; run `prefect server start` to see why")
                 return 1
@@ -179,7 +192,10 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
 
         def start_worker() -> subprocess.Popen[bytes]:
             proc = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                                    env=env, cwd=REPO, start_new_session=True)
+                                    env=env, cwd=REPO, start_new_session=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            assert proc.stdout is not None
+            pump(proc.stdout, worker_log, echo=sys.stderr)  # the terminal, as before, and worker.log
             workers[:] = [proc]
             return proc
 

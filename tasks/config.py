@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.study import StudyConfig
 
-__all__ = ["CONFIG_ENV", "resolve_config", "service_secrets", "with_service_secrets"]
+__all__ = ["CONFIG_ENV", "example_config", "resolve_config", "service_secrets", "with_service_secrets"]
 
 CONFIG_ENV = "SKILLREACH_STUDY_CONFIG"
 """A config file (TOML/YAML) the deployments read when they are given none."""
@@ -53,6 +53,19 @@ def with_service_secrets(config: StudyConfig, *, deployment: bool) -> StudyConfi
     return config.model_copy(update=update) if update else config
 
 
+def example_config() -> StudyConfig:
+    """The service's study when it is given none: the bundled example, on the ``fake`` runtime with the
+    example's scripted agent (its compliance and task-quality checks answered), so an offline service
+    shows every gate at work; ``SKILLREACH_RUNTIME`` (another runtime) is kept."""
+    from skillreach.example import EXAMPLE_NIGHTLY_SCRIPT
+
+    config = StudyConfig.build()
+    if os.environ.get("SKILLREACH_RUNTIME"):
+        return config
+    return config.model_copy(update={"runtime": "fake",
+                                     "runtime_options": {"script": str(EXAMPLE_NIGHTLY_SCRIPT)}})
+
+
 @task(name="service_secrets", cache_policy=NO_CACHE)
 async def service_secrets(config: StudyConfig) -> StudyConfig:
     """A study's configuration given as a parameter, with the service environment's store and webhooks
@@ -72,7 +85,7 @@ async def resolve_config(
     deployment = _deployment_run()
     if config is None:
         path = config_file or os.environ.get(CONFIG_ENV)
-        config = StudyConfig.build(Path(path)) if path else StudyConfig.build()
+        config = StudyConfig.build(Path(path)) if path else example_config()
     config = with_service_secrets(config, deployment=deployment)
     from skillreach.tasks.corpus import adopt_grown_corpus
 

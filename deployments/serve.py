@@ -1,7 +1,8 @@
 """``skillreach serve`` / ``make up``: the whole service on one machine, in one command.
 
 1. a Prefect server on 127.0.0.1 (reused when one already answers on the port; else started, with its
-   state in ``.prefect/`` beside prefect.yaml, and stopped again on exit);
+   state in ``.prefect/`` beside prefect.yaml, watched — restarted with a line when it exits; when it
+   does not come back, one line and exit 1 — and stopped again on exit);
 2. wait for ``/api/health``;
 3. the process work pool (created when missing);
 4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent);
@@ -15,10 +16,12 @@ terminal too) in ``worker.log``, every deployment run's in ``runs.log`` (``deplo
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -142,6 +145,33 @@ def supervise(start: Callable[[], subprocess.Popen[bytes]], log: Callable[[str],
     return proc
 
 
+def keep_alive(start: Callable[[], subprocess.Popen[bytes]], proc: subprocess.Popen[bytes],
+               healthy: Callable[[subprocess.Popen[bytes]], bool], log: Callable[[str], None], *,
+               stop: threading.Event, on_fail: Callable[[], None], every_s: float = 2.0,
+               what: str = "the Prefect server") -> threading.Thread:
+    """A daemon thread watching ``proc`` (the server ``serve`` started): when it exits (``<defunct>``
+    no more), one line, then ``start()`` again until ``healthy``; when it does not come back, one line
+    and ``on_fail()`` (``serve`` then stops, exit 1). Ends when ``stop`` is set."""
+
+    def run() -> None:
+        current = proc
+        while not stop.wait(every_s):
+            code = current.poll()
+            if code is None:
+                continue
+            log(f"serve: {what} (pid {current.pid}) exited with code {code}; restarting it")
+            current = start()
+            if not healthy(current):
+                log(f"serve: {what} did not come back; stopping (run `prefect server start` to see why)")
+                on_fail()
+                return
+            log(f"serve: {what} restarted (pid {current.pid})")
+
+    thread = threading.Thread(target=run, name="serve-keep-alive", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print,
           host: str = "127.0.0.1") -> int:
     """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
@@ -162,22 +192,36 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
         logs / "worker.log", "worker")
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
+    stopping, server_lost = threading.Event(), threading.Event()
     try:
         if wait_healthy(api, timeout_s=1):
             log(f"serve: using the Prefect server already running at {api}")
         else:
             log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
             server_env = {k: v for k, v in env.items() if k != "PREFECT_LOGGING_SETTINGS_PATH"}
-            server = subprocess.Popen(
-                _prefect("server", "start", "--host", host, "--port", str(port)),
-                env=server_env, cwd=REPO, start_new_session=True,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            )
-            assert server.stdout is not None
-            pump(server.stdout, server_log)
-            if not wait_healthy(api, 180, server):
+
+            def start_server() -> subprocess.Popen[bytes]:
+                nonlocal server
+                server = subprocess.Popen(
+                    _prefect("server", "start", "--host", host, "--port", str(port)),
+                    env=server_env, cwd=REPO, start_new_session=True,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                )
+                assert server.stdout is not None
+                pump(server.stdout, server_log)
+                return server
+
+            first = start_server()
+            if not wait_healthy(api, 180, first):
                 log("serve: the Prefect server did not become healthy; run `prefect server start` to see why")
                 return 1
+
+            def lost() -> None:
+                server_lost.set()
+                _thread.interrupt_main()  # the foreground loop stops as on Ctrl-C; serve exits 1
+
+            keep_alive(start_server, first, lambda p: wait_healthy(api, 180, p), log, stop=stopping,
+                       on_fail=lost)
         log("serve: server healthy; creating the work pool")
         subprocess.run(_prefect("work-pool", "create", pool, "--type", "process", "--overwrite"),
                        env=env, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
@@ -205,12 +249,15 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
             worker = workers[0] if workers else None
         return 0
     except KeyboardInterrupt:
+        if server_lost.is_set():
+            return 1
         log("serve: stopping")
         return 0
     except subprocess.CalledProcessError as exc:
         log(f"serve: {' '.join(exc.cmd[2:])} failed with exit code {exc.returncode}")
         return 1
     finally:
+        stopping.set()
         stop_group(worker)
         stop_group(server)
 

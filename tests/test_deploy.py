@@ -379,3 +379,46 @@ def test_the_zombie_wait_ends_with_any_state_whatever_its_name(name: str, state_
     assert trigger.expects(event.event)  # the run ended: no "Run is already in terminal state" later
     assert trigger.starts_after("prefect.flow-run.heartbeat")
     assert not trigger.starts_after(event.event)
+
+
+def test_serve_restarts_the_server_it_started_when_it_dies_or_stops_in_one_line() -> None:
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from skillreach.deployments.serve import keep_alive, stop_group
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                        start_new_session=True))
+        return started[-1]
+
+    lines: list[str] = []
+    stop, failed = threading.Event(), threading.Event()
+    try:
+        keep_alive(start, start(), lambda p: p.poll() is None, lines.append, stop=stop, on_fail=failed.set,
+                   every_s=0.1)
+        started[0].kill()  # the server dies (kill -9): restarted, not left <defunct>
+        deadline = time.monotonic() + 20
+        while len(started) < 2 or not any("restarted" in line for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.1)
+        assert started[0].poll() is not None  # reaped
+        assert lines[0].startswith(f"serve: the Prefect server (pid {started[0].pid}) exited with code -9")
+        assert not failed.is_set()
+    finally:
+        stop.set()
+        for proc in started:
+            stop_group(proc, grace_s=1)
+
+    lines.clear()
+    stop2 = threading.Event()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(10)
+    keep_alive(lambda: dead, dead, lambda p: False, lines.append, stop=stop2, on_fail=failed.set, every_s=0.1)
+    assert failed.wait(10)  # it does not come back: serve stops, one line says so
+    assert lines[-1].startswith("serve: the Prefect server did not come back; stopping")
+    stop2.set()

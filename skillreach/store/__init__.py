@@ -22,7 +22,7 @@ from skillreach.store.database import (
     lock_study,
     open_store,
 )
-from skillreach.store.retention import forget_before, studies_before
+from skillreach.store.retention import forget_before, studies_before, studies_of_runs
 
 __all__ = [
     "AlertMuteRow",
@@ -47,6 +47,7 @@ __all__ = [
     "open_store",
     "sent_within",
     "studies_before",
+    "studies_of_runs",
     "unmute",
     "upgrade_store",
 ]

@@ -21,7 +21,7 @@ from skillreach.store.database import (
     StudyRow,
 )
 
-__all__ = ["forget_before", "studies_before"]
+__all__ = ["forget_before", "studies_before", "studies_of_runs"]
 
 
 def studies_before(store: Store, cutoff: datetime) -> list[StudyRow]:
@@ -57,3 +57,10 @@ def forget_before(store: Store, cutoff: datetime, *, dry_run: bool = False) -> d
             s.execute(delete(StudyRow).where(StudyRow.id.in_(ids)))
             s.execute(delete(AlertMuteRow).where(AlertMuteRow.until < cutoff))
     return counts
+
+
+def studies_of_runs(store: Store, flow_run_ids: list[str]) -> list[StudyRow]:
+    """The studies the flow runs ``flow_run_ids`` ran (``StudyRow.flow_run_id``)."""
+    with store.session() as s:
+        ids = [str(i) for i in flow_run_ids]
+        return list(s.scalars(select(StudyRow).where(StudyRow.flow_run_id.in_(ids))))

@@ -59,13 +59,14 @@ def repeat_window(config: StudyConfig) -> timedelta:
     return full - full / 12
 
 
-def _silenced(store: Any, key: str, window: timedelta) -> str | None:
-    """``muted`` (a mute covers ``key``), ``repeat`` (sent within ``window``), else ``None``."""
+def _silenced(store: Any, key: str, window: timedelta, trigger: str) -> str | None:
+    """``muted`` (a mute covers ``key``), ``repeat`` (sent within ``window`` for the same trigger: the
+    same nightly breach, the same event's re-baselining again), else ``None``."""
     from skillreach.store import muted_by, sent_within
 
     if muted_by(store, key) is not None:
         return "muted"
-    if window and sent_within(store, key, window):
+    if window and sent_within(store, key, window, trigger=trigger):
         return "repeat"
     return None
 
@@ -85,8 +86,8 @@ async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict
     with store_for(config) as store:
         for payload in breaches:
             key = alert_key(payload)
-            silenced = _silenced(store, key, window)
-            row = store.add_alert(payload, study_id=study_id, key=key,
+            silenced = _silenced(store, key, window, config.reason)
+            row = store.add_alert({**payload, "trigger": config.reason}, study_id=study_id, key=key,
                                   delivery=silenced or "pending")
             if silenced:  # stored (``skillreach alerts list`` shows it), neither sent nor an event
                 logger().info("alert %s not sent: %s", key, silenced)

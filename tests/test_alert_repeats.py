@@ -67,3 +67,14 @@ def test_a_repeat_is_counted_from_the_last_alert_sent(world: dict[str, Path]) ->
         store.add_alert(payload, key=key, delivery="posted")
         assert sent_within(store, key, timedelta(hours=24))
         assert not sent_within(store, key, timedelta(hours=24), now=datetime.now(UTC) + timedelta(days=2))
+
+
+def test_a_new_event_is_said_again_the_same_one_is_not(world: dict[str, Path]) -> None:
+    payload = {"event": "skillreach.gate.inconclusive", "skill": "beta", "metric": "activation"}
+    key = alert_key(payload)
+    day = timedelta(hours=24)
+    with store_of(world) as store:
+        store.add_alert({**payload, "trigger": "skillreach.skill.added (delta)"}, key=key, delivery="posted")
+        assert sent_within(store, key, day, trigger="skillreach.skill.added (delta)")
+        assert not sent_within(store, key, day, trigger="skillreach.skill.changed (delta)")
+        assert not sent_within(store, key, day, trigger="")  # the nightly's own alert is its own

@@ -202,6 +202,23 @@ def test_skill_added_event_creates_a_rebaseline_run(rebaseline_deployment: Any) 
     json.dumps(params)
 
 
+def test_status_reads_the_last_run_of_each_deployment(rebaseline_deployment: Any) -> None:
+    """`skillreach status`'s REST reading of the server: the newest run of rebaseline-all, with its
+    name, state and UI link; a deployment not registered has none."""
+    from skillreach.cli.status_cmds import last_runs
+    from skillreach.tasks._context import api_url
+
+    runs = _wait_for_runs(rebaseline_deployment, 1)
+    api = api_url()
+    assert api is not None
+    found = last_runs(api)
+    last = found["rebaseline-all"]
+    assert last["run"] in {r.name for r in runs}
+    assert last["state"]
+    assert "/runs/flow-run/" in last["link"]
+    assert found["nightly-compliance"] == {"run": None}
+
+
 def test_watch_sees_a_new_skill_and_its_event_fires_the_rebaseline(
     rebaseline_deployment: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

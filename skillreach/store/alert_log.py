@@ -38,14 +38,18 @@ def alert_key(payload: Mapping[str, Any]) -> str:
     return ":".join([*parts, str(cause)] if cause else parts)
 
 
-def sent_within(store: Store, key: str, window: timedelta, now: datetime | None = None) -> bool:
-    """Was an alert of ``key`` sent (stored and not silenced) within ``window`` before ``now``?"""
+def sent_within(store: Store, key: str, window: timedelta, now: datetime | None = None, *,
+                trigger: str | None = None) -> bool:
+    """Was an alert of ``key`` sent (stored and not silenced) within ``window`` before ``now`` — for the
+    same ``trigger`` (the event a re-baselining ran for; ``""`` a nightly) when one is given? A new
+    event (the thief's description edited after it was added) is a new situation: said again."""
     since = (now or _now()) - window
-    stmt = (select(AlertRow.created_at).where(AlertRow.key == key, AlertRow.delivery.not_in(SILENT))
-            .order_by(AlertRow.created_at.desc()).limit(1))
+    stmt = (select(AlertRow).where(AlertRow.key == key, AlertRow.delivery.not_in(SILENT))
+            .order_by(AlertRow.created_at.desc()).limit(50))
     with store.session() as s:
-        last = s.scalars(stmt).first()
-    return last is not None and _aware(last) >= since
+        rows = list(s.scalars(stmt))
+    return any(_aware(r.created_at) >= since
+               and (trigger is None or str((r.payload or {}).get("trigger", "")) == trigger) for r in rows)
 
 
 def mutes(store: Store, now: datetime | None = None) -> list[tuple[str, datetime]]:

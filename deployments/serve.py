@@ -2,7 +2,8 @@
 
 1. a Prefect server on 127.0.0.1 (reused when one already answers on the port; else started, with its
    state in ``PREFECT_HOME``, by default ``.skillreach/prefect`` in the working folder — never beside
-   the installed package — and stopped again on exit);
+   the installed package —, watched — restarted with a line when it exits; when it does not come back,
+   one line and exit 1 — and stopped again on exit);
 2. wait for ``/api/health``;
 3. the process work pool (created when missing);
 4. ``prefect --no-prompt deploy --all`` on prefect.yaml (idempotent): the file ships in the package
@@ -13,16 +14,20 @@
 6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
    is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
 
-A step that fails prints the line of Prefect's own output that says why (the server's output is kept in
-``PREFECT_HOME/server.log``).
+A step that fails prints the line of Prefect's own output that says why.
+The service log: the server's output in ``.skillreach/logs/server.log`` of the working folder (or
+``$SKILLREACH_HOME/logs``), the worker's (echoed to the terminal too) in ``worker.log``, every deployment
+run's in ``runs.log`` (``deployments/logs.py``).
 """
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,12 +67,18 @@ def nightly_schedule(env: dict[str, str]) -> tuple[str, str]:
     return cron, tz
 
 
-def prefect_env(port: int, workdir: Path | None = None) -> dict[str, str]:
+POOL_ENV = "SKILLREACH_WORK_POOL"
+"""The process work pool the deployments of prefect.yaml run on (``{{ $SKILLREACH_WORK_POOL }}``)."""
+
+
+def prefect_env(port: int, workdir: Path | None = None, pool: str | None = None) -> dict[str, str]:
     """The environment every Prefect command of the service runs with; ``workdir`` (default: the working
     folder) is where the flow runs work and, unless ``PREFECT_HOME`` is set, where Prefect keeps its state
-    (``.skillreach/prefect``)."""
+    (``.skillreach/prefect``); ``pool``: the work pool the deployments run on (else
+    ``$SKILLREACH_WORK_POOL``, else ``skillreach``)."""
     folder = (workdir or Path.cwd()).resolve()
     env = dict(os.environ)
+    env[POOL_ENV] = pool or env.get(POOL_ENV) or "skillreach"
     for name, default in NIGHTLY_DEFAULTS.items():
         if not env.get(name):
             env[name] = default
@@ -193,36 +204,86 @@ def supervise(start: Callable[[], subprocess.Popen[bytes]], log: Callable[[str],
     return proc
 
 
+def keep_alive(start: Callable[[], subprocess.Popen[bytes]], proc: subprocess.Popen[bytes],
+               healthy: Callable[[subprocess.Popen[bytes]], bool], log: Callable[[str], None], *,
+               stop: threading.Event, on_fail: Callable[[], None], every_s: float = 2.0,
+               what: str = "the Prefect server") -> threading.Thread:
+    """A daemon thread watching ``proc`` (the server ``serve`` started): when it exits (``<defunct>``
+    no more), one line, then ``start()`` again until ``healthy``; when it does not come back, one line
+    and ``on_fail()`` (``serve`` then stops, exit 1). Ends when ``stop`` is set."""
+
+    def run() -> None:
+        current = proc
+        while not stop.wait(every_s):
+            code = current.poll()
+            if code is None:
+                continue
+            log(f"serve: {what} (pid {current.pid}) exited with code {code}; restarting it")
+            current = start()
+            if not healthy(current):
+                log(f"serve: {what} did not come back; stopping (run `prefect server start` to see why)")
+                on_fail()
+                return
+            log(f"serve: {what} restarted (pid {current.pid})")
+
+    thread = threading.Thread(target=run, name="serve-keep-alive", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print,
           host: str = "127.0.0.1") -> int:
     """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
     the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
     workdir = Path.cwd().resolve()
-    env = prefect_env(port, workdir)
+    env = prefect_env(port, workdir, pool)
     api = env["PREFECT_API_URL"]
     cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
     log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager's stop: same clean exit
         signal.signal(sig, _interrupt)
-    home = Path(env["PREFECT_HOME"])
-    home.mkdir(parents=True, exist_ok=True)
-    server_log = home / "server.log"
+    Path(env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    from skillreach.deployments.logs import log_dir, pump, rotating_logger, write_logging_config
+
+    logs = log_dir(env, workdir)
+    env["PREFECT_LOGGING_SETTINGS_PATH"] = str(write_logging_config(logs))  # every run: runs.log
+    log(f"serve: service log in {logs} (server.log, worker.log, runs.log; rotated at 10 MB)")
+    server_log, worker_log = rotating_logger(logs / "server.log", "server"), rotating_logger(
+        logs / "worker.log", "worker")
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
+    stopping, server_lost = threading.Event(), threading.Event()
     try:
         if wait_healthy(api, timeout_s=1):
             log(f"serve: using the Prefect server already running at {api}")
         else:
             log(f"serve: starting a Prefect server on {host}:{port} (state in {env['PREFECT_HOME']})")
-            with server_log.open("wb") as sink:
+            server_env = {k: v for k, v in env.items() if k != "PREFECT_LOGGING_SETTINGS_PATH"}
+
+            def start_server() -> subprocess.Popen[bytes]:
+                nonlocal server
                 server = subprocess.Popen(
                     _prefect("server", "start", "--host", host, "--port", str(port)),
-                    env=env, cwd=workdir, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT,
+                    env=server_env, cwd=workdir, start_new_session=True,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 )
-            if not wait_healthy(api, 180, server):
-                said = _why(server_log.read_text(encoding="utf-8", errors="replace"))
-                log(f"serve: the Prefect server did not become healthy: {said} (all of it: {server_log})")
+                assert server.stdout is not None
+                pump(server.stdout, server_log)
+                return server
+
+            first = start_server()
+            if not wait_healthy(api, 180, first):
+                text = (logs / "server.log").read_text(encoding="utf-8", errors="replace")
+                log(f"serve: the Prefect server did not become healthy: {_why(text)} "
+                    f"(all of it: {logs / 'server.log'})")
                 return 1
+
+            def lost() -> None:
+                server_lost.set()
+                _thread.interrupt_main()  # the foreground loop stops as on Ctrl-C; serve exits 1
+
+            keep_alive(start_server, first, lambda p: wait_healthy(api, 180, p), log, stop=stopping,
+                       on_fail=lost)
         log("serve: server healthy; creating the work pool")
         _step("prefect work-pool create", _prefect("work-pool", "create", pool, "--type", "process",
                                                     "--overwrite"), env, workdir)
@@ -238,7 +299,10 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
 
         def start_worker() -> subprocess.Popen[bytes]:
             proc = subprocess.Popen(_prefect("worker", "start", "--pool", pool, "--type", "process"),
-                                    env=env, cwd=workdir, start_new_session=True)
+                                    env=env, cwd=workdir, start_new_session=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            assert proc.stdout is not None
+            pump(proc.stdout, worker_log, echo=sys.stderr)  # the terminal, as before, and worker.log
             workers[:] = [proc]
             return proc
 
@@ -248,12 +312,15 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
             worker = workers[0] if workers else None
         return 0
     except KeyboardInterrupt:
+        if server_lost.is_set():
+            return 1
         log("serve: stopping")
         return 0
     except StepFailed as exc:
         log(f"serve: {exc}")
         return 1
     finally:
+        stopping.set()
         stop_group(worker)
         stop_group(server)
 

@@ -12,6 +12,7 @@ from typing import Any
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows._names import nightly_name, rebaseline_name, watch_name
 from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
 from skillreach.service.alerts import GATE_BREACHED
@@ -20,7 +21,13 @@ from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.baselines import EVERY_SKILL
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.corpus import generation_for, grow_corpus
-from skillreach.tasks.crashes import crash_children, crash_studies
+from skillreach.tasks.crashes import (
+    crash_children,
+    crash_studies,
+    crash_task_runs,
+    reconcile_finished,
+    run_tree,
+)
 from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
 
@@ -46,7 +53,7 @@ def _slot(given: str | None, fmt: str) -> str | None:
     return start.astimezone(UTC).strftime(fmt) if start is not None else None
 
 
-@flow(name="rebaseline-all")
+@flow(name="rebaseline-all", flow_run_name=rebaseline_name)
 async def rebaseline_all(
     config: StudyConfig | None = None,
     config_file: str | None = None,
@@ -96,7 +103,7 @@ async def rebaseline_all(
             "alerts": len(result.breaches), "queries_grown": grown, "gate_report": result.gate_report}
 
 
-@flow(name="nightly-compliance")
+@flow(name="nightly-compliance", flow_run_name=nightly_name)
 async def nightly_compliance(
     config: StudyConfig | None = None, config_file: str | None = None, slot: str | None = None
 ) -> Any:
@@ -128,7 +135,7 @@ def _breached(summary: dict[str, Any], result: StudyResult, breaches: list[dict[
     return Failed(name="Breached", message=message, data=summary)
 
 
-@flow(name="watch")
+@flow(name="watch", flow_run_name=watch_name)
 async def watch(config: StudyConfig | None = None, config_file: str | None = None) -> dict[str, Any]:
     """Compare the catalog, the model alias, the query set, the rubrics and the runtime's version with
     their last snapshots; emit ``skillreach.skill.added|changed|removed``,
@@ -157,11 +164,18 @@ async def resolve_crashed(
     flow_run_id: str, config: StudyConfig | None = None, config_file: str | None = None
 ) -> dict[str, Any]:
     """A skillreach deployment run crashed (``flow_run_id``: its id, or the event's
-    ``prefect.flow-run.<id>``): its unfinished child runs are marked Crashed and the studies they ran
-    ``crashed`` in the store, so nothing stays Running. Re-running the deployment resumes the study."""
+    ``prefect.flow-run.<id>``): its unfinished child runs and their task runs are marked Crashed and the
+    studies they ran ``crashed`` in the store, so nothing stays Running. Re-running the deployment
+    resumes the study. When every study of the run had finished in the store (the run was lost after
+    its work, e.g. across a server restart), the run is reconciled: Completed, not Crashed."""
     run_id = flow_run_id.rsplit(".", 1)[-1]
     cfg = await call(resolve_config, config, config_file)
+    tree = await call(run_tree, run_id)
+    finished = await call(reconcile_finished, cfg, tree)
+    if finished:  # the study was over: the run is Completed, nothing crashed
+        return {"flow_run_id": run_id, "runs": tree, "studies": [], "reconciled": finished}
     message = f"the parent run {run_id} crashed; re-run its deployment to resume"
     runs = await call(crash_children, run_id, message)
+    tasks = await call(crash_task_runs, runs, message)
     studies = await call(crash_studies, cfg, runs, message)
-    return {"flow_run_id": run_id, "runs": runs, "studies": studies}
+    return {"flow_run_id": run_id, "runs": runs, "studies": studies, "task_runs": tasks, "reconciled": []}

@@ -11,10 +11,11 @@ from __future__ import annotations
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows._names import study_name
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
 from skillreach.tasks.baselines import GateOutcome, baseline_config, gate_study, record_baselines
-from skillreach.tasks.config import resolve_config
+from skillreach.tasks.config import resolve_config, service_secrets
 from skillreach.tasks.grade import check_judge, grade_study
 from skillreach.tasks.score import fail_study, publish_report, publish_run, score_study
 from skillreach.tasks.study import (
@@ -32,15 +33,23 @@ from skillreach.tasks.study import (
 __all__ = ["study"]
 
 
-@flow(name="study", log_prints=False)
+@flow(name="study", log_prints=False, flow_run_name=study_name)
 async def study(
-    config: StudyConfig | None = None, kind: str = "study", slot: str | None = None
+    config: StudyConfig | None = None,
+    kind: str = "study",
+    slot: str | None = None,
+    config_file: str | None = None,
 ) -> StudyResult:
-    """One study of one catalog and query set (``config``; a deployment run given none reads
-    ``$SKILLREACH_STUDY_CONFIG``, else the bundled example); see :class:`skillreach.study.StudyConfig`.
-    ``slot`` (a scheduled run's slot) is part of the default output folder's name."""
+    """One study of one catalog and query set: ``config`` (a StudyConfig, the keys of a config file),
+    else the file ``config_file`` names, else ``$SKILLREACH_STUDY_CONFIG``, else the bundled example; see
+    :class:`skillreach.study.StudyConfig`. The store and the alert webhooks are always the service
+    environment's (``SKILLREACH_DATABASE_URL``, ``SKILLREACH_ALERT_WEBHOOKS``), never a parameter's.
+    ``kind`` names the study in its folder (``study``); ``slot`` (a scheduled run's slot) is part of the
+    default output folder's name."""
     if config is None:
-        config = await call(resolve_config)
+        config = await call(resolve_config, None, config_file)
+    else:  # a parameter (JSON through the API: no secrets) or a caller's object
+        config = await call(service_secrets, config)
     inputs = await call(assemble_catalog, config)
     if config.record_baselines:  # a re-baselining measures every metric: compliance when there are checks
         config = await call(baseline_config, config, inputs)

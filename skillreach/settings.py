@@ -9,6 +9,7 @@ environment variables, and nothing here stores or prints them.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -145,6 +146,16 @@ class Settings(BaseSettings):
                 )
         return [u.strip() for u in urls]
 
+    alert_repeat_after: str = "24h"
+    """The same alert (kind, skill, metric, cause) is sent at most once per this long (``30m``, ``24h``,
+    ``7d``; ``SKILLREACH_ALERT_REPEAT_AFTER``); repeats within it are stored, not sent."""
+
+    @field_validator("alert_repeat_after")
+    @classmethod
+    def _duration_valid(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
     claude_path: str = "claude"
     """The ``claude`` program of the claude-code runtime."""
     pi_path: str = "pi"
@@ -224,6 +235,24 @@ def setting_rows() -> list[SettingRow]:
                     )
                 )
     return rows
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30s``, ``15m``, ``24h``, ``7d``, ``2w`` (or plain seconds) as a timedelta; ``ValueError``
+    naming the forms otherwise."""
+    value = str(text).strip().lower()
+    unit = value[-1:] if value[-1:] in _UNITS else "s"
+    number = value[:-1] if value[-1:] in _UNITS else value
+    try:
+        amount = float(number)
+    except ValueError:
+        amount = float("nan")
+    if not amount >= 0 or amount == float("inf"):
+        raise ValueError(f"{text!r} is not a duration; write e.g. 30m, 24h, 7d")
+    return timedelta(seconds=amount * _UNITS[unit])
 
 
 def _suggest(key: str) -> str:

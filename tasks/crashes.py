@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from skillreach.study.config import StudyConfig
 from skillreach.tasks._context import logger, store_for
 
-__all__ = ["crash_children", "crash_studies"]
+__all__ = ["crash_children", "crash_studies", "crash_task_runs", "reconcile_finished", "run_tree"]
 
 _FINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 
@@ -40,6 +40,68 @@ async def crash_children(flow_run_id: str, message: str) -> list[str]:
                     await client.set_flow_run_state(child.id, Crashed(message=message), force=True)
                     logger().warning("child run %s (%s) marked Crashed", child.name, child.id)
     return seen
+
+
+@task(name="run_tree", cache_policy=NO_CACHE)
+async def run_tree(flow_run_id: str) -> list[str]:
+    """``flow_run_id`` and every run below it (its subflows, theirs …)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+    seen, todo = [flow_run_id], [UUID(flow_run_id)]
+    async with get_client() as client:
+        while todo:
+            children = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=todo)))
+            todo = [child.id for child in children]
+            seen += [str(i) for i in todo]
+    return seen
+
+
+@task(name="reconcile_finished", cache_policy=NO_CACHE)
+async def reconcile_finished(config: StudyConfig, flow_run_ids: list[str]) -> list[str]:
+    """When every study those runs ran is finished in the store (``done``: the work was over when the
+    run was lost — a server restart, a heartbeat missed at the very end), mark the runs still open and
+    the crashed run itself Completed instead of Crashed; the finished studies (empty: nothing done)."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Completed
+
+    from skillreach.store import studies_of_runs
+
+    with store_for(config) as store:
+        rows = studies_of_runs(store, flow_run_ids)
+    if not rows or any(r.status != "done" for r in rows):
+        return []
+    done = sorted(r.id for r in rows)
+    message = f"reconciled from the store: study {', '.join(done)} finished before the run was lost"
+    async with get_client() as client:
+        for run_id in flow_run_ids:
+            run = await client.read_flow_run(UUID(run_id))
+            if run.state is None or run.state.type.value != "COMPLETED":
+                await client.set_flow_run_state(run.id, Completed(message=message), force=True)
+    logger().warning("%s", message)
+    return done
+
+
+@task(name="crash_task_runs", cache_policy=NO_CACHE)
+async def crash_task_runs(flow_run_ids: list[str], message: str) -> int:
+    """Every task run of those flow runs still unfinished, marked Crashed (they never end by
+    themselves once their flow run's process is gone); how many."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.states import Crashed
+
+    n = 0
+    async with get_client() as client:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(i) for i in flow_run_ids])))
+        for run in runs:
+            if run.state is None or run.state.type.value not in _FINAL:
+                await client.set_task_run_state(run.id, Crashed(message=message), force=True)
+                n += 1
+    if n:
+        logger().warning("%d task run(s) of the crashed runs marked Crashed", n)
+    return n
 
 
 @task(name="crash_studies", cache_policy=NO_CACHE)

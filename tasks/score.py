@@ -158,7 +158,7 @@ async def publish_run(
     """
     if not in_prefect_run():
         return False
-    from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+    from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 
     figures = headline(artifact)
     rows = []
@@ -179,5 +179,10 @@ async def publish_run(
     )
     await acreate_markdown_artifact(
         markdown=gate_report, key=f"{key}-gates", description=f"Gate report of study {plan.study_id}"
+    )
+    report = (plan.out / "report.html").resolve()
+    await acreate_link_artifact(
+        link=report.as_uri(), link_text=f"report.html of study {plan.study_id}", key=f"{key}-report",
+        description=f"The run's report; its folder (probes, artifact, study.json): {report.parent}",
     )
     return True

@@ -163,7 +163,9 @@ async def prepare_study(
     already in ``probes.jsonl`` without error are not run again.
     """
     from skillreach.study.runner import fingerprint, resolve_model
+    from skillreach.tasks._orphans import watch_parent
 
+    watch_parent()  # a worker-started run ends with its worker (kill -9 of the worker leaves no prober)
     options = probe_options(config)
     runtime = runtime_for(config)
     try:

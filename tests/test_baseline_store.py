@@ -103,3 +103,24 @@ def test_two_processes_committing_at_once_lose_nothing(tmp_path: Path) -> None:
     store = BaselineRepo(repo, branch="skillreach/baselines")
     assert store.skills() == sorted(f"{w}-{i}" for w in "xy" for i in range(15))  # all 30 records kept
     assert git(repo, "rev-list", "--count", "skillreach/baselines") == "31"  # one commit each, none lost
+
+
+def test_baseline_status_reads_the_records_the_service_keeps_on_its_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from skillreach.cli import main
+
+    repo = init(tmp_path)
+    BaselineRepo(repo, branch="skillreach/baselines").commit(
+        [record("a"), record("b")], candidates=[record("c", 0.0)], subject="baselines: first nightly")
+    monkeypatch.chdir(repo)
+    assert not (repo / "baselines").exists()  # the working tree has none: they sit on the branch
+    assert main(["baseline", "status", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(r["skill"], r["file"]) for r in shown["baselines"]] == [
+        ("a", "skillreach/baselines:baselines/a.json"), ("b", "skillreach/baselines:baselines/b.json")]
+    assert shown["candidates"] == ["c"]
+    assert main(["baseline", "status"]) == 0
+    assert "read from the service's branch skillreach/baselines" in capsys.readouterr().out

@@ -58,6 +58,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "generator_model": ('generator_model = "claude-gen-1"', "claude-gen-1"),
     "baselines_dir": ('baselines_dir = "records"', "records"),
     "baselines_branch": ('baselines_branch = "bots/baselines"', "bots/baselines"),
+    "alert_repeat_after": ('alert_repeat_after = "6h"', "6h"),
 }
 STUDY_FIELD = {"max_cost_usd": "max_cost"}
 

@@ -18,7 +18,34 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 def test_the_four_deployments_are_there() -> None:
     assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
-    assert all(d["work_pool"]["name"] == "skillreach" for d in SPEC["deployments"])
+    # the work pool is the service's environment's (`serve --pool`), never fixed in the file
+    assert all(d["work_pool"]["name"] == "{{ $SKILLREACH_WORK_POOL }}" for d in SPEC["deployments"])
+
+
+def test_the_deployments_run_on_the_pool_serve_creates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.utilities.templating import apply_values
+
+    from skillreach.deployments.serve import prefect_env
+
+    monkeypatch.delenv("SKILLREACH_WORK_POOL", raising=False)
+    assert prefect_env(4200)["SKILLREACH_WORK_POOL"] == "skillreach"
+    env = prefect_env(4200, pool="gpu-pool")
+    monkeypatch.setenv("SKILLREACH_WORK_POOL", env["SKILLREACH_WORK_POOL"])  # `prefect deploy` reads it
+    for spec in SPEC["deployments"]:
+        assert apply_values(spec, env, remove_notset=False)["work_pool"]["name"] == "gpu-pool"
+
+
+def test_the_study_deployment_takes_what_prefect_yaml_and_the_readme_say() -> None:
+    from skillreach.flows.study import study
+
+    params = set(study.parameters.properties)
+    assert {"config", "config_file"} <= params
+    assert not {"database_url", "alert_webhooks", "work_pool"} & params
+    described = BY_NAME["study"]["description"]
+    assert "config_file" in described
+    assert "config" in described
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "`study` deployment's\nparameters are `config`" in readme
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -388,3 +415,46 @@ def test_a_failing_service_step_says_what_prefect_said(tmp_path: Path) -> None:
     with pytest.raises(StepFailed) as exc:
         _step("prefect deploy", [sys.executable, "-c", code], {}, tmp_path)
     assert str(exc.value) == "prefect deploy failed with exit code 3: ValueError: work pool \"x\" not found"
+
+
+def test_serve_restarts_the_server_it_started_when_it_dies_or_stops_in_one_line() -> None:
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from skillreach.deployments.serve import keep_alive, stop_group
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                        start_new_session=True))
+        return started[-1]
+
+    lines: list[str] = []
+    stop, failed = threading.Event(), threading.Event()
+    try:
+        keep_alive(start, start(), lambda p: p.poll() is None, lines.append, stop=stop, on_fail=failed.set,
+                   every_s=0.1)
+        started[0].kill()  # the server dies (kill -9): restarted, not left <defunct>
+        deadline = time.monotonic() + 20
+        while len(started) < 2 or not any("restarted" in line for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.1)
+        assert started[0].poll() is not None  # reaped
+        assert lines[0].startswith(f"serve: the Prefect server (pid {started[0].pid}) exited with code -9")
+        assert not failed.is_set()
+    finally:
+        stop.set()
+        for proc in started:
+            stop_group(proc, grace_s=1)
+
+    lines.clear()
+    stop2 = threading.Event()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(10)
+    keep_alive(lambda: dead, dead, lambda p: False, lines.append, stop=stop2, on_fail=failed.set, every_s=0.1)
+    assert failed.wait(10)  # it does not come back: serve stops, one line says so
+    assert lines[-1].startswith("serve: the Prefect server did not come back; stopping")
+    stop2.set()

@@ -180,7 +180,9 @@ def test_doctor_checks_that_the_service_answers(monkeypatch: pytest.MonkeyPatch,
         monkeypatch.setenv("PREFECT_API_URL", api)
         assert main(["doctor", "--json"]) == 0
         service = json.loads(capsys.readouterr().out)["service"]
-    assert service["store"] == "ok (schema 0001)"
+    from skillreach.store.database import HEAD
+
+    assert service["store"] == f"ok (schema {HEAD})"
     assert service["server"] == f"healthy at {api}"
     assert service["work pool"] == "'skillreach' (process)"
     assert service["workers"] == "2 seen, 1 online, last heartbeat 2026-12-01T20:00:00Z"

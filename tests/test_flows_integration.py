@@ -126,6 +126,22 @@ def test_a_regressed_run_alerts_once_through_the_automation(
     assert "top1_accuracy" in json.dumps(headline.data)
     assert gates.type == "markdown"
     assert "**breach**" in str(gates.data)
+    link = arts[f"{key}-report"]  # a link to the run's report
+    assert result.report_path.resolve().as_uri() in str(link.data)
+
+    async def run_name() -> str:
+        from prefect.client.orchestration import get_client
+
+        with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as s:
+            row = s.get_study(result.study_id)
+        assert row is not None
+        assert row.flow_run_id is not None
+        async with get_client() as client:
+            return str((await client.read_flow_run(row.flow_run_id)).name)
+
+    from datetime import UTC, datetime
+
+    assert asyncio.run(run_name()) == f"study-fake-{datetime.now(UTC):%Y-%m-%d}"  # not truthful-stallion
     assert "HOOKTOKEN" not in caplog.text
     assert b"HOOKTOKEN" not in (tmp_path / "home/skillreach.db").read_bytes()
 
@@ -184,6 +200,23 @@ def test_skill_added_event_creates_a_rebaseline_run(rebaseline_deployment: Any) 
     assert {"reason": "skillreach.skill.added", "skill": "pptx"}.items() <= next(
         p for p in params if p.get("skill") == "pptx").items()
     json.dumps(params)
+
+
+def test_status_reads_the_last_run_of_each_deployment(rebaseline_deployment: Any) -> None:
+    """`skillreach status`'s REST reading of the server: the newest run of rebaseline-all, with its
+    name, state and UI link; a deployment not registered has none."""
+    from skillreach.cli.status_cmds import last_runs
+    from skillreach.tasks._context import api_url
+
+    runs = _wait_for_runs(rebaseline_deployment, 1)
+    api = api_url()
+    assert api is not None
+    found = last_runs(api)
+    last = found["rebaseline-all"]
+    assert last["run"] in {r.name for r in runs}
+    assert last["state"]
+    assert "/runs/flow-run/" in last["link"]
+    assert found["nightly-compliance"] == {"run": None}
 
 
 def test_watch_sees_a_new_skill_and_its_event_fires_the_rebaseline(

@@ -157,3 +157,18 @@ def _text(body: object) -> str:
     from tests.fakes.messages_api import query_text
 
     return query_text(body) if isinstance(body, dict) else ""
+
+
+def test_sigterm_to_a_worker_is_one_line_and_exit_143(fresh: tuple[Cluster, MessagesAPI]) -> None:
+    import signal
+
+    c, _api = fresh
+    c.start_workers(1)
+    worker = c.workers[-1]
+    index = len(c.workers) - 1
+    os.killpg(worker.pid, signal.SIGTERM)  # a service manager's stop
+    code = worker.wait(60)
+    log = (c.root / "logs" / f"worker-{index}.log").read_text(encoding="utf-8", errors="replace")
+    assert code == 143, log
+    assert "Traceback" not in log
+    assert log.count("skillreach: terminated (SIGTERM)") == 1

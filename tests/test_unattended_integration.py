@@ -197,9 +197,13 @@ def test_a_crashed_run_takes_its_study_subflow_and_study_row_with_it(
                 ids.append((await client.create_flow_run(child, parent_task_run_id=link.id,
                                                          state=Running())).id)
             await client.set_flow_run_state(ids[1], Completed(), force=True)
+            probing = await client.create_task_run(step, flow_run_id=ids[0], dynamic_key="probe",
+                                                   state=Running())
+            task_ids.append(probing.id)
             await client.set_flow_run_state(top.id, Crashed(message="no heartbeat"), force=True)
             return top.id, ids[0], ids[1]
 
+    task_ids: list[Any] = []
     top, running_child, finished_child = asyncio.run(crash_a_run())
     config = StudyConfig.build(None, home=tmp_path / "home")
     with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
@@ -219,6 +223,15 @@ def test_a_crashed_run_takes_its_study_subflow_and_study_row_with_it(
         return [r.state.type if r.state else None for r in runs]
 
     assert asyncio.run(states()) == [StateType.CRASHED, StateType.COMPLETED]
+
+    async def task_state() -> StateType | None:
+        async with get_client() as client:
+            run = await client.read_task_run(task_ids[0])
+        return run.state.type if run.state else None
+
+    assert asyncio.run(task_state()) == StateType.CRASHED  # a crashed run's task runs end with it
+    assert out["task_runs"] >= 1
+    assert out["reconciled"] == []
     with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
         row = store.get_study("st-crashed")
         assert row is not None
@@ -227,3 +240,54 @@ def test_a_crashed_run_takes_its_study_subflow_and_study_row_with_it(
         done = store.get_study("st-done")
         assert done is not None
         assert done.status == "done"
+
+
+def test_a_run_whose_study_finished_is_reconciled_not_crashed(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a server restart the zombie automation may mark a run Crashed whose study had finished:
+    resolve-crashed reads the store and marks it Completed instead; no study is marked crashed."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed, Running
+
+    from skillreach.flows.service import resolve_crashed
+    from skillreach.store.database import Store
+    from skillreach.study import StudyConfig
+
+    monkeypatch.chdir(tmp_path)
+
+    @flow(name="nightly-compliance")
+    def nightly() -> None: ...
+
+    async def lost_run() -> Any:
+        async with get_client() as client:
+            run = await client.create_flow_run(nightly, tags=["skillreach"], state=Running())
+            await client.set_flow_run_state(run.id, Crashed(message="no heartbeat"), force=True)
+            return run.id
+
+    run_id = asyncio.run(lost_run())
+    config = StudyConfig.build(None, home=tmp_path / "home")
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
+        store.begin_study("st-night", out_dir="runs/x", runtime="fake", model=None, catalog_id="all",
+                          catalog_digest="c", queries_digest="q", fingerprint="fp", attempts=1,
+                          config={}, flow_run_id=str(run_id))
+        store.finish_study("st-night")
+
+    out = asyncio.run(resolve_crashed(str(run_id), config=config))
+    assert out["reconciled"] == ["st-night"]
+    assert out["studies"] == []
+
+    async def state() -> tuple[StateType | None, str]:
+        async with get_client() as client:
+            run = await client.read_flow_run(run_id)
+        return (run.state.type, run.state.message or "") if run.state else (None, "")
+
+    kind, message = asyncio.run(state())
+    assert kind == StateType.COMPLETED
+    assert "reconciled from the store" in message
+    with Store(f"sqlite:///{tmp_path / 'home/skillreach.db'}") as store:
+        row = store.get_study("st-night")
+        assert row is not None
+        assert row.status == "done"

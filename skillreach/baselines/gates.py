@@ -30,7 +30,7 @@ cases at which the observed change would be decided (``add about 9 positive case
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -59,6 +59,7 @@ __all__ = [
     "check_pins",
     "compare",
     "gate_verdict",
+    "gated_count",
     "identical_cases",
     "paired_rate_interval",
     "parse_gate_overrides",
@@ -83,6 +84,12 @@ class Verdict(StrEnum):
     inconclusive = "inconclusive"
     breach = "breach"
     na = "n/a"
+
+
+def gated_count(verdicts: Iterable[str]) -> int:
+    """The one count of gated metrics (gate artifact, report, scorecard): those with a verdict; a metric
+    with nothing to compare (``n/a``) is listed, not gated."""
+    return sum(1 for v in verdicts if str(v) != Verdict.na.value)
 
 
 class Advice(Frozen):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillreach.baselines.gates import Advice, Comparison, Verdict, compare
+from skillreach.baselines.gates import Advice, Comparison, Verdict, compare, gated_count
 from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import RefusedError
 from skillreach.settings import GateConfig
@@ -187,7 +187,10 @@ def gate_report_markdown(
     plural = "es" if breaches != 1 else ""
     what = "moved past their gate" if drift else f"breach{plural}"
     how = "compared" if drift else "gated"
-    lines.append(f"**{breaches} {what}** over {len(outcome_rows)} {how} metrics.")
+    counted = gated_count(r["verdict"] for r in outcome_rows)
+    listed = len(outcome_rows) - counted
+    lines.append(f"**{breaches} {what}** over {counted} {how} metric{'s' if counted != 1 else ''}"
+                 + (f" ({listed} with nothing to compare)." if listed else "."))
     lines += ["", "| skill | metric | baseline | new | Δ (paired) | 95 % CI | gate | verdict |",
               "|---|---|---|---|---|---|---|---|"]
     for r in outcome_rows:

@@ -47,6 +47,10 @@ _COMMAND_MODULES = (
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
     "project_cmds",  # --version, init, config show|docs
+    "alerts_cmds",  # alerts list|mute|unmute
+    "status_cmds",  # status
+    "db_cmds",  # db upgrade|copy
+    "gc_cmds",  # gc
 )
 
 _INTERRUPTED = 130

@@ -460,16 +460,30 @@ def status_cmd(
         service = None
     candidates = service.skills(candidates=True) if service is not None else []
     waiting = service.waiting() if service is not None else []
-    if not files and not candidates and not waiting:
+    now = datetime.now(UTC)
+    found: list[tuple[str, BaselineRecord, list[str], list[str]]] = []
+    for f in files:
+        rec, reasons, stale = _current_expiry(f, model=model, judge_model=judge_model)
+        found.append((str(f), rec, reasons, stale))
+    # the records the service keeps on its branch for skills the working tree has none of yet
+    in_tree = {f.stem for f in files}
+    for skill in [s for s in (service.skills() if service is not None else []) if s not in in_tree]:
+        assert service is not None
+        kept = service.read(skill)
+        if kept is None:
+            continue
+        qpath = _corpus_path(kept, baselines_dir)
+        reasons, stale = (_record_expiry(kept, qpath, model=model, judge_model=judge_model) if qpath.is_file()
+                          else ([f"its query set {kept.corpus_path or qpath} is missing"], []))
+        found.append((f"{branch}:{service.path_of(skill)}", kept, reasons, stale))
+    if not found and not candidates and not waiting:
         raise NotFoundError(
             f"{baselines_dir}: no baseline records; record one with skillreach baseline record"
         )
-    now = datetime.now(UTC)
     rows: list[dict[str, Any]] = []
-    for f in files:
-        rec, reasons, stale = _current_expiry(f, model=model, judge_model=judge_model)
+    for where, rec, reasons, stale in found:
         created = datetime.fromisoformat(rec.created_at.replace("Z", "+00:00"))
-        rows.append({"file": str(f), "skill": rec.skill, "baseline_id": rec.baseline_id,
+        rows.append({"file": where, "skill": rec.skill, "baseline_id": rec.baseline_id,
                      "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
                      "age_days": round((now - created).total_seconds() / 86400, 1),
                      "expired": bool(reasons), "reasons": reasons, "stale": stale})
@@ -488,6 +502,10 @@ def status_cmd(
         table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
                       "; ".join(r["reasons"] or r["stale"]) or "")
     console.print(table)
+    from_branch = [r["skill"] for r in rows if r["file"].startswith(f"{branch}:")]
+    if from_branch:
+        console.print(f"read from the service's branch {branch} (not in {baselines_dir} yet; merge it to "
+                      f"keep them): {', '.join(from_branch)}", markup=False, highlight=False, soft_wrap=True)
     for r in rows:  # the reasons whole, one line each: a table cell may fold them
         if r["expired"]:
             console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,

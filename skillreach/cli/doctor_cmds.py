@@ -221,7 +221,7 @@ def _prefect_api_url() -> str | None:
     return mask_url(str(configured)) if configured else None
 
 
-POOL = "skillreach"
+POOL = os.environ.get("SKILLREACH_WORK_POOL") or "skillreach"
 
 
 def _first_line(exc: BaseException) -> str:

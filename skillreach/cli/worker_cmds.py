@@ -91,6 +91,24 @@ async def warm_up(cfg: Any) -> None:
     await runtime.aclose()
 
 
+def _keep_our_sigterm() -> None:
+    """Prefect's task worker replaces the SIGTERM handler with one that calls ``sys.exit(0)`` inside its
+    event loop (a traceback, exit 0). Keep the CLI's (``skillreach.cli``): the batches in flight are
+    cancelled as on Ctrl-C, then one line and exit 143."""
+    import signal
+
+    from prefect import task_worker
+
+    original = task_worker._register_signal
+
+    def register(signum: int, handler: Any) -> None:
+        if signum == signal.SIGTERM and signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+            return
+        original(signum, handler)
+
+    task_worker._register_signal = register
+
+
 def worker_cmd(
     batches: int = typer.Option(
         2, "--batches", min=1, metavar="N",
@@ -117,6 +135,7 @@ def worker_cmd(
 
     slots = concurrency or cfg.concurrency
     set_worker_config(cfg, slots=slots)
+    _keep_our_sigterm()
 
     async def work() -> None:  # one event loop for the limits and the worker
         await warm_up(cfg)

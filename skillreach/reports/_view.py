@@ -210,7 +210,9 @@ class GateView:
     @property
     def gated(self) -> int:
         """Rows with a verdict (a metric with nothing to compare is listed, not gated)."""
-        return sum(1 for r in self.rows if r.verdict != "n/a")
+        from skillreach.baselines.gates import gated_count
+
+        return gated_count(r.verdict for r in self.rows)
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:

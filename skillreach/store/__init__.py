@@ -4,7 +4,10 @@ catalog snapshots (``database``), changed only by the numbered Alembic migration
 
 from __future__ import annotations
 
+from skillreach.store.alert_log import alert_key, mute, muted_by, mutes, sent_within, unmute
+from skillreach.store.copy import copy_store, upgrade_store
 from skillreach.store.database import (
+    AlertMuteRow,
     AlertRow,
     ArtifactRow,
     Base,
@@ -19,8 +22,10 @@ from skillreach.store.database import (
     lock_study,
     open_store,
 )
+from skillreach.store.retention import forget_before, studies_before, studies_of_runs
 
 __all__ = [
+    "AlertMuteRow",
     "AlertRow",
     "ArtifactRow",
     "Base",
@@ -32,6 +37,17 @@ __all__ = [
     "Store",
     "StudyLock",
     "StudyRow",
+    "alert_key",
+    "copy_store",
+    "forget_before",
     "lock_study",
+    "mute",
+    "muted_by",
+    "mutes",
     "open_store",
+    "sent_within",
+    "studies_before",
+    "studies_of_runs",
+    "unmute",
+    "upgrade_store",
 ]

@@ -61,7 +61,7 @@ __all__ = [
 
 log = logging.getLogger("skillreach.store.database")
 
-HEAD = "0001"
+HEAD = "0002"
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
@@ -223,8 +223,20 @@ class AlertRow(Base):
         ForeignKey("studies.id", ondelete="SET NULL"), default=None, index=True
     )
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    delivery: Mapped[str] = mapped_column(String(32), default="pending")  # pending|event|posted|failed
+    delivery: Mapped[str] = mapped_column(String(32), default="pending")  # …|repeat|muted
     delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+    key: Mapped[str | None] = mapped_column(String(400), default=None, index=True)
+    """kind:skill:metric:cause (:func:`skillreach.store.alert_log.alert_key`): the same alert's rows."""
+
+
+class AlertMuteRow(Base):
+    """An alert key muted until ``until`` (``skillreach alerts mute KEY --for 7d``)."""
+
+    __tablename__ = "alert_mutes"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    until: Mapped[datetime] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=_now)
 
 
 # ------------------------------------------------------------------------------------------ engine
@@ -783,7 +795,7 @@ class Store:
     # ----------------------------------------------------------------------------------- alerts
 
     def add_alert(self, payload: Mapping[str, Any], *, study_id: str | None = None,
-                  delivery: str = "pending", delivered: bool = False) -> AlertRow:
+                  delivery: str = "pending", delivered: bool = False, key: str | None = None) -> AlertRow:
         """Store an alert's payload (built by :mod:`skillreach.service.alerts`, which holds no secret)."""
         interval = payload.get("interval") or [None, None]
         with self.writing() as s:
@@ -800,6 +812,7 @@ class Store:
                 payload=json.loads(json.dumps(dict(payload), default=str)),
                 delivery=delivery,
                 delivered=delivered,
+                key=key,
             )
             s.add(row)
             return row

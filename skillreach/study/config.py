@@ -111,6 +111,8 @@ class StudyConfig(Frozen):
     branch): where a grown set is committed."""
     baselines_dir: str = "baselines"
     baselines_branch: str = "skillreach/baselines"
+    alert_repeat_after: str = "24h"
+    """The same alert is sent at most once per this long (see Settings)."""
     # secrets: used where they are needed, never dumped
     database_url: SecretStr | None = Field(default=None, exclude=True, repr=False)
     alert_webhooks: tuple[SecretStr, ...] = Field(default=(), exclude=True, repr=False)

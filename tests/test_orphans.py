@@ -1,0 +1,62 @@
+"""A worker-started flow run's process ends with its worker (issue 29, problem 8): ``kill -9`` of the
+parent leaves no prober running after 10 s."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def test_a_flow_run_process_stops_when_its_worker_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    child = (
+        "import os, sys, time; from skillreach.tasks._orphans import watch_parent; "
+        f"assert watch_parent(0.2); open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+        "time.sleep(120)"
+    )
+    worker = (  # stands in for the Prefect process worker: starts the flow run, then waits
+        "import os, subprocess, sys, time; "
+        "env = {**os.environ, 'PREFECT__FLOW_RUN_ID': 'x'}; "
+        f"subprocess.Popen([sys.executable, '-c', {child!r}], env=env); "
+        "time.sleep(120)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", worker], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the flow run process did not start"
+            time.sleep(0.1)
+        flow_pid = int(pid_file.read_text())
+        os.kill(parent.pid, signal.SIGKILL)  # kill -9 of the worker alone
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(flow_pid):
+            assert time.monotonic() < deadline, "the flow run outlived its worker by 10 s"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
+
+
+def test_outside_a_worker_started_run_nothing_is_watched() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT__FLOW_RUN_ID"}
+    code = "from skillreach.tasks._orphans import watch_parent; print(watch_parent())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not reaped by its new parent) is not alive
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -399,7 +399,7 @@ def test_serve_from_the_wheel_in_an_unrelated_folder(kit: dict[str, Any], tmp_pa
                 proc.wait(10)
     state = folder / ".skillreach" / "prefect"
     assert (state / "prefect.yaml").is_file()
-    assert (state / "server.log").is_file()
+    assert (folder / ".skillreach" / "logs" / "server.log").is_file()  # the service log, in the folder
     site = next((kit["venv"] / "lib").glob("python3*/site-packages"))
     written = [p for p in site.rglob("*") if p.name in (".prefect", ".skillreach", "prefect.db")]
     assert not written, f"serve wrote into site-packages: {written}"

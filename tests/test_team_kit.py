@@ -181,7 +181,7 @@ def test_wheel_init_action_and_precommit_on_real_skills(
     gh_env = {**env, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
     inputs = {
         "skills": "skills", "queries": "evals/queries.json", "config": "skillreach.toml",
-        "runtime": "keyword", "scope": "full", "lenient": "true", "max-cost": "1", "since": "main",
+        "runtime": "keyword", "scope": "all", "lenient": "true", "max-cost": "1", "since": "main",
         "install": str(kit["wheel"]), "anthropic-api-key": "sk-ant-test-not-a-key",
     }
     temp = tmp_path / "runner-temp"

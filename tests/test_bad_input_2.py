@@ -17,6 +17,9 @@ Categories (the counts are asserted at the end of the file):
   the SQLite store;
 - ``webhooks``: ``alert_webhooks`` with a bad port, scheme, no host, a link-local or metadata address;
   ``send_alert`` never raises and one bad webhook does not stop the others;
+- ``ranges``: baseline records through the bounded JSON reader (digits, depth, UTF-8, size, keys), and
+  every number read back range-checked: records and artifacts re-sealed with a negative count, a rate of
+  7.5, ``schema_version: true``; ``attempts = true``, ``max_turns: -5`` and negative prices in a config;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -670,10 +673,167 @@ def _signals(root: Path, add: Callable[[Case], None]) -> None:
     )
 
 
+def _resealed(data: dict[str, Any]) -> bytes:
+    """``data`` with its ``digest`` made again over what it now holds (artifacts and records share the
+    scheme): a hostile edit that the digest alone cannot catch."""
+    import hashlib
+
+    import orjson
+
+    body = {k: v for k, v in data.items() if k != "digest"}
+    digest = "sha256:" + hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return json.dumps({**body, "digest": digest}, indent=2).encode()
+
+
+def _ranges(root: Path, add: Callable[[Case], None]) -> None:
+    """Baseline records through the bounded reader; every number read back range-checked."""
+    from skillreach.baselines.records import write_baseline
+    from tests.helpers.staged import make_record
+
+    bdir = root / "records"
+    good = write_baseline(make_record({"q1": [1, 1, 0], "q2": [1, 0, 1]}), bdir / "good" / "deploy.json")
+    data = json.loads(good.read_text(encoding="utf-8"))
+
+    def record(name: str, raw: bytes, needles: tuple[str, ...], code: int = 2) -> None:
+        path = bdir / name / "deploy.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(raw)
+        add(Case("ranges", f"record-{name}", ("baseline", "show", str(path)), code, needles))
+
+    add(Case("ranges", "record-good", ("baseline", "show", str(good)), 0, ("deploy@base",)))
+    text = good.read_text(encoding="utf-8")
+    record(
+        "big-int",
+        text.replace('"runs_per_case": 3', f'"runs_per_case": {BIG}').encode(),
+        ("deploy.json:", "5,000 digits"),
+    )
+    record(
+        "deep",
+        text.replace('"runs_per_case": 3', '"runs_per_case": ' + "[" * 5000 + "]" * 5000).encode(),
+        ("deploy.json:", "nested"),
+    )
+    record(
+        "not-utf8",
+        text.replace('"deploy@base"', '"caf@"').encode().replace(b"caf@", b"caf\xe9"),
+        ("deploy.json:", "UTF-8"),
+    )
+    record(
+        "dup-key",
+        text.replace('"skill": "deploy",', '"skill": "deploy", "skill": "x",').encode(),
+        ("deploy.json:", "'skill'", "twice"),
+    )
+    sparse = bdir / "sparse" / "deploy.json"
+    sparse.parent.mkdir()
+    _sparse(sparse, 20 * 2**30)
+    add(
+        Case(
+            "ranges",
+            "record-sparse-20-gib",
+            ("baseline", "show", str(sparse)),
+            2,
+            ("deploy.json", "bytes", "MiB"),
+            limit_s=20,
+        )
+    )
+
+    def edited(path: str, value: Any) -> dict[str, Any]:
+        out = json.loads(json.dumps(data))
+        *parents, last = path.split(".")
+        at = out
+        for k in parents:
+            at = at[k]
+        at[last] = value
+        return out
+
+    record(
+        "negative-probes",
+        _resealed(edited("per_case.q1.outcomes.probes", -3)),
+        ("per_case.q1.probes", "greater than or equal to 0"),
+    )
+    record(
+        "rate-7.5",
+        _resealed(edited("metrics.activation.value", 7.5)),
+        ("metrics.activation.value", "less than or equal to 1"),
+    )
+    record("negative-cases", _resealed(edited("cases.positive", -1)), ("cases.positive",))
+    record(
+        "activated-2",
+        _resealed(edited("per_case.q2.outcomes.activated", [1, 2, 0])),
+        ("per_case.q2.activated",),
+    )
+    record("schema-version-true", _resealed(edited("schema_version", True)), ("schema_version", "True"))
+    record("runs-per-case-true", _resealed(edited("runs_per_case", True)), ("runs_per_case", "not a number"))
+
+    # artifacts re-sealed with values out of range
+    run_dir = root / "r2"
+    art = json.loads((run_dir / "artifact.json").read_text(encoding="utf-8"))
+    for name, path, value, needles in (
+        ("negative-probes", "counts.probes", -5, ("counts.probes", "greater than or equal to 0")),
+        ("rate-7.5", "metrics.top1_accuracy", 7.5, ("metrics.top1_accuracy", "less than or equal to 1")),
+        ("schema-version-true", "schema_version", True, ("schema_version", "True")),
+        ("attempts-true", "attempts", True, ("attempts", "not a number")),
+        ("negative-cost", "usage.cost_usd", -1.0, ("usage.cost_usd",)),
+    ):
+        edit = json.loads(json.dumps(art))
+        *parents, last = path.split(".")
+        at = edit
+        for k in parents:
+            at = at[k]
+        at[last] = value
+        folder = root / "reports" / f"range-{name}"
+        folder.mkdir(parents=True)
+        (folder / "artifact.json").write_bytes(_resealed(edit))
+        add(Case("ranges", f"artifact-{name}", ("report", str(folder), "-q"), 2, ("artifact.json", *needles)))
+
+    # config values out of range
+    cdir = root / "c3"
+    cdir.mkdir()
+    for name, fname, raw, needles in (
+        ("attempts-true", "c.toml", "attempts = true\n", ("attempts", "not a number")),
+        ("attempts-true-yaml", "c.yaml", "attempts: true\n", ("attempts", "not a number")),
+        ("max-turns-true", "c.toml", "max_turns = true\n", ("max_turns", "not a number")),
+        ("turns-negative", "c.yaml", "max_turns: -5\n", ("max_turns", "greater than or equal to 1")),
+        (
+            "price-negative",
+            "c.toml",
+            "[prices.claude-sonnet-4]\ninput = -3.0\noutput = 15.0\ncache_write = 3.75\ncache_read = 0.3\n",
+            ("prices", "input", "greater than or equal to 0"),
+        ),
+        (
+            "price-nan",
+            "c.toml",
+            "[prices.m]\ninput = nan\noutput = 1.0\ncache_write = 1.0\ncache_read = 1.0\n",
+            ("prices", "input"),
+        ),
+    ):
+        path = cdir / name / fname
+        path.parent.mkdir()
+        path.write_text(raw, encoding="utf-8")
+        add(
+            Case(
+                "ranges",
+                f"run-config-{name}",
+                ("run", "--config", str(path), "--out", str(root / "out" / f"rc-{name}")),
+                2,
+                needles,
+            )
+        )
+    add(
+        Case(
+            "ranges",
+            "run-env-attempts-true",
+            ("run", "--out", str(root / "out" / "env-attempts-true")),
+            2,
+            ("attempts",),
+            env={"SKILLREACH_ATTEMPTS": "true"},
+        )
+    )
+
+
 def build_world(root: Path) -> list[Case]:
     (root / "out").mkdir()
     cases: list[Case] = []
-    for part in (_readers, _discovery, _webhooks, _secrets, _signals):
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges):
         part(root, cases.append)
     return cases
 
@@ -803,7 +963,7 @@ def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str)
 def test_enough_cases_in_every_category() -> None:
     counts = Counter(cat for _, cat in _CASE_INDEX)
     assert sum(counts.values()) >= 55, counts
-    least = {"readers": 30, "discovery": 13, "webhooks": 8, "secrets": 3, "signals": 1}
+    least = {"readers": 30, "discovery": 13, "webhooks": 8, "secrets": 3, "signals": 1, "ranges": 24}
     for cat, n in least.items():
         assert counts[cat] >= n, counts
 

@@ -20,6 +20,10 @@ Categories (the counts are asserted at the end of the file):
 - ``ranges``: baseline records through the bounded JSON reader (digits, depth, UTF-8, size, keys), and
   every number read back range-checked: records and artifacts re-sealed with a negative count, a rate of
   7.5, ``schema_version: true``; ``attempts = true``, ``max_turns: -5`` and negative prices in a config;
+- ``text``: a lone surrogate (lint flags it, run, overlap and seal refuse it), bidi controls (lint flags
+  them), skill names lint rejects (``../../x``, ``x|y``, ``(no skill)``, a spreadsheet formula) refused
+  by run, overlap and cluster, query ids differing by a trailing space, a zero-width character, a
+  newline or a direction mark refused at seal, a sealed set larger than verify accepts never written;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -830,10 +834,154 @@ def _ranges(root: Path, add: Callable[[Case], None]) -> None:
     )
 
 
+def _text(root: Path, add: Callable[[Case], None]) -> None:
+    """Text that breaks what reads it: lone surrogates, bidi controls, names that become paths or
+    cells, query ids that look alike, a sealed set too large to verify."""
+    t = root / "text"
+
+    def skills(name: str, frontmatter_name: str, desc: str, body: str = "Body text.") -> Path:
+        folder = t / name
+        _skill(folder / "ok", "ok")
+        (folder / "x").mkdir(parents=True)
+        (folder / "x" / "SKILL.md").write_text(
+            f"---\nname: {frontmatter_name}\ndescription: {desc}\n---\n\n{body}\n", encoding="utf-8"
+        )
+        return folder
+
+    fine = "Handles the logs of the hostile input tests, and nothing else."
+    surrogate = skills("surrogate", "x", '"Handles logs \\ud800 of the hostile input tests here."')
+    bidi = skills("bidi", "x", '"Handles logs \\u202e gnp.exe of the hostile input tests."')
+    isolate = skills("bidi-isolate", "x", '"Handles logs \\u2066 of the hostile input tests, isolated."')
+    add(
+        Case(
+            "text",
+            "lint-lone-surrogate",
+            ("lint", str(surrogate)),
+            1,
+            ("lone surrogate", "U+D800", "bad-character"),
+        )
+    )
+    add(
+        Case(
+            "text", "lint-bidi-override", ("lint", str(bidi)), 1, ("U+202E", "bidirectional", "bad-character")
+        )
+    )
+    add(Case("text", "lint-bidi-isolate", ("lint", str(isolate)), 1, ("U+2066", "bad-character")))
+    out = root / "out"
+    add(
+        Case(
+            "text",
+            "run-lone-surrogate-skill",
+            ("run", "--skills", str(surrogate), "--queries", EX_QUERIES, "--out", str(out / "t-sur")),
+            2,
+            ("x/SKILL.md:3", "lone surrogate"),
+        )
+    )
+    add(
+        Case(
+            "text",
+            "overlap-lone-surrogate-skill",
+            ("overlap", str(surrogate)),
+            2,
+            ("x/SKILL.md:3", "lone surrogate"),
+        )
+    )
+    qdir = t / "queries"
+    qdir.mkdir(parents=True)
+    sur_q = qdir / "surrogate.json"
+    sur_q.write_text(
+        '{"queries": [{"id": "a", "text": "find \\ud800 logs", "kind": "out_of_scope"}]}', encoding="utf-8"
+    )
+    add(
+        Case(
+            "text",
+            "run-lone-surrogate-query",
+            ("run", "--skills", EX_SKILLS, "--queries", str(sur_q), "--out", str(out / "t-surq")),
+            2,
+            ("surrogate.json", "query 'a'", "lone surrogate"),
+        )
+    )
+    add(
+        Case(
+            "text",
+            "seal-lone-surrogate-query",
+            ("queries", "seal", str(sur_q), "--skills", EX_SKILLS, "--out", str(out / "t-surq.json")),
+            2,
+            ("surrogate.json", "lone surrogate"),
+        )
+    )
+
+    for label, name in (
+        ("dotdot", '"../../x"'),
+        ("pipe", '"x|y"'),
+        ("no-skill", '"(no skill)"'),
+        ("formula", "\"=cmd|' /C calc'!A0\""),
+    ):
+        folder = skills(f"name-{label}", name, fine)
+        needles = ("x/SKILL.md:2", "kebab-case")
+        add(
+            Case(
+                "text",
+                f"run-name-{label}",
+                ("run", "--skills", str(folder), "--queries", EX_QUERIES, "--out", str(out / f"t-{label}")),
+                2,
+                needles,
+            )
+        )
+        add(Case("text", f"overlap-name-{label}", ("overlap", str(folder)), 2, needles))
+        add(Case("text", f"cluster-name-{label}", ("cluster", str(folder), "--format", "csv"), 2, needles))
+
+    for label, qid, needles in (
+        ("trailing-space", "a ", ("'a '", "white space")),
+        ("zero-width", "a\\u200b", ("U+200B",)),
+        ("newline", "a\\n", ("white space",)),
+        ("bidi-mark", "a\\u200f", ("U+200F",)),
+    ):
+        path = qdir / f"id-{label}.json"
+        path.write_text(
+            '{"queries": [{"id": "a", "text": "find logs", "kind": "out_of_scope"}, '
+            f'{{"id": "{qid}", "text": "find the logs again", "kind": "out_of_scope"}}]}}',
+            encoding="utf-8",
+        )
+        add(
+            Case(
+                "text",
+                f"seal-id-{label}",
+                (
+                    "queries",
+                    "seal",
+                    str(path),
+                    "--skills",
+                    EX_SKILLS,
+                    "--out",
+                    str(out / f"t-id-{label}.json"),
+                ),
+                2,
+                ("query #2 id", *needles),
+            )
+        )
+    # every backslash of a CSV cell is two characters in the sealed JSON: 61 MB in, 122 MB out
+    big = qdir / "big.csv"
+    with big.open("w", encoding="utf-8") as fh:
+        fh.write("id,text,kind\n")
+        row = "\\" * 120_000
+        for i in range(500):
+            fh.write(f"q{i},{row},out_of_scope\n")
+    add(
+        Case(
+            "text",
+            "seal-larger-than-verify-accepts",
+            ("queries", "seal", str(big), "--skills", EX_SKILLS, "--out", str(out / "t-big.json")),
+            2,
+            ("t-big.json", "sealed set would be", "64 MiB"),
+        )
+    )
+
+
 def build_world(root: Path) -> list[Case]:
     (root / "out").mkdir()
     cases: list[Case] = []
-    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges):
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text):
         part(root, cases.append)
     return cases
 
@@ -963,7 +1111,15 @@ def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str)
 def test_enough_cases_in_every_category() -> None:
     counts = Counter(cat for _, cat in _CASE_INDEX)
     assert sum(counts.values()) >= 55, counts
-    least = {"readers": 30, "discovery": 13, "webhooks": 8, "secrets": 3, "signals": 1, "ranges": 24}
+    least = {
+        "readers": 30,
+        "discovery": 13,
+        "webhooks": 8,
+        "secrets": 3,
+        "signals": 1,
+        "ranges": 24,
+        "text": 24,
+    }
     for cat, n in least.items():
         assert counts[cat] >= n, counts
 
@@ -1105,3 +1261,11 @@ def test_parse_webhooks_names_the_setting_not_the_token() -> None:
             parse_webhooks(json.dumps([bad]), setting="SKILLREACH_ALERT_WEBHOOKS")
         assert str(exc.value).startswith("SKILLREACH_ALERT_WEBHOOKS: webhook 1 of 1"), exc.value
         assert "HOOKSECRET" not in str(exc.value)
+
+
+def test_csv_cells_that_would_be_formulas_are_written_as_text() -> None:
+    from skillreach._io.csv import safe_cell
+
+    for bad in ("=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\t=x", "\r=x"):
+        assert safe_cell(bad) == "'" + bad
+    assert [safe_cell(v) for v in ("deploy", 3, -1, "c1", "")] == ["deploy", 3, -1, "c1", ""]

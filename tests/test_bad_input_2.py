@@ -24,6 +24,8 @@ Categories (the counts are asserted at the end of the file):
   them), skill names lint rejects (``../../x``, ``x|y``, ``(no skill)``, a spreadsheet formula) refused
   by run, overlap and cluster, query ids differing by a trailing space, a zero-width character, a
   newline or a direction mark refused at seal, a sealed set larger than verify accepts never written;
+- ``overflow``: ``score`` of a log with ``attempt: 2**63``, int64 token totals, costs summing past
+  1e308, probes of two resolved model snapshots;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -978,10 +980,99 @@ def _text(root: Path, add: Callable[[Case], None]) -> None:
     )
 
 
+def _overflow(root: Path, add: Callable[[Case], None]) -> None:
+    """Numbers past what the columns, the artifact's JSON or a float hold; probes of two snapshots."""
+    qs = load_query_set(EXAMPLE_QUERIES)
+    folder = root / "overflow"
+    folder.mkdir()
+
+    def rec(q: Any, **extra: Any) -> dict[str, Any]:
+        return {
+            "query_id": q.id,
+            "attempt": 1,
+            "invoked": [q.expected_skill] if q.expected_skill else [],
+            "runtime": "keyword",
+            **extra,
+        }
+
+    first = qs.queries[0]
+    logs: list[tuple[str, list[dict[str, Any]], tuple[str, ...]]] = [
+        (
+            "attempt-2-63",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2**63)],
+            (f"p.jsonl:{len(qs.queries) + 1}", "'attempt'", "9,223,372,036,854,775,808"),
+        ),
+        (
+            "attempt-2-64-plus",
+            [rec(first, attempt=2**64 + 5)] + [rec(q) for q in qs.queries],
+            ("p.jsonl:1", "'attempt'"),
+        ),
+        (
+            "attempt-int64-max",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2**63 - 1)],
+            ("'attempt'", "2,147,483,647"),
+        ),
+        (
+            "tokens-int64-totals",
+            [rec(q, usage={"input_tokens": 2**63 - 1, "output_tokens": 2**63 - 1}) for q in qs.queries],
+            ("p.jsonl", "usage.input_tokens", "2**63"),
+        ),
+        (
+            "tokens-past-int64-one-probe",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2, usage={"output_tokens": 2**64})],
+            ("p.jsonl", "output_tokens"),
+        ),
+        (
+            "cost-1e308-summed",
+            [rec(q, cost_usd=1e308) for q in qs.queries],
+            ("p.jsonl", "cost_usd", "1.8e308"),
+        ),
+        (
+            "two-model-snapshots",
+            [
+                rec(
+                    q,
+                    model="claude-sonnet-4-5",
+                    resolved_model=f"claude-sonnet-4-5-2025092{i % 2}",
+                )
+                for i, q in enumerate(qs.queries)
+            ],
+            (
+                "p.jsonl",
+                "2 different model snapshots",
+                "claude-sonnet-4-5-20250920",
+                "claude-sonnet-4-5-20250921",
+            ),
+        ),
+    ]
+    for name, rows, needles in logs:
+        path = folder / name / "p.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        add(
+            Case(
+                "overflow",
+                f"score-{name}",
+                (
+                    "score",
+                    "--queries",
+                    EX_QUERIES,
+                    "--probes",
+                    str(path),
+                    "-q",
+                    "--out",
+                    str(folder / name / "out") + "/",
+                ),
+                2,
+                needles,
+            )
+        )
+
+
 def build_world(root: Path) -> list[Case]:
     (root / "out").mkdir()
     cases: list[Case] = []
-    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text):
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text, _overflow):
         part(root, cases.append)
     return cases
 
@@ -1119,6 +1210,7 @@ def test_enough_cases_in_every_category() -> None:
         "signals": 1,
         "ranges": 24,
         "text": 24,
+        "overflow": 7,
     }
     for cat, n in least.items():
         assert counts[cat] >= n, counts

@@ -26,6 +26,9 @@ Categories (the counts are asserted at the end of the file):
   newline or a direction mark refused at seal, a sealed set larger than verify accepts never written;
 - ``overflow``: ``score`` of a log with ``attempt: 2**63``, int64 token totals, costs summing past
   1e308, probes of two resolved model snapshots;
+- ``waits``: ``SKILLREACH_DATABASE_URL`` naming a text file, random bytes or a folder (one line); a
+  PostgreSQL server that accepts and never answers (``test_a_postgres_server_…``, outside the table:
+  it needs a server of its own) ends ``run`` in one line within the connect timeout;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -1069,10 +1072,36 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
         )
 
 
+def _waits(root: Path, add: Callable[[Case], None]) -> None:
+    """Databases that are not: a text file, random bytes, a folder named as the SQLite store."""
+    folder = root / "dbs"
+    folder.mkdir()
+    (folder / "text.db").write_text(
+        "hello, this is a note and not a database at all\n" * 20, encoding="utf-8"
+    )
+    (folder / "random.db").write_bytes(bytes(range(256)) * 8)
+    (folder / "folder.db").mkdir()
+    for name, needles in (
+        ("text", ("text.db", "file is not a database", "SKILLREACH_DATABASE_URL")),
+        ("random", ("random.db", "file is not a database")),
+        ("folder", ("folder.db", "unable to open database file")),
+    ):
+        add(
+            Case(
+                "waits",
+                f"run-database-{name}-not-a-database",
+                ("run", "--out", str(root / "out" / f"db-{name}")),
+                2,
+                ("cannot open the database", *needles),
+                env={"SKILLREACH_DATABASE_URL": f"sqlite:///{folder / (name + '.db')}"},
+            )
+        )
+
+
 def build_world(root: Path) -> list[Case]:
     (root / "out").mkdir()
     cases: list[Case] = []
-    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text, _overflow):
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text, _overflow, _waits):
         part(root, cases.append)
     return cases
 
@@ -1175,7 +1204,11 @@ def _error_lines(stderr: str) -> list[str]:
 @pytest.mark.parametrize("name", [n for n, _ in _CASE_INDEX])
 def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str) -> None:
     root, cases, results = world
-    case, res = cases[name], results[name]
+    _check(root, cases[name], results[name])
+
+
+def _check(root: Path, case: Case, res: Result) -> None:
+    name = case.name
     shown = (
         f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]}\n"
         f"--- stderr\n{res.stderr[-2000:]}"
@@ -1211,6 +1244,7 @@ def test_enough_cases_in_every_category() -> None:
         "ranges": 24,
         "text": 24,
         "overflow": 7,
+        "waits": 3,
     }
     for cat, n in least.items():
         assert counts[cat] >= n, counts
@@ -1361,3 +1395,83 @@ def test_csv_cells_that_would_be_formulas_are_written_as_text() -> None:
     for bad in ("=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\t=x", "\r=x"):
         assert safe_cell(bad) == "'" + bad
     assert [safe_cell(v) for v in ("deploy", 3, -1, "c1", "")] == ["deploy", 3, -1, "c1", ""]
+
+
+# ------------------------------------------------------------------------------ waits with an end
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that accepts every connection and never says a word."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    sock.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        sock.close()
+
+
+def test_a_postgres_server_that_accepts_and_never_answers_ends_in_one_line(
+    tmp_path: Path, silent_server: int
+) -> None:
+    (tmp_path / "cwd").mkdir()
+    case = Case(
+        "waits",
+        "run-postgres-accepts-never-answers",
+        ("run", "--out", str(tmp_path / "out")),
+        2,
+        ("cannot open the database", f"127.0.0.1:{silent_server}", "timeout"),
+        env={"SKILLREACH_DATABASE_URL": f"postgresql+psycopg://u:{PROXY_PW}@127.0.0.1:{silent_server}/db"},
+        limit_s=45,
+        absent=(PROXY_PW,),
+    )
+    _check(tmp_path, case, _run(case, tmp_path))
+
+
+def test_a_full_disk_under_the_probe_log_names_the_log(tmp_path: Path) -> None:
+    """ENOSPC from the log's write names the log (the CLI's one line is ``PATH: No space left …``)."""
+    from skillreach.study.probe_log import JsonlSink
+
+    sink = JsonlSink(tmp_path / "probes.jsonl")
+    sink.write(ProbeRecord(query_id="a", runtime="keyword"))
+    sink._fh.close()
+    sink._fh = open("/dev/full", "ab")  # noqa: SIM115 - the sink owns it: every write is ENOSPC
+    with pytest.raises(OSError, match="No space left") as exc:
+        sink.write(ProbeRecord(query_id="b", runtime="keyword"))
+    assert exc.value.filename == str(tmp_path / "probes.jsonl")
+    sink._fh = None
+    assert (tmp_path / "probes.jsonl").read_text(encoding="utf-8").count("\n") == 1  # the first is kept
+
+
+def test_postgres_connections_carry_a_connect_and_a_statement_timeout() -> None:
+    from sqlalchemy.engine import make_url
+
+    from skillreach.store.database import _pg_timeouts
+
+    args = _pg_timeouts(make_url("postgresql+psycopg://u@h/db"))
+    assert args["connect_timeout"] > 0
+    assert "statement_timeout=" in args["options"]
+    assert _pg_timeouts(make_url("postgresql+psycopg://u@h/db?connect_timeout=3")).keys() == {"options"}
+    assert _pg_timeouts(make_url("sqlite:///x.db")) == {}

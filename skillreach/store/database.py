@@ -36,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -248,6 +248,26 @@ def _sqlite_begin(conn: Connection) -> None:
 
 _USE = "use sqlite:///PATH or postgresql+psycopg://…"
 
+PG_CONNECT_TIMEOUT_S = 10
+"""A PostgreSQL connection not made (TCP, TLS, start-up and authentication) within this many seconds
+fails: a server that accepts and never answers ends the command in one line instead of hanging it."""
+PG_STATEMENT_TIMEOUT_MS = 300_000
+"""A statement the server has not finished in this many milliseconds is cancelled by the server (the
+longest the store runs are migrations and a study's probe reads, seconds at most)."""
+
+
+def _pg_timeouts(url: Any) -> dict[str, Any]:
+    """libpq's ``connect_timeout`` and a ``statement_timeout`` for every PostgreSQL connection, unless
+    the URL sets them itself (``?connect_timeout=…``, ``?options=-c statement_timeout=…``)."""
+    if url.get_backend_name() != "postgresql":
+        return {}
+    args: dict[str, Any] = {}
+    if "connect_timeout" not in url.query:
+        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    if "options" not in url.query:
+        args["options"] = f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}"
+    return args
+
 
 class JsonText(str):
     """A JSON document already serialised (a probe record's own ``model_dump_json``, in pydantic's
@@ -285,7 +305,9 @@ def _make_engine(url: str, origin: str = "database_url") -> Engine:
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     try:
-        return create_engine(parsed, pool_pre_ping=True, json_serializer=_json_dumps)
+        return create_engine(
+            parsed, pool_pre_ping=True, json_serializer=_json_dumps, connect_args=_pg_timeouts(parsed)
+        )
     except NoSuchModuleError as exc:
         raise ConfigError(
             f"{origin}: no database dialect {parsed.drivername!r} ({scheme}://…); {_USE}"
@@ -395,6 +417,12 @@ class Store:
             raise ConfigError(
                 f"cannot open the database {self.safe_url}: {str(exc.orig).splitlines()[0]}"
             ) from exc
+        except DatabaseError as exc:  # SQLite: "file is not a database" (a text file, a random one)
+            self.engine.dispose()
+            raise ConfigError(
+                f"cannot open the database {self.safe_url}: {str(exc.orig).splitlines()[0]}; "
+                f"point {origin} at a database skillreach made, or at a new file"
+            ) from exc
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         # SQLite: a write transaction takes the write lock when it begins, so two writers queue on the
         # busy timeout instead of failing with "database is locked" when a reader turns writer.
@@ -410,7 +438,7 @@ class Store:
         if self.backend == "postgresql":
             self._probe_engine = create_engine(
                 self.engine.url, isolation_level="AUTOCOMMIT", pool_size=4, max_overflow=12,
-                json_serializer=_json_dumps)
+                json_serializer=_json_dumps, connect_args=_pg_timeouts(self.engine.url))
 
     @property
     def safe_url(self) -> str:

@@ -634,6 +634,8 @@ class Store:
         if self.backend != "postgresql":
             return None
         conn = self.engine.connect()
+        # waiting for another copy of the batch is the point here: no statement timeout on this session
+        conn.execute(text("SET statement_timeout = 0"))
         conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), {"k": key})
         conn.commit()
         return _SessionLock(conn)

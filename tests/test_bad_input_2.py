@@ -1475,3 +1475,50 @@ def test_postgres_connections_carry_a_connect_and_a_statement_timeout() -> None:
     assert "statement_timeout=" in args["options"]
     assert _pg_timeouts(make_url("postgresql+psycopg://u@h/db?connect_timeout=3")).keys() == {"options"}
     assert _pg_timeouts(make_url("sqlite:///x.db")) == {}
+
+
+# ------------------------------------------------------------------------- lint at 100,000 skills
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name: a\ndescription: Use it when x.\n",
+        "name: a\nallowed-tools:\n  - Read\n  - Grep\nmetadata:\n  owner: t\n  version: 1.2\n",
+        "a: [1, 2, {b: c}]\nd: |\n  block\n  text\ne: 'q'\nf: null\ng: true\nh: 2026-12-03\n",
+        "x: 0x1F\ny: 1_000\nz: .inf\nw: ~\n",
+    ],
+)
+def test_the_libyaml_path_reads_what_the_python_loader_reads(text: str) -> None:
+    import yaml
+
+    from skillreach._io.yaml import _LimitedLoader, load_limited
+
+    data, node = load_limited(text, max_bytes=10_000, line_offset=3)
+    loader = _LimitedLoader(text, 1000, 3)
+    try:
+        slow_node = loader.get_single_node()
+        slow = loader.construct_document(slow_node)
+    finally:
+        loader.dispose()
+    assert data == slow
+    assert isinstance(node, yaml.MappingNode)
+    assert isinstance(slow_node, yaml.MappingNode)
+    assert [k.start_mark.line for k, _ in node.value] == [k.start_mark.line for k, _ in slow_node.value]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("a: &x [1]\nb: *x\n", "aliases are not allowed"),
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+        ("a: " + "[" * 70 + "]" * 70 + "\n", "nested more than 64"),
+        ("a: [" + ", ".join(["1"] * 200) + "]\n", "more than 100 YAML nodes"),
+        (f"a: {BIG}\n", "digits"),
+    ],
+)
+def test_the_libyaml_path_words_refusals_as_the_python_loader(text: str, what: str) -> None:
+    from skillreach._io.yaml import YamlProblem, load_limited
+
+    with pytest.raises(YamlProblem, match=what):
+        load_limited(text, max_bytes=100_000, max_nodes=100)

@@ -1522,3 +1522,40 @@ def test_the_libyaml_path_words_refusals_as_the_python_loader(text: str, what: s
 
     with pytest.raises(YamlProblem, match=what):
         load_limited(text, max_bytes=100_000, max_nodes=100)
+
+
+def test_a_store_under_a_file_size_limit_ends_in_one_line_with_the_probes_kept(tmp_path: Path) -> None:
+    """SQLite past RLIMIT_FSIZE (Python ignores SIGXFSZ: writes fail with EFBIG, SQLite says ``disk I/O
+    error``): a bounded retry, then one line naming the database, exit 2; the probe log keeps what
+    was written before."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+
+    (tmp_path / "cwd").mkdir()
+    out = tmp_path / "study"
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(EXE), "run", "--attempts", "20", "--out", str(out)],
+        cwd=tmp_path / "cwd",
+        env=_env(tmp_path, {}),
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=90,
+        preexec_fn=limit,  # one setrlimit in the child before exec
+        check=False,
+    )
+    took = time.monotonic() - start
+    shown = f"exit {proc.returncode} in {took:.1f} s\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 2, shown
+    assert "Traceback" not in proc.stdout + proc.stderr, shown
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, shown
+    assert "skillreach.db" in errors[0], shown
+    assert "disk I/O error" in errors[0] or "disk is full" in errors[0], shown
+    assert took < 60, shown
+    kept = (out / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert kept, shown
+    assert all(json.loads(line)["query_id"] for line in kept)

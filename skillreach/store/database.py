@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -385,16 +386,45 @@ RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
 
 
+DISK_RETRIES = 2
+"""Tries again of a statement that failed on the disk (SQLite's ``disk I/O error``, ``database or disk
+is full``) before the error is raised: a full disk or a file-size limit does not go away in seconds."""
+_DISK_ERROR = re.compile(r"disk I/O error|database or disk is full|No space left|File too large", re.I)
+OPENED: list[str] = []
+"""The databases this process opened (URLs, passwords hidden): an error line names them."""
+
+
+def database_error_line(exc: BaseException) -> str | None:
+    """One line for a database error no command translated (a disk that filled up mid-study), or
+    ``None`` when ``exc`` is not one."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    what = str(exc.orig or exc).splitlines()[0] if str(exc.orig or exc) else type(exc).__name__
+    where = ", ".join(dict.fromkeys(OPENED)) or "the database"
+    hint = (
+        "a full disk or a file-size limit? free space and run again (the probes written so far are kept "
+        "in the study's probes.jsonl)"
+        if _DISK_ERROR.search(what)
+        else "check the database and run again"
+    )
+    return f"{where}: {what}; {hint}"
+
+
 def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
     """``fn()``, tried again with backoff while the database connection is lost or refused
     (``OperationalError`` / an invalidated connection). The pool is pre-pinged, so a fresh try gets a
     fresh connection; ``fn`` must be idempotent (the probe upsert is)."""
+    disk_tries = 0
     for wait in (*delays, None):
         try:
             return fn()
         except (OperationalError, DBAPIError) as exc:
             if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
                 raise
+            if _DISK_ERROR.search(str(exc.orig or exc)):  # a full disk does not empty itself in 30 s
+                disk_tries += 1
+                if disk_tries > DISK_RETRIES:
+                    raise
             log.warning("database connection lost (%s); trying again in %.1fs",
                         str(exc.orig).splitlines()[0] if exc.orig else exc, wait)
             time.sleep(wait)
@@ -410,6 +440,7 @@ class Store:
     def __init__(self, url: str, *, origin: str = "database_url") -> None:
         self.url = url
         self.engine = _make_engine(url, origin)
+        OPENED.append(self.safe_url)
         try:
             migrate(self.engine)
         except OperationalError as exc:

@@ -33,6 +33,7 @@ from skillreach.baselines.records import (
     git_toplevel,
     metrics_line,
     parse_baseline,
+    read_baseline,
     seal_baseline,
 )
 from skillreach.errors import InputError
@@ -159,7 +160,7 @@ class BaselineRepo:
         path = self.path_of(skill, candidate=candidate)
         if not self.branch:
             file = self.top / path
-            return parse_baseline(file.read_text(encoding="utf-8"), str(file)) if file.is_file() else None
+            return read_baseline(file) if file.is_file() else None  # bounded: size, UTF-8, depth
         tip = self.tip()
         text = self._show(tip, path) if tip else None
         return parse_baseline(text, f"{self._ref()}:{path}") if text is not None else None

@@ -1468,13 +1468,13 @@ def test_a_full_disk_under_the_probe_log_names_the_log(tmp_path: Path) -> None:
 def test_postgres_connections_carry_a_connect_and_a_statement_timeout() -> None:
     from sqlalchemy.engine import make_url
 
-    from skillreach.store.database import _pg_timeouts
+    from skillreach.store.limits import pg_timeouts
 
-    args = _pg_timeouts(make_url("postgresql+psycopg://u@h/db"))
+    args = pg_timeouts(make_url("postgresql+psycopg://u@h/db"))
     assert args["connect_timeout"] > 0
     assert "statement_timeout=" in args["options"]
-    assert _pg_timeouts(make_url("postgresql+psycopg://u@h/db?connect_timeout=3")).keys() == {"options"}
-    assert _pg_timeouts(make_url("sqlite:///x.db")) == {}
+    assert pg_timeouts(make_url("postgresql+psycopg://u@h/db?connect_timeout=3")).keys() == {"options"}
+    assert pg_timeouts(make_url("sqlite:///x.db")) == {}
 
 
 # ------------------------------------------------------------------------- lint at 100,000 skills

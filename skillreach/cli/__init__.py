@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 def _database_error_line(exc: BaseException) -> str | None:
     if not type(exc).__module__.startswith("sqlalchemy"):
         return None  # sqlalchemy is not loaded for a light command: only look when it raised
-    from skillreach.store.database import database_error_line
+    from skillreach.store.limits import database_error_line
 
     return database_error_line(exc)
 

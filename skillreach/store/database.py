@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ from sqlalchemy.types import TypeDecorator
 
 from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
+from skillreach.store.limits import DISK_ERROR, DISK_RETRIES, OPENED, pg_timeouts
 
 __all__ = [
     "AlertRow",
@@ -249,25 +249,6 @@ def _sqlite_begin(conn: Connection) -> None:
 
 _USE = "use sqlite:///PATH or postgresql+psycopg://…"
 
-PG_CONNECT_TIMEOUT_S = 10
-"""A PostgreSQL connection not made (TCP, TLS, start-up and authentication) within this many seconds
-fails: a server that accepts and never answers ends the command in one line instead of hanging it."""
-PG_STATEMENT_TIMEOUT_MS = 300_000
-"""A statement the server has not finished in this many milliseconds is cancelled by the server (the
-longest the store runs are migrations and a study's probe reads, seconds at most)."""
-
-
-def _pg_timeouts(url: Any) -> dict[str, Any]:
-    """libpq's ``connect_timeout`` and a ``statement_timeout`` for every PostgreSQL connection, unless
-    the URL sets them itself (``?connect_timeout=…``, ``?options=-c statement_timeout=…``)."""
-    if url.get_backend_name() != "postgresql":
-        return {}
-    args: dict[str, Any] = {}
-    if "connect_timeout" not in url.query:
-        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
-    if "options" not in url.query:
-        args["options"] = f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}"
-    return args
 
 
 class JsonText(str):
@@ -307,7 +288,7 @@ def _make_engine(url: str, origin: str = "database_url") -> Engine:
         parsed = parsed.set(drivername="postgresql+psycopg")
     try:
         return create_engine(
-            parsed, pool_pre_ping=True, json_serializer=_json_dumps, connect_args=_pg_timeouts(parsed)
+            parsed, pool_pre_ping=True, json_serializer=_json_dumps, connect_args=pg_timeouts(parsed)
         )
     except NoSuchModuleError as exc:
         raise ConfigError(
@@ -386,28 +367,6 @@ RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
 
 
-DISK_RETRIES = 2
-"""Tries again of a statement that failed on the disk (SQLite's ``disk I/O error``, ``database or disk
-is full``) before the error is raised: a full disk or a file-size limit does not go away in seconds."""
-_DISK_ERROR = re.compile(r"disk I/O error|database or disk is full|No space left|File too large", re.I)
-OPENED: list[str] = []
-"""The databases this process opened (URLs, passwords hidden): an error line names them."""
-
-
-def database_error_line(exc: BaseException) -> str | None:
-    """One line for a database error no command translated (a disk that filled up mid-study), or
-    ``None`` when ``exc`` is not one."""
-    if not isinstance(exc, DBAPIError):
-        return None
-    what = str(exc.orig or exc).splitlines()[0] if str(exc.orig or exc) else type(exc).__name__
-    where = ", ".join(dict.fromkeys(OPENED)) or "the database"
-    hint = (
-        "a full disk or a file-size limit? free space and run again (the probes written so far are kept "
-        "in the study's probes.jsonl)"
-        if _DISK_ERROR.search(what)
-        else "check the database and run again"
-    )
-    return f"{where}: {what}; {hint}"
 
 
 def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
@@ -421,7 +380,7 @@ def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_
         except (OperationalError, DBAPIError) as exc:
             if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
                 raise
-            if _DISK_ERROR.search(str(exc.orig or exc)):  # a full disk does not empty itself in 30 s
+            if DISK_ERROR.search(str(exc.orig or exc)):  # a full disk does not empty itself in 30 s
                 disk_tries += 1
                 if disk_tries > DISK_RETRIES:
                     raise
@@ -469,7 +428,7 @@ class Store:
         if self.backend == "postgresql":
             self._probe_engine = create_engine(
                 self.engine.url, isolation_level="AUTOCOMMIT", pool_size=4, max_overflow=12,
-                json_serializer=_json_dumps, connect_args=_pg_timeouts(self.engine.url))
+                json_serializer=_json_dumps, connect_args=pg_timeouts(self.engine.url))
 
     @property
     def safe_url(self) -> str:

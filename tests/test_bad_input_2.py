@@ -1013,7 +1013,7 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
         (
             "attempt-int64-max",
             [rec(q) for q in qs.queries] + [rec(first, attempt=2**63 - 1)],
-            ("'attempt'", "2,147,483,647"),
+            ("artifact.json", "past 2**63", "number attempts from 1"),
         ),
         (
             "tokens-int64-totals",

@@ -884,6 +884,13 @@ def write_artifact(artifact: Artifact, path: str | os.PathLike[str]) -> Artifact
             raise
     except OSError as exc:
         raise InputError(f"{path}: cannot write the artifact ({exc.strerror}); check --out") from exc
+    except TypeError as exc:  # orjson: an integer past 64 bits (queries × a huge attempt number)
+        if "64-bit" not in str(exc):
+            raise
+        raise InputError(
+            f"{path}: a count of the artifact is past 2**63 − 1 (queries × attempts: "
+            f"{artifact.counts.queries:,} × {artifact.attempts:,}); number attempts from 1 in the probe log"
+        ) from exc
     return artifact.model_copy(update={"digest": digest})
 
 

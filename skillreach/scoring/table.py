@@ -223,9 +223,9 @@ def _summed_cost(costs: Sequence[float], source: str) -> float:
     return total
 
 
-MAX_ATTEMPT = 2**31 - 1
-"""The largest attempt number a probe log may hold (a study's attempts per query are a handful; the
-missing pairs, queries × attempts, must still count in 64 bits)."""
+MAX_ATTEMPT = _INT64_MAX
+"""The largest attempt number a probe log may hold (the attempt column is int64; numbers too large for
+a key of their own are keyed by rank in scoring)."""
 
 
 class _Builder:

@@ -8,24 +8,29 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "NO_SKILL",
     "SCHEMA_VERSION",
     "Catalog",
     "Checks",
+    "Count",
+    "Finite",
     "Frozen",
+    "NonNegative",
     "OutputCheck",
     "ProbeRecord",
     "Provenance",
     "Query",
     "QueryKind",
     "QuerySet",
+    "Rate",
     "Skill",
+    "StrictNumber",
     "ToolCall",
     "ToolPattern",
     "Usage",
@@ -34,6 +39,25 @@ __all__ = [
 
 NO_SKILL = "(no skill)"
 SCHEMA_VERSION = 1
+
+
+def _not_bool(value: Any) -> Any:
+    """``true``/``false`` where a number belongs is refused (pydantic reads ``true`` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number; write a number")
+    return value
+
+
+StrictNumber = BeforeValidator(_not_bool)
+"""Put in ``Annotated[int, StrictNumber]``: a boolean is refused where a number belongs."""
+Count = Annotated[int, StrictNumber, Field(ge=0)]
+"""A count read back from a file: an integer ≥ 0, never a boolean."""
+Rate = Annotated[float, StrictNumber, Field(ge=0, le=1, allow_inf_nan=False)]
+"""A rate or proportion read back from a file: a finite number in [0, 1]."""
+Finite = Annotated[float, StrictNumber, Field(allow_inf_nan=False)]
+"""A finite number (no NaN, no infinity)."""
+NonNegative = Annotated[float, StrictNumber, Field(ge=0, allow_inf_nan=False)]
+"""A finite number ≥ 0 (a price, a cost)."""
 
 
 def canonical_json(data: Any) -> bytes:
@@ -281,10 +305,10 @@ class QuerySet(Frozen):
 
 
 class Usage(Frozen):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_creation_input_tokens: Count = 0
+    cache_read_input_tokens: Count = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -313,10 +337,10 @@ class ProbeRecord(Frozen):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     query_id: str
-    attempt: int = 1
+    attempt: Annotated[int, StrictNumber, Field(ge=1)] = 1
     invoked: tuple[str, ...] = ()
     error: str | None = None
-    turns: int = 0
+    turns: Count = 0
     early_exit: bool = False
     runtime: str = ""
     runtime_version: str | None = None
@@ -324,8 +348,8 @@ class ProbeRecord(Frozen):
     model: str | None = None
     resolved_model: str | None = None
     usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = None
-    duration_ms: int = 0
+    cost_usd: NonNegative | None = None
+    duration_ms: Count = 0
     # additions beyond the spec's minimum
     fingerprint: str | None = None
     retrieved: tuple[str, ...] | None = None

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
+from skillreach.models import NonNegative
 
 __all__ = [
     "GateConfig",
@@ -34,10 +35,11 @@ class Price(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
+    input: NonNegative
+    output: NonNegative
+    cache_write: NonNegative
+    cache_read: NonNegative
+    """Each a finite number ≥ 0 (a negative price would make a negative estimate)."""
 
 
 DEFAULT_PRICES: dict[str, Price] = {
@@ -131,6 +133,14 @@ class Settings(BaseSettings):
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.
     Checked when read (:func:`skillreach._io.urls.check_webhook`): http or https, a host, a valid port,
     no link-local or metadata address."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: Any) -> Any:
+        """``attempts = true`` is refused (pydantic would read it as 1 and run one attempt)."""
+        if isinstance(value, bool) and info.field_name in _NUMBER_FIELDS:
+            raise ValueError(f"{str(value).lower()} is not a number; write a number")
+        return value
 
     @field_validator("alert_webhooks")
     @classmethod
@@ -347,3 +357,12 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
     register_url_password(settings.database_url)
     register_secret(*settings.alert_webhooks)
     return settings
+
+
+_NUMBER_FIELDS = frozenset(
+    name
+    for name, f in Settings.model_fields.items()
+    if f.annotation is not None
+    and any(t in (int, float) for t in (f.annotation, *getattr(f.annotation, "__args__", ())))
+)
+"""The settings that hold a number: ``true`` or ``false`` there is refused."""

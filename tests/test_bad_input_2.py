@@ -17,6 +17,18 @@ Categories (the counts are asserted at the end of the file):
   the SQLite store;
 - ``webhooks``: ``alert_webhooks`` with a bad port, scheme, no host, a link-local or metadata address;
   ``send_alert`` never raises and one bad webhook does not stop the others;
+- ``ranges``: baseline records through the bounded JSON reader (digits, depth, UTF-8, size, keys), and
+  every number read back range-checked: records and artifacts re-sealed with a negative count, a rate of
+  7.5, ``schema_version: true``; ``attempts = true``, ``max_turns: -5`` and negative prices in a config;
+- ``text``: a lone surrogate (lint flags it, run, overlap and seal refuse it), bidi controls (lint flags
+  them), skill names lint rejects (``../../x``, ``x|y``, ``(no skill)``, a spreadsheet formula) refused
+  by run, overlap and cluster, query ids differing by a trailing space, a zero-width character, a
+  newline or a direction mark refused at seal, a sealed set larger than verify accepts never written;
+- ``overflow``: ``score`` of a log with ``attempt: 2**63``, int64 token totals, costs summing past
+  1e308, probes of two resolved model snapshots;
+- ``waits``: ``SKILLREACH_DATABASE_URL`` naming a text file, random bytes or a folder (one line); a
+  PostgreSQL server that accepts and never answers (``test_a_postgres_server_…``, outside the table:
+  it needs a server of its own) ends ``run`` in one line within the connect timeout;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -670,10 +682,426 @@ def _signals(root: Path, add: Callable[[Case], None]) -> None:
     )
 
 
+def _resealed(data: dict[str, Any]) -> bytes:
+    """``data`` with its ``digest`` made again over what it now holds (artifacts and records share the
+    scheme): a hostile edit that the digest alone cannot catch."""
+    import hashlib
+
+    import orjson
+
+    body = {k: v for k, v in data.items() if k != "digest"}
+    digest = "sha256:" + hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return json.dumps({**body, "digest": digest}, indent=2).encode()
+
+
+def _ranges(root: Path, add: Callable[[Case], None]) -> None:
+    """Baseline records through the bounded reader; every number read back range-checked."""
+    from skillreach.baselines.records import write_baseline
+    from tests.helpers.staged import make_record
+
+    bdir = root / "records"
+    good = write_baseline(make_record({"q1": [1, 1, 0], "q2": [1, 0, 1]}), bdir / "good" / "deploy.json")
+    data = json.loads(good.read_text(encoding="utf-8"))
+
+    def record(name: str, raw: bytes, needles: tuple[str, ...], code: int = 2) -> None:
+        path = bdir / name / "deploy.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(raw)
+        add(Case("ranges", f"record-{name}", ("baseline", "show", str(path)), code, needles))
+
+    add(Case("ranges", "record-good", ("baseline", "show", str(good)), 0, ("deploy@base",)))
+    text = good.read_text(encoding="utf-8")
+    record(
+        "big-int",
+        text.replace('"runs_per_case": 3', f'"runs_per_case": {BIG}').encode(),
+        ("deploy.json:", "5,000 digits"),
+    )
+    record(
+        "deep",
+        text.replace('"runs_per_case": 3', '"runs_per_case": ' + "[" * 5000 + "]" * 5000).encode(),
+        ("deploy.json:", "nested"),
+    )
+    record(
+        "not-utf8",
+        text.replace('"deploy@base"', '"caf@"').encode().replace(b"caf@", b"caf\xe9"),
+        ("deploy.json:", "UTF-8"),
+    )
+    record(
+        "dup-key",
+        text.replace('"skill": "deploy",', '"skill": "deploy", "skill": "x",').encode(),
+        ("deploy.json:", "'skill'", "twice"),
+    )
+    sparse = bdir / "sparse" / "deploy.json"
+    sparse.parent.mkdir()
+    _sparse(sparse, 20 * 2**30)
+    add(
+        Case(
+            "ranges",
+            "record-sparse-20-gib",
+            ("baseline", "show", str(sparse)),
+            2,
+            ("deploy.json", "bytes", "MiB"),
+            limit_s=20,
+        )
+    )
+
+    def edited(path: str, value: Any) -> dict[str, Any]:
+        out = json.loads(json.dumps(data))
+        *parents, last = path.split(".")
+        at = out
+        for k in parents:
+            at = at[k]
+        at[last] = value
+        return out
+
+    record(
+        "negative-probes",
+        _resealed(edited("per_case.q1.outcomes.probes", -3)),
+        ("per_case.q1.probes", "greater than or equal to 0"),
+    )
+    record(
+        "rate-7.5",
+        _resealed(edited("metrics.activation.value", 7.5)),
+        ("metrics.activation.value", "less than or equal to 1"),
+    )
+    record("negative-cases", _resealed(edited("cases.positive", -1)), ("cases.positive",))
+    record(
+        "activated-2",
+        _resealed(edited("per_case.q2.outcomes.activated", [1, 2, 0])),
+        ("per_case.q2.activated",),
+    )
+    record("schema-version-true", _resealed(edited("schema_version", True)), ("schema_version", "True"))
+    record("runs-per-case-true", _resealed(edited("runs_per_case", True)), ("runs_per_case", "not a number"))
+
+    # artifacts re-sealed with values out of range
+    run_dir = root / "r2"
+    art = json.loads((run_dir / "artifact.json").read_text(encoding="utf-8"))
+    for name, path, value, needles in (
+        ("negative-probes", "counts.probes", -5, ("counts.probes", "greater than or equal to 0")),
+        ("rate-7.5", "metrics.top1_accuracy", 7.5, ("metrics.top1_accuracy", "less than or equal to 1")),
+        ("schema-version-true", "schema_version", True, ("schema_version", "True")),
+        ("attempts-true", "attempts", True, ("attempts", "not a number")),
+        ("negative-cost", "usage.cost_usd", -1.0, ("usage.cost_usd",)),
+    ):
+        edit = json.loads(json.dumps(art))
+        *parents, last = path.split(".")
+        at = edit
+        for k in parents:
+            at = at[k]
+        at[last] = value
+        folder = root / "reports" / f"range-{name}"
+        folder.mkdir(parents=True)
+        (folder / "artifact.json").write_bytes(_resealed(edit))
+        add(Case("ranges", f"artifact-{name}", ("report", str(folder), "-q"), 2, ("artifact.json", *needles)))
+
+    # config values out of range
+    cdir = root / "c3"
+    cdir.mkdir()
+    for name, fname, raw, needles in (
+        ("attempts-true", "c.toml", "attempts = true\n", ("attempts", "not a number")),
+        ("attempts-true-yaml", "c.yaml", "attempts: true\n", ("attempts", "not a number")),
+        ("max-turns-true", "c.toml", "max_turns = true\n", ("max_turns", "not a number")),
+        ("turns-negative", "c.yaml", "max_turns: -5\n", ("max_turns", "greater than or equal to 1")),
+        (
+            "price-negative",
+            "c.toml",
+            "[prices.claude-sonnet-4]\ninput = -3.0\noutput = 15.0\ncache_write = 3.75\ncache_read = 0.3\n",
+            ("prices", "input", "greater than or equal to 0"),
+        ),
+        (
+            "price-nan",
+            "c.toml",
+            "[prices.m]\ninput = nan\noutput = 1.0\ncache_write = 1.0\ncache_read = 1.0\n",
+            ("prices", "input"),
+        ),
+    ):
+        path = cdir / name / fname
+        path.parent.mkdir()
+        path.write_text(raw, encoding="utf-8")
+        add(
+            Case(
+                "ranges",
+                f"run-config-{name}",
+                ("run", "--config", str(path), "--out", str(root / "out" / f"rc-{name}")),
+                2,
+                needles,
+            )
+        )
+    add(
+        Case(
+            "ranges",
+            "run-env-attempts-true",
+            ("run", "--out", str(root / "out" / "env-attempts-true")),
+            2,
+            ("attempts",),
+            env={"SKILLREACH_ATTEMPTS": "true"},
+        )
+    )
+
+
+def _text(root: Path, add: Callable[[Case], None]) -> None:
+    """Text that breaks what reads it: lone surrogates, bidi controls, names that become paths or
+    cells, query ids that look alike, a sealed set too large to verify."""
+    t = root / "text"
+
+    def skills(name: str, frontmatter_name: str, desc: str, body: str = "Body text.") -> Path:
+        folder = t / name
+        _skill(folder / "ok", "ok")
+        (folder / "x").mkdir(parents=True)
+        (folder / "x" / "SKILL.md").write_text(
+            f"---\nname: {frontmatter_name}\ndescription: {desc}\n---\n\n{body}\n", encoding="utf-8"
+        )
+        return folder
+
+    fine = "Handles the logs of the hostile input tests, and nothing else."
+    surrogate = skills("surrogate", "x", '"Handles logs \\ud800 of the hostile input tests here."')
+    bidi = skills("bidi", "x", '"Handles logs \\u202e gnp.exe of the hostile input tests."')
+    isolate = skills("bidi-isolate", "x", '"Handles logs \\u2066 of the hostile input tests, isolated."')
+    add(
+        Case(
+            "text",
+            "lint-lone-surrogate",
+            ("lint", str(surrogate)),
+            1,
+            ("lone surrogate", "U+D800", "bad-character"),
+        )
+    )
+    add(
+        Case(
+            "text", "lint-bidi-override", ("lint", str(bidi)), 1, ("U+202E", "bidirectional", "bad-character")
+        )
+    )
+    add(Case("text", "lint-bidi-isolate", ("lint", str(isolate)), 1, ("U+2066", "bad-character")))
+    out = root / "out"
+    add(
+        Case(
+            "text",
+            "run-lone-surrogate-skill",
+            ("run", "--skills", str(surrogate), "--queries", EX_QUERIES, "--out", str(out / "t-sur")),
+            2,
+            ("x/SKILL.md:3", "lone surrogate"),
+        )
+    )
+    add(
+        Case(
+            "text",
+            "overlap-lone-surrogate-skill",
+            ("overlap", str(surrogate)),
+            2,
+            ("x/SKILL.md:3", "lone surrogate"),
+        )
+    )
+    qdir = t / "queries"
+    qdir.mkdir(parents=True)
+    sur_q = qdir / "surrogate.json"
+    sur_q.write_text(
+        '{"queries": [{"id": "a", "text": "find \\ud800 logs", "kind": "out_of_scope"}]}', encoding="utf-8"
+    )
+    add(
+        Case(
+            "text",
+            "run-lone-surrogate-query",
+            ("run", "--skills", EX_SKILLS, "--queries", str(sur_q), "--out", str(out / "t-surq")),
+            2,
+            ("surrogate.json", "query 'a'", "lone surrogate"),
+        )
+    )
+    add(
+        Case(
+            "text",
+            "seal-lone-surrogate-query",
+            ("queries", "seal", str(sur_q), "--skills", EX_SKILLS, "--out", str(out / "t-surq.json")),
+            2,
+            ("surrogate.json", "lone surrogate"),
+        )
+    )
+
+    for label, name in (
+        ("dotdot", '"../../x"'),
+        ("pipe", '"x|y"'),
+        ("no-skill", '"(no skill)"'),
+        ("formula", "\"=cmd|' /C calc'!A0\""),
+    ):
+        folder = skills(f"name-{label}", name, fine)
+        needles = ("x/SKILL.md:2", "kebab-case")
+        add(
+            Case(
+                "text",
+                f"run-name-{label}",
+                ("run", "--skills", str(folder), "--queries", EX_QUERIES, "--out", str(out / f"t-{label}")),
+                2,
+                needles,
+            )
+        )
+        add(Case("text", f"overlap-name-{label}", ("overlap", str(folder)), 2, needles))
+        add(Case("text", f"cluster-name-{label}", ("cluster", str(folder), "--format", "csv"), 2, needles))
+
+    for label, qid, needles in (
+        ("trailing-space", "a ", ("'a '", "white space")),
+        ("zero-width", "a\\u200b", ("U+200B",)),
+        ("newline", "a\\n", ("white space",)),
+        ("bidi-mark", "a\\u200f", ("U+200F",)),
+    ):
+        path = qdir / f"id-{label}.json"
+        path.write_text(
+            '{"queries": [{"id": "a", "text": "find logs", "kind": "out_of_scope"}, '
+            f'{{"id": "{qid}", "text": "find the logs again", "kind": "out_of_scope"}}]}}',
+            encoding="utf-8",
+        )
+        add(
+            Case(
+                "text",
+                f"seal-id-{label}",
+                (
+                    "queries",
+                    "seal",
+                    str(path),
+                    "--skills",
+                    EX_SKILLS,
+                    "--out",
+                    str(out / f"t-id-{label}.json"),
+                ),
+                2,
+                ("query #2 id", *needles),
+            )
+        )
+    # every backslash of a CSV cell is two characters in the sealed JSON: 61 MB in, 122 MB out
+    big = qdir / "big.csv"
+    with big.open("w", encoding="utf-8") as fh:
+        fh.write("id,text,kind\n")
+        row = "\\" * 120_000
+        for i in range(500):
+            fh.write(f"q{i},{row},out_of_scope\n")
+    add(
+        Case(
+            "text",
+            "seal-larger-than-verify-accepts",
+            ("queries", "seal", str(big), "--skills", EX_SKILLS, "--out", str(out / "t-big.json")),
+            2,
+            ("t-big.json", "sealed set would be", "64 MiB"),
+        )
+    )
+
+
+def _overflow(root: Path, add: Callable[[Case], None]) -> None:
+    """Numbers past what the columns, the artifact's JSON or a float hold; probes of two snapshots."""
+    qs = load_query_set(EXAMPLE_QUERIES)
+    folder = root / "overflow"
+    folder.mkdir()
+
+    def rec(q: Any, **extra: Any) -> dict[str, Any]:
+        return {
+            "query_id": q.id,
+            "attempt": 1,
+            "invoked": [q.expected_skill] if q.expected_skill else [],
+            "runtime": "keyword",
+            **extra,
+        }
+
+    first = qs.queries[0]
+    logs: list[tuple[str, list[dict[str, Any]], tuple[str, ...]]] = [
+        (
+            "attempt-2-63",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2**63)],
+            (f"p.jsonl:{len(qs.queries) + 1}", "'attempt'", "9,223,372,036,854,775,808"),
+        ),
+        (
+            "attempt-2-64-plus",
+            [rec(first, attempt=2**64 + 5)] + [rec(q) for q in qs.queries],
+            ("p.jsonl:1", "'attempt'"),
+        ),
+        (
+            "attempt-int64-max",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2**63 - 1)],
+            ("artifact.json", "past 2**63", "number attempts from 1"),
+        ),
+        (
+            "tokens-int64-totals",
+            [rec(q, usage={"input_tokens": 2**63 - 1, "output_tokens": 2**63 - 1}) for q in qs.queries],
+            ("p.jsonl", "usage.input_tokens", "2**63"),
+        ),
+        (
+            "tokens-past-int64-one-probe",
+            [rec(q) for q in qs.queries] + [rec(first, attempt=2, usage={"output_tokens": 2**64})],
+            ("p.jsonl", "output_tokens"),
+        ),
+        (
+            "cost-1e308-summed",
+            [rec(q, cost_usd=1e308) for q in qs.queries],
+            ("p.jsonl", "cost_usd", "1.8e308"),
+        ),
+        (
+            "two-model-snapshots",
+            [
+                rec(
+                    q,
+                    model="claude-sonnet-4-5",
+                    resolved_model=f"claude-sonnet-4-5-2025092{i % 2}",
+                )
+                for i, q in enumerate(qs.queries)
+            ],
+            (
+                "p.jsonl",
+                "2 different model snapshots",
+                "claude-sonnet-4-5-20250920",
+                "claude-sonnet-4-5-20250921",
+            ),
+        ),
+    ]
+    for name, rows, needles in logs:
+        path = folder / name / "p.jsonl"
+        path.parent.mkdir()
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        add(
+            Case(
+                "overflow",
+                f"score-{name}",
+                (
+                    "score",
+                    "--queries",
+                    EX_QUERIES,
+                    "--probes",
+                    str(path),
+                    "-q",
+                    "--out",
+                    str(folder / name / "out") + "/",
+                ),
+                2,
+                needles,
+            )
+        )
+
+
+def _waits(root: Path, add: Callable[[Case], None]) -> None:
+    """Databases that are not: a text file, random bytes, a folder named as the SQLite store."""
+    folder = root / "dbs"
+    folder.mkdir()
+    (folder / "text.db").write_text(
+        "hello, this is a note and not a database at all\n" * 20, encoding="utf-8"
+    )
+    (folder / "random.db").write_bytes(bytes(range(256)) * 8)
+    (folder / "folder.db").mkdir()
+    for name, needles in (
+        ("text", ("text.db", "file is not a database", "SKILLREACH_DATABASE_URL")),
+        ("random", ("random.db", "file is not a database")),
+        ("folder", ("folder.db", "unable to open database file")),
+    ):
+        add(
+            Case(
+                "waits",
+                f"run-database-{name}-not-a-database",
+                ("run", "--out", str(root / "out" / f"db-{name}")),
+                2,
+                ("cannot open the database", *needles),
+                env={"SKILLREACH_DATABASE_URL": f"sqlite:///{folder / (name + '.db')}"},
+            )
+        )
+
+
 def build_world(root: Path) -> list[Case]:
     (root / "out").mkdir()
     cases: list[Case] = []
-    for part in (_readers, _discovery, _webhooks, _secrets, _signals):
+    for part in (_readers, _discovery, _webhooks, _secrets, _signals, _ranges, _text, _overflow, _waits):
         part(root, cases.append)
     return cases
 
@@ -776,7 +1204,11 @@ def _error_lines(stderr: str) -> list[str]:
 @pytest.mark.parametrize("name", [n for n, _ in _CASE_INDEX])
 def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str) -> None:
     root, cases, results = world
-    case, res = cases[name], results[name]
+    _check(root, cases[name], results[name])
+
+
+def _check(root: Path, case: Case, res: Result) -> None:
+    name = case.name
     shown = (
         f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]}\n"
         f"--- stderr\n{res.stderr[-2000:]}"
@@ -803,7 +1235,17 @@ def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str)
 def test_enough_cases_in_every_category() -> None:
     counts = Counter(cat for _, cat in _CASE_INDEX)
     assert sum(counts.values()) >= 55, counts
-    least = {"readers": 30, "discovery": 13, "webhooks": 8, "secrets": 3, "signals": 1}
+    least = {
+        "readers": 30,
+        "discovery": 13,
+        "webhooks": 8,
+        "secrets": 3,
+        "signals": 1,
+        "ranges": 24,
+        "text": 24,
+        "overflow": 7,
+        "waits": 3,
+    }
     for cat, n in least.items():
         assert counts[cat] >= n, counts
 
@@ -945,3 +1387,175 @@ def test_parse_webhooks_names_the_setting_not_the_token() -> None:
             parse_webhooks(json.dumps([bad]), setting="SKILLREACH_ALERT_WEBHOOKS")
         assert str(exc.value).startswith("SKILLREACH_ALERT_WEBHOOKS: webhook 1 of 1"), exc.value
         assert "HOOKSECRET" not in str(exc.value)
+
+
+def test_csv_cells_that_would_be_formulas_are_written_as_text() -> None:
+    from skillreach._io.csv import safe_cell
+
+    for bad in ("=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\t=x", "\r=x"):
+        assert safe_cell(bad) == "'" + bad
+    assert [safe_cell(v) for v in ("deploy", 3, -1, "c1", "")] == ["deploy", 3, -1, "c1", ""]
+
+
+# ------------------------------------------------------------------------------ waits with an end
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that accepts every connection and never says a word."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    sock.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        sock.close()
+
+
+def test_a_postgres_server_that_accepts_and_never_answers_ends_in_one_line(
+    tmp_path: Path, silent_server: int
+) -> None:
+    (tmp_path / "cwd").mkdir()
+    case = Case(
+        "waits",
+        "run-postgres-accepts-never-answers",
+        ("run", "--out", str(tmp_path / "out")),
+        2,
+        ("cannot open the database", f"127.0.0.1:{silent_server}", "timeout"),
+        env={"SKILLREACH_DATABASE_URL": f"postgresql+psycopg://u:{PROXY_PW}@127.0.0.1:{silent_server}/db"},
+        limit_s=45,
+        absent=(PROXY_PW,),
+    )
+    _check(tmp_path, case, _run(case, tmp_path))
+
+
+def test_a_full_disk_under_the_probe_log_names_the_log(tmp_path: Path) -> None:
+    """ENOSPC from the log's write names the log (the CLI's one line is ``PATH: No space left …``)."""
+    from skillreach.study.probe_log import JsonlSink
+
+    sink = JsonlSink(tmp_path / "probes.jsonl")
+    sink.write(ProbeRecord(query_id="a", runtime="keyword"))
+    sink._fh.close()
+    sink._fh = open("/dev/full", "ab")  # noqa: SIM115 - the sink owns it: every write is ENOSPC
+    with pytest.raises(OSError, match="No space left") as exc:
+        sink.write(ProbeRecord(query_id="b", runtime="keyword"))
+    assert exc.value.filename == str(tmp_path / "probes.jsonl")
+    sink._fh = None
+    assert (tmp_path / "probes.jsonl").read_text(encoding="utf-8").count("\n") == 1  # the first is kept
+
+
+def test_postgres_connections_carry_a_connect_and_a_statement_timeout() -> None:
+    from sqlalchemy.engine import make_url
+
+    from skillreach.store.limits import pg_timeouts
+
+    args = pg_timeouts(make_url("postgresql+psycopg://u@h/db"))
+    assert args["connect_timeout"] > 0
+    assert "statement_timeout=" in args["options"]
+    assert pg_timeouts(make_url("postgresql+psycopg://u@h/db?connect_timeout=3")).keys() == {"options"}
+    assert pg_timeouts(make_url("sqlite:///x.db")) == {}
+
+
+# ------------------------------------------------------------------------- lint at 100,000 skills
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name: a\ndescription: Use it when x.\n",
+        "name: a\nallowed-tools:\n  - Read\n  - Grep\nmetadata:\n  owner: t\n  version: 1.2\n",
+        "a: [1, 2, {b: c}]\nd: |\n  block\n  text\ne: 'q'\nf: null\ng: true\nh: 2026-12-03\n",
+        "x: 0x1F\ny: 1_000\nz: .inf\nw: ~\n",
+    ],
+)
+def test_the_libyaml_path_reads_what_the_python_loader_reads(text: str) -> None:
+    import yaml
+
+    from skillreach._io.yaml import _LimitedLoader, load_limited
+
+    data, node = load_limited(text, max_bytes=10_000, line_offset=3)
+    loader = _LimitedLoader(text, 1000, 3)
+    try:
+        slow_node = loader.get_single_node()
+        slow = loader.construct_document(slow_node)
+    finally:
+        loader.dispose()
+    assert data == slow
+    assert isinstance(node, yaml.MappingNode)
+    assert isinstance(slow_node, yaml.MappingNode)
+    assert [k.start_mark.line for k, _ in node.value] == [k.start_mark.line for k, _ in slow_node.value]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("a: &x [1]\nb: *x\n", "aliases are not allowed"),
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+        ("a: " + "[" * 70 + "]" * 70 + "\n", "nested more than 64"),
+        ("a: [" + ", ".join(["1"] * 200) + "]\n", "more than 100 YAML nodes"),
+        (f"a: {BIG}\n", "digits"),
+    ],
+)
+def test_the_libyaml_path_words_refusals_as_the_python_loader(text: str, what: str) -> None:
+    from skillreach._io.yaml import YamlProblem, load_limited
+
+    with pytest.raises(YamlProblem, match=what):
+        load_limited(text, max_bytes=100_000, max_nodes=100)
+
+
+def test_a_store_under_a_file_size_limit_ends_in_one_line_with_the_probes_kept(tmp_path: Path) -> None:
+    """SQLite past RLIMIT_FSIZE (Python ignores SIGXFSZ: writes fail with EFBIG, SQLite says ``disk I/O
+    error``): a bounded retry, then one line naming the database, exit 2; the probe log keeps what
+    was written before."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+
+    (tmp_path / "cwd").mkdir()
+    out = tmp_path / "study"
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(EXE), "run", "--attempts", "20", "--out", str(out)],
+        cwd=tmp_path / "cwd",
+        env=_env(tmp_path, {}),
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=90,
+        preexec_fn=limit,  # one setrlimit in the child before exec
+        check=False,
+    )
+    took = time.monotonic() - start
+    shown = f"exit {proc.returncode} in {took:.1f} s\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 2, shown
+    assert "Traceback" not in proc.stdout + proc.stderr, shown
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, shown
+    assert "skillreach.db" in errors[0], shown
+    assert "disk I/O error" in errors[0] or "disk is full" in errors[0], shown
+    assert took < 60, shown
+    kept = (out / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert kept, shown
+    assert all(json.loads(line)["query_id"] for line in kept)

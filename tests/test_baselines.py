@@ -665,3 +665,76 @@ def test_another_skills_query_never_changes_a_corpus_version(
         if other != skill:
             assert corpus_version(before, other) == corpus_version(after, other)
     assert corpus_version(before, skill) != corpus_version(after, skill)
+
+
+# ------------------------------------------------------------------------ git's index lock (issue 30)
+
+
+def _record_args(art: Path, qpath: Path, skill: str) -> list[str]:
+    return [
+        "baseline", "record", "--artifact", str(art), "--skill", skill, "--queries", str(qpath), "--commit"
+    ]
+
+
+def test_record_commit_waits_for_another_git_commands_index_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    repo, art, qpath = _study_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    threading.Timer(1.0, lock.unlink).start()  # the other git command finishes a second later
+    start = time.monotonic()
+    assert main(_record_args(art, qpath, "deploy")) == 0
+    assert 0.9 < time.monotonic() - start < 30
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "baselines/deploy.json"
+
+
+def test_record_commit_says_who_holds_the_index_lock_after_its_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from skillreach.baselines import record_store
+
+    repo, art, qpath = _study_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(record_store, "INDEX_LOCK_WAIT_S", 0.5)
+    (repo / ".git" / "index.lock").write_text("", encoding="utf-8")
+    capsys.readouterr()
+    assert main(_record_args(art, qpath, "deploy")) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("skillreach: error:")]
+    assert len(lines) == 1, err
+    assert "index.lock is taken" in lines[0]
+    assert "remove the file" in lines[0] or "held by pid" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_four_concurrent_record_commits_all_commit(tmp_path: Path) -> None:
+    """Four ``baseline record --commit`` processes at once, through the real CLI: each waits for the
+    others' index lock, none is left uncommitted (two of the same skill may find the other committed
+    their file already: nothing left to commit)."""
+    import sys
+
+    repo, art, qpath = _study_repo(tmp_path)
+    exe = Path(sys.executable).with_name("skillreach")
+    procs = [
+        subprocess.Popen(
+            [str(exe), *_record_args(art, qpath, skill)],
+            cwd=repo,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for skill in ("deploy", "pdf", "deploy", "pdf")
+    ]
+    outs = [p.communicate(timeout=90) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        # a record of the same skill in the same second as another's is the same file: "unchanged"
+        assert p.returncode == 0 or "the baselines are unchanged" in err, err
+        assert "index.lock" not in err
+        assert "Traceback" not in err
+    assert git(repo, "status", "--porcelain", "--", "baselines") == ""  # nothing left uncommitted
+    assert 2 <= len(git(repo, "log", "--format=%H", "--", "baselines").splitlines()) <= 4

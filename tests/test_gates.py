@@ -523,7 +523,7 @@ def test_cli_compare_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     assert main(["baseline", "compare", str(bad), str(bad)]) == 2
-    assert "not a baseline record (invalid JSON at line 1" in capsys.readouterr().err
+    assert "bad.json:1: not a baseline record (invalid JSON at column 2" in capsys.readouterr().err
     assert main(["baseline", "compare", str(tmp_path / "none.json"), str(bad)]) == 2
     assert "no such baseline record" in capsys.readouterr().err
     rec = json.loads(make_record({"q": [1]}).model_dump_json())

@@ -70,7 +70,8 @@ def _ids(qs: QuerySet | None) -> Sequence[str] | None:
 
 def _query_set(ids: list[str]) -> QuerySet:
     queries = tuple(Query(id=i, text=f"t {i}", expected_skill="s-a") for i in ids)
-    return seal(QuerySet(catalog_id="c", queries=queries), source="t")
+    # not sealed: seal refuses ids such as "q\t4", which a hand-written set (and the readers) still take
+    return QuerySet(catalog_id="c", queries=queries)
 
 
 def _check(data: bytes, qs: QuerySet | None) -> ProbeTable | None:

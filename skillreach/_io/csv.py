@@ -13,10 +13,21 @@ from typing import Any
 from skillreach._io.json import JsonProblem, load_json
 from skillreach.errors import InputError
 
-__all__ = ["MAX_CELL", "iter_csv", "json_cell"]
+__all__ = ["FORMULA_STARTS", "MAX_CELL", "iter_csv", "json_cell", "safe_cell"]
 
 MAX_CELL = 128 * 1024
 """Characters one cell may hold (the ``csv`` module's own default limit)."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula (OWASP's CSV injection list)."""
+
+
+def safe_cell(value: Any) -> Any:
+    """A cell for a CSV we write: text a spreadsheet would run as a formula (``=cmd|' /C calc'!A0``,
+    ``+``, ``-``, ``@``, a tab or carriage return first) gets a leading ``'``, which shows it as text;
+    numbers and other text are written as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def iter_csv(text: str, *, source: str, max_cell: int = MAX_CELL) -> Iterator[tuple[int, list[str]]]:

@@ -102,6 +102,54 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, d
 
 _LimitedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
+_CLoader: Any = getattr(yaml, "CSafeLoader", None)
+if _CLoader is not None:
+
+    class _FastLoader(_CLoader):
+        """libyaml's parser and composer (C; ~10× the pure-Python scanner), PyYAML's safe constructor."""
+
+        line_offset = 0
+
+    _FastLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+class _Fallback(Exception):
+    """The fast path declines: the pure-Python loader reads the text again and says what is wrong."""
+
+
+def _load_fast(text: str, max_nodes: int, line_offset: int) -> tuple[Any, yaml.Node | None]:
+    """``(data, root node)`` through libyaml, the same limits checked on the composed tree (a node
+    reached twice is an alias; libyaml itself refuses nesting past 1,000 levels); :class:`_Fallback`
+    for anything else to report, so every message comes from one place (:class:`_LimitedLoader`)."""
+    if _CLoader is None or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        raise _Fallback
+    loader = _FastLoader(text)
+    loader.line_offset = line_offset
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            seen: set[int] = set()
+            stack: list[tuple[Any, int]] = [(node, 1)]
+            while stack:
+                item, depth = stack.pop()
+                if id(item) in seen or depth > MAX_DEPTH or len(seen) >= max_nodes:
+                    raise _Fallback  # an alias, too deep, too many nodes
+                seen.add(id(item))
+                if isinstance(item, yaml.SequenceNode):
+                    stack.extend((child, depth + 1) for child in item.value)
+                elif isinstance(item, yaml.MappingNode):
+                    for key, value in item.value:
+                        stack.append((key, depth + 1))
+                        stack.append((value, depth + 1))
+        data = loader.construct_document(node) if node is not None else None
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise _Fallback from exc
+    finally:
+        loader.dispose()
+    if check_values(data) == "int":
+        raise _Fallback
+    return data, node
+
 
 def load_limited(
     text: str, *, max_bytes: int, max_nodes: int = MAX_NODES, line_offset: int = 0
@@ -118,6 +166,10 @@ def load_limited(
             line_offset + 1,
             f"{size:,} bytes of YAML, more than the {max_bytes:,} allowed; is this the right file?",
         )
+    try:
+        return _load_fast(text, max_nodes, line_offset)
+    except _Fallback:
+        pass
     try:
         loader = _LimitedLoader(text, max_nodes, line_offset)
     except yaml.reader.ReaderError as exc:  # raised while the reader checks the text

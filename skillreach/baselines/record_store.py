@@ -19,8 +19,10 @@ Two ways to commit:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from skillreach.baselines.records import (
     git_toplevel,
     metrics_line,
     parse_baseline,
+    read_baseline,
     seal_baseline,
 )
 from skillreach.errors import InputError
@@ -40,6 +43,42 @@ __all__ = ["DEFAULT_BRANCH", "BaselineRepo", "Committed"]
 DEFAULT_BRANCH = "skillreach/baselines"
 CANDIDATES = "candidates"
 _ZERO = "0" * 40
+INDEX_LOCK_WAIT_S = 30.0
+"""How long a git command waits for another one's index lock (``.git/index.lock``) before saying so."""
+_LOCK_RE = re.compile(r"Unable to create '([^']*index\.lock)': File exists")
+
+
+def _index_lock(stderr: str) -> Path | None:
+    """The index lock git could not take, when that is why it failed."""
+    m = _LOCK_RE.search(stderr or "")
+    return Path(m.group(1)) if m else None
+
+
+def _lock_line(lock: Path, command: str, waited: float) -> str:
+    """One line naming the lock, its age and the git processes that may hold it."""
+    try:
+        age = f", {time.time() - lock.stat().st_mtime:.0f} s old"
+    except OSError:
+        age = ""
+    holders = []
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if argv and os.path.basename(argv[0]) == b"git":
+                holders.append(f"pid {pid} ({b' '.join(argv[:3]).decode(errors='replace').strip()})")
+    who = (
+        f"held by {', '.join(holders[:3])}"
+        if holders
+        else "no git process is running: a git command that crashed left it — remove the file"
+    )
+    return (
+        f"git {command}: the index lock {lock} is taken{age}; waited {waited:.0f} s, {who}; "
+        "run again when it is free"
+    )
 _IDENTITY = {"GIT_AUTHOR_NAME": "skillreach", "GIT_AUTHOR_EMAIL": "skillreach@localhost",
              "GIT_COMMITTER_NAME": "skillreach", "GIT_COMMITTER_EMAIL": "skillreach@localhost"}
 
@@ -77,11 +116,20 @@ class BaselineRepo:
 
     def _git(self, *args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> str:
         identity = {k: v for k, v in _IDENTITY.items() if k not in os.environ}
-        proc = subprocess.run(
-            ["git", *args], cwd=self.top, capture_output=True, text=True, check=False, timeout=120,
-            input=stdin, env={**os.environ, **identity, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
-                              **(env or {})},
-        )
+        waited = 0.0
+        while True:
+            proc = subprocess.run(
+                ["git", *args], cwd=self.top, capture_output=True, text=True, check=False, timeout=120,
+                input=stdin, env={**os.environ, **identity, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C",
+                                  **(env or {})},
+            )
+            lock = _index_lock(proc.stderr) if proc.returncode != 0 else None
+            if lock is None:
+                break
+            if waited >= INDEX_LOCK_WAIT_S:  # another git command holds the index: say who, not git's clip
+                raise InputError(_lock_line(lock, args[0], waited))
+            time.sleep(0.1)  # another `git add`/`commit` (a concurrent baseline record): wait for it
+            waited += 0.1
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             raise InputError(f"{self.top}: git {args[0]} failed: {lines[-1] if lines else proc.returncode}")
@@ -112,7 +160,7 @@ class BaselineRepo:
         path = self.path_of(skill, candidate=candidate)
         if not self.branch:
             file = self.top / path
-            return parse_baseline(file.read_text(encoding="utf-8"), str(file)) if file.is_file() else None
+            return read_baseline(file) if file.is_file() else None  # bounded: size, UTF-8, depth
         tip = self.tip()
         text = self._show(tip, path) if tip else None
         return parse_baseline(text, f"{self._ref()}:{path}") if text is not None else None
@@ -250,6 +298,13 @@ class BaselineRepo:
         self._git("add", "-A", "--", *paths)
         if not self._git("diff", "--cached", "--name-only", "--", *paths):
             return Committed(None, message=message)
-        self._git("commit", "-q", "-m", message, "--", *paths)
+        try:
+            self._git("commit", "-q", "-m", message, "--", *paths)
+        except InputError:
+            # another `baseline record --commit` committed these very files between our add and our
+            # commit (`commit -- PATHS` takes the work tree's content): nothing is left to commit
+            if self._git("diff", "--name-only", "HEAD", "--", *paths):
+                raise
+            return Committed(None, message=message)
         return Committed(self._git("rev-parse", "HEAD"), tuple(r.skill for r in records),
                          tuple(r.skill for r in candidates), tuple(accepted), message, tuple(paths))

@@ -40,13 +40,13 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, field_validator, model_serializer
 
 from skillreach.errors import InputError, NotFoundError, TamperedError
-from skillreach.models import NO_SKILL, Frozen, QuerySet
+from skillreach.models import NO_SKILL, Count, Finite, Frozen, QuerySet, Rate, StrictNumber
 from skillreach.scoring.intervals import clustered_wilson
 
 __all__ = [
@@ -88,10 +88,10 @@ MetricName = Literal["activation", "false_activation", "compliance", "task_quali
 class MetricValue(Frozen):
     """``{value, ci95, n, cases}``: the pooled value over ``n`` probes of ``cases`` cases."""
 
-    value: float
-    ci95: tuple[float, float]
-    n: int
-    cases: int
+    value: Rate
+    ci95: tuple[Rate, Rate]
+    n: Count
+    cases: Count
 
 
 class CaseOutcomes(Frozen):
@@ -104,19 +104,19 @@ class CaseOutcomes(Frozen):
 
     role: Literal["positive", "negative"]
     kind: str
-    probes: int
-    errors: int = 0
-    activated: tuple[int, ...] = ()
+    probes: Count
+    errors: Count = 0
+    activated: tuple[Annotated[int, StrictNumber, Field(ge=0, le=1)], ...] = ()
     compliance: tuple[bool, ...] = ()
-    quality: tuple[float, ...] = ()
+    quality: tuple[Rate, ...] = ()
     digest: str | None = None
     """The case's content digest when it was rated (``None``: a record of schema 1, or one built in
     memory without its query set). In the file it stands beside the outcomes: ``{digest, outcomes}``."""
 
 
 class CaseCounts(Frozen):
-    positive: int
-    negative: int
+    positive: Count
+    negative: Count
 
 
 class RuntimePin(Frozen):
@@ -134,15 +134,15 @@ class RecordedUplift(Frozen):
     without it, paired per case, with the paired 95 % t interval over ``n`` cases, and how many cases
     with a routing miss fell in each class (*didn't need it*, *wrongly skipped*, *unclear*)."""
 
-    value: float
-    ci95: tuple[float, float]
-    n: int
-    margin: float
-    misses: dict[str, int]
+    value: Annotated[float, StrictNumber, Field(ge=-1, le=1, allow_inf_nan=False)]
+    ci95: tuple[Finite, Finite]
+    n: Count
+    margin: Finite
+    misses: dict[str, Count]
     queries_digest: str | None = None
     runtime: str | None = None
     model: str | None = None
-    attempts: int | None = None
+    attempts: Annotated[int, StrictNumber, Field(ge=1)] | None = None
 
     def line(self) -> str:
         misses = ", ".join(f"{k} {v}" for k, v in self.misses.items())
@@ -153,7 +153,7 @@ class RecordedUplift(Frozen):
 
 
 class BaselineRecord(Frozen):
-    schema_version: int = BASELINE_SCHEMA_VERSION
+    schema_version: Annotated[int, StrictNumber] = BASELINE_SCHEMA_VERSION
     baseline_id: str
     skill: str
     created_at: str
@@ -165,7 +165,7 @@ class BaselineRecord(Frozen):
     corpus_commit: str | None = None
     model: str
     runtime: RuntimePin
-    runs_per_case: int
+    runs_per_case: Annotated[int, StrictNumber, Field(ge=1)]
     cases: CaseCounts
     rubric_version: str | None = None
     judge_model: str | None = None
@@ -623,33 +623,38 @@ def write_baseline(record: BaselineRecord, path: str | os.PathLike[str]) -> Path
     return path
 
 
+MAX_BASELINE_BYTES = 256 * 2**20
+"""Bytes a baseline record may hold (one of 100,000 cases is a few tens of MB); larger is refused unread."""
+
+
 def read_baseline(path: str | os.PathLike[str]) -> BaselineRecord:
+    from skillreach._io.json import decode_utf8, read_bytes_limited
     from skillreach._io.paths import refuse_special_file
 
     path = Path(path)
     refuse_special_file(path, "baseline record (baselines/NAME.json)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"{path}: no such baseline record") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the baseline ({exc.strerror})") from exc
-    return parse_baseline(text, str(path))
+    raw = read_bytes_limited(path, max_bytes=MAX_BASELINE_BYTES, what="baseline record")
+    return parse_baseline(decode_utf8(raw, source=str(path)), str(path))
 
 
 def parse_baseline(text: str, where: str) -> BaselineRecord:
+    """The record in ``text`` (read from ``where``) under the bounded JSON reader's rules (depth,
+    digits, duplicate keys), its digest verified and every field range-checked (counts ≥ 0, rates in
+    [0, 1], finite numbers, no ``true`` where a number belongs)."""
+    from skillreach._io.json import JsonProblem, load_json
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{where}: not a baseline record (invalid JSON at line {exc.lineno}: {exc.msg})"
-        ) from exc
+        data = load_json(text, source=where)
+    except JsonProblem as exc:
+        raise InputError(f"{where}:{exc.line}: not a baseline record ({exc.what})") from exc
     if not isinstance(data, dict) or "baseline_id" not in data:
         raise InputError(
             f"{where}: not a baseline record (no baseline_id); write one with skillreach baseline record"
         )
     version = data.get("schema_version", BASELINE_SCHEMA_VERSION)
-    if version != BASELINE_SCHEMA_VERSION and version not in LEGACY_SCHEMA_VERSIONS:
+    if type(version) is not int or (
+        version != BASELINE_SCHEMA_VERSION and version not in LEGACY_SCHEMA_VERSIONS
+    ):
         raise InputError(f"{where}: baseline schema_version {version!r} is not supported; re-record it")
     stored = data.get("digest")
     if not isinstance(stored, str) or not stored:

@@ -123,9 +123,23 @@ def main(argv: list[str] | None = None) -> int:
         text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
         print(f"skillreach: error: {redact_text(text)}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
+    except Exception as exc:  # a database error no command translated (a disk full mid-study): one line
+        line = _database_error_line(exc)
+        if line is None:
+            raise
+        print(f"skillreach: error: {redact_text(line)}", file=sys.stderr)
+        return 2
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
         return _interrupted()
     return rv if isinstance(rv, int) else 0
+
+
+def _database_error_line(exc: BaseException) -> str | None:
+    if not type(exc).__module__.startswith("sqlalchemy"):
+        return None  # sqlalchemy is not loaded for a light command: only look when it raised
+    from skillreach.store.limits import database_error_line
+
+    return database_error_line(exc)
 
 
 def _os_error_line(exc: OSError) -> str:

@@ -59,12 +59,14 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
     if fmt == "json":
         text = result.model_dump_json(indent=2) + "\n"
     elif fmt == "csv":
+        from skillreach._io.csv import safe_cell
+
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["skill", "community", "kind", "community_size"])
         for c in result.communities:
-            for s in c.skills:
-                writer.writerow([s, c.id, c.kind, c.size])
+            for s in c.skills:  # a formula-looking cell is written as text (no CSV injection)
+                writer.writerow([safe_cell(v) for v in (s, c.id, c.kind, c.size)])
         text = buf.getvalue()
     else:
         text = _text(result)

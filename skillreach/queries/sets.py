@@ -39,6 +39,7 @@ __all__ = [
     "QUERY_FIELDS",
     "dump_query_set",
     "grow_query_set",
+    "id_problem",
     "kind_counts",
     "load_query_set",
     "query_digest",
@@ -91,6 +92,7 @@ def load_query_set(path: str | Path, *, catalog: Catalog | Iterable[str] | None 
     """
     path = Path(path)
     qs, computed = _read(path)
+    _check_texts(qs, str(path))
     if qs.provenance.digest:
         _check_digest(qs, path, computed)
     if catalog is not None:
@@ -98,9 +100,42 @@ def load_query_set(path: str | Path, *, catalog: Catalog | Iterable[str] | None 
     return qs
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_texts(qs: QuerySet, source: str) -> None:
+    """A lone surrogate (JSON's ``"\\ud800"``) in a query's id or text is refused: no UTF-8 file,
+    database row or API request can carry it."""
+    if not _SURROGATE.search("\0".join(q.id + "\0" + q.text for q in qs.queries)):
+        return
+    for q in qs.queries:
+        for what, value in (("id", q.id), ("text", q.text)):
+            m = _SURROGATE.search(value)
+            if m is not None:
+                raise InputError(
+                    f"{source}: query {q.id.encode('utf-8', 'backslashreplace').decode()!r}: {what} holds a "
+                    f"lone surrogate (U+{ord(m.group()):04X}) at character {m.start() + 1:,}, which no "
+                    "UTF-8 file or API request can carry; remove it"
+                )
+
+
+def id_problem(qid: str) -> str | None:
+    """What makes ``qid`` unfit for a sealed set, or ``None``: space at either end, or a character that
+    does not print (a newline, a tab, a zero-width space, a direction mark, a lone surrogate) — ids that
+    differ only by one look the same and would be two cases."""
+    if qid.isprintable() and qid == qid.strip():
+        return None
+    if qid != qid.strip() and qid.strip().isprintable():
+        return "begins or ends with white space"
+    bad = next(c for c in qid if not c.isprintable())
+    return f"holds U+{ord(bad):04X}, a character that does not print"
+
+
 def read_query_file(path: str | Path) -> QuerySet:
     """Parse and validate a query file of any supported format, without checking a recorded digest."""
-    return _read(Path(path))[0]
+    qs = _read(Path(path))[0]
+    _check_texts(qs, str(path))
+    return qs
 
 
 def _read(path: Path) -> tuple[QuerySet, str | None]:
@@ -395,6 +430,14 @@ def seal(
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise InputError(f"{source}: duplicate id {dup!r}; give every query its own id")
+    for index, qid in enumerate(ids, start=1):
+        problem = id_problem(qid)
+        if problem is not None:
+            shown = qid.encode("utf-8", "backslashreplace").decode()
+            raise InputError(
+                f"{source}: query #{index:,} id {shown!r} {problem}; ids that differ only by such "
+                "characters look the same — write the id in plain printing characters"
+            )
     if catalog_id is not None and not catalog_id.strip():
         raise InputError("--catalog-id must not be empty")
     body = qs.model_copy(update={"catalog_id": catalog_id if catalog_id is not None else qs.catalog_id})
@@ -473,9 +516,16 @@ def write_query_set(qs: QuerySet, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise InputError(f"{path}: a sealed query set is JSON; give the output a .json name")
+    data = dump_query_set(qs).encode("utf-8")
+    if len(data) > MAX_QUERY_FILE_BYTES:
+        raise InputError(
+            f"{path}: the sealed set would be {len(data):,} bytes, more than the "
+            f"{MAX_QUERY_FILE_BYTES // 2**20} MiB a query set may hold (verify and run would refuse it); "
+            "split the set"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(dump_query_set(qs), encoding="utf-8")
+    tmp.write_bytes(data)
     tmp.replace(path)
     return path
 

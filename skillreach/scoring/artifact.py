@@ -24,7 +24,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar, overload
+from typing import Annotated, Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 import orjson
@@ -34,7 +34,7 @@ from typing_extensions import TypedDict
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError, TamperedError
-from skillreach.models import Frozen, sha256_hex
+from skillreach.models import Count, Frozen, NonNegative, Rate, StrictNumber, sha256_hex
 
 __all__ = [
     "ARTIFACT_SCHEMA_VERSION",
@@ -646,50 +646,50 @@ class RuntimeInfo(Frozen):
     """The runtime's version (CLI or SDK) the probes ran with, when known."""
     model: str | None = None
     resolved_model: str | None = None
-    max_turns: int | None = None
+    max_turns: Annotated[int, StrictNumber, Field(ge=1)] | None = None
     early_exit: bool | None = None
     judge_model: str | None = None
     """The judge that graded the study's rubrics (``None``: not recorded, an artifact of an older run)."""
 
 
 class Counts(Frozen):
-    probes: int
+    probes: Count
     """Probes in the log after a retried probe superseded its earlier record."""
-    scored: int
-    errors: int
-    queries: int = 0
-    missing: int = 0
+    scored: Count
+    errors: Count
+    queries: Count = 0
+    missing: Count = 0
     """Query × attempt pairs with no probe at all."""
-    superseded: int = 0
+    superseded: Count = 0
     """Earlier records of a (query, attempt) that a later line of the log replaced."""
 
 
 class Metrics(Frozen):
-    top1_accuracy: float | None
-    entrypoint_accuracy: float | None
-    trajectory_reachability: float | None
-    step_efficiency: float | None
-    redundancy: float | None
-    abstention_rate: float | None
-    false_abstention_rate: float | None
-    oos_detection: float | None
-    consistency: float | None
-    macro_precision: float | None
-    macro_recall: float | None
-    macro_f1: float | None
+    top1_accuracy: Rate | None
+    entrypoint_accuracy: Rate | None
+    trajectory_reachability: Rate | None
+    step_efficiency: NonNegative | None
+    redundancy: NonNegative | None
+    abstention_rate: Rate | None
+    false_abstention_rate: Rate | None
+    oos_detection: Rate | None
+    consistency: Rate | None
+    macro_precision: Rate | None
+    macro_recall: Rate | None
+    macro_f1: Rate | None
 
 
 class ClassStats(Frozen):
     label: str
-    support: int
-    predicted: int
-    tp: int
-    fp: int
-    fn: int
-    precision: float
-    recall: float | None
-    f1: float | None
-    trajectory_recall: float | None
+    support: Count
+    predicted: Count
+    tp: Count
+    fp: Count
+    fn: Count
+    precision: Rate
+    recall: Rate | None
+    f1: Rate | None
+    trajectory_recall: Rate | None
     recall_ci: Interval | None
     precision_ci: Interval | None
 
@@ -702,19 +702,19 @@ class KindStats(Frozen):
     """Routing figures of one query kind (implicit, contextual, neighbor_negative, out_of_scope)."""
 
     kind: str
-    queries: int
-    scored: int
-    top1_accuracy: float | None
+    queries: Count
+    scored: Count
+    top1_accuracy: Rate | None
     top1_ci: Interval | None
-    abstention_rate: float | None
-    trajectory_reachability: float | None
+    abstention_rate: Rate | None
+    trajectory_reachability: Rate | None
     """``None`` for out-of-scope queries (nothing to reach)."""
 
 
 class ConfusionCell(Frozen):
     expected: str
     predicted: str
-    count: int
+    count: Count
 
 
 class QuerySample(Frozen):
@@ -725,46 +725,46 @@ class QuerySample(Frozen):
 class Collision(Frozen):
     expected: str
     predicted: str
-    count: int
-    queries: int
+    count: Count
+    queries: Count
     """Distinct queries behind ``count``."""
     samples: list[QuerySample]
 
 
 class AttractorSource(Frozen):
     expected: str
-    count: int
+    count: Count
 
 
 class Attractor(Frozen):
     skill: str
-    fp: int
-    predicted: int
-    precision: float
+    fp: Count
+    predicted: Count
+    precision: Rate
     pulled_from: list[AttractorSource]
 
 
 class UsageTotals(Frozen):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cost_usd: float | None = None
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_creation_input_tokens: Count = 0
+    cache_read_input_tokens: Count = 0
+    cost_usd: NonNegative | None = None
     """Sum over probes that reported a cost; ``None`` when none did."""
-    priced_probes: int = 0
-    duration_ms: int = 0
+    priced_probes: Count = 0
+    duration_ms: Count = 0
 
 
 class Artifact(Frozen):
-    schema_version: int = ARTIFACT_SCHEMA_VERSION
+    schema_version: Annotated[int, StrictNumber] = ARTIFACT_SCHEMA_VERSION
     tool_version: str = ""
     catalog: CatalogInfo
     queries_digest: str
     runtime: RuntimeInfo
-    attempts: int
+    attempts: Annotated[int, StrictNumber, Field(ge=1)]
     counts: Counts
     metrics: Metrics
-    denominators: dict[str, int]
+    denominators: dict[str, Count]
     """The denominator of every run-level metric (probes, or queries for consistency)."""
     intervals: dict[str, Interval | None]
     classes: list[ClassStats]
@@ -891,6 +891,13 @@ def write_artifact(artifact: Artifact, path: str | os.PathLike[str]) -> Artifact
             raise
     except OSError as exc:
         raise InputError(f"{path}: cannot write the artifact ({exc.strerror}); check --out") from exc
+    except TypeError as exc:  # orjson: an integer past 64 bits (queries × a huge attempt number)
+        if "64-bit" not in str(exc):
+            raise
+        raise InputError(
+            f"{path}: a count of the artifact is past 2**63 − 1 (queries × attempts: "
+            f"{artifact.counts.queries:,} × {artifact.attempts:,}); number attempts from 1 in the probe log"
+        ) from exc
     return artifact.model_copy(update={"digest": digest})
 
 
@@ -930,7 +937,7 @@ def _read_artifact(path: Path) -> Artifact:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise InputError(f"{path}: not an artifact (no schema_version); pass the artifact.json a study wrote")
     version = data.get("schema_version")
-    if version != ARTIFACT_SCHEMA_VERSION:
+    if type(version) is not int or version != ARTIFACT_SCHEMA_VERSION:
         raise InputError(
             f"{path}: artifact schema_version {version!r} is not supported (this skillreach reads "
             f"{ARTIFACT_SCHEMA_VERSION}); re-score the probes with this version"

@@ -12,7 +12,7 @@ Policies beyond the spec, each stated in the artifact when it applies:
 
 - a later record of the same (query, attempt) supersedes an earlier one (a resumed study retried an
   errored probe); the earlier one is counted in ``counts.superseded`` and still in ``usage``;
-- probes of different study fingerprints, or of different runtimes, are refused, not mixed;
+- probes of different study fingerprints, runtimes or resolved model snapshots are refused, not mixed;
 - with a catalog, a skill outside it that a query expects (a singleton or neighbourhood catalog) or
   that a probe invoked (the harness saw a skill it should not) becomes a label too, with a warning:
   Turn-1 conservation needs every truth and prediction to be a label, and paid-for probes are kept;
@@ -136,6 +136,13 @@ def _score(
         raise InputError(
             f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
             "score each runtime's probes separately"
+        )
+    snapshots = sorted(m for m in table.resolved_models if m)
+    if len(snapshots) > 1:  # a model that moved mid-study: two measurements, not one
+        raise InputError(
+            f"{table.source}: probes of {len(snapshots)} different model snapshots are mixed "
+            f"({', '.join(snapshots[:3])}{', …' if len(snapshots) > 3 else ''}); the model changed during "
+            "the study — score each snapshot's probes separately"
         )
     qf = _query_fields(query_set)
     labels = _labels(qf, table, catalog, warnings)

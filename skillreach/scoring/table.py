@@ -207,6 +207,27 @@ def _size(fh: BinaryIO) -> int:
         return 0
 
 
+_INT64_MAX = 2**63 - 1
+def _summed_cost(costs: Sequence[float], source: str) -> float:
+    """``math.fsum`` of the probes' costs (exactly rounded: the same total in any log order); one line
+    when the total passes the largest float."""
+    try:
+        total = math.fsum(costs)
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise InputError(
+            f"{source}: cost_usd adds up past the largest number a float holds (about 1.8e308) over the "
+            "log; a cost that large is not a real probe's — fix or remove those lines"
+        )
+    return total
+
+
+MAX_ATTEMPT = _INT64_MAX
+"""The largest attempt number a probe log may hold (the attempt column is int64; numbers too large for
+a key of their own are keyed by rank in scoring)."""
+
+
 class _Builder:
     """Accumulates rows into columns; one place that interns names and checks fields."""
 
@@ -477,7 +498,27 @@ class _Builder:
         for k, v in enumerate(sums):
             self.usage[k] += v
 
+    def _bounded(self, lines: np.ndarray) -> tuple[np.ndarray, float]:
+        """The attempt column and the summed cost, or one line when they do not fit: an attempt past
+        :data:`MAX_ATTEMPT` (queries × attempts counts what is missing), token totals past 2**63 − 1
+        (the artifact's JSON integers), a cost total past the largest float."""
+        if max(self.attempt, default=1) > MAX_ATTEMPT:
+            row, big = next((i, a) for i, a in enumerate(self.attempt) if a > MAX_ATTEMPT)
+            raise self._bad(
+                int(lines[row]), "attempt", f"is {big:,}, more than {MAX_ATTEMPT:,}; number attempts from 1"
+            )
+        attempt = np.asarray(self.attempt, dtype=np.int64)
+        for name, total in zip(_USAGE_KEYS, self.usage, strict=True):
+            if total > _INT64_MAX:
+                raise InputError(
+                    f"{self.source}: usage.{name} adds up to {total:.3g} tokens over the log, more than "
+                    "2**63 − 1; a token count that large is not a real probe's — fix or remove those lines"
+                )
+        return attempt, _summed_cost(self.costs, self.source)
+
     def build(self) -> ProbeTable:
+        lines = np.concatenate([*self.line_blocks, np.asarray(self.lines, dtype=np.int64)])
+        attempt, cost = self._bounded(lines)
         inv_len = np.asarray(self.inv_len, dtype=np.int32)
         off = _offsets(inv_len)
         q = np.asarray(self.q, dtype=np.int64)
@@ -491,15 +532,15 @@ class _Builder:
             query_codes=query_codes,
             query_ids=self.query_ids,
             q=q,
-            attempt=np.asarray(self.attempt, dtype=np.int64),
+            attempt=attempt,
             skill_vocab=list(self.svocab),
             inv_flat=np.asarray(self.inv_flat, dtype=np.int64),
             inv_off=off,
             inv_len=inv_len,
             errors=self.errors,
-            lines=np.concatenate([*self.line_blocks, np.asarray(self.lines, dtype=np.int64)]),
+            lines=lines,
             usage=dict(zip(_USAGE_KEYS, self.usage, strict=True)),
-            cost_usd=math.fsum(self.costs),  # exactly rounded: the same total in any log order
+            cost_usd=cost,
             priced=len(self.costs),
             duration_ms=self.duration,
             runtimes=self.runtimes,
@@ -555,8 +596,8 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     if pc.max(pc.list_value_length(cols["tool_calls"])).as_py():
         return None  # tool calls: compliance judges the line, kept whole by the other reader
     attempt = view(acol, np.int64).copy()
-    if len(attempt) and int(attempt.min()) < 1:
-        return None
+    if len(attempt) and (int(attempt.min()) < 1 or int(attempt.max()) > MAX_ATTEMPT):
+        return None  # the other reader names the line
     skills = pc.list_flatten(icol)
     if skills.null_count:
         return None
@@ -593,7 +634,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         errors=errors,
         lines=np.arange(1, len(attempt) + 1, dtype=np.int64),
         usage=usage,
-        cost_usd=math.fsum(costs.tolist()),  # exactly rounded, as the other reader's
+        cost_usd=_summed_cost(costs.tolist(), source),  # exactly rounded, as the other reader's
         priced=len(costs),
         duration_ms=int(np.trunc(durations).astype(np.int64).sum()),
         runtimes={r or "" for r in _names(cols["runtime"])},

@@ -29,6 +29,7 @@ import base64
 import datetime
 import logging
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, Ski
 from skillreach.models import Skill
 
 __all__ = [
+    "NAME_MAX",
+    "NAME_PATTERN",
     "SKILL_FILE",
     "SKIPPED_DIRS",
     "Discovery",
@@ -48,16 +51,49 @@ __all__ = [
     "NoFrontmatterError",
     "Precedence",
     "Shadowed",
+    "UnsafeSkill",
     "discover",
     "find_skill_files",
     "load_skills",
     "parse_skill",
     "read_frontmatter",
+    "text_problem",
 ]
 
 log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+"""A skill's name: lowercase kebab-case (the Agent Skills spec). Names become file names (records,
+uplift reports) and CSV cells, so a run refuses any other (``../../x``, ``x|y``, ``(no skill)``)."""
+NAME_MAX = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def text_problem(text: str, *, bidi: bool = True) -> str | None:
+    """What makes ``text`` unfit to pass on, or ``None``: a lone surrogate (no UTF-8 file, database row
+    or API request can carry it) or, with ``bidi``, a bidirectional control character (U+202E and the
+    like: the text displays in another order than it reads)."""
+    m = _SURROGATE.search(text)
+    if m is not None:
+        return (
+            f"holds a lone surrogate (U+{ord(m.group()):04X}) at character {m.start() + 1:,}, which no "
+            "UTF-8 file or API request can carry; remove it"
+        )
+    m = _BIDI.search(text) if bidi else None
+    if m is not None:
+        return (
+            f"holds the bidirectional control character U+{ord(m.group()):04X} at character "
+            f"{m.start() + 1:,}, which makes the text display in another order than it reads; remove it"
+        )
+    return None
+
+
+class UnsafeSkill(SkillParseError):
+    """A SKILL.md whose name ``lint`` rejects, or whose text holds a lone surrogate: a run refuses it."""
+
+
 SKIPPED_DIRS = frozenset(
     {
         ".git",
@@ -234,8 +270,20 @@ def parse_skill(path: str | os.PathLike[str], root: str | os.PathLike[str] | Non
         raise SkillParseError(
             fm.path, where, "missing description (the text an agent routes on); add description: ..."
         )
+    name = name.strip()
+    if len(name) > NAME_MAX or not NAME_PATTERN.fullmatch(name):
+        raise UnsafeSkill(
+            fm.path,
+            fm.line_of("name") if "name" in fm.data else fm.line,
+            f"name {name!r} is not lowercase kebab-case of at most {NAME_MAX} characters; rename the "
+            "skill (skillreach lint says what is wrong)",
+        )
+    for key, text in (("description", description), ("body", fm.body)):
+        problem = text_problem(text, bidi=False)
+        if problem is not None:
+            raise UnsafeSkill(fm.path, fm.line_of(key) if key in fm.data else fm.line, f"{key} {problem}")
     return Skill(
-        name=name.strip(),
+        name=name,
         description=description,
         body=fm.body,
         path=fm.path,
@@ -443,6 +491,8 @@ def load_skills(
     report = on_problem or log.warning
     found = discover(roots, precedence=precedence, follow_outside=follow_outside, on_skip=report)
     for problem in found.problems:
+        if isinstance(problem, UnsafeSkill):  # a name that becomes a path or a cell: never run with it
+            raise problem
         report(str(problem))
     for dup in found.shadowed:
         report(str(dup))

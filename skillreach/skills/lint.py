@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from skillreach.errors import LintFailed, NoFrontmatterError, NotFoundError, SkillParseError
-from skillreach.skills.discovery import find_skill_files, read_frontmatter
+from skillreach.skills.discovery import (
+    NAME_MAX,
+    NAME_PATTERN,
+    find_skill_files,
+    read_frontmatter,
+    text_problem,
+)
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -56,8 +62,6 @@ __all__ = [
 
 Severity = Literal["error", "warning"]
 
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-NAME_MAX = 64
 DESCRIPTION_MIN = 20
 DESCRIPTION_MAX = 1024
 
@@ -326,6 +330,14 @@ def _check_file(path: str, out: list[Finding]) -> _Checked | None:
                         line,
                     )
                 )
+    for field_name, text, line in (
+        ("name", name, fm.line_of("name")),
+        ("description", description, desc_line),
+        ("body", fm.body, fm.line),
+    ):
+        problem = text_problem(text) if text else None
+        if problem is not None:
+            out.append(Finding("error", "bad-character", f"{field_name} {problem}", path, line))
     invocable = not bool(fm.data.get("disable-model-invocation", False))
     return _Checked(path, name, fm.line_of("name"), description, invocable)
 

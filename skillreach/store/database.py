@@ -36,12 +36,13 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
+from skillreach.store.limits import DISK_ERROR, DISK_RETRIES, OPENED, pg_timeouts
 
 __all__ = [
     "AlertRow",
@@ -261,6 +262,7 @@ def _sqlite_begin(conn: Connection) -> None:
 _USE = "use sqlite:///PATH or postgresql+psycopg://…"
 
 
+
 class JsonText(str):
     """A JSON document already serialised (a probe record's own ``model_dump_json``, in pydantic's
     compiled serialiser): a JSON column stores it as it is, instead of the record being dumped to
@@ -297,7 +299,9 @@ def _make_engine(url: str, origin: str = "database_url") -> Engine:
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "postgresql"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     try:
-        return create_engine(parsed, pool_pre_ping=True, json_serializer=_json_dumps)
+        return create_engine(
+            parsed, pool_pre_ping=True, json_serializer=_json_dumps, connect_args=pg_timeouts(parsed)
+        )
     except NoSuchModuleError as exc:
         raise ConfigError(
             f"{origin}: no database dialect {parsed.drivername!r} ({scheme}://…); {_USE}"
@@ -380,16 +384,23 @@ RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 """Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
 
 
+
+
 def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
     """``fn()``, tried again with backoff while the database connection is lost or refused
     (``OperationalError`` / an invalidated connection). The pool is pre-pinged, so a fresh try gets a
     fresh connection; ``fn`` must be idempotent (the probe upsert is)."""
+    disk_tries = 0
     for wait in (*delays, None):
         try:
             return fn()
         except (OperationalError, DBAPIError) as exc:
             if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
                 raise
+            if DISK_ERROR.search(str(exc.orig or exc)):  # a full disk does not empty itself in 30 s
+                disk_tries += 1
+                if disk_tries > DISK_RETRIES:
+                    raise
             log.warning("database connection lost (%s); trying again in %.1fs",
                         str(exc.orig).splitlines()[0] if exc.orig else exc, wait)
             time.sleep(wait)
@@ -405,12 +416,19 @@ class Store:
     def __init__(self, url: str, *, origin: str = "database_url") -> None:
         self.url = url
         self.engine = _make_engine(url, origin)
+        OPENED.append(self.safe_url)
         try:
             migrate(self.engine)
         except OperationalError as exc:
             self.engine.dispose()
             raise ConfigError(
                 f"cannot open the database {self.safe_url}: {str(exc.orig).splitlines()[0]}"
+            ) from exc
+        except DatabaseError as exc:  # SQLite: "file is not a database" (a text file, a random one)
+            self.engine.dispose()
+            raise ConfigError(
+                f"cannot open the database {self.safe_url}: {str(exc.orig).splitlines()[0]}; "
+                f"point {origin} at a database skillreach made, or at a new file"
             ) from exc
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         # SQLite: a write transaction takes the write lock when it begins, so two writers queue on the
@@ -427,7 +445,7 @@ class Store:
         if self.backend == "postgresql":
             self._probe_engine = create_engine(
                 self.engine.url, isolation_level="AUTOCOMMIT", pool_size=4, max_overflow=12,
-                json_serializer=_json_dumps)
+                json_serializer=_json_dumps, connect_args=pg_timeouts(self.engine.url))
 
     @property
     def safe_url(self) -> str:
@@ -623,6 +641,8 @@ class Store:
         if self.backend != "postgresql":
             return None
         conn = self.engine.connect()
+        # waiting for another copy of the batch is the point here: no statement timeout on this session
+        conn.execute(text("SET statement_timeout = 0"))
         conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), {"k": key})
         conn.commit()
         return _SessionLock(conn)

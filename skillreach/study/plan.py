@@ -123,7 +123,7 @@ def study_roots(config: StudyConfig) -> tuple[list[Path], Path]:
 
 def find_skills(config: StudyConfig, log: logging.Logger | logging.LoggerAdapter[Any]) -> SkillsFound:
     """Every skill under the study's folders (a file that does not parse is reported and skipped)."""
-    from skillreach.skills.discovery import discover
+    from skillreach.skills.discovery import UnsafeSkill, discover
 
     roots, _ = study_roots(config)
     found = discover(
@@ -132,6 +132,9 @@ def find_skills(config: StudyConfig, log: logging.Logger | logging.LoggerAdapter
         follow_outside=config.follow_outside,
         on_skip=lambda line: log.warning("%s", line),
     )
+    for problem in found.problems:
+        if isinstance(problem, UnsafeSkill):  # a name that becomes a path or a cell: never run with it
+            raise problem
     if not found.skills:
         raise ConfigError(f"no SKILL.md under {', '.join(map(str, roots))}; pass --skills DIR")
     for problem in found.problems:

@@ -15,6 +15,7 @@ columnar reader (:meth:`skillreach.scoring.table.ProbeTable.from_lines`) and :fu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -239,7 +240,7 @@ class JsonlSink:
         # pydantic's own JSON (6 µs a record; ``to_json_line``, through ``json``, 27 µs): the same
         # object, compact and UTF-8, a float in its shortest form (``2.7e-5``, not ``2.7e-05``)
         data = b"".join([record.model_dump_json().encode() + b"\n" for record in records])
-        with self._lock:
+        with self._lock, self._named():
             if self._fh is None:
                 self._fh = self._open()
             self._fh.write(data)
@@ -256,15 +257,28 @@ class JsonlSink:
             if self._synced >= mine:
                 return  # an fsync that started after our flush already covered this line
             covered = self._written
-            os.fsync(fd)
+            with self._named():
+                os.fsync(fd)
             self.fsyncs += 1
             self._synced = max(self._synced, covered)
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        """An OS error of the log's write, flush or ``fsync`` (a full disk: ENOSPC) names the log, so
+        the one line the user sees says which disk filled up."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is None:
+                exc.filename = str(self.path)
+            raise
 
     def close(self) -> None:
         with self._lock, self._sync_lock:
             if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+                fh, self._fh = self._fh, None
+                with self._named():
+                    fh.close()
 
     def __enter__(self) -> JsonlSink:
         return self

@@ -141,7 +141,9 @@ def redact(value: Any, *, keys: bool = True) -> Any:
     secret-looking keys blanked; dicts, lists and tuples are copied (tuples become lists)."""
     if isinstance(value, dict):
         return {
-            k: (MASK if keys and isinstance(k, str) and _SECRET_KEY.search(k) and v else redact(v, keys=keys))
+            # a secret is text: a count whose key names tokens (``routing_max_tokens``) is no secret
+            k: (MASK if keys and isinstance(k, str) and isinstance(v, str) and v and _SECRET_KEY.search(k)
+                else redact(v, keys=keys))
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

@@ -46,11 +46,11 @@ _COMMAND_MODULES = (
     "sweep_cmds",  # sweep
     "cluster_cmds",  # cluster
     "optimize_cmds",  # optimize, uplift
-    "project_cmds",  # --version, init, config show|docs
     "alerts_cmds",  # alerts list|mute|unmute
     "status_cmds",  # status
     "db_cmds",  # db upgrade|copy
     "gc_cmds",  # gc
+    "project_cmds",  # --version, init, config show|docs — last: it plains every command's help
 )
 
 _INTERRUPTED = 130

@@ -115,6 +115,7 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
     with MessagesAPI(ScriptResponder(script), latency=0.4, aliases=aliases) as api, WebhookSink() as sink:
         cfg = _world(tmp_path, api, tmp_path / "home")
         env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_HOME": str(tmp_path / "prefect"),
+               "SKILLREACH_WORK_POOL": "skillreach",
                "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S), "SKILLREACH_STUDY_CONFIG": str(cfg),
                "ANTHROPIC_API_KEY": "sk-test-not-a-secret", "PWD": str(REPO),
                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}

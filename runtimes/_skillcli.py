@@ -34,6 +34,50 @@ _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
 
 
+class CatalogTemplates:
+    """Per catalog, one folder ``skills/<name>/`` of its skills (built once, atomically, under ``root``)
+    that every probe's ``.agents/skills`` is linked or copied from; shared by the agent CLIs that
+    discover skills in ``.agents/skills`` (codex, gemini-cli, opencode, copilot)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._built: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def get(self, catalog: Catalog) -> Path:
+        key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
+        with self._lock:
+            tpl = self._built.get(key)
+            if tpl is None:
+                tpl = self._build(catalog, self._root / f"catalog-{key}")
+                self._built[key] = tpl
+        return tpl
+
+    def _build(self, catalog: Catalog, dest: Path) -> Path:
+        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
+        if bad:
+            raise ConfigError(
+                f"catalog {catalog.id!r}: skill names that cannot be folder names under .agents/skills: "
+                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
+            )
+        folders = {os.path.normpath(s.folder) for s in catalog.skills if s.folder}
+        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
+        try:
+            for skill in catalog.skills:
+                target = building / "skills" / skill.name
+                write_skill(skill, target, symlinks=False)
+                if skill.folder:  # a catalog skill inside this one's folder is listed once, as itself
+                    own = os.path.normpath(skill.folder)
+                    for other in folders:
+                        if other != own and other.startswith(own + os.sep):
+                            shutil.rmtree(target / os.path.relpath(other, own), ignore_errors=True)
+            os.rename(building, dest)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+        return dest
+
+
 @dataclass
 class SkillToolStream(AgentStream):
     """A CLI's events folded: :meth:`skill` for each skill-tool call, :meth:`tool` for any other call."""
@@ -136,9 +180,8 @@ class SkillCliRuntime:
         self.pids: list[int] = []
         """Process ids of every CLI process started (tests check they are gone)."""
         self.outside: set[str] = set()
-        self._templates: dict[str, Path] = {}
-        self._templates_lock = threading.Lock()
         self._root = Path(tempfile.mkdtemp(prefix=f"skillreach-{self.name}-"))
+        self._templates = CatalogTemplates(self._root)
 
     # ------------------------------------------------------------------------- the CLI's own
     def write_config(self, root: Path, model: str | None) -> None:
@@ -157,37 +200,7 @@ class SkillCliRuntime:
 
     # ----------------------------------------------------------------------------- folders
     def _template(self, catalog: Catalog) -> Path:
-        key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
-        with self._templates_lock:
-            tpl = self._templates.get(key)
-            if tpl is None:
-                tpl = self._build_template(catalog, self._root / f"catalog-{key}")
-                self._templates[key] = tpl
-        return tpl
-
-    def _build_template(self, catalog: Catalog, dest: Path) -> Path:
-        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
-        if bad:
-            raise ConfigError(
-                f"catalog {catalog.id!r}: skill names that cannot be folder names under .agents/skills: "
-                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
-            )
-        folders = {os.path.normpath(s.folder) for s in catalog.skills if s.folder}
-        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
-        try:
-            for skill in catalog.skills:
-                target = building / "skills" / skill.name
-                write_skill(skill, target, symlinks=False)
-                if skill.folder:  # a catalog skill inside this one's folder is listed once, as itself
-                    own = os.path.normpath(skill.folder)
-                    for other in folders:
-                        if other != own and other.startswith(own + os.sep):
-                            shutil.rmtree(target / os.path.relpath(other, own), ignore_errors=True)
-            os.rename(building, dest)
-        except BaseException:
-            shutil.rmtree(building, ignore_errors=True)
-            raise
-        return dest
+        return self._templates.get(catalog)
 
     def _workdir(self, catalog: Catalog) -> Path:
         tpl = self._template(catalog)

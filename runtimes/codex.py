@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import hashlib
 import json
 import logging
 import os
@@ -47,7 +46,6 @@ import re
 import shutil
 import signal
 import tempfile
-import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -57,7 +55,8 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines
+from skillreach.runtimes._skillcli import CatalogTemplates
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, AgentListing, codex_listing
@@ -79,7 +78,6 @@ CODEX_INSTALL_HINT = (
     "install it with `npm install -g @openai/codex` (or into a folder) and pass codex_path=/path/to/codex"
 )
 
-_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SKILL_READ = re.compile(r"""([^\s'"`;|&<>()]*?)([A-Za-z0-9][A-Za-z0-9._-]*)/SKILL\.md""")
 PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
 
@@ -433,9 +431,8 @@ class CodexRuntime:
         self.signals: Counter[str] = Counter()
         """Activations counted first from each signal (``otel``, ``command``), over all probes."""
         self.outside: set[str] = set()
-        self._templates: dict[str, Path] = {}
-        self._templates_lock = threading.Lock()
         self._root = Path(tempfile.mkdtemp(prefix="skillreach-codex-"))
+        self._templates = CatalogTemplates(self._root)
 
     # ------------------------------------------------------------------------------------ listing
     @property
@@ -455,37 +452,7 @@ class CodexRuntime:
 
     # ------------------------------------------------------------------------------------ folders
     def _template(self, catalog: Catalog) -> Path:
-        key = hashlib.sha256(catalog.digest.encode()).hexdigest()[:16]
-        with self._templates_lock:
-            tpl = self._templates.get(key)
-            if tpl is None:
-                tpl = self._build_template(catalog, self._root / f"catalog-{key}")
-                self._templates[key] = tpl
-        return tpl
-
-    def _build_template(self, catalog: Catalog, dest: Path) -> Path:
-        bad = [s.name for s in catalog.skills if not _FOLDER_NAME.fullmatch(s.name)]
-        if bad:
-            raise ConfigError(
-                f"catalog {catalog.id!r}: skill names that cannot be folder names under .agents/skills: "
-                f"{', '.join(map(repr, bad))}; rename them (letters, digits, '-', '_', '.')"
-            )
-        folders = {os.path.normpath(s.folder) for s in catalog.skills if s.folder}
-        building = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=self._root))
-        try:
-            for skill in catalog.skills:
-                target = building / "skills" / skill.name
-                write_skill(skill, target, symlinks=False)
-                if skill.folder:  # a catalog skill inside this one's folder is listed once, as itself
-                    own = os.path.normpath(skill.folder)
-                    for other in folders:
-                        if other != own and other.startswith(own + os.sep):
-                            shutil.rmtree(target / os.path.relpath(other, own), ignore_errors=True)
-            os.rename(building, dest)
-        except BaseException:
-            shutil.rmtree(building, ignore_errors=True)
-            raise
-        return dest
+        return self._templates.get(catalog)
 
     def _workdir(self, catalog: Catalog) -> Path:
         tpl = self._template(catalog)

@@ -92,6 +92,7 @@ WINGS: tuple[tuple[str, int], ...] = (
     ("skillreach.author", 6),
     ("skillreach.service", 6),
     ("skillreach.store", 6),
+    ("skillreach.live", 6),
     ("skillreach.reports", 7),
     ("skillreach.runtimes", 8),
     ("skillreach.tasks", 9),

@@ -738,3 +738,53 @@ def test_four_concurrent_record_commits_all_commit(tmp_path: Path) -> None:
         assert "Traceback" not in err
     assert git(repo, "status", "--porcelain", "--", "baselines") == ""  # nothing left uncommitted
     assert 2 <= len(git(repo, "log", "--format=%H", "--", "baselines").splitlines()) <= 4
+
+
+# ------------------------------------------------------- which skill took a case (confusion pairs)
+
+
+def _row(qid: str, attempt: int, truth: str, scored_inv: list[str]) -> dict[str, object]:
+    return {"query_id": qid, "attempt": attempt, "kind": "implicit", "truth": truth, "scored_inv": scored_inv,
+            "error": None, "compliance": None, "quality": None}
+
+
+def test_a_record_says_which_skill_took_each_positive_case_and_old_records_still_read(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from skillreach.baselines.records import parse_baseline, per_case_outcomes, seal_baseline
+    from skillreach.baselines.scope import confusion_links, linked_by_confusion
+    from tests.helpers.staged import make_record
+
+    art = SimpleNamespace(outcomes=[
+        _row("p1", 0, "deploy", ["ship"]),
+        _row("p1", 1, "deploy", ["deploy"]),
+        _row("p1", 2, "deploy", ["ship"]),
+        _row("p2", 0, "deploy", []),  # no skill took it
+        _row("p3", 0, "deploy", ["ship", "deploy"]),  # activated, second: not taken
+        _row("n1", 0, "ship", ["ship"]),  # another skill's case: its own record says who took it
+    ])
+    cases = per_case_outcomes(art, "deploy")
+    assert cases["p1"].taken_by == {"ship": 2}
+    assert cases["p1"].activated == (0, 1, 0)
+    assert cases["p2"].taken_by == cases["p3"].taken_by == cases["n1"].taken_by == {}
+
+    rec = seal_baseline(make_record({"p1": [0, 1, 0], "p2": [0]}).model_copy(update={"per_case": cases}))
+    data = json.loads(rec.model_dump_json())
+    assert data["per_case"]["p1"]["outcomes"]["taken_by"] == {"ship": 2}
+    assert "taken_by" not in data["per_case"]["p2"]["outcomes"]  # empty: left out, as before the field
+    assert parse_baseline(rec.model_dump_json(), "r.json").per_case["p1"].taken_by == {"ship": 2}
+
+    # a record written before the field: it reads, keeps its digest, and links nothing
+    old = seal_baseline(make_record({"p1": [0, 1, 0], "p2": [0]}))
+    text = old.model_dump_json()
+    assert "taken_by" not in text
+    again = parse_baseline(text, "old.json")
+    assert again.digest == old.digest == seal_baseline(again).digest
+    assert confusion_links({"deploy": again}) == {}
+
+    # both directions: the skills that took an edited skill's cases, and those whose cases it took
+    links = confusion_links({"deploy": rec, "ship": rec.model_copy(update={"skill": "ship"})})
+    assert links == {"deploy": {"ship"}}
+    assert linked_by_confusion(["deploy"], links) == {"ship"}  # ship took deploy's cases
+    assert linked_by_confusion(["ship"], links) == {"deploy"}  # ship (edited) took deploy's cases
+    assert linked_by_confusion(["other"], links) == set()

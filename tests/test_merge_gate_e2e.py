@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.merge_gate import (
+    EXPORT_BUGS,
+    EXPORTS,
     GATED,
     STEAL,
     corpora_present,
@@ -86,6 +88,66 @@ def test_an_edit_that_takes_a_neighbours_cases_fails_naming_the_neighbour(
     assert gated in skillreach(clone, *CHECK).stdout
     near = skillreach(clone, *CHECK, "--scope", "neighbours")
     assert "their neighbours: algorithmic-art, canvas-design" in near.stdout
+
+
+def test_scope_neighbours_regates_a_skill_a_base_confusion_pair_links(tmp_path: Path) -> None:
+    """A skill that is no BM25 rival of the edited one, either way, but whose case the edited skill took
+    in the study the baselines were recorded from, is re-gated under ``--scope neighbours`` — and here it
+    is the victim. Records written before cases said who took them read, and link nothing."""
+    repo = make_team_repo(tmp_path / "main", EXPORT_BUGS)
+    run = skillreach(repo, "run", "--skills", "skills", "--queries", "evals/queries.yaml", "--runtime",
+                     "keyword", "--out", "runs/base")
+    assert run.returncode == 0, run.stderr
+    rec = skillreach(repo, "baseline", "record", "--artifact", "runs/base/artifact.json", "--all", "--commit")
+    assert rec.returncode == 0, rec.stderr
+    debugging = json.loads((repo / "baselines" / "systematic-debugging.json").read_text())
+    cases = debugging["per_case"].items()
+    taken = {k: c["outcomes"]["taken_by"] for k, c in cases if "taken_by" in c["outcomes"]}
+    assert taken == {"systematic-debugging-9": {"canvas-design": 1}}  # the confusion pair, in the record
+
+    def pull_request(name: str) -> Path:
+        git(repo, "checkout", "-q", "-B", name, "main")
+        edit_description(repo / "skills" / "canvas-design" / "SKILL.md", EXPORTS)
+        git(repo, "commit", "-q", "-am", "canvas-design: exports too")
+        git(repo, "checkout", "-q", "main")
+        return fresh_clone(repo, name, tmp_path / name)
+
+    clone = pull_request("exports")
+    overlap = skillreach(clone, "overlap", "skills", "--top", "3", "--json")
+    assert overlap.returncode == 0, overlap.stderr
+    rivals = {s["name"]: {r["name"] for r in s["rivals"]} for s in json.loads(overlap.stdout)["skills"]}
+    assert "systematic-debugging" not in rivals["canvas-design"]
+    assert "canvas-design" not in rivals["systematic-debugging"]
+    res = skillreach(clone, *CHECK, "--scope", "neighbours")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "their neighbours: algorithmic-art, canvas-design, systematic-debugging" in res.stdout
+    assert "(cases of → taken by): systematic-debugging → canvas-design" in res.stdout
+    victim = "systematic-debugging: activation 0.929 → 0.571 (lost 5 of 14 cases to canvas-design) — breach"
+    assert victim in res.stdout
+    assert any(
+        a.startswith("::error file=skills/canvas-design/SKILL.md,title=") and victim in a
+        for a in annotations(res.stdout)
+    ), annotations(res.stdout)
+
+    # the same records as written before cases said who took them: they read, and link nothing
+    from skillreach.baselines.records import baseline_digest
+
+    for path in sorted((repo / "baselines").glob("*.json")):
+        data = json.loads(path.read_text())
+        for case in data["per_case"].values():
+            case["outcomes"].pop("taken_by", None)
+        data["digest"] = baseline_digest(data)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    git(repo, "commit", "-q", "-am", "baselines: as written before taken_by")
+    old = pull_request("exports-old-records")
+    res = skillreach(old, *CHECK, "--scope", "neighbours")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "their neighbours: algorithmic-art, canvas-design\n" in res.stdout
+    assert "confusion pairs" not in res.stdout
+    assert "probing algorithmic-art, canvas-design:" in res.stdout
+    every = skillreach(old, *CHECK)  # --scope all still re-gates it
+    assert every.returncode == 1, every.stdout + every.stderr
+    assert victim in every.stdout
 
 
 def test_a_pull_request_cannot_lower_its_own_bar(team: Path, tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ legitimate or refused:
 - ``per_case``: every case the record rated, ``{digest, outcomes}`` in the file: the case's content
   digest (:meth:`skillreach.models.Query.case_digest`: text, expected and acceptable skills, kind,
   checks — not the id) beside its outcomes. A comparison pairs a case only with the case of the same id
-  and the same digest.
+  and the same digest. A positive case's outcomes also say which skills took it (``taken_by``: the
+  skill that came first on each probe that did not activate S), the study's confusion pairs that
+  ``check --scope neighbours`` links skills by; the field is optional (absent when empty), so records
+  written before it read as before.
 - ``corpus_version``: ``sha256:<hex>`` of the sorted lines ``<id> <case digest>\n`` of the record's
   **positive** cases (the skill's own corpus, :func:`corpus_digest`): content, never a path, and a
   query added, edited or removed for another skill never changes it. ``corpus_path`` (the path relative
@@ -109,6 +112,12 @@ class CaseOutcomes(Frozen):
     activated: tuple[Annotated[int, StrictNumber, Field(ge=0, le=1)], ...] = ()
     compliance: tuple[bool, ...] = ()
     quality: tuple[Rate, ...] = ()
+    taken_by: dict[str, Count] = Field(default_factory=dict)
+    """For a positive case: per skill that came first (``scored_inv[0]``) on a scored probe that did not
+    activate S, how many such probes — which skill took the case (a confusion pair of the study, what
+    ``check --scope neighbours`` links skills by). Empty when S was activated on every probe, when no
+    skill was invoked, for a negative case, and in records written before the field existed (left out
+    of the JSON when empty, so such a record reads, and keeps its digest)."""
     digest: str | None = None
     """The case's content digest when it was rated (``None``: a record of schema 1, or one built in
     memory without its query set). In the file it stands beside the outcomes: ``{digest, outcomes}``."""
@@ -189,14 +198,14 @@ class BaselineRecord(Frozen):
             del data["uplift"]
         cases = data.get("per_case")
         if isinstance(cases, dict):
+            def outcomes(c: Mapping[str, Any]) -> dict[str, Any]:
+                return {f: v for f, v in c.items() if f != "digest" and not (f == "taken_by" and not v)}
+
             if self.legacy:  # as it was read: flat outcomes, no digest
-                data["per_case"] = {
-                    k: {f: v for f, v in c.items() if f != "digest"} for k, c in cases.items()
-                }
+                data["per_case"] = {k: outcomes(c) for k, c in cases.items()}
             else:
                 data["per_case"] = {
-                    k: {"digest": c.get("digest"), "outcomes": {f: v for f, v in c.items() if f != "digest"}}
-                    for k, c in cases.items()
+                    k: {"digest": c.get("digest"), "outcomes": outcomes(c)} for k, c in cases.items()
                 }
         return data
 
@@ -383,7 +392,12 @@ def per_case_outcomes(
         activated = tuple(int(skill in tuple(_field(r, "scored_inv"))) for r in scored)
         compliance: tuple[bool, ...] = ()
         quality: tuple[float, ...] = ()
+        taken_by: dict[str, int] = {}
         if positive:
+            for r in scored:
+                inv = tuple(_field(r, "scored_inv"))
+                if inv and skill not in inv:
+                    taken_by[str(inv[0])] = taken_by.get(str(inv[0]), 0) + 1
             compliance = tuple(
                 bool(_field(r, "compliance"))
                 for r in scored
@@ -398,6 +412,7 @@ def per_case_outcomes(
             activated=activated,
             compliance=compliance,
             quality=quality,
+            taken_by=dict(sorted(taken_by.items())),
             digest=(digests or {}).get(qid),
         )
     return out

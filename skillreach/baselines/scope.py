@@ -7,9 +7,10 @@
   pull request's tree — the base is the trusted side, so a branch cannot delete or rewrite its own bar —
   and the record files the pull request itself changes (named in the summary).
 - :func:`skills_to_gate`: whose records a change can move. A routing change re-gates every skill with a
-  record (``scope="all"``), or the edited skills, their BM25 rivals in both directions and, where a base
-  record shows it, the skills that took their cases (``scope="neighbours"``); a body-only edit re-gates
-  that skill.
+  record (``scope="all"``), or the edited skills, their BM25 rivals in both directions and every skill
+  the base records' confusion pairs link to them (:func:`confusion_links`: the skills that took an
+  edited skill's cases, and those whose cases an edited skill took) (``scope="neighbours"``); a
+  body-only edit re-gates that skill.
 - :func:`losses`: for a skill whose activation fell, which of its cases were lost and to which skill —
   the victim is named first, with the skill that took its traffic.
 """
@@ -40,6 +41,8 @@ __all__ = [
     "SkillEdit",
     "base_records",
     "classify_edits",
+    "confusion_links",
+    "linked_by_confusion",
     "losses",
     "neighbourhood_cases",
     "neighbours",
@@ -154,6 +157,31 @@ def neighbours(edited: Iterable[str], skills: Sequence[Skill], k: int) -> set[st
     return out - names
 
 
+def confusion_links(records: Mapping[str, BaselineRecord]) -> dict[str, set[str]]:
+    """Per skill with a record, the skills that took some of its positive cases in the study it was
+    recorded from (each case's ``taken_by``): the confusion pairs ``truth → taker`` the records hold.
+    Skills without such a pair (or records written before ``taken_by`` existed) are left out."""
+    out: dict[str, set[str]] = {}
+    for name, rec in records.items():
+        takers = {t for c in rec.per_case.values() if c.role == "positive" for t in c.taken_by if t != name}
+        if takers:
+            out[name] = takers
+    return out
+
+
+def linked_by_confusion(edited: Iterable[str], taken_from: Mapping[str, set[str]]) -> set[str]:
+    """The skills a confusion pair links to an edited one, both directions: those that took an edited
+    skill's cases, and those whose cases an edited skill took."""
+    names = set(edited)
+    out: set[str] = set()
+    for name, takers in taken_from.items():
+        if name in names:
+            out |= takers
+        elif takers & names:
+            out.add(name)
+    return out - names
+
+
 def skills_to_gate(
     edits: Sequence[SkillEdit],
     with_records: Iterable[str],
@@ -166,7 +194,8 @@ def skills_to_gate(
     """The skills whose records a change can move.
 
     ``with_records``: the skills that have a base record and still exist. ``taken_from``: per skill, the
-    skills known to take its cases (from earlier studies), linking it to its neighbours.
+    skills that took its cases in the study its base record was recorded from
+    (:func:`confusion_links`), linking it to its neighbours in both directions.
     """
     present = {s.name for s in skills}
     gated = set(with_records) & present
@@ -176,12 +205,7 @@ def skills_to_gate(
         return sorted(body)
     if scope == "all":
         return sorted(gated | body | ({e.name for e in edits if e.how != "removed"} & present))
-    near = neighbours(routing, skills, rivals_k)
-    for name, takers in (taken_from or {}).items():
-        if name in routing:
-            near |= takers
-        elif takers & set(routing):
-            near.add(name)
+    near = neighbours(routing, skills, rivals_k) | linked_by_confusion(routing, taken_from or {})
     return sorted(((near & gated) | set(routing) | body) & present)
 
 

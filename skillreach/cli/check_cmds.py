@@ -195,7 +195,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         "all",
         "--scope",
         help="What an edited description re-gates: all (every skill with a baseline, one study) or "
-        "neighbours (the edited skills, their BM25 rivals both ways).",
+        "neighbours (the edited skills, their BM25 rivals both ways and the skills the base records' "
+        "confusion pairs link to them).",
     ),
     rivals_k: int = typer.Option(
         3, "--rivals", min=1, help="Rivals per edited skill under --scope neighbours."
@@ -218,7 +219,8 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     """Re-probe what a change can affect and gate it against the baselines of the base revision.
 
     An edited description, an added or a removed skill changes the routing table: every skill with a
-    baseline is re-gated (--scope neighbours: the edited skills and their rivals); a body-only edit
+    baseline is re-gated (--scope neighbours: the edited skills, their rivals and the skills the base
+    records' confusion pairs link to them); a body-only edit
     re-gates that skill. The records are read as they are at the base revision, never from the change.
 
     Exit codes: 0 every gate ok; 1 a breach, an inconclusive gate (unless --lenient), a changed skill
@@ -227,7 +229,13 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     """
     from skillreach.baselines.gates import compare
     from skillreach.baselines.records import changed_skills, git_toplevel, record_baseline, resolve_since
-    from skillreach.baselines.scope import base_records, classify_edits, losses, skills_to_gate
+    from skillreach.baselines.scope import (
+        base_records,
+        classify_edits,
+        confusion_links,
+        losses,
+        skills_to_gate,
+    )
     from skillreach.errors import GateFailed, InputError, RefusedError
     from skillreach.reports.gates import print_comparison
     from skillreach.skills.discovery import discover
@@ -261,12 +269,14 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     edited_files = {e.name: e.file for e in edits}
     routing = [e for e in edits if e.routing]
     found = discover(dirs).skills
+    taken_from = confusion_links(base.records)
     to_check = skills_to_gate(
         edits,
         base.records,
         scope="all" if scope == "all" else "neighbours",
         skills=found,
         rivals_k=rivals_k,
+        taken_from=taken_from,
     )
     if routing:
         what = "; ".join(
@@ -280,6 +290,20 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             else f"re-gating the edited skills and their neighbours: {', '.join(to_check) or 'none'}"
         )
         console.print(f"routing table changed ({what}) — {whom}")
+        edited = {e.name for e in routing}
+        pairs = sorted(
+            f"{truth} → {taker}"
+            for truth, takers in taken_from.items()
+            for taker in takers
+            if truth in edited or taker in edited
+        )
+        if scope != "all" and pairs:
+            console.print(
+                f"confusion pairs in the records at {rev[:12]} linking the edited skills (cases of → taken "
+                f"by): {', '.join(pairs)}",
+                markup=False,
+                highlight=False,
+            )
     if base.changed_here:
         console.print(
             f"this change touches the baseline records ({', '.join(base.changed_here)}): the gate reads "

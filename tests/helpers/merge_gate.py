@@ -114,8 +114,24 @@ def query_set_yaml(extra: Sequence[tuple[str, str, str]] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_team_repo(root: Path) -> Path:
-    """The team's repository on ``main``: skills, ``evals/queries.yaml``, ``skillreach.toml``."""
+EXPORT_BUGS = [
+    ("systematic-debugging-9", "the poster png we export has a bug", "systematic-debugging"),
+    ("systematic-debugging-10", "a bug in the pdf export", "systematic-debugging"),
+    ("systematic-debugging-11", "a bug in the png export", "systematic-debugging"),
+    ("systematic-debugging-12", "a bug when we export a poster", "systematic-debugging"),
+    ("systematic-debugging-13", "fix the bug in our png export", "systematic-debugging"),
+    ("systematic-debugging-14", "a bug exporting png files", "systematic-debugging"),
+]
+"""Debugging cases about exported posters: the first is canvas-design's already on ``main`` (a confusion
+pair, systematic-debugging → canvas-design, in the baseline records), the others are won by
+systematic-debugging until canvas-design's description speaks of exports."""
+EXPORTS = " When a poster export crashes, export again; exports, exporting."
+"""What a pull request adds to canvas-design's description: words of systematic-debugging's export cases,
+none of its description's (the two stay out of each other's BM25 rivals)."""
+
+
+def make_team_repo(root: Path, extra: Sequence[tuple[str, str, str]] = ()) -> Path:
+    """The team's repository on ``main``: skills and ``evals/queries.yaml`` (plus ``extra`` queries)."""
     repo = root / "team"
     skills = repo / "skills"
     skills.mkdir(parents=True)
@@ -124,7 +140,7 @@ def make_team_repo(root: Path) -> Path:
             if (folder / "SKILL.md").is_file():
                 shutil.copytree(folder, skills / folder.name)
     (repo / "evals").mkdir()
-    (repo / "evals" / "queries.yaml").write_text(query_set_yaml(), encoding="utf-8")
+    (repo / "evals" / "queries.yaml").write_text(query_set_yaml(extra), encoding="utf-8")
     (repo / ".gitignore").write_text("runs/\n.skillreach/\n", encoding="utf-8")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")

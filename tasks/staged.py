@@ -40,12 +40,18 @@ async def staged_look(
 ) -> dict[str, tuple[BaselineRecord, StagedComparison]]:
     """After stage ``look``: each member not finished yet gets its record of the stages probed and its
     staged gate; finished members keep theirs."""
+    from skillreach.queries.sets import load_query_set
+
     out = dict(previous)
+    probed = load_query_set(queries)  # the cases pair by content with those the study probes
     for name, base in members:
         if name in out and out[name][1].finished:
             continue
         new = record_baseline(
             artifact, queries, name, skill_folder=folders.get(name), judge_model=base.judge_model
         )
-        out[name] = (new, staged_from_records(base, new, gates, looks=looks, probed_looks=look))
+        out[name] = (
+            new,
+            staged_from_records(base, new, gates, looks=looks, probed_looks=look, query_set=probed),
+        )
     return out

@@ -150,6 +150,32 @@ def test_scope_neighbours_regates_a_skill_a_base_confusion_pair_links(tmp_path: 
     assert victim in every.stdout
 
 
+def test_staged_check_pairs_cases_by_content(team: Path, tmp_path: Path) -> None:
+    """``check --staged`` pairs a case only with the base record's case of the same id and content: a
+    pull request that rewords one of algorithmic-art's cases and takes its other cases is gated on the
+    seven cases left as they were."""
+    git(team, "checkout", "-q", "-B", "steal-reworded", "main")
+    edit_description(team / "skills" / "canvas-design" / "SKILL.md", STEAL)
+    queries = team / "evals" / "queries.yaml"
+    text = queries.read_text(encoding="utf-8")
+    old = '"generative art with p5.js and flow fields"'
+    assert old in text
+    queries.write_text(text.replace(old, '"generative art in p5.js, with flow fields"'), encoding="utf-8")
+    git(team, "commit", "-q", "-am", "canvas-design: generative art too; a case reworded")
+    git(team, "checkout", "-q", "main")
+    clone = fresh_clone(team, "steal-reworded", tmp_path / "ci")
+    for scope in ("all", "neighbours"):
+        res = skillreach(clone, "check", "--changed", "--since", "origin/main", "--skills", "skills",
+                         "--in-process", "--staged", "--json", "--scope", scope)
+        assert res.returncode == 1, res.stdout + res.stderr
+        by = {r["skill"]: r for r in json.loads(res.stdout)["results"]}
+        staged = {m["metric"]: m for m in by["algorithmic-art"]["staged"]["metrics"]}
+        assert staged["activation"]["planned_cases"] == 7  # algorithmic-art-1 changed: not paired
+        assert staged["activation"]["verdict"] == "breach"
+        assert all(look["cases"] <= 7 for look in staged["activation"]["looks"])
+        assert by["algorithmic-art"]["comparison"]["cases"]["changed"] == ["algorithmic-art-1"]
+
+
 def test_a_pull_request_cannot_lower_its_own_bar(team: Path, tmp_path: Path) -> None:
     branch(team, "wreck")
     edit_description(team / "skills" / "algorithmic-art" / "SKILL.md", " Nothing else.")

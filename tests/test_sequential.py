@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skillreach.baselines.gates import Verdict, gate_verdict
 from skillreach.baselines.sequential import (
@@ -18,6 +20,7 @@ from skillreach.baselines.sequential import (
     staged_from_records,
 )
 from skillreach.cli import main
+from skillreach.models import Query, QuerySet
 from skillreach.scoring.intervals import paired_t_interval
 from tests.helpers.staged import GIT_ENV, commit_baseline, git, make_record, run_study, write_skill
 
@@ -324,3 +327,74 @@ def test_real_entry_point_staged_compare(tmp_path: Path) -> None:
     assert "staged verdict: breach → exit 1" in proc.stdout
     assert proc.stderr.startswith("skillreach: error: deploy: staged gate failed: activation breach at look")
     assert "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------- cases pinned by content (staged too)
+
+_ids = [f"q{i}" for i in range(10)]
+_acts = st.dictionaries(
+    st.sampled_from(_ids), st.lists(st.integers(0, 1), min_size=2, max_size=2), min_size=1
+)
+_digests = st.dictionaries(st.sampled_from(_ids), st.sampled_from(["A", "B"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_acts, _acts, _digests, _digests)
+def test_a_staged_comparison_never_pairs_cases_whose_digests_differ(
+    a: dict[str, list[int]], b: dict[str, list[int]], da: dict[str, str], db: dict[str, str]
+) -> None:
+    """Replayed with one look (the fixed gate's test at its end), the staged gate pairs exactly the
+    cases of the same id and digest, as the fixed gate does."""
+    base = make_record(a, digests={k: f"sha256:{da.get(k, 'A')}" for k in a})
+    new = make_record(
+        b, digests={k: f"sha256:{db.get(k, 'A')}" for k in b}, skill_version="git:2", bid="deploy@new"
+    )
+    same = sorted(k for k in set(a) & set(b) if base.per_case[k].digest == new.per_case[k].digest)
+    st_ = staged_from_records(base, new, {"activation": -0.05}, looks=1)  # type: ignore[arg-type]
+    by = {m.metric: m for m in st_.metrics}
+    if not same:
+        assert "activation" not in by  # nothing planned to pair
+        return
+    act = by["activation"]
+    assert act.planned_cases == len(same)
+    (look,) = act.looks
+    assert look.cases == len(same)
+    expected = sum(sum(b[k]) / 2 - sum(a[k]) / 2 for k in same) / len(same)
+    assert look.mean_diff == pytest.approx(expected)
+
+
+def test_a_staged_check_plans_on_the_cases_identical_in_the_set_it_probes() -> None:
+    """While probing (``new`` holds the first stage only), the plan comes from the query set probed: a
+    case edited since the baseline is not planned to pair (it is a new case), a case added is probed
+    with the last stage, and a case the set no longer holds is not planned."""
+    ids = [f"q{i}" for i in range(8)]
+    texts = {q: f"deploy the service, case {q}" for q in ids}
+
+    def digest(q: str, text: str) -> str:
+        return Query(id=q, text=text, expected_skill="deploy").case_digest()
+
+    base = make_record(
+        {q: [1, 1] for q in ids},
+        compliance={q: [True, True] for q in ids},
+        digests={q: digest(q, texts[q]) for q in ids},
+    )
+    edited = {**texts, "q1": "deploy it on Fridays too"}
+    del edited["q7"]
+    edited["q9"] = "roll the deploy back"
+    probed = QuerySet(queries=tuple(Query(id=q, text=t, expected_skill="deploy") for q, t in edited.items()))
+    first = stage_order(ids)[:2]  # the first of four stages of the eight cases
+    new = make_record(
+        {q: [1, 1] for q in first},
+        compliance={q: [True, True] for q in first},
+        digests={q: digest(q, edited[q]) for q in first},
+        skill_version="git:2",
+        bid="deploy@new",
+    )
+    gates = {"activation": -0.05, "compliance": -0.05}
+    st_ = staged_from_records(base, new, gates, query_set=probed, probed_looks=1)  # type: ignore[arg-type]
+    by = {m.metric: m for m in st_.metrics}
+    assert by["activation"].planned_cases == 6  # q1 edited, q7 gone
+    assert by["compliance (new cases)"].planned_cases == 2  # q1 edited, q9 added
+    assert st_.cases_planned == 9  # the eight cases of the baseline, and q9 with the last stage
+    assert not st_.finished
+    assert by["activation"].looks[0].cases == len([q for q in first if q not in ("q1", "q7")])

@@ -43,6 +43,7 @@ from scipy import stats as sps
 from skillreach.baselines.gates import HIGHER_IS_WORSE, Verdict, gate_verdict
 from skillreach.baselines.records import BaselineRecord, case_rates
 from skillreach.errors import ConfigError
+from skillreach.models import QuerySet
 
 __all__ = [
     "ALPHA",
@@ -326,6 +327,7 @@ def staged_compare(
     looks: int = DEFAULT_LOOKS,
     probed_looks: int | None = None,
     alpha: float = ALPHA,
+    tail: Sequence[str] = (),
 ) -> StagedComparison:
     """The staged gate over every metric.
 
@@ -335,8 +337,16 @@ def staged_compare(
     fraction at a look is the share of them probed. ``probed_looks``: how many stages have been probed
     (default: all). The comparison stops at the first look where a metric breaches or every metric is
     decided ok; at the last look every metric gets the fixed gate's verdict with the last boundary.
+    ``tail``: cases outside ``order`` (none of the baseline's), probed with the last stage
+    (:func:`stage_pairs`).
     """
     stages = plan_stages(len(order), looks)
+    tail = [c for c in tail if c not in set(order)]
+
+    def seen(j: int) -> list[str]:
+        """The cases probed by look ``j``."""
+        return list(order[: stages[j - 1]]) + (list(tail) if j == len(stages) else [])
+
     k_max = len(stages) if probed_looks is None else max(0, min(probed_looks, len(stages)))
     plan = {
         m: set(planned[m]) if planned is not None and m in planned else set(case_diffs.get(m, {}))
@@ -351,7 +361,7 @@ def staged_compare(
                 continue  # decided at an earlier look
             per_look = []
             for j in range(1, k + 1):
-                upto = order[: stages[j - 1]]
+                upto = seen(j)
                 t = sum(1 for c in upto if c in plan[m]) / len(plan[m])
                 diffs = [float(case_diffs[m][c]) for c in upto if c in case_diffs.get(m, {})]
                 per_look.append((j, t, diffs))
@@ -380,7 +390,8 @@ def staged_compare(
         overall = Verdict.na
     else:
         overall = Verdict.ok
-    used = list(order[: stages[stopped - 1]]) if stopped else []
+    used = seen(stopped) if stopped else []
+    every = list(order) + list(tail)
     return StagedComparison(
         looks_planned=len(stages),
         looks_taken=stopped,
@@ -388,9 +399,9 @@ def staged_compare(
         verdict=overall,
         metrics=final,
         cases_used=len(used),
-        cases_planned=len(order),
+        cases_planned=len(every),
         probes_used=sum(probes_per_case.get(c, 0) for c in used),
-        probes_planned=sum(probes_per_case.get(c, 0) for c in order),
+        probes_planned=sum(probes_per_case.get(c, 0) for c in every),
         stages=stages,
     )
 
@@ -403,36 +414,56 @@ def staged_from_records(
     looks: int = DEFAULT_LOOKS,
     seed: int = 0,
     probed_looks: int | None = None,
+    query_set: QuerySet | None = None,
 ) -> StagedComparison:
     """The staged gate between two records (the comparison's pins are checked by the caller).
 
-    The plan is every case of the baseline; each metric is planned to pair the cases the baseline
-    rated for it. Compliance and task quality also get a *new cases* cohort, as in the fixed gate: the
-    skill's positive cases the baseline did not rate for the metric, each compared with the baseline's
-    pooled value (``"compliance (new cases)"``, with the metric's gate). ``new`` may hold only the
-    stages probed so far (``probed_looks``); given a complete record, this replays the staged design
-    over it: where it would have stopped and what it saved.
+    Cases pair as in the fixed gate (:func:`~skillreach.baselines.gates.compare`): by content, a case
+    only with the case of the same id and the same digest. The stages split every case of the baseline;
+    each metric is planned to pair the cases the baseline rated for it that are identical in the cases
+    probed now — ``query_set``, the set the new study probes, or, without it, the cases ``new`` rated
+    (a complete record). Compliance and task quality also get a *new cases* cohort, as in the fixed
+    gate: the skill's positive cases not planned to pair for the metric (added or changed since the
+    baseline, or not rated by it), each compared with the baseline's pooled value (``"compliance (new
+    cases)"``, with the metric's gate); cases outside the baseline are probed with the last stage.
+    ``new`` may hold only the stages probed so far (``probed_looks``; pass ``query_set`` then); given a
+    complete record, this replays the staged design over it: where it would have stopped and what it
+    saved.
     """
+    current: dict[str, str | None]
+    if query_set is not None:
+        current = {q.id: q.case_digest() for q in query_set.queries}
+        positives = {q.id for q in query_set.queries if q.expected_skill == base.skill}
+    else:
+        current = {c: o.digest for c, o in new.per_case.items()}
+        positives = {c for c, o in new.per_case.items() if o.role == "positive"}
+    identical = {c for c, o in base.per_case.items() if c in current and current[c] == o.digest}
     order = stage_order(list(base.per_case), seed)
+    tail = sorted(c for c in current if c not in base.per_case)
     case_diffs: dict[str, dict[str, float]] = {}
     planned: dict[str, list[str]] = {}
     all_gates = dict(gates)
     for m in gates:
         b, n = case_rates(base.per_case, m), case_rates(new.per_case, m)
-        planned[m] = sorted(b)
-        case_diffs[m] = {c: n[c] - b[c] for c in b if c in n}
+        planned[m] = sorted(c for c in b if c in identical)
+        case_diffs[m] = {
+            c: n[c] - b[c]
+            for c in planned[m]
+            if c in n and new.per_case[c].digest == base.per_case[c].digest
+        }
         pooled = base.metrics.get(m)
         if m in ("compliance", "task_quality") and pooled is not None:
             cohort = f"{m} (new cases)"
-            fresh = sorted(c for c, o in base.per_case.items() if o.role == "positive" and c not in b)
+            fresh = sorted(c for c in positives if c not in planned[m])
             if fresh:
                 all_gates[cohort] = gates[m]
                 planned[cohort] = fresh
                 case_diffs[cohort] = {c: n[c] - pooled.value for c in fresh if c in n}
     runs = max(1, new.runs_per_case or base.runs_per_case)
-    probes = {c: (new.per_case[c].probes if c in new.per_case else runs) for c in order}
+    probes = {c: (new.per_case[c].probes if c in new.per_case else runs) for c in [*order, *tail]}
     return staged_compare(
-        case_diffs, all_gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks
+        case_diffs, all_gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks,
+        tail=tail,
     )
 
 

@@ -32,8 +32,10 @@ def make_record(
     compliance: dict[str, list[bool]] | None = None,
     skill_version: str = "git:1111",
     bid: str = "deploy@base",
+    digests: dict[str, str] | None = None,
 ) -> BaselineRecord:
-    """A record of skill ``deploy`` whose positive cases activated as given."""
+    """A record of skill ``deploy`` whose positive cases activated as given (``digests``: each case's
+    content digest; ``None`` where not given)."""
     per_case = {
         qid: CaseOutcomes(
             role="positive",
@@ -41,6 +43,7 @@ def make_record(
             probes=len(acts),
             activated=tuple(acts),
             compliance=tuple((compliance or {}).get(qid, ())),
+            digest=(digests or {}).get(qid),
         )
         for qid, acts in activated.items()
     }

@@ -232,6 +232,27 @@ def test_a_new_query_expires_nothing_and_the_next_edit_is_gated(team: Path, tmp_
     assert "routing table changed" not in res.stdout
 
 
+def test_a_record_in_a_fresh_clone_finds_its_query_set_or_says_it_is_missing(
+    team: Path, tmp_path: Path
+) -> None:
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(team), "ci")
+    status = skillreach(clone, "baseline", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    rows = json.loads(status.stdout)["baselines"]
+    assert sorted(r["skill"] for r in rows) == sorted(GATED)
+    assert all(not r["expired"] and not r["query_set_missing"] and not r["stale"] for r in rows), rows
+    (clone / "evals" / "queries.yaml").unlink()  # a checkout without the query set
+    status = skillreach(clone, "baseline", "status")
+    assert status.returncode == 0, status.stderr
+    out = " ".join(status.stdout.split())
+    assert "expired" not in out
+    assert (
+        "its query set evals/queries.yaml is missing in this checkout; commit it, or re-record the "
+        "baseline with --queries FILE" in out
+    )
+
+
 def test_rebaseline_from_the_base_revision_makes_one_commit(team: Path) -> None:
     branch(team, "grow")
     extra = [("systematic-debugging-9", "a flaky test failure, unexpected behavior", "systematic-debugging")]

@@ -462,8 +462,11 @@ def status_cmd(
     waiting = service.waiting() if service is not None else []
     now = datetime.now(UTC)
     found: list[tuple[str, BaselineRecord, list[str], list[str]]] = []
+    missing: dict[str, str] = {}  # where → "its query set … is missing …": not expired, not gated
     for f in files:
         rec, reasons, stale = _current_expiry(f, model=model, judge_model=judge_model)
+        if reasons and reasons[0].startswith(_MISSING_PREFIX):
+            missing[str(f)], reasons = reasons[0], []
         found.append((str(f), rec, reasons, stale))
     # the records the service keeps on its branch for skills the working tree has none of yet
     in_tree = {f.stem for f in files}
@@ -473,9 +476,12 @@ def status_cmd(
         if kept is None:
             continue
         qpath = _corpus_path(kept, baselines_dir)
-        reasons, stale = (_record_expiry(kept, qpath, model=model, judge_model=judge_model) if qpath.is_file()
-                          else ([f"its query set {kept.corpus_path or qpath} is missing"], []))
-        found.append((f"{branch}:{service.path_of(skill)}", kept, reasons, stale))
+        where = f"{branch}:{service.path_of(skill)}"
+        if qpath.is_file():
+            reasons, stale = _record_expiry(kept, qpath, model=model, judge_model=judge_model)
+        else:
+            missing[where], reasons, stale = _query_set_missing(kept, qpath), [], []
+        found.append((where, kept, reasons, stale))
     if not found and not candidates and not waiting:
         raise NotFoundError(
             f"{baselines_dir}: no baseline records; record one with skillreach baseline record"
@@ -486,7 +492,8 @@ def status_cmd(
         rows.append({"file": where, "skill": rec.skill, "baseline_id": rec.baseline_id,
                      "model": rec.model, "runtime": str(rec.runtime), "corpus_version": rec.corpus_version,
                      "age_days": round((now - created).total_seconds() / 86400, 1),
-                     "expired": bool(reasons), "reasons": reasons, "stale": stale})
+                     "expired": bool(reasons), "reasons": reasons, "stale": stale,
+                     "query_set_missing": missing.get(where)})
     if as_json:
         sys.stdout.write(json.dumps({"baselines": rows, "candidates": candidates, "waiting": waiting},
                                     indent=2, ensure_ascii=False) + "\n")
@@ -497,17 +504,23 @@ def status_cmd(
         table.add_column(col, overflow="fold")  # never cut a value (CI logs are read, not hovered)
     for r in rows:
         status = (
-            "[red]expired[/]" if r["expired"] else "[yellow]stale[/]" if r["stale"] else "[green]current[/]"
+            "[red]query set missing[/]" if r["query_set_missing"]
+            else "[red]expired[/]" if r["expired"]
+            else "[yellow]stale[/]" if r["stale"]
+            else "[green]current[/]"
         )
         table.add_row(str(r["baseline_id"]), r["model"], r["runtime"], f"{r['age_days']:g}", status,
-                      "; ".join(r["reasons"] or r["stale"]) or "")
+                      r["query_set_missing"] or "; ".join(r["reasons"] or r["stale"]) or "")
     console.print(table)
     from_branch = [r["skill"] for r in rows if r["file"].startswith(f"{branch}:")]
     if from_branch:
         console.print(f"read from the service's branch {branch} (not in {baselines_dir} yet; merge it to "
                       f"keep them): {', '.join(from_branch)}", markup=False, highlight=False, soft_wrap=True)
     for r in rows:  # the reasons whole, one line each: a table cell may fold them
-        if r["expired"]:
+        if r["query_set_missing"]:
+            console.print(f"{r['baseline_id']}: {r['query_set_missing']}", markup=False, highlight=False,
+                          soft_wrap=True)
+        elif r["expired"]:
             console.print(f"{r['baseline_id']}: expired — {'; '.join(r['reasons'])}", markup=False,
                           highlight=False, soft_wrap=True)
         elif r["stale"]:
@@ -562,6 +575,18 @@ def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:
     return (top / p) if top is not None else p
 
 
+_MISSING_PREFIX = "its query set "
+
+
+def _query_set_missing(record: BaselineRecord, qpath: Path) -> str:
+    """What ``baseline status`` says of a record whose query set is not in this checkout (not
+    *expired*: nothing about the record changed, the file is not here)."""
+    return (
+        f"{_MISSING_PREFIX}{record.corpus_path or qpath} is missing in this checkout; commit it, or "
+        "re-record the baseline with --queries FILE"
+    )
+
+
 def _current_expiry(
     path: Path, *, model: str | None, judge_model: str | None
 ) -> tuple[BaselineRecord, list[str], list[str]]:
@@ -571,7 +596,7 @@ def _current_expiry(
     rec = read_baseline(path)
     qpath = _corpus_path(rec, path.parent)
     if not qpath.is_file():
-        return rec, [f"its query set {rec.corpus_path or qpath} is missing"], []
+        return rec, [_query_set_missing(rec, qpath)], []
     reasons, stale = _record_expiry(rec, qpath, model=model, judge_model=judge_model)
     return rec, reasons, stale
 

@@ -22,8 +22,12 @@ async def plan_stages_of(
 ) -> list[list[tuple[str, int]]]:
     """The plan's pairs by stage, in the order :func:`staged_from_records` replays (every member's
     baseline holds the cases of the one corpus)."""
-    order = stage_order(sorted({c for _, rec in members for c in rec.per_case}))
-    return stage_pairs([p for batch in plan.batches for p in batch], order, looks)
+    return stage_pairs([p for batch in plan.batches for p in batch], _order(members), looks)
+
+
+def _order(members: list[tuple[str, BaselineRecord]]) -> list[str]:
+    """The order the group's cases are probed in: every member's baseline cases, shuffled once."""
+    return stage_order(sorted({c for _, rec in members for c in rec.per_case}))
 
 
 @task(name="staged_look", cache_policy=NO_CACHE)
@@ -44,6 +48,7 @@ async def staged_look(
 
     out = dict(previous)
     probed = load_query_set(queries)  # the cases pair by content with those the study probes
+    order = _order(members)  # the stages as plan_stages_of split them
     for name, base in members:
         if name in out and out[name][1].finished:
             continue
@@ -52,6 +57,8 @@ async def staged_look(
         )
         out[name] = (
             new,
-            staged_from_records(base, new, gates, looks=looks, probed_looks=look, query_set=probed),
+            staged_from_records(
+                base, new, gates, looks=looks, probed_looks=look, query_set=probed, order=order
+            ),
         )
     return out

@@ -415,6 +415,7 @@ def staged_from_records(
     seed: int = 0,
     probed_looks: int | None = None,
     query_set: QuerySet | None = None,
+    order: Sequence[str] | None = None,
 ) -> StagedComparison:
     """The staged gate between two records (the comparison's pins are checked by the caller).
 
@@ -428,7 +429,8 @@ def staged_from_records(
     cases)"``, with the metric's gate); cases outside the baseline are probed with the last stage.
     ``new`` may hold only the stages probed so far (``probed_looks``; pass ``query_set`` then); given a
     complete record, this replays the staged design over it: where it would have stopped and what it
-    saved.
+    saved. ``order``: the cases in the order the study probes them, when a check group's stages split
+    more than this baseline's cases (default: :func:`stage_order` of the baseline's).
     """
     current: dict[str, str | None]
     if query_set is not None:
@@ -438,8 +440,9 @@ def staged_from_records(
         current = {c: o.digest for c, o in new.per_case.items()}
         positives = {c for c, o in new.per_case.items() if o.role == "positive"}
     identical = {c for c, o in base.per_case.items() if c in current and current[c] == o.digest}
-    order = stage_order(list(base.per_case), seed)
-    tail = sorted(c for c in current if c not in base.per_case)
+    order = list(order) if order is not None else stage_order(list(base.per_case), seed)
+    planned_ids = set(order)
+    tail = sorted(c for c in current if c not in planned_ids)
     case_diffs: dict[str, dict[str, float]] = {}
     planned: dict[str, list[str]] = {}
     all_gates = dict(gates)
@@ -460,7 +463,10 @@ def staged_from_records(
                 planned[cohort] = fresh
                 case_diffs[cohort] = {c: n[c] - pooled.value for c in fresh if c in n}
     runs = max(1, new.runs_per_case or base.runs_per_case)
-    probes = {c: (new.per_case[c].probes if c in new.per_case else runs) for c in [*order, *tail]}
+    probes = {  # a case the set probed now no longer holds is never probed
+        c: (new.per_case[c].probes if c in new.per_case else runs if c in current else 0)
+        for c in [*order, *tail]
+    }
     return staged_compare(
         case_diffs, all_gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks,
         tail=tail,

@@ -118,6 +118,7 @@ def test_a_transcript_folder_gives_prompts_and_skill_calls(
             "main",
         )
         assert call.event_id == "toolu_sess-1_0"
+        assert call.prompt_id == events[0].prompt_id == "prompt-sess-1-u0"
         assert call.skill_dir == "/home/dev/.claude/skills/pdf-forms"
         assert call.agent == "claude-code"
         assert call.at == _t(1)

@@ -143,6 +143,7 @@ class TranscriptReader:
         self.updates: list[SkillCallUpdate] = []
         self._open: dict[str, dict[str, Any]] = {}  # skill calls of this batch, by tool_use id
         self._last_call: str | None = None
+        self._prompts: dict[str, str] = {}  # session → its last prompt id (``promptId``)
         self.dirs_later: list[tuple[str, datetime, str]] = []  # (session, time, folder) of earlier calls
 
     def drained(self) -> None:
@@ -184,8 +185,14 @@ class TranscriptReader:
             "cwd": _str(obj.get("cwd"), 4096),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
+            "prompt_id": _str(obj.get("promptId")),
         }
         content = message.get("content")
+        session = common["session_id"] or ""
+        if common["prompt_id"] is not None:
+            self._prompts[session] = common["prompt_id"]
+        else:  # an assistant line: the prompt it answers is the session's last one
+            common["prompt_id"] = self._prompts.get(session)
         if kind == "assistant":
             self._assistant(content, at, _str(message.get("model")), common)
         else:

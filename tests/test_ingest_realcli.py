@@ -126,12 +126,16 @@ def test_transcripts_of_the_real_cli_are_ingested_with_their_skill_calls(
         ("rollback", "rollback", True, session),
     ]
     for c in calls:
-        assert c.cwd is not None and Path(c.cwd).resolve() == project.resolve()
+        assert c.cwd is not None
+        assert Path(c.cwd).resolve() == project.resolve()
         assert c.git_branch == "main"
-        assert c.model and c.model.startswith("claude-sonnet-4-6")
+        assert c.model
+        assert c.model.startswith("claude-sonnet-4-6")
         assert c.skill_version == "git:" + _git(project, "rev-parse", f"HEAD:.claude/skills/{c.skill}")
-        assert c.skill_dir is not None and Path(c.skill_dir).resolve() == (skills / str(c.skill)).resolve()
-        assert c.prompt_id is not None and c.prompt_id == prompts[0].prompt_id  # the call answers the prompt
+        assert c.skill_dir is not None
+        assert Path(c.skill_dir).resolve() == (skills / str(c.skill)).resolve()
+        assert c.prompt_id is not None
+        assert c.prompt_id == prompts[0].prompt_id
     # a second run adds nothing and reads nothing
     assert main(["ingest", str(config / "projects"), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)

@@ -29,10 +29,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._calibrate import load, verdict  # noqa: E402
-from skillreach.live.ingest import ingest_sources  # noqa: E402
-from skillreach.store.database import Store  # noqa: E402
-from tests.helpers.live_lines import (  # noqa: E402
+from bench._calibrate import load, verdict
+from skillreach.live.ingest import ingest_sources
+from skillreach.store.database import Store
+from tests.helpers.live_lines import (
     cc_assistant_text,
     cc_base_dir,
     cc_other_tool,

@@ -205,19 +205,20 @@ class TranscriptReader:
         if at is None:
             self.problems.add("no valid timestamp", f"{self.path}:{n}")
             return
-        common = {
-            "session_id": _str(obj.get("sessionId")),
+        session = _str(obj.get("sessionId")) or ""
+        prompt_id = _str(obj.get("promptId"))
+        if prompt_id is not None:
+            self._prompts[session] = prompt_id
+        else:  # an assistant line: the prompt it answers is the session's last one
+            prompt_id = self._prompts.get(session)
+        common: dict[str, Any] = {
+            "session_id": session,
             "cwd": _str(obj.get("cwd"), 4096),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
-            "prompt_id": _str(obj.get("promptId")),
+            "prompt_id": prompt_id,
         }
         content = message.get("content")
-        session = common["session_id"] or ""
-        if common["prompt_id"] is not None:
-            self._prompts[session] = common["prompt_id"]
-        else:  # an assistant line: the prompt it answers is the session's last one
-            common["prompt_id"] = self._prompts.get(session)
         if kind == "assistant":
             self._assistant(content, at, _str(message.get("model")), common)
         else:

@@ -24,6 +24,7 @@ on the hot path); prompt text is kept only with ``keep_prompts``, redacted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from datetime import UTC, datetime
@@ -135,6 +136,16 @@ def _event(source: str, event_id: str, kind: str, at: datetime, agent: str, **fi
     }
 
 
+@functools.lru_cache(maxsize=4096)
+def _redacted(text: str) -> str:
+    return redact_text(text)
+
+
+def _clean(text: str | None) -> str | None:
+    """A stored path, through the one redaction (the same few folders recur: cached)."""
+    return _redacted(text) if text else text
+
+
 def _prompt_text(text: str | None, keep: bool) -> str | None:
     return redact_text(text[:MAX_TEXT]) if keep and text else None
 
@@ -213,7 +224,7 @@ class TranscriptReader:
             prompt_id = self._prompts.get(session)
         common: dict[str, Any] = {
             "session_id": session,
-            "cwd": _str(obj.get("cwd"), 4096),
+            "cwd": _clean(_str(obj.get("cwd"), 4096)),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
             "prompt_id": prompt_id,
@@ -309,7 +320,7 @@ class TranscriptReader:
 
     def _base_dir(self, obj: dict[str, Any], text: str) -> None:
         line = text[text.index(_BASE_DIR) + len(_BASE_DIR) :].split("\n", 1)[0].strip()
-        folder = line.removeprefix("file://")[:4096]
+        folder = _clean(line.removeprefix("file://")[:4096]) or ""
         call_id = _str(obj.get("sourceToolUseID")) or self._last_call
         if not folder:
             return

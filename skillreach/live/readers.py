@@ -57,18 +57,20 @@ class Problems:
         self.first.setdefault(reason, where)
 
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_STRINGS = re.compile(rb'"[^"]*"')
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 
 
 def _shallow(line: bytes) -> bool:
     """Whether a line that decoded as JSON nests at most :data:`MAX_DEPTH` levels, told from its bytes
-    (strings dropped, then innermost bracket pairs removed once per level) without walking the value:
-    the common case costs a few C-speed passes."""
+    without walking the value: escapes dropped (``\\\\`` then ``\\"``, as a parser reads them left to
+    right), every byte but quotes and brackets dropped, strings dropped, then the innermost bracket pairs
+    removed once per level. A few C-speed passes."""
     if line.count(b"{") + line.count(b"[") <= MAX_DEPTH:
         return True
-    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKET)
+    structure = line.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _STRUCTURE)
+    brackets = _STRINGS.sub(b"", structure)
     for _ in range(MAX_DEPTH):
         if not brackets:
             return True
@@ -167,11 +169,22 @@ class TranscriptReader:
     """One transcript file's lines → events (``self.events``, drained by the caller) and updates to
     skill calls an earlier batch already stored (``self.updates``)."""
 
-    def __init__(self, source: str, path: str, *, keep_prompts: bool, problems: Problems) -> None:
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        *,
+        keep_prompts: bool,
+        problems: Problems,
+        skill_calls: set[bytes] | None = None,
+    ) -> None:
         self.source = source
         self.path = path
         self.keep_prompts = keep_prompts
         self.problems = problems
+        self.skill_calls = skill_calls if skill_calls is not None else set()
+        """Ids of the Skill calls read, and of those stored without a result: a tool result answering
+        another id is passed over undecoded."""
         self.events: list[dict[str, Any]] = []
         self.updates: list[SkillCallUpdate] = []
         self._open: dict[str, dict[str, Any]] = {}  # skill calls of this batch, by tool_use id
@@ -196,8 +209,13 @@ class TranscriptReader:
                     continue
             # Most lines are other tools' traffic: told apart by markers that can only be structure
             # (a quote inside a JSON string is escaped), so only what may matter is decoded.
-            if line.find(b'"type":"tool_result"', 0, _HEAD) >= 0:  # a tool's result: a Skill's names
-                if b"commandName" not in line:  # the skill that ran
+            if line.find(b'"type":"tool_result"', 0, _HEAD) >= 0:  # a tool's result (one a line)
+                at = line.find(b'"tool_use_id":"', 0, _HEAD)
+                if at >= 0:  # only the result of a Skill call read (or stored unanswered) matters
+                    start = at + 15
+                    if line[start : line.find(b'"', start, start + 300)] not in self.skill_calls:
+                        continue
+                elif b"commandName" not in line:  # a Skill's result names the skill that ran
                     continue
             elif line.find(b'"user"', 0, _HEAD) < 0 and b'"Skill"' not in line:  # not a prompt, meta
                 continue  # line or Skill call (an unusual layout is decoded: the decoder decides)
@@ -262,6 +280,7 @@ class TranscriptReader:
             self.events.append(ev)
             self._open[call_id] = ev
             self._last_call = call_id
+            self.skill_calls.add(call_id.encode())
 
     def _user(self, obj: dict[str, Any], content: Any, at: datetime, common: dict[str, Any]) -> None:
         texts: list[str] = []

@@ -216,7 +216,8 @@ def main() -> int:
         appended = 0
         files = sorted((root / "data" / "projects").rglob("*.jsonl"))[:5]
         for i, f in enumerate(files):
-            more = "\n".join(_turn(f.stem, 100 + i, T0 + timedelta(days=40))) + "\n"
+            tag = f"{f.stem}-{time.time_ns()}"  # new ids on every run (a kept folder is appended to again)
+            more = "\n".join(_turn(tag, 100 + i, T0 + timedelta(days=40))) + "\n"
             with open(f, "a", encoding="utf-8") as fh:
                 fh.write(more)
             appended += len(more.encode())

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,23 +57,24 @@ class Problems:
 
 
 _STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
-_STRINGS = re.compile(rb'"[^"]*"')
-_INNERMOST = re.compile(rb"\{\}|\[\]")
+_PARENS = bytes.maketrans(b"[]{}", b"()()")
 
 
 def _shallow(line: bytes) -> bool:
     """Whether a line that decoded as JSON nests at most :data:`MAX_DEPTH` levels, told from its bytes
     without walking the value: escapes dropped (``\\\\`` then ``\\"``, as a parser reads them left to
     right), every byte but quotes and brackets dropped, strings dropped, then the innermost bracket pairs
-    removed once per level. A few C-speed passes."""
+    removed once per level. C-speed passes only."""
     if line.count(b"{") + line.count(b"[") <= MAX_DEPTH:
         return True
     structure = line.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _STRUCTURE)
-    brackets = _STRINGS.sub(b"", structure)
+    # outside strings: the pieces between quotes at even places; one pass of replace removes exactly
+    # the innermost pairs (a pair it makes adjacent waits for the next pass): one level a pass
+    brackets = b"".join(structure.split(b'"')[::2]).translate(_PARENS)
     for _ in range(MAX_DEPTH):
         if not brackets:
             return True
-        brackets = _INNERMOST.sub(b"", brackets)
+        brackets = brackets.replace(b"()", b"")
     return not brackets
 
 
@@ -361,20 +361,36 @@ _OTLP_WORDS = (b"user_prompt", b"skill", b"Skill", b"api_request")
 
 
 def _attrs(items: Any) -> dict[str, Any]:
+    """An OTLP attribute list as a dict: each value the one field of its ``AnyValue`` (``stringValue``,
+    ``boolValue``, ``intValue`` (a string), ``doubleValue``; an array or map stays as it is and reads as
+    no text)."""
     out: dict[str, Any] = {}
-    if not isinstance(items, list):
+    if type(items) is not list:
         return out
     for kv in items:
-        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-            continue
-        v = kv.get("value")
-        if not isinstance(v, dict):
-            continue
-        for typ in ("stringValue", "boolValue", "intValue", "doubleValue"):
-            if typ in v:
-                out[kv["key"]] = v[typ]
-                break
+        if type(kv) is dict:
+            k = kv.get("key")
+            v = kv.get("value")
+            if type(k) is str and type(v) is dict and v:
+                out[k] = next(iter(v.values()))
     return out
+
+
+_RECORDS = frozenset({"user_prompt", "skill_activated", "tool_result", "api_request", "skill_invocation"})
+
+
+def _attr(items: Any, key: str) -> Any:
+    """One attribute's value, without building them all (most records are passed over)."""
+    if isinstance(items, list):
+        for kv in items:
+            if isinstance(kv, dict) and kv.get("key") == key:
+                v = kv.get("value")
+                if isinstance(v, dict):
+                    for typ in ("stringValue", "boolValue", "intValue", "doubleValue"):
+                        if typ in v:
+                            return v[typ]
+                return None
+    return None
 
 
 def _nanos(value: Any) -> datetime | None:
@@ -472,17 +488,24 @@ class OtlpReader:
                         self._record(rec, resource, f"{digest}:{i}")
 
     def _record(self, rec: dict[str, Any], resource: dict[str, Any], fallback_id: str) -> None:
-        a = _attrs(rec.get("attributes"))
+        items = rec.get("attributes")
         body = rec.get("body")
-        name = a.get("event.name") or (body.get("stringValue") if isinstance(body, dict) else None) or ""
+        body_name = body.get("stringValue") if isinstance(body, dict) else None
+        attr_name = _attr(items, "event.name")
+        name = attr_name or body_name or ""
         if not isinstance(name, str):
             return
         if "." not in name:  # Claude Code's attribute is the short name (user_prompt), its body the long
-            body_name = body.get("stringValue") if isinstance(body, dict) else None
             name = body_name if isinstance(body_name, str) and body_name.endswith("." + name) else name
         short = name.rsplit(".", 1)[-1]
-        if short not in ("user_prompt", "skill_activated", "tool_result", "api_request", "skill_invocation"):
+        if short not in _RECORDS or (short == "tool_result" and _attr(items, "tool_name") != "Skill"):
+            return  # most records: other tools' results, metrics-like events
+        if short == "api_request":  # the session's model, for the calls that follow
+            model = _str(_attr(items, "model"))
+            if model:
+                self._models[_str(_attr(items, "session.id")) or ""] = model
             return
+        a = _attrs(items)
         at = (
             _nanos(rec.get("timeUnixNano"))
             or _time(a.get("event.timestamp"))

@@ -8,7 +8,8 @@ realcli test's) and OTLP JSON exports (10 %: Claude Code log
 records, ten to a line). Then, in one process:
 
 1. the floor: every line of every file read and decoded with ``orjson.loads`` alone (best of two);
-2. ``ingest_sources`` of the same files into a fresh SQLite store; the ratio to the floor (goal ≤ 2.0×);
+2. ``ingest_sources`` of the same files into a fresh SQLite store (best of two, a fresh store each);
+   the ratio to the floor (goal ≤ 2.0×);
 3. a re-ingest: 0 events added, 0 bytes read;
 4. a few turns appended to some files: only those bytes read, only their events added.
 
@@ -179,7 +180,6 @@ def main() -> int:
         t0 = time.perf_counter()
         if args.keep is not None and (root / "data" / "counts").is_file():  # written by an earlier run
             lines, records = (int(x) for x in (root / "data" / "counts").read_text().split())
-            (root / "store.db").unlink(missing_ok=True)
             print(
                 f"reusing {lines:,} transcript lines and {records:,} OTLP records "
                 f"under {root / 'data'}; {load()}"
@@ -197,14 +197,21 @@ def main() -> int:
             f"floor (read + orjson.loads of every line): {floor_s:.2f} s for {size / 2**20:.1f} MiB "
             f"({size / (lines + records // 10):,.0f} bytes a line)"
         )
-        store = Store(f"sqlite:///{root / 'store.db'}")
-        t0 = time.perf_counter()
-        first = ingest_sources(sources, store)
-        ingest_s = time.perf_counter() - t0
-        print(
-            f"ingest: {ingest_s:.2f} s, {first.events_added:,} events added from {first.files} files, "
-            f"{first.bytes_read / 2**20:.1f} MiB read, {first.hidden} hidden, {first.skipped} lines skipped"
-        )
+        ingest_s = float("inf")
+        for attempt in ("a", "b"):  # best of two, as the floor: each into a fresh store
+            (root / f"store-{attempt}.db").unlink(missing_ok=True)
+            store = Store(f"sqlite:///{root / f'store-{attempt}.db'}")
+            t0 = time.perf_counter()
+            first = ingest_sources(sources, store)
+            took = time.perf_counter() - t0
+            ingest_s = min(ingest_s, took)
+            print(
+                f"ingest: {took:.2f} s, {first.events_added:,} events added from {first.files} files, "
+                f"{first.bytes_read / 2**20:.1f} MiB read, {first.hidden} hidden, "
+                f"{first.skipped} lines skipped"
+            )
+            if attempt == "a":
+                store.close()
         ratio = ingest_s / floor_s
         print(f"ratio ingest / floor: {ratio:.2f}x")
         t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 """The database behind the service (SQLite or PostgreSQL): probe records, artifacts, baselines and
 catalog snapshots (``database``), changed only by the numbered Alembic migrations in ``migrations``;
+``live``: the events agents recorded in production and the per-file cursors of ``skillreach ingest``;
 ``limits``: every wait with an end (PostgreSQL connect and statement timeouts, a bounded retry of disk
 errors, one line for a database error).
 """
@@ -24,6 +25,7 @@ from skillreach.store.database import (
     lock_study,
     open_store,
 )
+from skillreach.store.live import load_events, save_events
 from skillreach.store.retention import forget_before, studies_before, studies_of_runs
 
 __all__ = [
@@ -42,11 +44,13 @@ __all__ = [
     "alert_key",
     "copy_store",
     "forget_before",
+    "load_events",
     "lock_study",
     "mute",
     "muted_by",
     "mutes",
     "open_store",
+    "save_events",
     "sent_within",
     "studies_before",
     "studies_of_runs",

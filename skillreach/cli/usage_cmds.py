@@ -184,7 +184,7 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
     if windows is not None:
         read_from = min(read_from, windows.reference_start)
     with open_store(settings) as store:
-        events = load_events(store, since=read_from, until=end)
+        events = load_events(store, since=read_from, until=end, include_sidechain=True)
     period: Period = "week" if by == "week" else "day"
     report = usage_report(
         events, by=period, since=start, until=end, catalog=catalog, stale_days=stale_days, now=end

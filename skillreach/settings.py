@@ -235,6 +235,22 @@ class Settings(BaseSettings):
     """The Messages API model the service generates queries with for a skill added without any (the
     grown set is sealed as a new corpus version); ``None``: such a skill is reported, not generated for."""
 
+    live_sources: str = ""
+    """What ``skillreach ingest`` reads when given no PATH: transcript folders
+    (``~/.claude/projects``) and OpenTelemetry file exports, separated by ``os.pathsep`` (``:`` on
+    Linux and macOS; ``SKILLREACH_LIVE_SOURCES``); a list in the config file."""
+
+    @field_validator("live_sources", mode="before")
+    @classmethod
+    def _sources_joined(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return os.pathsep.join(str(v) for v in value)
+        return value
+
+    def live_source_paths(self) -> list[Path]:
+        """``live_sources`` as paths (``~`` expanded), in order."""
+        return [Path(p).expanduser() for p in self.live_sources.split(os.pathsep) if p.strip()]
+
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'skillreach.db').as_posix()}"
 

@@ -51,6 +51,7 @@ _COMMAND_MODULES = (
     "usage_cmds",  # usage
     "db_cmds",  # db upgrade|copy
     "gc_cmds",  # gc
+    "ingest_cmds",  # ingest
     "project_cmds",  # --version, init, config show|docs — last: it plains every command's help
 )
 

@@ -1,0 +1,539 @@
+"""Readers: the lines agents write, turned into live events.
+
+- :class:`TranscriptReader`: Claude Code's session transcripts (``~/.claude/projects/**/*.jsonl``, one
+  JSON object a line). A user line that is neither meta (``isMeta``: the loaded skill's text, caveats)
+  nor a tool result is a prompt (id: its ``uuid``); an assistant ``tool_use`` block named ``Skill`` is a
+  skill call (id: the block's ``id``; ``input.skill`` asked for; the message's ``model``); the
+  ``tool_result`` that answers it gives ``toolUseResult.commandName`` (the skill that ran) and
+  ``success``; the meta line ``Base directory for this skill: PATH`` that follows names its folder.
+  ``sessionId``, ``timestamp``, ``cwd``, ``gitBranch`` and ``isSidechain`` (a subagent's line) are kept.
+- :class:`OtlpReader`: the OpenTelemetry Collector's file exporter (OTLP JSON, one ``resourceLogs`` or
+  ``resourceSpans`` export a line): Claude Code's ``claude_code.user_prompt`` (a prompt),
+  ``claude_code.skill_activated`` and ``claude_code.tool_result`` of the ``Skill`` tool (a skill call;
+  ``custom_skill`` or no name when ``OTEL_LOG_TOOL_DETAILS`` is off: hidden), ``claude_code.api_request``
+  (the session's model); Codex's ``codex.user_prompt`` and ``codex.skill_invocation`` (``skill.name``,
+  ``skill.invocation_type``); GenAI ``execute_tool`` spans of a skill tool (``gen_ai.tool.name``) and
+  spans naming a skill.
+
+Most lines say nothing about prompts or skills (assistant text, other tools' traffic): a byte test
+skips them before any decoding. A line that is decoded is bounded (:func:`skillreach._io.json.
+check_values`: depth and integer digits); a bad one is counted by reason and named once (file:line).
+Events are plain dicts of :class:`~skillreach.live.events.LiveEvent`'s fields (no validation per event
+on the hot path); prompt text is kept only with ``keep_prompts``, redacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from skillreach._io.json import check_values
+from skillreach._io.redact import redact_text
+from skillreach.live.events import UNKNOWN_VERSION
+from skillreach.store.live import SkillCallUpdate
+
+__all__ = ["HIDDEN_NAMES", "OtlpReader", "Problems", "TranscriptReader", "is_otlp"]
+
+HIDDEN_NAMES = frozenset({"custom_skill", ""})
+"""Skill names a source reports when it hides the real one."""
+MAX_TEXT = 100_000
+_LIMIT = 256
+
+
+class Problems:
+    """Bad lines by reason: how many, and the first one (file:line) of each reason."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, str] = {}
+
+    def add(self, reason: str, where: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        self.first.setdefault(reason, where)
+
+
+def _decode(line: bytes, where: str, problems: Problems) -> Any:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        reason = "not UTF-8" if "utf-8" in str(exc).lower() else "not JSON"
+        problems.add("nested too deeply" if "recursion" in str(exc).lower() else reason, where)
+        return None
+    bad = check_values(value)
+    if bad is not None:
+        problems.add("nested too deeply" if bad == "deep" else "integer too long", where)
+        return None
+    if not isinstance(value, dict):
+        problems.add("not a JSON object", where)
+        return None
+    return value
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def _str(value: Any, limit: int = _LIMIT) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def _event(source: str, event_id: str, kind: str, at: datetime, agent: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "source": source,
+        "event_id": event_id[:256],
+        "kind": kind,
+        "at": at,
+        "agent": agent,
+        "session_id": fields.get("session_id") or "",
+        "prompt_id": fields.get("prompt_id"),
+        "skill": fields.get("skill"),
+        "skill_ran": fields.get("skill_ran"),
+        "success": fields.get("success"),
+        "hidden": fields.get("hidden", False),
+        "invocation": fields.get("invocation"),
+        "model": fields.get("model"),
+        "cwd": fields.get("cwd"),
+        "git_branch": fields.get("git_branch"),
+        "sidechain": fields.get("sidechain", False),
+        "skill_dir": fields.get("skill_dir"),
+        "skill_version": UNKNOWN_VERSION,
+        "prompt_text": fields.get("prompt_text"),
+    }
+
+
+def _prompt_text(text: str | None, keep: bool) -> str | None:
+    return redact_text(text[:MAX_TEXT]) if keep and text else None
+
+
+def is_otlp(head: bytes) -> bool:
+    """Whether a file's first bytes are an OTLP JSON export."""
+    return head.lstrip()[:40].replace(b" ", b"").startswith((b'{"resourceLogs"', b'{"resourceSpans"'))
+
+
+# ------------------------------------------------------------------------------------ Claude Code
+
+
+_BASE_DIR = "Base directory for this skill:"
+
+
+class TranscriptReader:
+    """One transcript file's lines → events (``self.events``, drained by the caller) and updates to
+    skill calls an earlier batch already stored (``self.updates``)."""
+
+    def __init__(self, source: str, path: str, *, keep_prompts: bool, problems: Problems) -> None:
+        self.source = source
+        self.path = path
+        self.keep_prompts = keep_prompts
+        self.problems = problems
+        self.events: list[dict[str, Any]] = []
+        self.updates: list[SkillCallUpdate] = []
+        self._open: dict[str, dict[str, Any]] = {}  # skill calls of this batch, by tool_use id
+        self._last_call: str | None = None
+
+    def drained(self) -> None:
+        """The caller stored ``events`` and ``updates``: later results of those calls become updates."""
+        self.events = []
+        self.updates = []
+        self._open = {}
+
+    def feed(self, lines: list[bytes], first_line: int) -> None:
+        for n, line in enumerate(lines, start=first_line):
+            if line[:1] != b"{":
+                if line.strip() and line.lstrip()[:1] != b"{":
+                    self.problems.add("not a JSON object", f"{self.path}:{n}")
+                    continue
+                if not line.strip():
+                    continue
+            if b'"Skill"' in line or b"commandName" in line or b"Base directory for this skill" in line:
+                pass
+            elif b'"user"' not in line or b"tool_result" in line:
+                continue
+            obj = _decode(line, f"{self.path}:{n}", self.problems)
+            if obj is not None:
+                self._line(obj, n)
+
+    def _line(self, obj: dict[str, Any], n: int) -> None:
+        kind = obj.get("type")
+        if kind not in ("user", "assistant"):
+            return
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return
+        at = _time(obj.get("timestamp"))
+        if at is None:
+            self.problems.add("no valid timestamp", f"{self.path}:{n}")
+            return
+        common = {
+            "session_id": _str(obj.get("sessionId")),
+            "cwd": _str(obj.get("cwd"), 4096),
+            "git_branch": _str(obj.get("gitBranch")),
+            "sidechain": obj.get("isSidechain") is True,
+        }
+        content = message.get("content")
+        if kind == "assistant":
+            self._assistant(content, at, _str(message.get("model")), common)
+        else:
+            self._user(obj, content, at, common)
+
+    def _assistant(self, content: Any, at: datetime, model: str | None, common: dict[str, Any]) -> None:
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not (
+                isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "Skill"
+            ):
+                continue
+            call_id = _str(block.get("id"))
+            inp = block.get("input")
+            skill = _str(inp.get("skill")) if isinstance(inp, dict) else None
+            if call_id is None:
+                continue
+            ev = _event(
+                self.source,
+                call_id,
+                "skill",
+                at,
+                "claude-code",
+                skill=skill,
+                hidden=skill is None,
+                model=model,
+                **common,
+            )
+            self.events.append(ev)
+            self._open[call_id] = ev
+            self._last_call = call_id
+
+    def _user(self, obj: dict[str, Any], content: Any, at: datetime, common: dict[str, Any]) -> None:
+        texts: list[str] = []
+        results = False
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                elif block.get("type") == "tool_result":
+                    results = True
+                    self._result(obj, block)
+        if results:
+            return
+        text = "\n".join(texts)
+        if obj.get("isMeta") is True or _BASE_DIR in text[:200]:
+            if _BASE_DIR in text:
+                self._base_dir(obj, text)
+            return
+        stripped = text.lstrip()
+        if not stripped or stripped.startswith(("<local-command-", "<command-", "[Request interrupted")):
+            return
+        uuid = _str(obj.get("uuid"))
+        if uuid is None:
+            return
+        self.events.append(
+            _event(
+                self.source,
+                uuid,
+                "prompt",
+                at,
+                "claude-code",
+                prompt_text=_prompt_text(text, self.keep_prompts),
+                **common,
+            )
+        )
+
+    def _result(self, obj: dict[str, Any], block: dict[str, Any]) -> None:
+        call_id = _str(block.get("tool_use_id"))
+        res = obj.get("toolUseResult")
+        if call_id is None or not isinstance(res, dict) or "commandName" not in res:
+            return
+        ran = _str(res.get("commandName"))
+        success = res.get("success") if isinstance(res.get("success"), bool) else None
+        if block.get("is_error") is True:
+            success = False
+        ev = self._open.get(call_id)
+        if ev is not None:
+            ev["skill_ran"] = ran
+            ev["success"] = success
+        else:
+            self.updates.append(SkillCallUpdate(call_id, skill_ran=ran, success=success))
+
+    def _base_dir(self, obj: dict[str, Any], text: str) -> None:
+        line = text[text.index(_BASE_DIR) + len(_BASE_DIR) :].split("\n", 1)[0].strip()
+        folder = line.removeprefix("file://")[:4096]
+        call_id = _str(obj.get("sourceToolUseID")) or self._last_call
+        if not folder or call_id is None:
+            return
+        ev = self._open.get(call_id)
+        if ev is not None:
+            ev["skill_dir"] = folder
+        else:
+            self.updates.append(SkillCallUpdate(call_id, skill_dir=folder))
+
+
+# ------------------------------------------------------------------------------------------ OTLP
+
+_OTLP_WORDS = (b"user_prompt", b"skill", b"Skill", b"api_request")
+
+
+def _attrs(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not isinstance(items, list):
+        return out
+    for kv in items:
+        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+            continue
+        v = kv.get("value")
+        if not isinstance(v, dict):
+            continue
+        for typ in ("stringValue", "boolValue", "intValue", "doubleValue"):
+            if typ in v:
+                out[kv["key"]] = v[typ]
+                break
+    return out
+
+
+def _nanos(value: Any) -> datetime | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    if n <= 0 or n > 2**63:
+        return None
+    return datetime.fromtimestamp(n / 1e9, tz=UTC)
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
+def _agent(resource: dict[str, Any], event: str) -> str:
+    service = str(resource.get("service.name") or "")
+    if event.startswith("claude_code.") or "claude" in service:
+        return "claude-code"
+    if event.startswith("codex.") or "codex" in service:
+        return "codex"
+    return (service or "otel")[:64]
+
+
+def _skill_arg(raw: Any) -> str | None:
+    """The skill named by a tool's parameters (a JSON text: ``skill_name``, ``skill`` or ``name``)."""
+    if isinstance(raw, str) and len(raw) < 100_000:
+        try:
+            raw = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(raw, dict):
+        for key in ("skill_name", "skill", "name"):
+            if isinstance(raw.get(key), str) and raw[key]:
+                return str(raw[key])[:_LIMIT]
+    return None
+
+
+class OtlpReader:
+    """One OTLP JSON lines file → events (``self.events``, drained by the caller)."""
+
+    def __init__(self, source: str, path: str, *, keep_prompts: bool, problems: Problems) -> None:
+        self.source = source
+        self.path = path
+        self.keep_prompts = keep_prompts
+        self.problems = problems
+        self.events: list[dict[str, Any]] = []
+        self.updates: list[SkillCallUpdate] = []
+        self._models: dict[str, str] = {}  # session → the model of its last API request
+        self._open: dict[str, dict[str, Any]] = {}  # this batch's skill calls, by id
+
+    def drained(self) -> None:
+        self.events = []
+        self.updates = []
+        self._open = {}
+
+    def feed(self, lines: list[bytes], first_line: int) -> None:
+        for n, line in enumerate(lines, start=first_line):
+            if line[:1] != b"{":
+                if line.strip() and line.lstrip()[:1] != b"{":
+                    self.problems.add("not a JSON object", f"{self.path}:{n}")
+                continue
+            if not any(w in line for w in _OTLP_WORDS):
+                continue
+            obj = _decode(line, f"{self.path}:{n}", self.problems)
+            if obj is None:
+                continue
+            digest = hashlib.sha256(line).hexdigest()[:24]
+            self._logs(obj.get("resourceLogs"), digest)
+            self._spans(obj.get("resourceSpans"), digest)
+
+    def _logs(self, resource_logs: Any, digest: str) -> None:
+        if not isinstance(resource_logs, list):
+            return
+        i = 0
+        for rl in resource_logs:
+            if not isinstance(rl, dict):
+                continue
+            resource = (
+                _attrs((rl.get("resource") or {}).get("attributes"))
+                if isinstance(rl.get("resource"), dict)
+                else {}
+            )
+            for sl in rl.get("scopeLogs") or []:
+                if not isinstance(sl, dict):
+                    continue
+                for rec in sl.get("logRecords") or []:
+                    i += 1
+                    if isinstance(rec, dict):
+                        self._record(rec, resource, f"{digest}:{i}")
+
+    def _record(self, rec: dict[str, Any], resource: dict[str, Any], fallback_id: str) -> None:
+        a = _attrs(rec.get("attributes"))
+        body = rec.get("body")
+        name = a.get("event.name") or (body.get("stringValue") if isinstance(body, dict) else None) or ""
+        if not isinstance(name, str):
+            return
+        if "." not in name:  # Claude Code's attribute is the short name (user_prompt), its body the long
+            body_name = body.get("stringValue") if isinstance(body, dict) else None
+            name = body_name if isinstance(body_name, str) and body_name.endswith("." + name) else name
+        short = name.rsplit(".", 1)[-1]
+        if short not in ("user_prompt", "skill_activated", "tool_result", "api_request", "skill_invocation"):
+            return
+        at = (
+            _nanos(rec.get("timeUnixNano"))
+            or _time(a.get("event.timestamp"))
+            or _nanos(rec.get("observedTimeUnixNano"))
+        )
+        if at is None:
+            self.problems.add("a log record without a valid time", self.path)
+            return
+        agent = _agent(resource, name)
+        session = _str(a.get("session.id")) or _str(a.get("conversation.id")) or ""
+        prompt_id = _str(a.get("prompt.id"))
+        model = _str(a.get("model"))
+        if short == "api_request":
+            if model:
+                self._models[session] = model
+            return
+        common = {"session_id": session, "prompt_id": prompt_id, "model": model or self._models.get(session)}
+        if short == "user_prompt":
+            seq = a.get("event.sequence")
+            eid = prompt_id or (f"{session}:{seq}" if session and seq is not None else fallback_id)
+            self.events.append(
+                _event(
+                    self.source,
+                    f"prompt:{eid}",
+                    "prompt",
+                    at,
+                    agent,
+                    prompt_text=_prompt_text(_str(a.get("prompt"), MAX_TEXT), self.keep_prompts),
+                    **common,
+                )
+            )
+            return
+        if short == "tool_result":
+            if a.get("tool_name") != "Skill":
+                return
+            skill = _skill_arg(a.get("tool_parameters")) or _skill_arg(a.get("tool_input"))
+            success = _bool(a.get("success"))
+        elif short == "skill_activated":
+            skill = _str(a.get("skill.name")) or _str(a.get("skill_name"))
+            success = None
+        else:  # codex.skill_invocation
+            skill = _str(a.get("skill.name")) or _str(a.get("skill_name"))
+            success = None
+            common["invocation"] = _str(a.get("skill.invocation_type"), 32)
+        hidden = skill is None or skill in HIDDEN_NAMES
+        # skill_activated and the Skill tool_result of one call share this id: stored once (two calls of
+        # one skill for the same prompt are one)
+        key = (
+            f"skill:{session}:{prompt_id}:{'-' if hidden else skill}" if prompt_id else f"skill:{fallback_id}"
+        )
+        seen = self._open.get(key)
+        if seen is not None:
+            if seen["success"] is None:
+                seen["success"] = success
+            return
+        ev = _event(
+            self.source,
+            key,
+            "skill",
+            at,
+            agent,
+            skill=None if hidden else skill,
+            hidden=hidden,
+            success=success,
+            **common,
+        )
+        self.events.append(ev)
+        self._open[key] = ev
+        if success is not None:  # the call's other record may be stored already, without the outcome
+            self.updates.append(SkillCallUpdate(key[:256], success=success))
+
+    def _spans(self, resource_spans: Any, digest: str) -> None:
+        if not isinstance(resource_spans, list):
+            return
+        i = 0
+        for rs in resource_spans:
+            if not isinstance(rs, dict):
+                continue
+            resource = (
+                _attrs((rs.get("resource") or {}).get("attributes"))
+                if isinstance(rs.get("resource"), dict)
+                else {}
+            )
+            for ss in rs.get("scopeSpans") or []:
+                if not isinstance(ss, dict):
+                    continue
+                for span in ss.get("spans") or []:
+                    i += 1
+                    if isinstance(span, dict):
+                        self._span(span, resource, f"{digest}:{i}")
+
+    def _span(self, span: dict[str, Any], resource: dict[str, Any], fallback_id: str) -> None:
+        a = _attrs(span.get("attributes"))
+        skill = _str(a.get("gen_ai.skill.name")) or _str(a.get("skill.name")) or _str(a.get("skill_name"))
+        op = a.get("gen_ai.operation.name") or str(span.get("name") or "").split(" ", 1)[0]
+        if skill is None and op == "execute_tool":
+            tool = _str(a.get("gen_ai.tool.name"))
+            if tool is None or tool.lower() not in ("skill", "activate_skill", "load_skill"):
+                return
+            skill = _skill_arg(a.get("gen_ai.tool.call.arguments")) or _skill_arg(a.get("tool_parameters"))
+            if skill is None:
+                skill = ""
+        elif skill is None:
+            return
+        at = _nanos(span.get("startTimeUnixNano"))
+        if at is None:
+            self.problems.add("a span without a valid start time", self.path)
+            return
+        status = span.get("status")
+        code = status.get("code") if isinstance(status, dict) else None
+        success = (
+            False if code in (2, "STATUS_CODE_ERROR") else (True if code in (1, "STATUS_CODE_OK") else None)
+        )
+        hidden = skill in HIDDEN_NAMES
+        span_id = _str(span.get("spanId"))
+        self.events.append(
+            _event(
+                self.source,
+                f"span:{span_id or fallback_id}",
+                "skill",
+                at,
+                _agent(resource, ""),
+                session_id=_str(a.get("gen_ai.conversation.id")) or _str(a.get("session.id")) or "",
+                skill=None if hidden else skill,
+                hidden=hidden,
+                success=success,
+                model=_str(a.get("gen_ai.request.model")) or _str(a.get("gen_ai.response.model")),
+            )
+        )

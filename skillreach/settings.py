@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from skillreach.errors import ConfigError
 from skillreach.models import NonNegative
@@ -158,25 +158,6 @@ class Settings(BaseSettings):
     live_gates: LiveGateConfig = Field(default_factory=LiveGateConfig)
     """The live gate on production usage (``skillreach usage --gate``, the ``ingest`` deployment); see
     ``live_gates.*``."""
-    live_sources: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    """What the ``ingest`` deployment reads on its schedule: folders of Claude Code transcripts or
-    OpenTelemetry file exports (``SKILLREACH_LIVE_SOURCES``: a JSON list, or paths separated by
-    ``os.pathsep``, ``:`` on Linux)."""
-
-    @field_validator("live_sources", mode="before")
-    @classmethod
-    def _sources_split(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            import json
-
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    return json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"not a JSON list of folders ({exc.msg})") from exc
-            return [p for p in text.split(os.pathsep) if p.strip()]
-        return value
 
     alert_webhooks: list[str] = Field(default_factory=list)
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.

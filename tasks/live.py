@@ -7,6 +7,7 @@ The logic is the core's (:mod:`skillreach.live`): these wrap it with the store, 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,14 +57,15 @@ async def ingest_live(config: StudyConfig, sources: list[str] | None = None) -> 
     ``SKILLREACH_LIVE_SOURCES``) into the store, incrementally; what was read and added."""
     from skillreach.live.ingest import ingest_sources
 
-    paths = [Path(s) for s in (sources or config.live_sources)]
+    given = sources or [p for p in config.live_sources.split(os.pathsep) if p.strip()]
+    paths = [Path(s).expanduser() for s in given]
     if not paths:
         logger().warning("no live source configured (SKILLREACH_LIVE_SOURCES); nothing ingested")
         return {"sources": [], "added": 0}
     root = config.skills[0] if config.skills else None
     with store_for(config) as store:
         summary = ingest_sources(paths, store, skills_root=root)
-    data = summary.model_dump(mode="json") if hasattr(summary, "model_dump") else dict(vars(summary))
+    data = summary.as_dict()
     logger().info("ingested %s", data)
     return {"sources": [str(p) for p in paths], **data}
 

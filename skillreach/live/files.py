@@ -107,6 +107,11 @@ def read_new(path: Path, old: FileCursor | None, state_out: list[ReadState]) -> 
             first = lineno + 1
             if end >= i:
                 lines = data[i:end].split(b"\n")
+                if end - i > MAX_LINE_BYTES:  # a line over the limit among them: skipped, numbering kept
+                    for k, line in enumerate(lines):
+                        if len(line) > MAX_LINE_BYTES:
+                            too_long.append(lineno + 1 + k)
+                            lines[k] = b""
                 lineno += len(lines)
                 consumed = data_base + end + 1
                 i = end + 1

@@ -23,7 +23,14 @@ from skillreach.live.files import ReadState, read_new
 from skillreach.live.readers import OtlpReader, Problems, TranscriptReader, is_otlp
 from skillreach.live.versions import VersionResolver
 from skillreach.store.database import Store
-from skillreach.store.live import FileCursor, load_cursors, save_cursors, save_rows, update_skill_calls
+from skillreach.store.live import (
+    FileCursor,
+    fill_skill_dir,
+    load_cursors,
+    save_cursors,
+    save_rows,
+    update_skill_calls,
+)
 
 __all__ = ["SUFFIXES", "IngestSummary", "SourceSummary", "ingest_sources", "source_files"]
 
@@ -192,6 +199,8 @@ def _flush(
     tally.added += save_rows(store, rows)
     if reader.updates:
         update_skill_calls(store, reader.source, reader.updates)
+    for session, at, folder in getattr(reader, "dirs_later", ()):
+        fill_skill_dir(store, reader.source, session, at, folder)
     reader.drained()
 
 

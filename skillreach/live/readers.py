@@ -59,8 +59,13 @@ def _decode(line: bytes, where: str, problems: Problems) -> Any:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        reason = "not UTF-8" if "utf-8" in str(exc).lower() else "not JSON"
-        problems.add("nested too deeply" if "recursion" in str(exc).lower() else reason, where)
+        text = str(exc).lower()
+        reason = "not UTF-8" if "utf-8" in text else "not JSON"
+        if "recursion" in text:
+            reason = "nested too deeply"
+        elif "infinity" in text or ("number" in text and "large" in text):
+            reason = "number too large"
+        problems.add(reason, where)
         return None
     bad = check_values(value)
     if bad is not None:
@@ -138,11 +143,14 @@ class TranscriptReader:
         self.updates: list[SkillCallUpdate] = []
         self._open: dict[str, dict[str, Any]] = {}  # skill calls of this batch, by tool_use id
         self._last_call: str | None = None
+        self._prompts: dict[str, str] = {}  # session → its last prompt id (``promptId``)
+        self.dirs_later: list[tuple[str, datetime, str]] = []  # (session, time, folder) of earlier calls
 
     def drained(self) -> None:
         """The caller stored ``events`` and ``updates``: later results of those calls become updates."""
         self.events = []
         self.updates = []
+        self.dirs_later = []
         self._open = {}
 
     def feed(self, lines: list[bytes], first_line: int) -> None:
@@ -177,8 +185,14 @@ class TranscriptReader:
             "cwd": _str(obj.get("cwd"), 4096),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
+            "prompt_id": _str(obj.get("promptId")),
         }
         content = message.get("content")
+        session = common["session_id"] or ""
+        if common["prompt_id"] is not None:
+            self._prompts[session] = common["prompt_id"]
+        else:  # an assistant line: the prompt it answers is the session's last one
+            common["prompt_id"] = self._prompts.get(session)
         if kind == "assistant":
             self._assistant(content, at, _str(message.get("model")), common)
         else:
@@ -271,7 +285,12 @@ class TranscriptReader:
         line = text[text.index(_BASE_DIR) + len(_BASE_DIR) :].split("\n", 1)[0].strip()
         folder = line.removeprefix("file://")[:4096]
         call_id = _str(obj.get("sourceToolUseID")) or self._last_call
-        if not folder or call_id is None:
+        if not folder:
+            return
+        if call_id is None:  # the call was read by an earlier run: the session's last call gets it
+            at = _time(obj.get("timestamp"))
+            if at is not None:
+                self.dirs_later.append((_str(obj.get("sessionId")) or "", at, folder))
             return
         ev = self._open.get(call_id)
         if ev is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "SkillCallUpdate",
     "count_events",
     "cursor_key",
+    "fill_skill_dir",
     "load_cursors",
     "load_events",
     "save_cursors",
@@ -203,6 +204,29 @@ def update_skill_calls(store: Store, source: str, updates: Sequence[SkillCallUpd
             )
             changed += int(getattr(res, "rowcount", 0) or 0)
     return changed
+
+
+def fill_skill_dir(store: Store, source: str, session_id: str, before: datetime, folder: str) -> bool:
+    """Give the last skill call of ``session_id`` (at or before ``before``, without a folder yet) the
+    folder a later ``Base directory for this skill:`` line names; whether one was found."""
+    table = LiveEventRow.__table__
+    with store.writing() as s:
+        row_id = s.execute(
+            select(table.c.id)
+            .where(
+                table.c.source == source,
+                table.c.session_id == session_id,
+                table.c.kind == "skill",
+                table.c.at <= before,
+                table.c.skill_dir.is_(None),
+            )
+            .order_by(table.c.at.desc(), table.c.id.desc())
+            .limit(1)
+        ).scalar()
+        if row_id is None:
+            return False
+        s.execute(update(LiveEventRow).where(table.c.id == row_id).values(skill_dir=folder))
+        return True
 
 
 def _event(row: Any) -> LiveEvent:

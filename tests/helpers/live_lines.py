@@ -78,6 +78,7 @@ def cc_prompt(
     return _dumps(
         {
             **_common(session, at, uuid, parent, cwd=cwd, branch=branch, sidechain=sidechain),
+            "promptId": f"prompt-{uuid}",
             "type": "user",
             "message": {"role": "user", "content": text},
         }

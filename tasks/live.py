@@ -18,7 +18,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from skillreach.baselines.records import BaselineRecord
-from skillreach.errors import ConfigError, InputError
+from skillreach.errors import ConfigError, InputError, SkillreachError
 from skillreach.live.gate import LiveDrop
 from skillreach.live.verdict import LiveVerdict
 from skillreach.study.config import StudyConfig
@@ -214,7 +214,13 @@ async def judge_live_drop(
     new = record_baseline(
         artifact, frozen.queries, skill, skill_folder=folder or None, judge_model=frozen.baseline.judge_model
     )
-    cmp = compare(frozen.baseline, new, config.gates, strict=False)
+    try:
+        cmp = compare(frozen.baseline, new, config.gates, strict=False)
+    except SkillreachError as exc:  # pins differ (another model snapshot, runtime): the set cannot settle it
+        logger().warning("%s: the frozen set is not comparable with its baseline: %s", skill, exc.message)
+        refused = FrozenResult(verdict="inconclusive", baseline_id=frozen.baseline.baseline_id, base=None,
+                               new=None, needed=f"not compared: {exc.message}", study_id=study_id)
+        return decide(drop, refused, catalog_changes(list(config.skills)))
     act = next((g for g in cmp.results if g.metric == "activation"), None)
     verdict = str(act.verdict.value) if act is not None else "inconclusive"
     loss = losses(frozen.baseline, new, artifact.outcomes)

@@ -158,3 +158,25 @@ def test_bad_input_is_one_line_and_exit_2(world: Path, args: tuple[str, ...], li
     res = usage(world, *args)
     assert res.returncode == 2
     assert res.stderr.strip() == f"skillreach: error: {line}"
+
+
+@pytest.mark.parametrize(
+    ("toml", "line"),
+    [
+        (
+            "[live_gates]\nactivation_share = 0.3\n",
+            "live_gates.activation_share: Input should be less than or equal to 0",
+        ),
+        (
+            '[live_gates]\nrecent = "soon"\n',
+            "live_gates.recent: Value error, 'soon' is not a duration; write e.g. 30m, 24h, 7d",
+        ),
+        ('[live_gates]\nwindow = "14d"\n', "live_gates.window: unknown setting"),
+    ],
+)
+def test_a_bad_live_gate_setting_is_refused_naming_the_file(world: Path, toml: str, line: str) -> None:
+    cfg = world / "gates.toml"
+    cfg.write_text(toml, encoding="utf-8")
+    res = usage(world, "--gate", "--config", str(cfg))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().startswith(f"skillreach: error: {cfg}: {line}")

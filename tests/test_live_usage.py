@@ -142,6 +142,16 @@ def test_weeks_versions_and_stale_skills() -> None:
     assert by_version[(date(2026, 11, 16), "git:a")] == 6 * 6
     assert by_version[(date(2026, 11, 16), "git:b")] == 6 * 1
     assert [(s.skill, s.last_activation) for s in r.stale] == [("pptx", None), ("xlsx", None)]
+    # a skill added to the catalog within the span has not had the time to be stale
+    young = usage_report(
+        ev,
+        by="week",
+        catalog=["pdf", "pptx", "xlsx"],
+        stale_days=7,
+        now=day(21),
+        added={"pptx": day(18), "xlsx": day(2)},
+    )
+    assert [s.skill for s in young.stale] == ["xlsx"]
     # the window cuts the tables; the stale list reads every event given
     cut = usage_report(ev, by="day", since=day(14), until=day(21), catalog=["pdf"], stale_days=30)
     assert min(cut.periods) == date(2026, 11, 16)

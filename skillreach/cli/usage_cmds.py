@@ -185,12 +185,23 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
         read_from = min(read_from, windows.reference_start)
     with open_store(settings) as store:
         events = load_events(store, since=read_from, until=end, include_sidechain=True)
+    changes: list[CatalogChange] = catalog_changes(skills) if skills else []
+    added: dict[str, datetime] = {}
+    for c in changes:  # oldest first: a skill's last addition (after a removal) counts
+        if c.how == "added":
+            added[c.skill] = c.at
     period: Period = "week" if by == "week" else "day"
     report = usage_report(
-        events, by=period, since=start, until=end, catalog=catalog, stale_days=stale_days, now=end
+        events,
+        by=period,
+        since=start,
+        until=end,
+        catalog=catalog,
+        stale_days=stale_days,
+        now=end,
+        added=added,
     )
     drops = check_live_gate(events, settings.live_gates, end, skills=catalog or None) if gate else None
-    changes: list[CatalogChange] = catalog_changes(skills) if skills else []
     if html is not None:
         from skillreach._io.paths import ensure_folder
         from skillreach.reports.usage import render_usage_html

@@ -20,7 +20,7 @@ Definitions (the main agent only; a subagent's prompts and calls — ``sidechain
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
@@ -105,6 +105,8 @@ class StaleSkill(Frozen):
     skill: str
     last_activation: datetime | None
     """The last activation ever seen in the events read (``None``: never)."""
+    added: datetime | None = None
+    """When the skill entered the catalog, when known (the skills repository's history)."""
 
 
 class Mismatch(Frozen):
@@ -160,12 +162,14 @@ def usage_report(
     catalog: Sequence[str] = (),
     stale_days: int | None = None,
     now: datetime | None = None,
+    added: Mapping[str, datetime] | None = None,
 ) -> UsageReport:
     """The usage tables of ``events`` within ``[since, until)``.
 
     ``catalog`` (the skills of ``--skills``) with ``stale_days``: the skills with no activation in the
     ``stale_days`` before ``now`` (default: ``until``, else the newest event, else the clock) — every
-    event given counts for that, not only the window's."""
+    event given counts for that, not only the window's. A skill ``added`` to the catalog less than
+    ``stale_days`` ago is not stale yet: it has not had the time."""
     prompts: Counter[date] = Counter()
     prompt_sessions: dict[date, set[str]] = defaultdict(set)
     side_prompts: Counter[date] = Counter()
@@ -267,10 +271,12 @@ def usage_report(
     if stale_days is not None and catalog:
         ref = now or until or newest or datetime.now(UTC)
         cutoff = ref - timedelta(days=stale_days)
+        since_added = added or {}
         stale = tuple(
-            StaleSkill(skill=name, last_activation=last_seen.get(name))
+            StaleSkill(skill=name, last_activation=last_seen.get(name), added=since_added.get(name))
             for name in sorted(set(catalog))
-            if last_seen.get(name) is None or last_seen[name] < cutoff
+            if (last_seen.get(name) is None or last_seen[name] < cutoff)
+            and (name not in since_added or since_added[name] <= cutoff)
         )
     return UsageReport(
         by=by,

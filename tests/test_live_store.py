@@ -136,3 +136,36 @@ def test_cursors_are_replaced_not_duplicated(store: Store) -> None:
     assert got["/data/a.jsonl"].lines == 7
     assert got[long_path].offset == 2**40  # past 32 bits
     assert "/data/unknown.jsonl" not in got
+
+
+def test_an_ingest_stores_the_same_events_on_either_backend(store: Store, tmp_path: Path) -> None:
+    """save_batch's two paths (SQLite's executemany, PostgreSQL's RETURNING) and the later-line updates."""
+    from skillreach.live.ingest import ingest_sources
+    from tests.helpers.live_lines import cc_base_dir, cc_prompt, cc_skill_call, cc_skill_result
+
+    f = tmp_path / "t" / "s.jsonl"
+    f.parent.mkdir()
+    f.write_text(
+        cc_prompt("s", T0, "u1", "fill the form")
+        + "\n"
+        + cc_skill_call("s", T0, "a1", "toolu_1", "pdf")
+        + "\n"
+    )
+    first = ingest_sources([f.parent], store)
+    assert first.events_added == 2
+    with open(f, "a", encoding="utf-8") as fh:
+        fh.write(cc_skill_result("s", T0, "r1", "toolu_1", "pdf", success=False) + "\n")
+        fh.write(cc_base_dir("s", T0, "m1", "/skills/pdf") + "\n")
+    again = ingest_sources([f.parent], store)
+    assert (again.events_added, again.sources[0].files) == (0, 1)
+    assert ingest_sources([f.parent], store).bytes_read == 0
+    prompt, call = load_events(store)
+    assert (prompt.kind, prompt.at, prompt.session_id) == (EventKind.PROMPT, T0, "s")
+    assert (call.skill, call.skill_ran, call.success, call.skill_dir, call.hidden, call.sidechain) == (
+        "pdf",
+        "pdf",
+        False,
+        "/skills/pdf",
+        False,
+        False,
+    )

@@ -23,14 +23,7 @@ from skillreach.live.files import ReadState, read_new
 from skillreach.live.readers import OtlpReader, Problems, TranscriptReader, is_otlp
 from skillreach.live.versions import VersionResolver
 from skillreach.store.database import Store
-from skillreach.store.live import (
-    FileCursor,
-    fill_skill_dir,
-    load_cursors,
-    save_cursors,
-    save_rows,
-    update_skill_calls,
-)
+from skillreach.store.live import Batch, load_cursors, save_batch
 
 __all__ = ["SUFFIXES", "IngestSummary", "SourceSummary", "ingest_sources", "source_files"]
 
@@ -184,11 +177,11 @@ class _Tally:
         )
 
 
-def _flush(
-    store: Store, reader: TranscriptReader | OtlpReader, versions: VersionResolver, tally: _Tally
+def _take(
+    reader: TranscriptReader | OtlpReader, batch: Batch, versions: VersionResolver, tally: _Tally
 ) -> None:
-    rows = reader.events
-    for ev in rows:
+    """Move the reader's events (with their skill versions), updates and folders into ``batch``."""
+    for ev in reader.events:
         if ev["kind"] == "skill":
             if ev["hidden"]:
                 tally.hidden += 1
@@ -196,12 +189,16 @@ def _flush(
                 ev["skill_version"] = versions.version(
                     ev["skill"], ev["git_branch"], ev["at"], ev["skill_dir"]
                 )
-    tally.added += save_rows(store, rows)
-    if reader.updates:
-        update_skill_calls(store, reader.source, reader.updates)
-    for session, at, folder in getattr(reader, "dirs_later", ()):
-        fill_skill_dir(store, reader.source, session, at, folder)
+    batch.rows.extend(reader.events)
+    batch.updates.extend((reader.source, u) for u in reader.updates)
+    batch.dirs.extend((reader.source, *d) for d in getattr(reader, "dirs_later", ()))
     reader.drained()
+
+
+def _store(store: Store, batch: Batch, tallies: dict[str, _Tally]) -> Batch:
+    for source, n in save_batch(store, batch).items():
+        tallies[source].added += n
+    return Batch()
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -253,6 +250,7 @@ def ingest_sources(
     task = bar.add_task("ingest", total=total) if bar is not None else None
     if bar is not None:
         bar.start()
+    batch = Batch()
     try:
         for source, f in plan:
             tally = tallies.setdefault(source, _Tally(source))
@@ -265,24 +263,23 @@ def ingest_sources(
                     for n in block.too_long:
                         tally.problems.add("line longer than 16 MiB", f"{f}:{n}")
                     reader.feed(block.lines, block.first_line)
-                    if len(reader.events) >= FLUSH_EVENTS:
-                        _flush(store, reader, versions, tally)
+                    _take(reader, batch, versions, tally)
+                    if len(batch) >= FLUSH_EVENTS:
+                        batch = _store(store, batch, tallies)
                     if bar is not None and task is not None:
                         bar.advance(task, sum(len(x) + 1 for x in block.lines))
             except OSError as exc:
                 tally.problems.add(f"unreadable ({exc.strerror or type(exc).__name__})", str(f))
                 continue
-            _flush(store, reader, versions, tally)
-            if state:
-                st = state[0]
-                tally.bytes += st.bytes_read
-                tally.reread += int(st.restarted)
-                _save_cursor(store, st.cursor)
+            _take(reader, batch, versions, tally)
+            if state:  # stored with (or after) the file's last events
+                tally.bytes += state[0].bytes_read
+                tally.reread += int(state[0].restarted)
+                batch.cursors.append(state[0].cursor)
+            if len(batch) >= FLUSH_EVENTS:
+                batch = _store(store, batch, tallies)
+        _store(store, batch, tallies)
     finally:
         if bar is not None:
             bar.stop()
     return IngestSummary(tuple(t.summary() for t in tallies.values()))
-
-
-def _save_cursor(store: Store, cursor: FileCursor) -> None:
-    save_cursors(store, [cursor])

@@ -25,12 +25,13 @@ on the hot path); prompt text is kept only with ``keep_prompts``, redacted.
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from skillreach._io.json import check_values
+from skillreach._io.json import MAX_DEPTH, check_values
 from skillreach._io.redact import redact_text
 from skillreach.live.events import UNKNOWN_VERSION
 from skillreach.store.live import SkillCallUpdate
@@ -55,6 +56,25 @@ class Problems:
         self.first.setdefault(reason, where)
 
 
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_INNERMOST = re.compile(rb"\{\}|\[\]")
+
+
+def _shallow(line: bytes) -> bool:
+    """Whether a line that decoded as JSON nests at most :data:`MAX_DEPTH` levels, told from its bytes
+    (strings dropped, then innermost bracket pairs removed once per level) without walking the value:
+    the common case costs a few C-speed passes."""
+    if line.count(b"{") + line.count(b"[") <= MAX_DEPTH:
+        return True
+    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKET)
+    for _ in range(MAX_DEPTH):
+        if not brackets:
+            return True
+        brackets = _INNERMOST.sub(b"", brackets)
+    return not brackets
+
+
 def _decode(line: bytes, where: str, problems: Problems) -> Any:
     try:
         value = orjson.loads(line)
@@ -67,7 +87,7 @@ def _decode(line: bytes, where: str, problems: Problems) -> Any:
             reason = "number too large"
         problems.add(reason, where)
         return None
-    bad = check_values(value)
+    bad = None if _shallow(line) else check_values(value)
     if bad is not None:
         problems.add("nested too deeply" if bad == "deep" else "integer too long", where)
         return None
@@ -128,6 +148,8 @@ def is_otlp(head: bytes) -> bool:
 
 
 _BASE_DIR = "Base directory for this skill:"
+_HEAD = 8192
+"""Bytes of a line's start where its type and its message's first block are looked for."""
 
 
 class TranscriptReader:
@@ -161,10 +183,13 @@ class TranscriptReader:
                     continue
                 if not line.strip():
                     continue
-            if b'"Skill"' in line or b"commandName" in line or b"Base directory for this skill" in line:
-                pass
-            elif b'"user"' not in line or b"tool_result" in line:
-                continue
+            # Most lines are other tools' traffic: told apart by markers that can only be structure
+            # (a quote inside a JSON string is escaped), so only what may matter is decoded.
+            if line.find(b'"type":"tool_result"', 0, _HEAD) >= 0:  # a tool's result: a Skill's names
+                if b"commandName" not in line:  # the skill that ran
+                    continue
+            elif line.find(b'"user"', 0, _HEAD) < 0 and b'"Skill"' not in line:  # not a prompt, meta
+                continue  # line or Skill call (an unusual layout is decoded: the decoder decides)
             obj = _decode(line, f"{self.path}:{n}", self.problems)
             if obj is not None:
                 self._line(obj, n)
@@ -180,19 +205,20 @@ class TranscriptReader:
         if at is None:
             self.problems.add("no valid timestamp", f"{self.path}:{n}")
             return
-        common = {
-            "session_id": _str(obj.get("sessionId")),
+        session = _str(obj.get("sessionId")) or ""
+        prompt_id = _str(obj.get("promptId"))
+        if prompt_id is not None:
+            self._prompts[session] = prompt_id
+        else:  # an assistant line: the prompt it answers is the session's last one
+            prompt_id = self._prompts.get(session)
+        common: dict[str, Any] = {
+            "session_id": session,
             "cwd": _str(obj.get("cwd"), 4096),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
-            "prompt_id": _str(obj.get("promptId")),
+            "prompt_id": prompt_id,
         }
         content = message.get("content")
-        session = common["session_id"] or ""
-        if common["prompt_id"] is not None:
-            self._prompts[session] = common["prompt_id"]
-        else:  # an assistant line: the prompt it answers is the session's last one
-            common["prompt_id"] = self._prompts.get(session)
         if kind == "assistant":
             self._assistant(content, at, _str(message.get("model")), common)
         else:

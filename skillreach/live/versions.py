@@ -77,6 +77,7 @@ class VersionResolver:
         self._histories: dict[tuple[str, str, str], _History] = {}
         self._refs: dict[tuple[str, str | None], str | None] = {}
         self._contents: dict[str, str] = {}
+        self._dirs: dict[str, Path | None] = {}  # a Base directory → the folder when it exists
         self.root = skills_root.resolve() if skills_root is not None else None
         self.top = self._top(self.root) if self.root is not None else None
         self.folders: dict[str, Path] = {}
@@ -136,13 +137,16 @@ class VersionResolver:
                 if found:
                     return found
         if skill_dir:
-            folder = Path(skill_dir)
-            if folder.is_absolute() and folder.is_dir():
-                top = self._top(folder)
+            if skill_dir not in self._dirs:
+                folder = Path(skill_dir)
+                self._dirs[skill_dir] = folder.resolve() if folder.is_absolute() and folder.is_dir() else None
+            folder_now = self._dirs[skill_dir]
+            if folder_now is not None:
+                top = self._top(folder_now)
                 if top is not None:
-                    return self._in_history(folder.resolve(), top, branch, at) or UNKNOWN_VERSION
-                key = str(folder)
+                    return self._in_history(folder_now, top, branch, at) or UNKNOWN_VERSION
+                key = str(folder_now)
                 if key not in self._contents:
-                    self._contents[key] = skill_version(folder)[0]
+                    self._contents[key] = skill_version(folder_now)[0]
                 return self._contents[key]
         return UNKNOWN_VERSION

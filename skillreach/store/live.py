@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Integer, String, Text, UniqueConstraint, select, update
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from skillreach.live.events import UNKNOWN_VERSION, EventKind, LiveEvent
 from skillreach.store.database import Base, Store, _insert_for, _now
 
 __all__ = [
+    "Batch",
     "FileCursor",
     "LiveCursorRow",
     "LiveEventRow",
@@ -36,6 +37,7 @@ __all__ = [
     "fill_skill_dir",
     "load_cursors",
     "load_events",
+    "save_batch",
     "save_cursors",
     "save_events",
     "save_rows",
@@ -176,27 +178,21 @@ class SkillCallUpdate:
     skill_version: str | None = None
 
 
-def update_skill_calls(store: Store, source: str, updates: Sequence[SkillCallUpdate]) -> int:
-    """Fill in the fields ``updates`` give (never blank one) on stored skill calls of ``source``; the
-    number of rows changed."""
-    if not updates:
-        return 0
+def _apply_updates(s: Session, source: str, updates: Sequence[SkillCallUpdate]) -> int:
     table = LiveEventRow.__table__
     changed = 0
-    with store.writing() as s:
-        for u in updates:
-            values = {
-                k: v
-                for k, v in (
-                    ("skill_ran", u.skill_ran),
-                    ("success", u.success),
-                    ("skill_dir", u.skill_dir),
-                    ("skill_version", u.skill_version),
-                )
-                if v is not None
-            }
-            if not values:
-                continue
+    for u in updates:
+        values = {
+            k: v
+            for k, v in (
+                ("skill_ran", u.skill_ran),
+                ("success", u.success),
+                ("skill_dir", u.skill_dir),
+                ("skill_version", u.skill_version),
+            )
+            if v is not None
+        }
+        if values:
             res = s.execute(
                 update(LiveEventRow)
                 .where(table.c.source == source, table.c.event_id == u.event_id)
@@ -206,27 +202,111 @@ def update_skill_calls(store: Store, source: str, updates: Sequence[SkillCallUpd
     return changed
 
 
+def update_skill_calls(store: Store, source: str, updates: Sequence[SkillCallUpdate]) -> int:
+    """Fill in the fields ``updates`` give (never blank one) on stored skill calls of ``source``; the
+    number of rows changed."""
+    if not updates:
+        return 0
+    with store.writing() as s:
+        return _apply_updates(s, source, updates)
+
+
+def _fill_dir(s: Session, source: str, session_id: str, before: datetime, folder: str) -> bool:
+    table = LiveEventRow.__table__
+    row_id = s.execute(
+        select(table.c.id)
+        .where(
+            table.c.source == source,
+            table.c.session_id == session_id,
+            table.c.kind == "skill",
+            table.c.at <= before,
+            table.c.skill_dir.is_(None),
+        )
+        .order_by(table.c.at.desc(), table.c.id.desc())
+        .limit(1)
+    ).scalar()
+    if row_id is None:
+        return False
+    s.execute(update(LiveEventRow).where(table.c.id == row_id).values(skill_dir=folder))
+    return True
+
+
 def fill_skill_dir(store: Store, source: str, session_id: str, before: datetime, folder: str) -> bool:
     """Give the last skill call of ``session_id`` (at or before ``before``, without a folder yet) the
     folder a later ``Base directory for this skill:`` line names; whether one was found."""
-    table = LiveEventRow.__table__
     with store.writing() as s:
-        row_id = s.execute(
-            select(table.c.id)
-            .where(
-                table.c.source == source,
-                table.c.session_id == session_id,
-                table.c.kind == "skill",
-                table.c.at <= before,
-                table.c.skill_dir.is_(None),
-            )
-            .order_by(table.c.at.desc(), table.c.id.desc())
-            .limit(1)
-        ).scalar()
-        if row_id is None:
-            return False
-        s.execute(update(LiveEventRow).where(table.c.id == row_id).values(skill_dir=folder))
-        return True
+        return _fill_dir(s, source, session_id, before, folder)
+
+
+@dataclass(slots=True)
+class Batch:
+    """What an ingest stores at once, in one transaction (:func:`save_batch`): new event rows, the
+    updates later lines make to stored skill calls, the folders of calls read before (``(source,
+    session, time, folder)``), and the cursors of the files whose events are all in it or stored."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[tuple[str, SkillCallUpdate]] = field(default_factory=list)
+    dirs: list[tuple[str, str, datetime, str]] = field(default_factory=list)
+    cursors: list[FileCursor] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows) + len(self.updates) + len(self.dirs) + len(self.cursors)
+
+
+_SQLITE_INSERT = (
+    f"INSERT OR IGNORE INTO live_events ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+)
+
+
+def _sqlite_time(at: datetime) -> str:
+    """A time as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, the zone dropped, as UTCDateTime does)."""
+    return (at if at.tzinfo is None else at.astimezone(UTC)).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _sqlite_insert(conn: Any, rows: Sequence[dict[str, Any]], added: dict[str, int]) -> None:
+    """SQLite: the rows as tuples through the driver's ``executemany`` (no statement compiled per row);
+    the rows added per source from the connection's change count."""
+    raw = conn.connection.dbapi_connection
+    by_source: dict[str, list[tuple[Any, ...]]] = {}
+    for r in rows:
+        values = tuple(
+            _sqlite_time(r[c]) if c == "at" else (int(r[c]) if isinstance(r[c], bool) else r[c])
+            for c in _COLUMNS
+        )
+        by_source.setdefault(r["source"], []).append(values)
+    for source, values_list in by_source.items():
+        before = raw.total_changes
+        conn.exec_driver_sql(_SQLITE_INSERT, values_list)
+        added[source] = added.get(source, 0) + raw.total_changes - before
+
+
+def save_batch(store: Store, batch: Batch) -> dict[str, int]:
+    """Store ``batch`` in one transaction: rows first (duplicates ignored), then updates and folders,
+    then cursors. The events actually added, per source."""
+    added: dict[str, int] = {}
+    if not len(batch):
+        return added
+    table = LiveEventRow.__table__
+    stmt = (
+        _insert_for(store.backend)(table)
+        .on_conflict_do_nothing(index_elements=[table.c.source, table.c.event_id])
+        .returning(table.c.source)
+    )
+    with store.writing() as s:
+        conn = s.connection()
+        if store.backend == "sqlite":
+            _sqlite_insert(conn, batch.rows, added)
+        else:
+            for i in range(0, len(batch.rows), BATCH):
+                for (source,) in conn.execute(stmt, batch.rows[i : i + BATCH]):
+                    added[source] = added.get(source, 0) + 1
+        for source, u in batch.updates:
+            _apply_updates(s, source, [u])
+        for source, session_id, at, folder in batch.dirs:
+            _fill_dir(s, source, session_id, at, folder)
+        if batch.cursors:
+            conn.execute(_cursor_upsert(store), [_cursor_row(c) for c in batch.cursors])
+    return added
 
 
 def _event(row: Any) -> LiveEvent:
@@ -316,31 +396,34 @@ def load_cursors(store: Store, paths: Iterable[str]) -> dict[str, FileCursor]:
     return out
 
 
-def save_cursors(store: Store, cursors: Iterable[FileCursor]) -> None:
-    """Store (insert or replace) ``cursors``."""
-    rows = [
-        {
-            "key": cursor_key(c.path),
-            "path": c.path,
-            "identity": c.identity,
-            "head_digest": c.head_digest,
-            "head_len": c.head_len,
-            "offset": c.offset,
-            "lines": c.lines,
-            "updated_at": _now(),
-        }
-        for c in cursors
-    ]
-    if not rows:
-        return
+def _cursor_row(c: FileCursor) -> dict[str, Any]:
+    return {
+        "key": cursor_key(c.path),
+        "path": c.path,
+        "identity": c.identity,
+        "head_digest": c.head_digest,
+        "head_len": c.head_len,
+        "offset": c.offset,
+        "lines": c.lines,
+        "updated_at": _now(),
+    }
+
+
+def _cursor_upsert(store: Store) -> Any:
     table = LiveCursorRow.__table__
     ins = _insert_for(store.backend)(table)
-    stmt = ins.on_conflict_do_update(
+    return ins.on_conflict_do_update(
         index_elements=[table.c.key],
         set_={
             k: ins.excluded[k]
             for k in ("path", "identity", "head_digest", "head_len", "offset", "lines", "updated_at")
         },
     )
-    with store.writing() as s:
-        s.connection().execute(stmt, rows)
+
+
+def save_cursors(store: Store, cursors: Iterable[FileCursor]) -> None:
+    """Store (insert or replace) ``cursors``."""
+    rows = [_cursor_row(c) for c in cursors]
+    if rows:
+        with store.writing() as s:
+            s.connection().execute(_cursor_upsert(store), rows)

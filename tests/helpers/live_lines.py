@@ -196,7 +196,14 @@ def cc_assistant_text(
 
 
 def cc_other_tool(
-    session: str, at: datetime, uuid: str, call_id: str, *, result: bool, cwd: str = "/work/app"
+    session: str,
+    at: datetime,
+    uuid: str,
+    call_id: str,
+    *,
+    result: bool,
+    cwd: str = "/work/app",
+    output_lines: int = 8,
 ) -> str:
     """A Bash tool call (``result=False``) or its result (``True``): the traffic most lines are."""
     common = _common(session, at, uuid, None, cwd=cwd, branch="main", sidechain=False)
@@ -217,7 +224,7 @@ def cc_other_tool(
         }
         return _dumps({**common, "type": "assistant", "message": message})
     out = "total 48\n" + "".join(
-        f"-rw-r--r--  1 dev dev  {i * 97} Mar  1 09:00 module_{i}.py\n" for i in range(8)
+        f"-rw-r--r--  1 dev dev  {i * 97} Mar  1 09:00 module_{i}.py\n" for i in range(output_lines)
     )
     return _dumps(
         {

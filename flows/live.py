@@ -13,6 +13,7 @@ from typing import Any
 from prefect import flow
 
 from skillreach.flows._compose import call
+from skillreach.flows._names import ingest_name, live_dropped_name
 from skillreach.flows.study import study
 from skillreach.study import StudyConfig, StudyResult
 from skillreach.tasks.alerts import deliver_alerts
@@ -31,7 +32,7 @@ from skillreach.tasks.live import (
 __all__ = ["ingest", "live_dropped"]
 
 
-@flow(name="ingest")
+@flow(name="ingest", flow_run_name=ingest_name)
 async def ingest(
     config: StudyConfig | None = None,
     config_file: str | None = None,
@@ -53,7 +54,7 @@ async def ingest(
     }
 
 
-@flow(name="live-dropped")
+@flow(name="live-dropped", flow_run_name=live_dropped_name)
 async def live_dropped(
     skill: str,
     until: str | None = None,

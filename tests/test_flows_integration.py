@@ -432,6 +432,13 @@ def test_a_live_drop_in_a_tracked_ingest_run_starts_the_live_dropped_deployment(
     assert result["emitted"] == 1
     runs = _wait_for_runs(deployment_id, 1)
     assert {"skill": "pdf", "until": until}.items() <= runs[0].parameters.items()
+    from prefect.client.orchestration import get_client
+
+    async def names() -> list[str]:
+        async with get_client() as client:
+            return [r.name for r in await client.read_flow_runs() if r.name.startswith(("ingest-", "live-"))]
+
+    assert any(n.startswith("ingest-") for n in asyncio.run(names()))
     # the verdict the triggered run files is a Markdown artifact of that run, under the skill's key
     from prefect import flow
     from prefect.artifacts import Artifact

@@ -277,6 +277,9 @@ def test_a_neighbour_added_takes_the_skills_cases_routing_change(
     assert alert["skill"] == SKILL
     assert alert["verdict"] == "routing change"
     assert alert["takers"][0] == NEIGHBOUR  # type: ignore[index]
+    from skillreach.store import alert_key
+
+    assert alert_key(alert) == f"live.verdict:{SKILL}:live_share:routing-change"  # one word a mute can name
 
 
 def test_the_mix_moved_the_frozen_set_holds_request_mix(

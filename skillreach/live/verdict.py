@@ -168,7 +168,7 @@ def verdict_payload(verdict: LiveVerdict, *, run_link: str, study_id: str | None
         "metric": "live_share",
         "message": verdict.message,
         "verdict": verdict.verdict,
-        "cause": verdict.verdict,
+        "cause": verdict.verdict.replace(" ", "-"),
         "baseline_id": verdict.frozen.baseline_id,
         "run_link": run_link,
         "study_id": study_id,

@@ -59,6 +59,7 @@ class _Mark:
     how: str
     label: str
     color: str
+    label_y: float = TOP + 10
 
 
 def _x(i: int, n: int) -> float:
@@ -83,6 +84,18 @@ def _x_at(when: datetime, periods: Sequence[date], by: str) -> float | None:
                 (_x(i + 1, len(starts)) - _x(i, len(starts))) if i + 1 < len(starts) else 0.0
             )
     return None
+
+
+def _stagger(marks: list[_Mark], gap: float = 90.0) -> list[_Mark]:
+    """Labels of marks closer than ``gap`` pixels go one row lower (three rows, then round again)."""
+    from dataclasses import replace
+
+    out: list[_Mark] = []
+    row = 0
+    for m in marks:
+        row = (row + 1) % 3 if out and m.x - out[-1].x < gap else 0
+        out.append(replace(m, label_y=TOP + 10 + 12 * row))
+    return out
 
 
 def render_usage_html(
@@ -137,6 +150,7 @@ def render_usage_html(
                     colors.get(v.skill, "#6b7280"),
                 )
             )
+    marks = _stagger(sorted(marks, key=lambda m: m.x))
     ticks = [(TOP + (H - TOP - BOTTOM) * (1 - k / 4), f"{top * k / 4:.0%}") for k in range(5)]
     every = max(1, n // 10)
     xticks = [(_x(i, n), p.isoformat()) for i, p in enumerate(report.periods) if i % every == 0]

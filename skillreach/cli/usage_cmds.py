@@ -123,11 +123,14 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
         metavar="DIR",
         help="The catalog (folders of skills): stale skills, and catalog changes from its git history.",
     ),
-    by: str = typer.Option("day", "--by", help="day or week."),
+    by: str = typer.Option("day", "--by", metavar="day|week", help="The period of each row."),
     since: str | None = typer.Option(
-        None, "--since", help="From (2026-11-01, 2026-11-01T12:00, or a span back: 30d); default 28d."
+        None,
+        "--since",
+        metavar="WHEN",
+        help="From (2026-11-01, 2026-11-01T12:00, or a span back from --until: 30d); default 28d.",
     ),
-    until: str | None = typer.Option(None, "--until", help="Up to, excluded (default: now)."),
+    until: str | None = typer.Option(None, "--until", metavar="WHEN", help="Up to, excluded (default: now)."),
     stale: str | None = typer.Option(
         None,
         "--stale",

@@ -45,7 +45,7 @@ async def ingest(
     cfg = await call(resolve_config, config, config_file)
     read = await call(ingest_live, cfg, sources)
     drops = await call(check_live_gate, cfg, until)
-    emitted = await call(emit_live_drops, drops)
+    emitted = await call(emit_live_drops, cfg, drops)
     return {
         "ingested": read,
         "dropped": [d.skill for d in drops],

@@ -107,25 +107,56 @@ async def live_drop_of(config: StudyConfig, skill: str, until: str | None = None
 
 
 @task(name="emit_live_drops", cache_policy=NO_CACHE)
-async def emit_live_drops(drops: list[LiveDrop]) -> int:
+async def emit_live_drops(config: StudyConfig, drops: list[LiveDrop]) -> int:
     """One ``skillreach.live.dropped`` event per drop (resource ``skillreach.skill.<name>``): the
-    ``live-dropped`` deployment's trigger. Without a Prefect run and server: logged, 0 returned."""
+    ``live-dropped`` deployment's trigger. Each drop is stored as an alert row first (``skillreach alerts
+    list`` shows it): a skill's drop already said within ``alert_repeat_after`` (the hourly ingest sees
+    the same fall again) or muted (``skillreach alerts mute live.dropped:SKILL``) is stored as a repeat and
+    emits nothing, so its frozen set is not re-run every hour. Without a Prefect run and server nothing is
+    emitted; returns the events emitted."""
     from skillreach.live.verdict import drop_payload
+    from skillreach.store import alert_key, muted_by, sent_within
+    from skillreach.tasks.alerts import repeat_window
 
-    if not drops or not (in_prefect_run() and api_url()):
+    if not drops:
         return 0
-    from prefect.events import emit_event
-
-    from skillreach.live.gate import LIVE_DROPPED
-
+    tracked = bool(in_prefect_run() and api_url())
+    window = repeat_window(config)
     sent = 0
-    for d in drops:
-        ev = emit_event(
-            LIVE_DROPPED,
-            resource={"prefect.resource.id": f"skillreach.skill.{d.skill}", "prefect.resource.name": d.skill},
-            payload=drop_payload(d),
-        )
-        sent += ev is not None
+    with store_for(config) as store:
+        for d in drops:
+            payload = drop_payload(d)
+            key = alert_key(payload)
+            silenced = (
+                "muted"
+                if muted_by(store, key) is not None
+                else "repeat"
+                if sent_within(store, key, window)
+                else None
+            )
+            store.add_alert(
+                payload,
+                key=key,
+                delivery=silenced or ("event" if tracked else "none"),
+                delivered=tracked and silenced is None,
+            )
+            if silenced:
+                logger().info("%s: drop already said (%s); no event, no re-run", d.skill, silenced)
+                continue
+            if tracked:
+                from prefect.events import emit_event
+
+                from skillreach.live.gate import LIVE_DROPPED
+
+                ev = emit_event(
+                    LIVE_DROPPED,
+                    resource={
+                        "prefect.resource.id": f"skillreach.skill.{d.skill}",
+                        "prefect.resource.name": d.skill,
+                    },
+                    payload=payload,
+                )
+                sent += ev is not None
     return sent
 
 
@@ -218,8 +249,14 @@ async def judge_live_drop(
         cmp = compare(frozen.baseline, new, config.gates, strict=False)
     except SkillreachError as exc:  # pins differ (another model snapshot, runtime): the set cannot settle it
         logger().warning("%s: the frozen set is not comparable with its baseline: %s", skill, exc.message)
-        refused = FrozenResult(verdict="inconclusive", baseline_id=frozen.baseline.baseline_id, base=None,
-                               new=None, needed=f"not compared: {exc.message}", study_id=study_id)
+        refused = FrozenResult(
+            verdict="inconclusive",
+            baseline_id=frozen.baseline.baseline_id,
+            base=None,
+            new=None,
+            needed=f"not compared: {exc.message}",
+            study_id=study_id,
+        )
         return decide(drop, refused, catalog_changes(list(config.skills)))
     act = next((g for g in cmp.results if g.metric == "activation"), None)
     verdict = str(act.verdict.value) if act is not None else "inconclusive"

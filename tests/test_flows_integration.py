@@ -432,6 +432,12 @@ def test_a_live_drop_in_a_tracked_ingest_run_starts_the_live_dropped_deployment(
     assert result["emitted"] == 1
     runs = _wait_for_runs(deployment_id, 1)
     assert {"skill": "pdf", "until": until}.items() <= runs[0].parameters.items()
+    # the next hour's ingest sees the same fall: stored as a repeat, no event, no second re-run
+    again = asyncio.run(ingest(cfg(world, "live"), until=until))
+    assert (again["dropped"], again["emitted"]) == (["pdf"], 0)
+    with Store(f"sqlite:///{world['home'] / 'skillreach.db'}") as store:
+        said = [(a.key, a.delivery) for a in store.alerts() if a.event == "skillreach.live.dropped"]
+    assert said == [("live.dropped:pdf:live_share", "event"), ("live.dropped:pdf:live_share", "repeat")]
     from prefect.client.orchestration import get_client
 
     async def names() -> list[str]:

@@ -189,6 +189,7 @@ def drop_payload(drop: LiveDrop) -> dict[str, Any]:
     return {
         "event": LIVE_DROPPED,
         "skill": drop.skill,
+        "metric": "live_share",
         "until": drop.windows.until.isoformat(),
         "reference_share": drop.share.reference_share,
         "recent_share": drop.share.recent_share,

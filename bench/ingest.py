@@ -167,16 +167,30 @@ def floor(root: Path) -> tuple[float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--keep", type=Path, default=None, help="Write the files here and keep them.")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="Write the files here and keep them (a later run reuses them).",
+    )
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="skillreach-bench-ingest-"))
     try:
         t0 = time.perf_counter()
-        lines, records = generate(root / "data", args.events)
-        print(
-            f"generated {lines:,} transcript lines and {records:,} OTLP records "
-            f"({time.perf_counter() - t0:.1f} s); {load()}"
-        )
+        if args.keep is not None and (root / "data" / "counts").is_file():  # written by an earlier run
+            lines, records = (int(x) for x in (root / "data" / "counts").read_text().split())
+            (root / "store.db").unlink(missing_ok=True)
+            print(
+                f"reusing {lines:,} transcript lines and {records:,} OTLP records "
+                f"under {root / 'data'}; {load()}"
+            )
+        else:
+            lines, records = generate(root / "data", args.events)
+            (root / "data" / "counts").write_text(f"{lines} {records}\n")
+            print(
+                f"generated {lines:,} transcript lines and {records:,} OTLP records "
+                f"({time.perf_counter() - t0:.1f} s); {load()}"
+            )
         sources = [root / "data" / "projects", root / "data" / "otel"]
         floor_s, size = min(floor(root / "data") for _ in range(2))
         print(

@@ -69,10 +69,13 @@ def ingest_cmd(
             keep_prompts=keep_prompts,
             progress=not as_json and sys.stderr.isatty(),
         )
+    from skillreach._io.redact import redact, redact_text
+
     if as_json:
-        sys.stdout.write(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(
+            json.dumps(redact(summary.as_dict(), keys=False), indent=2, ensure_ascii=False) + "\n"
+        )
         return
-    from skillreach._io.redact import redact_text
 
     for line in summary.lines():
         print(redact_text(line))

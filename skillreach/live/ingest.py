@@ -23,7 +23,7 @@ from skillreach.live.files import ReadState, read_new
 from skillreach.live.readers import OtlpReader, Problems, TranscriptReader, is_otlp
 from skillreach.live.versions import VersionResolver
 from skillreach.store.database import Store
-from skillreach.store.live import Batch, load_cursors, save_batch
+from skillreach.store.live import Batch, load_cursors, save_batch, unanswered_calls
 
 __all__ = ["SUFFIXES", "IngestSummary", "SourceSummary", "ingest_sources", "source_files"]
 
@@ -251,12 +251,18 @@ def ingest_sources(
     if bar is not None:
         bar.start()
     batch = Batch()
+    calls = unanswered_calls(store, {source for source, _ in plan if source.startswith("claude-code:")})
     try:
         for source, f in plan:
             tally = tallies.setdefault(source, _Tally(source))
             tally.files += 1
-            reader_cls = OtlpReader if source.startswith("otlp:") else TranscriptReader
-            reader = reader_cls(source, str(f), keep_prompts=keep_prompts, problems=tally.problems)
+            reader: TranscriptReader | OtlpReader
+            if source.startswith("otlp:"):
+                reader = OtlpReader(source, str(f), keep_prompts=keep_prompts, problems=tally.problems)
+            else:
+                reader = TranscriptReader(
+                    source, str(f), keep_prompts=keep_prompts, problems=tally.problems, skill_calls=calls
+                )
             state: list[ReadState] = []
             try:
                 for block in read_new(f, cursors.get(str(f)), state):

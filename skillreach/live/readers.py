@@ -24,6 +24,7 @@ on the hot path); prompt text is kept only with ``keep_prompts``, redacted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from datetime import UTC, datetime
@@ -56,18 +57,20 @@ class Problems:
         self.first.setdefault(reason, where)
 
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+_STRINGS = re.compile(rb'"[^"]*"')
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 
 
 def _shallow(line: bytes) -> bool:
     """Whether a line that decoded as JSON nests at most :data:`MAX_DEPTH` levels, told from its bytes
-    (strings dropped, then innermost bracket pairs removed once per level) without walking the value:
-    the common case costs a few C-speed passes."""
+    without walking the value: escapes dropped (``\\\\`` then ``\\"``, as a parser reads them left to
+    right), every byte but quotes and brackets dropped, strings dropped, then the innermost bracket pairs
+    removed once per level. A few C-speed passes."""
     if line.count(b"{") + line.count(b"[") <= MAX_DEPTH:
         return True
-    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKET)
+    structure = line.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _STRUCTURE)
+    brackets = _STRINGS.sub(b"", structure)
     for _ in range(MAX_DEPTH):
         if not brackets:
             return True
@@ -135,6 +138,16 @@ def _event(source: str, event_id: str, kind: str, at: datetime, agent: str, **fi
     }
 
 
+@functools.lru_cache(maxsize=4096)
+def _redacted(text: str) -> str:
+    return redact_text(text)
+
+
+def _clean(text: str | None) -> str | None:
+    """A stored path, through the one redaction (the same few folders recur: cached)."""
+    return _redacted(text) if text else text
+
+
 def _prompt_text(text: str | None, keep: bool) -> str | None:
     return redact_text(text[:MAX_TEXT]) if keep and text else None
 
@@ -156,11 +169,22 @@ class TranscriptReader:
     """One transcript file's lines → events (``self.events``, drained by the caller) and updates to
     skill calls an earlier batch already stored (``self.updates``)."""
 
-    def __init__(self, source: str, path: str, *, keep_prompts: bool, problems: Problems) -> None:
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        *,
+        keep_prompts: bool,
+        problems: Problems,
+        skill_calls: set[bytes] | None = None,
+    ) -> None:
         self.source = source
         self.path = path
         self.keep_prompts = keep_prompts
         self.problems = problems
+        self.skill_calls = skill_calls if skill_calls is not None else set()
+        """Ids of the Skill calls read, and of those stored without a result: a tool result answering
+        another id is passed over undecoded."""
         self.events: list[dict[str, Any]] = []
         self.updates: list[SkillCallUpdate] = []
         self._open: dict[str, dict[str, Any]] = {}  # skill calls of this batch, by tool_use id
@@ -185,8 +209,13 @@ class TranscriptReader:
                     continue
             # Most lines are other tools' traffic: told apart by markers that can only be structure
             # (a quote inside a JSON string is escaped), so only what may matter is decoded.
-            if line.find(b'"type":"tool_result"', 0, _HEAD) >= 0:  # a tool's result: a Skill's names
-                if b"commandName" not in line:  # the skill that ran
+            if line.find(b'"type":"tool_result"', 0, _HEAD) >= 0:  # a tool's result (one a line)
+                at = line.find(b'"tool_use_id":"', 0, _HEAD)
+                if at >= 0:  # only the result of a Skill call read (or stored unanswered) matters
+                    start = at + 15
+                    if line[start : line.find(b'"', start, start + 300)] not in self.skill_calls:
+                        continue
+                elif b"commandName" not in line:  # a Skill's result names the skill that ran
                     continue
             elif line.find(b'"user"', 0, _HEAD) < 0 and b'"Skill"' not in line:  # not a prompt, meta
                 continue  # line or Skill call (an unusual layout is decoded: the decoder decides)
@@ -213,7 +242,7 @@ class TranscriptReader:
             prompt_id = self._prompts.get(session)
         common: dict[str, Any] = {
             "session_id": session,
-            "cwd": _str(obj.get("cwd"), 4096),
+            "cwd": _clean(_str(obj.get("cwd"), 4096)),
             "git_branch": _str(obj.get("gitBranch")),
             "sidechain": obj.get("isSidechain") is True,
             "prompt_id": prompt_id,
@@ -251,6 +280,7 @@ class TranscriptReader:
             self.events.append(ev)
             self._open[call_id] = ev
             self._last_call = call_id
+            self.skill_calls.add(call_id.encode())
 
     def _user(self, obj: dict[str, Any], content: Any, at: datetime, common: dict[str, Any]) -> None:
         texts: list[str] = []
@@ -309,7 +339,7 @@ class TranscriptReader:
 
     def _base_dir(self, obj: dict[str, Any], text: str) -> None:
         line = text[text.index(_BASE_DIR) + len(_BASE_DIR) :].split("\n", 1)[0].strip()
-        folder = line.removeprefix("file://")[:4096]
+        folder = _clean(line.removeprefix("file://")[:4096]) or ""
         call_id = _str(obj.get("sourceToolUseID")) or self._last_call
         if not folder:
             return

@@ -15,6 +15,7 @@ of a million transcript lines stores a few hundred thousand events.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ __all__ = [
     "save_cursors",
     "save_events",
     "save_rows",
+    "unanswered_calls",
     "update_skill_calls",
 ]
 
@@ -253,27 +255,29 @@ class Batch:
         return len(self.rows) + len(self.updates) + len(self.dirs) + len(self.cursors)
 
 
+_SQLITE_COLUMNS = (*(c for c in _COLUMNS if c != "at"), "at")
 _SQLITE_INSERT = (
-    f"INSERT OR IGNORE INTO live_events ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+    f"INSERT OR IGNORE INTO live_events ({', '.join(_SQLITE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_SQLITE_COLUMNS))})"
 )
+_ROW_VALUES = operator.itemgetter(*_SQLITE_COLUMNS[:-1])
 
 
 def _sqlite_time(at: datetime) -> str:
     """A time as SQLAlchemy's SQLite ``DateTime`` stores it (UTC, the zone dropped, as UTCDateTime does)."""
-    return (at if at.tzinfo is None else at.astimezone(UTC)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC).replace(tzinfo=None)
+    return at.isoformat(" ", "microseconds")
 
 
 def _sqlite_insert(conn: Any, rows: Sequence[dict[str, Any]], added: dict[str, int]) -> None:
-    """SQLite: the rows as tuples through the driver's ``executemany`` (no statement compiled per row);
-    the rows added per source from the connection's change count."""
+    """SQLite: the rows as tuples through the driver's ``executemany`` (no statement compiled per row;
+    booleans go in as the integers SQLAlchemy stores); the rows added per source from the connection's
+    change count."""
     raw = conn.connection.dbapi_connection
     by_source: dict[str, list[tuple[Any, ...]]] = {}
     for r in rows:
-        values = tuple(
-            _sqlite_time(r[c]) if c == "at" else (int(r[c]) if isinstance(r[c], bool) else r[c])
-            for c in _COLUMNS
-        )
-        by_source.setdefault(r["source"], []).append(values)
+        by_source.setdefault(r["source"], []).append((*_ROW_VALUES(r), _sqlite_time(r["at"])))
     for source, values_list in by_source.items():
         before = raw.total_changes
         conn.exec_driver_sql(_SQLITE_INSERT, values_list)
@@ -307,6 +311,22 @@ def save_batch(store: Store, batch: Batch) -> dict[str, int]:
         if batch.cursors:
             conn.execute(_cursor_upsert(store), [_cursor_row(c) for c in batch.cursors])
     return added
+
+
+def unanswered_calls(store: Store, sources: Collection[str]) -> set[bytes]:
+    """Ids of the stored skill calls of ``sources`` whose result has not been read (a later line may
+    still bring it), as bytes."""
+    if not sources:
+        return set()
+    table = LiveEventRow.__table__
+    stmt = select(table.c.event_id).where(
+        table.c.source.in_(list(sources)),
+        table.c.kind == "skill",
+        table.c.skill_ran.is_(None),
+        table.c.success.is_(None),
+    )
+    with store.session() as s:
+        return {str(e).encode() for e in s.scalars(stmt)}
 
 
 def _event(row: Any) -> LiveEvent:

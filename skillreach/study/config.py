@@ -124,6 +124,8 @@ class StudyConfig(Frozen):
     baselines_branch: str = "skillreach/baselines"
     alert_repeat_after: str = "24h"
     """The same alert is sent at most once per this long (see Settings)."""
+    live_sources: str = ""
+    """What the service's ingest reads (see Settings; ``skillreach ingest`` with no PATH)."""
     # secrets: used where they are needed, never dumped
     database_url: SecretStr | None = Field(default=None, exclude=True, repr=False)
     alert_webhooks: tuple[SecretStr, ...] = Field(default=(), exclude=True, repr=False)

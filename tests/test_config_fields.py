@@ -48,7 +48,6 @@ TABLE: dict[str, tuple[str, Any]] = {
                {"input": 0.5, "output": 1.5, "cache_write": 0.6, "cache_read": 0.05}),
     "gates": ("[gates]\nactivation = -0.5", -0.5),
     "live_gates": ("[live_gates]\nactivation_share = -0.4\nrecent = \"7d\"", -0.4),
-    "live_sources": ('live_sources = ["/var/log/agents", "/srv/otel"]', "/var/log/agents:/srv/otel"),
     "alert_webhooks": ('alert_webhooks = ["https://hooks.example.invalid/services/T/B/TOKEN"]',
                        ["https://hooks.example.invalid/services/T/B/TOKEN"]),
     "claude_path": ('claude_path = "/opt/claude"', "/opt/claude"),

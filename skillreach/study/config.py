@@ -100,8 +100,6 @@ class StudyConfig(Frozen):
     """Generates queries for a skill added without any (the service's re-baselining); see Settings."""
     gates: GateConfig = Field(default_factory=GateConfig)
     live_gates: LiveGateConfig = Field(default_factory=LiveGateConfig)
-    live_sources: str = ""
-    """What the ``ingest`` deployment reads (folders separated by ``os.pathsep``; see Settings)."""
     listing_budget_chars: int = Field(default=15000, ge=1)
     # where it goes
     out: Path | None = None

@@ -505,3 +505,23 @@ def test_small_blocks_read_the_same_lines(tmp_path: Path, monkeypatch: pytest.Mo
     assert [e.event_id for e in load_events(small)] == [e.event_id for e in load_events(whole)]
     whole.close()
     small.close()
+
+
+def test_depth_told_from_the_bytes_agrees_with_the_bounded_reader() -> None:
+    """The byte-level depth test the readers use before decoding agrees with skillreach._io.json's rule
+    (strings holding brackets, escaped quotes and backslashes do not fool it)."""
+    import orjson
+
+    from skillreach._io.json import MAX_DEPTH, check_values
+    from skillreach.live.readers import _shallow
+
+    tricky = 'a "quoted" [[[ {{ \\ ]] } \\"' * 20
+    for depth in (1, 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 200):
+        for wrap in ("list", "dict"):
+            value: object = tricky
+            for level in range(depth - 1):
+                value = [value, {"k": tricky}] if wrap == "list" or level % 2 else {"v": value, "s": "]]}}"}
+            obj = {"wide": [[i] for i in range(80)], "deep": value}
+            line = orjson.dumps(obj)
+            expected = check_values(orjson.loads(line)) != "deep"
+            assert _shallow(line) == expected, (depth, wrap)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError
 from skillreach.live.files import ReadState, read_new
 from skillreach.live.readers import OtlpReader, Problems, TranscriptReader, is_otlp
@@ -233,7 +234,20 @@ def ingest_sources(
     keep_prompts: bool = False,
     progress: bool = False,
 ) -> IngestSummary:
-    """Read what is new in ``sources`` (files or folders) into ``store``; see the module doc."""
+    """Read what is new in ``sources`` (files or folders) into ``store``; see the module doc. The cyclic
+    garbage collector is paused meanwhile (a batch is tens of thousands of acyclic dicts)."""
+    with cyclic_gc_paused():
+        return _ingest(sources, store, skills_root=skills_root, keep_prompts=keep_prompts, progress=progress)
+
+
+def _ingest(
+    sources: Sequence[Path],
+    store: Store,
+    *,
+    skills_root: Path | None,
+    keep_prompts: bool,
+    progress: bool,
+) -> IngestSummary:
     plan = list(_plan(sources))
     cursors = load_cursors(store, [str(f) for _, f in plan])
     versions = VersionResolver(skills_root)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from skillreach.live.verdict import LIVE_VERDICT
 from skillreach.service.alerts import (
     BASELINE_EXPIRED,
     GATE_BREACHED,
@@ -51,9 +52,10 @@ __all__ = [
 
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
 
-ALERT_EVENTS = frozenset({GATE_BREACHED, GATE_INCONCLUSIVE, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES})
+ALERT_EVENTS = frozenset({GATE_BREACHED, GATE_INCONCLUSIVE, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES,
+                          LIVE_VERDICT})
 """Every event a person must hear of: a breached gate, an undecided drop kept as a candidate, a drifted
-metric, an expired or missing baseline, a skill without queries."""
+metric, an expired or missing baseline, a skill without queries, a live drop's verdict."""
 
 ALERT_SUBJECT = (
     "skillreach {{ event.event }}: {{ event.payload.skill }} {{ event.payload.metric }}"

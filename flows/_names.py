@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["nightly_name", "rebaseline_name", "study_name", "watch_name"]
+__all__ = ["ingest_name", "live_dropped_name", "nightly_name", "rebaseline_name", "study_name", "watch_name"]
 
 
 def _slug(text: str) -> str:
@@ -42,6 +42,15 @@ def rebaseline_name() -> str:
     if reason == "manual" and not tail:
         tail = _start().strftime("%Y-%m-%d")
     return "-".join(p for p in ("rebaseline", _slug(reason), _slug(str(tail)) if tail else "") if p)
+
+
+def ingest_name() -> str:
+    return f"ingest-{_start().strftime('%Y-%m-%dT%H%M')}"
+
+
+def live_dropped_name() -> str:
+    """``live-dropped-<skill>-<date>``."""
+    return f"live-dropped-{_slug(str(_params().get('skill') or 'skill'))}-{_start().strftime('%Y-%m-%d')}"
 
 
 def watch_name() -> str:

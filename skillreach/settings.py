@@ -21,6 +21,7 @@ from skillreach.models import NonNegative
 
 __all__ = [
     "GateConfig",
+    "LiveGateConfig",
     "Price",
     "SettingRow",
     "Settings",
@@ -64,6 +65,32 @@ class GateConfig(BaseModel):
     """Compliance may fall at most this much."""
     task_quality: float = Field(default=-0.05, ge=-1, le=1, allow_inf_nan=False)
     """Task quality may fall at most this much."""
+
+
+class LiveGateConfig(BaseModel):
+    """The live gate: how far a skill's live activation share may fall, relative, over the recent window
+    against the reference window just before it (``skillreach.live.dropped`` past it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    activation_share: float = Field(default=-0.25, ge=-1, le=0, allow_inf_nan=False)
+    """Relative change of the activation share allowed (recent ÷ reference − 1): −0.25 lets it fall a
+    quarter of its value, no more (a finite number in [−1, 0])."""
+    recent: str = "14d"
+    """The recent window, ending now (``7d``, ``14d``, ``2w``)."""
+    reference: str = "28d"
+    """The reference window, just before the recent one."""
+    min_prompts: int = Field(default=50, ge=1)
+    """Main-agent prompts each window needs before a share is judged (fewer: not judged)."""
+    min_activations: int = Field(default=10, ge=1)
+    """Activations of the skill the reference window needs (a skill seldom used is not gated)."""
+
+    @field_validator("recent", "reference")
+    @classmethod
+    def _window_valid(cls, value: str) -> str:
+        if parse_duration(value).total_seconds() <= 0:
+            raise ValueError(f"{value!r} is an empty window; write e.g. 14d")
+        return value
 
 
 class Settings(BaseSettings):
@@ -128,6 +155,9 @@ class Settings(BaseSettings):
     ``cache_read``); the longest matching prefix prices a model."""
     gates: GateConfig = Field(default_factory=GateConfig)
     """Allowed change per metric of a gate (new − baseline); see ``gates.*``."""
+    live_gates: LiveGateConfig = Field(default_factory=LiveGateConfig)
+    """The live gate on production usage (``skillreach usage --gate``, the ``ingest`` deployment); see
+    ``live_gates.*``."""
 
     alert_webhooks: list[str] = Field(default_factory=list)
     """Slack-compatible webhook URLs (``SKILLREACH_ALERT_WEBHOOKS`` as a JSON list). Never logged.

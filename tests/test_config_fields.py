@@ -47,6 +47,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "prices": ('[prices."local-llama"]\ninput = 0.5\noutput = 1.5\ncache_write = 0.6\ncache_read = 0.05',
                {"input": 0.5, "output": 1.5, "cache_write": 0.6, "cache_read": 0.05}),
     "gates": ("[gates]\nactivation = -0.5", -0.5),
+    "live_gates": ("[live_gates]\nactivation_share = -0.4\nrecent = \"7d\"", -0.4),
     "alert_webhooks": ('alert_webhooks = ["https://hooks.example.invalid/services/T/B/TOKEN"]',
                        ["https://hooks.example.invalid/services/T/B/TOKEN"]),
     "claude_path": ('claude_path = "/opt/claude"', "/opt/claude"),
@@ -82,6 +83,8 @@ def seen(config: StudyConfig, field: str) -> Any:
         return config.prices["local-llama"].model_dump()
     if field == "gates":
         return value.activation
+    if field == "live_gates":
+        return value.activation_share
     if field == "home":
         return value.name
     return value

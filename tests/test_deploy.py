@@ -17,7 +17,8 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 
 def test_the_four_deployments_are_there() -> None:
-    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed"}
+    assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed",
+                            "ingest", "live-dropped"}
     # the work pool is the service's environment's (`serve --pool`), never fixed in the file
     assert all(d["work_pool"]["name"] == "{{ $SKILLREACH_WORK_POOL }}" for d in SPEC["deployments"])
 
@@ -162,7 +163,8 @@ def test_alert_automation_validates() -> None:
     a = alert_automation(ids)
     assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.gate.inconclusive",
                                 "skillreach.model.drift",
-                                "skillreach.baseline.expired", "skillreach.skill.no_queries"}
+                                "skillreach.baseline.expired", "skillreach.skill.no_queries",
+                                "skillreach.live.verdict"}
     assert [act.block_document_id for act in a.actions] == ids
     # the body template renders the payload's fields (rendered with jinja like Prefect does)
     import jinja2
@@ -186,6 +188,52 @@ def test_alert_automation_validates() -> None:
     env = jinja2.Environment()
     text = env.from_string(ALERT_BODY).render(event={"payload": notice, "event": BASELINE_EXPIRED})
     assert text == slack_message(notice)["text"]
+
+
+def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule() -> None:
+    """``ingest`` runs hourly (one at a time); each ``skillreach.live.dropped`` it emits (resource: the
+    skill) starts ``live-dropped`` with the skill and the gate's time from the event's payload; the
+    verdict's alert is one the alert automation forwards."""
+    from datetime import UTC, datetime, timedelta
+    from uuid import uuid4
+
+    import jinja2
+    from prefect.client.schemas.schedules import IntervalSchedule
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    from skillreach.deployments.automations import ALERT_BODY, ALERT_EVENTS
+    from skillreach.live.gate import LIVE_DROPPED, LiveDrop, LiveShare, LiveWindows
+    from skillreach.live.verdict import LIVE_VERDICT, FrozenResult, decide, drop_payload, verdict_payload
+    from skillreach.service.alerts import slack_message
+
+    [every] = BY_NAME["ingest"]["schedules"]
+    assert IntervalSchedule(interval=every["interval"]).interval == timedelta(hours=1)
+    assert BY_NAME["ingest"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "CANCEL_NEW"}
+    [trigger] = [DeploymentEventTrigger(**t) for t in BY_NAME["live-dropped"]["triggers"]]
+    assert trigger.expect == {LIVE_DROPPED}
+    end = datetime(2026, 12, 1, tzinfo=UTC)
+    windows = LiveWindows(reference_start=end - timedelta(days=42), recent_start=end - timedelta(days=14),
+                          until=end)
+    drop = LiveDrop(skill="pdf", windows=windows, reference_prompts=400, recent_prompts=200,
+                    share=LiveShare(skill="pdf", reference_activations=200, recent_activations=40,
+                                    reference_share=0.5, recent_share=0.2),
+                    gate=-0.25, relative=-0.6)
+    payload = drop_payload(drop)
+    raw = trigger.match.root["prefect.resource.id"]
+    assert f"skillreach.skill.{payload['skill']}".startswith(str(raw).rstrip("*"))
+    env = jinja2.Environment()
+    rendered = {k: env.from_string(v).render(event={"payload": payload})
+                for k, v in trigger.parameters.items()}
+    assert rendered == {"skill": "pdf", "until": "2026-12-01T00:00:00+00:00"}
+    trigger.set_deployment_id(uuid4())
+    assert trigger.as_automation().actions[0].type == "run-deployment"
+    # the verdict is an alert the automation forwards, worded as a direct post would be
+    assert LIVE_VERDICT in ALERT_EVENTS
+    verdict = decide(drop, FrozenResult(verdict="ok", baseline_id="pdf@1", base=1.0, new=1.0))
+    alert = verdict_payload(verdict, run_link="http://ui/runs/1")
+    text = env.from_string(ALERT_BODY).render(event={"payload": alert, "event": LIVE_VERDICT})
+    assert text == slack_message(alert)["text"]
+    assert "request mix" in text
 
 
 def test_serve_environment_points_prefect_at_the_local_server(

@@ -392,3 +392,76 @@ def test_a_week_in_the_life_as_tracked_flow_runs(prefect_server: None, tmp_path:
         return asyncio.run(flow(**parameters))
 
     play_week(make_week(tmp_path, monkeypatch), tracked, capsys)
+
+
+def test_a_live_drop_in_a_tracked_ingest_run_starts_the_live_dropped_deployment(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``ingest`` flow, tracked: the live gate finds pdf's share halved and emits
+    ``skillreach.live.dropped``; prefect.yaml's trigger of ``live-dropped`` creates a run with the skill and
+    the gate's time from the event."""
+    import yaml
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    from skillreach.flows.live import ingest, live_dropped
+    from skillreach.store.database import Store
+    from skillreach.store.live import save_events
+    from tests.conftest import REPO
+    from tests.test_live_usage import day, month
+
+    spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    [dep] = [d for d in spec["deployments"] if d["name"] == "live-dropped"]
+    triggers = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+
+    async def deploy() -> Any:
+        deployment = await live_dropped.to_deployment(name="live-dropped", triggers=triggers)
+        return await deployment.apply()
+
+    deployment_id = asyncio.run(deploy())
+    time.sleep(2)  # the trigger service picks up the deployment's automations
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SKILLREACH_DATABASE_URL", raising=False)
+    world = make_world(tmp_path)
+    make_skills(world["skills"], {"pdf": "Read and fill PDF forms.", "docx": "Edit Word documents."})
+    world["home"].mkdir(parents=True)
+    with Store(f"sqlite:///{world['home'] / 'skillreach.db'}") as store:
+        save_events(store, month(6, 3))
+    until = day(42).isoformat()
+    result = asyncio.run(ingest(cfg(world, "live"), until=until))
+    assert result["dropped"] == ["pdf"]
+    assert result["emitted"] == 1
+    runs = _wait_for_runs(deployment_id, 1)
+    assert {"skill": "pdf", "until": until}.items() <= runs[0].parameters.items()
+    # the next hour's ingest sees the same fall: stored as a repeat, no event, no second re-run
+    again = asyncio.run(ingest(cfg(world, "live"), until=until))
+    assert (again["dropped"], again["emitted"]) == (["pdf"], 0)
+    with Store(f"sqlite:///{world['home'] / 'skillreach.db'}") as store:
+        said = [(a.key, a.delivery) for a in store.alerts() if a.event == "skillreach.live.dropped"]
+    assert said == [("live.dropped:pdf:live_share", "event"), ("live.dropped:pdf:live_share", "repeat")]
+    from prefect.client.orchestration import get_client
+
+    async def names() -> list[str]:
+        async with get_client() as client:
+            return [r.name for r in await client.read_flow_runs() if r.name.startswith(("ingest-", "live-"))]
+
+    assert any(n.startswith("ingest-") for n in asyncio.run(names()))
+    # the verdict the triggered run files is a Markdown artifact of that run, under the skill's key
+    from prefect import flow
+    from prefect.artifacts import Artifact
+
+    from skillreach.live.gate import check_live_gate
+    from skillreach.live.verdict import FrozenResult, decide
+    from skillreach.settings import LiveGateConfig
+    from skillreach.tasks.live import publish_live_verdict
+
+    [drop] = check_live_gate(month(6, 3), LiveGateConfig(), day(42))
+    verdict = decide(drop, FrozenResult(verdict="ok", baseline_id="pdf@1", base=1.0, new=1.0))
+
+    @flow
+    async def file_it() -> bool:
+        return bool(await publish_live_verdict(verdict))
+
+    assert asyncio.run(file_it()) is True
+    artifact = Artifact.get("live-verdict-pdf")
+    assert artifact is not None
+    assert "# pdf: live drop — request mix" in str(artifact.data)

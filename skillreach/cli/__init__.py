@@ -48,6 +48,7 @@ _COMMAND_MODULES = (
     "optimize_cmds",  # optimize, uplift
     "alerts_cmds",  # alerts list|mute|unmute
     "status_cmds",  # status
+    "usage_cmds",  # usage
     "db_cmds",  # db upgrade|copy
     "gc_cmds",  # gc
     "ingest_cmds",  # ingest

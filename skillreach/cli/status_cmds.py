@@ -19,7 +19,8 @@ import typer
 
 __all__ = ["register"]
 
-DEPLOYMENTS = ("nightly-compliance", "rebaseline-all", "study", "watch", "resolve-crashed")
+DEPLOYMENTS = ("nightly-compliance", "rebaseline-all", "study", "watch", "resolve-crashed", "ingest",
+               "live-dropped")
 KINDS = {"compliance": "nightly-compliance", "rebaseline": "rebaseline-all", "study": "study"}
 """Study kinds in the store → the deployment that runs them."""
 

@@ -21,7 +21,15 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 
 from skillreach.errors import ConfigError
 from skillreach.models import Frozen
-from skillreach.settings import DEFAULT_PRICES, GateConfig, Price, Settings, load_settings, read_config_file
+from skillreach.settings import (
+    DEFAULT_PRICES,
+    GateConfig,
+    LiveGateConfig,
+    Price,
+    Settings,
+    load_settings,
+    read_config_file,
+)
 
 __all__ = ["STUDY_ONLY_KEYS", "CatalogStrategy", "StudyConfig", "redact"]
 
@@ -91,6 +99,7 @@ class StudyConfig(Frozen):
     generator_model: str | None = None
     """Generates queries for a skill added without any (the service's re-baselining); see Settings."""
     gates: GateConfig = Field(default_factory=GateConfig)
+    live_gates: LiveGateConfig = Field(default_factory=LiveGateConfig)
     listing_budget_chars: int = Field(default=15000, ge=1)
     # where it goes
     out: Path | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -117,6 +118,12 @@ def build_wheel(work: Path) -> Path:
     return next((work / "dist").glob("skillreach-*.whl"))
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes: steadier than wall under load."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def install(tool: str, wheel: Path, extras: str, work: Path) -> tuple[float, dict[str, Any]]:
     venv = work / f"venv-{tool}"
     target = f"{wheel}[{extras}]" if extras else str(wheel)
@@ -129,10 +136,12 @@ def install(tool: str, wheel: Path, extras: str, work: Path) -> tuple[float, dic
         base = getattr(sys, "_base_executable", sys.executable)
         run([base, "-m", "venv", str(venv)], env=env)
         cmd = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-cache-dir", target]
-    start = time.monotonic()
+    start, cpu = time.monotonic(), _children_cpu()
     run(cmd, env=env)
     seconds = time.monotonic() - start
+    info_cpu = _children_cpu() - cpu
     info = json.loads(run([str(venv / "bin" / "python"), "-c", _INSPECT], env=env).stdout)
+    info["cpu"] = info_cpu
     return seconds, info
 
 
@@ -173,8 +182,8 @@ def main() -> int:
         label = f"skillreach[{args.extras}]" if args.extras else "skillreach"
         print(f"{label} from {wheel.name} (MB = 10^6 bytes; disk: what du counts, files: their bytes)")
         print()
-        print("| installer | site-packages, disk | files | distributions | seconds (empty cache) |")
-        print("|---|---:|---:|---:|---:|")
+        print("| installer | site-packages, disk | files | distributions | wall s (empty cache) | CPU s |")
+        print("|---|---:|---:|---:|---:|---:|")
         results = {}
         for tool in ("uv", "pip"):
             if args.only and tool != args.only:
@@ -183,7 +192,11 @@ def main() -> int:
             results[tool] = info
             disk, files = int(info["total"][1]), int(info["total"][0])
             n = len(info["dists"])
-            print(f"| {tool} | {disk / MB:.0f} MB | {files / MB:.0f} MB | {n} | {seconds:.1f} |", flush=True)
+            cpu = float(info["cpu"])
+            print(
+                f"| {tool} | {disk / MB:.0f} MB | {files / MB:.0f} MB | {n} | {seconds:.1f} | {cpu:.1f} |",
+                flush=True,
+            )
         which = "pip" if "pip" in results else "uv"
         dists: dict[str, dict[str, Any]] = results[which]["dists"]
         print()

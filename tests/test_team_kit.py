@@ -4,6 +4,7 @@ and the pre-commit hooks run by the real ``pre-commit``."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -73,6 +74,17 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     env.pop("PREFECT_API_URL", None)
     return {"wheel": wheel, "venv": venv, "env": env, "base": base}
+
+
+def adopt_steps() -> list[list[str]]:
+    """The commands of the README's "Adopt it in your repository" block, split as a shell would."""
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Adopt it in your repository", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"\n\n((?:    \S.*\n)+)", section)
+    assert block, "the Adopt section has no indented block of commands"
+    return [shlex.split(line.split("#", 1)[0]) for line in block.group(1).splitlines()]
 
 
 def _repo(corpora: Path, root: Path, env: dict[str, str]) -> Path:
@@ -155,22 +167,26 @@ def test_wheel_init_action_and_precommit_on_real_skills(
     repo = _repo(corpora, tmp_path / "repo", env)
     sr = ["skillreach"]
     assert _run([*sr, "--version"], repo, env).stdout.startswith("skillreach ")
-    # init, and the commands it prints next (the study with the offline runtime)
-    out = _run([*sr, "init"], repo, env).stdout
-    assert "wrote .github/workflows/skillreach.yml" in out
-    _run([*sr, "lint", "skills"], repo, env)
-    _run([*sr, "queries", "seal", "evals/queries.yaml", "--skills", "skills", "--out", "evals/queries.json"],
-         repo, env)
-    _run(["git", "add", "-A"], repo, env)
-    _run(["git", "commit", "-qm", "skills and skillreach"], repo, env)
-    gitignore = (repo / ".gitignore").read_text(encoding="utf-8")
-    _run([*sr, "run", "--config", "skillreach.toml", "--skills", "skills", "--queries", "evals/queries.json",
-          "--runtime", "keyword", "--out", "runs/base"], repo, env)
-    assert "runs/" in gitignore
-    status = _run(["git", "status", "--porcelain"], repo, env).stdout
-    assert status == "", "runs/ and .skillreach/ are ignored"
-    _run([*sr, "baseline", "record", "--artifact", "runs/base/artifact.json", "--skill", "canvas-design",
-          "--queries", "evals/queries.json", "--commit"], repo, env)
+    # the README's "Adopt it in your repository" steps, as written (pip install is the kit's wheel)
+    steps = adopt_steps()
+    assert [s[:2] for s in steps] == [
+        ["pip", "install"], ["skillreach", "init"], ["skillreach", "lint"], ["skillreach", "queries"],
+        ["skillreach", "run"], ["skillreach", "baseline"],
+    ], steps
+    for step in steps[1:]:
+        args = [{"NAME": "canvas-design"}.get(a, a.replace("runs/RUN/", "runs/base/")) for a in step]
+        if args[1] == "run":  # everything so far committed: what the study writes must stay ignored
+            _run(["git", "add", "-A"], repo, env)
+            _run(["git", "commit", "-qm", "skills and skillreach"], repo, env)
+            args += ["--out", "runs/base"]
+        out = _run(args, repo, env).stdout
+        if args[1] == "init":
+            assert "wrote .github/workflows/skillreach.yml" in out
+        if args[1] == "run":
+            assert "runs/" in (repo / ".gitignore").read_text(encoding="utf-8")
+            status = _run(["git", "status", "--porcelain"], repo, env).stdout
+            assert status == "", "runs/ and .skillreach/ are ignored"
+    assert (repo / "baselines").is_dir()
     # a pull request that edits a description
     _run(["git", "checkout", "-q", "-b", "edit"], repo, env)
     md = repo / "skills" / "canvas-design" / "SKILL.md"
@@ -361,8 +377,8 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
         assert sdk.returncode == 2, sdk.stderr
         assert sdk.stderr.strip().splitlines()[-1].endswith(f"pip install 'skillreach[{extra}]'"), sdk.stderr
         assert "Traceback" not in sdk.stderr
-    doctor = _run([sr, "doctor"], tmp_path, env).stdout
-    assert "pip install 'skillreach[anthropic]'" in doctor
+    doctor = json.loads(_run([sr, "doctor", "--json"], tmp_path, env).stdout)
+    assert "pip install 'skillreach[anthropic]'" in json.dumps(doctor), doctor
     # PostgreSQL without its driver: one line naming the extra
     pg = {**env, "SKILLREACH_DATABASE_URL": "postgresql+psycopg://u:secret@127.0.0.1:1/x"}
     worker = _run([sr, "worker"], tmp_path, pg, check=False)

@@ -1,5 +1,5 @@
 """Stop probing when the gate's answer is known: a group-sequential gate (spec/metrics.md
-"Staged comparison"). Pure: numpy and scipy only.
+"Staged comparison"). Pure: numpy, and scipy's distributions where installed (else ours).
 
 The fixed gate probes every case, then tests the paired differences once. The staged gate probes the
 cases in ``K`` planned stages (looks) and, after each, tests the paired statistic against a

@@ -379,9 +379,9 @@ def mcnemar_exact(lost: int, won: int) -> float:
     n = lost + won
     if n == 0:
         return 1.0
-    from scipy.stats import binomtest
+    from skillreach.scoring.distributions import binom_test_half
 
-    return float(binomtest(won, n, 0.5).pvalue)
+    return binom_test_half(won, n)
 
 
 def _outcomes(rate: float, attempts: int) -> list[float]:

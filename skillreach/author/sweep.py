@@ -31,9 +31,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -350,6 +350,53 @@ def _sla(curve: Sequence[tuple[int, float, Interval | None]], level: float) -> S
     return SlaSize(level=level, size=float(curve[-1][0]), beyond=True)
 
 
+def _relative_extrema(values: np.ndarray, compare: Callable[[Any, Any], Any]) -> np.ndarray:
+    """Indices where ``compare(v[i], v[i − 1])`` and ``compare(v[i], v[i + 1])``, the ends compared with
+    themselves on the missing side (scipy's ``argrelextrema``, order 1, mode ``clip``)."""
+    n = values.size
+    locs = np.arange(n)
+    plus = values[np.clip(locs + 1, 0, n - 1)]
+    minus = values[np.clip(locs - 1, 0, n - 1)]
+    return np.flatnonzero(compare(values, plus) & compare(values, minus))
+
+
+def kneedle_decreasing_concave(
+    x: Sequence[float], y: Sequence[float], sensitivity: float = 1.0
+) -> float | None:
+    """The knee of a decreasing concave curve by Kneedle (Satopää et al. 2011), offline, no smoothing:
+    kneed 0.9's ``KneeLocator(x, y, curve="concave", direction="decreasing", S=sensitivity).knee``
+    (ported: kneed needs scipy; ``tests/test_distributions.py`` holds the two equal on 1,500 curves)."""
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    if xs.size != ys.size:
+        raise ValueError("x and y must be the same length")
+    x_norm = (xs - xs.min()) / (xs.max() - xs.min())
+    y_norm = np.flip((ys - ys.min()) / (ys.max() - ys.min()))  # decreasing concave → increasing concave
+    x_norm = np.flip(1 - x_norm)  # mirror x by value too, keeping ascending order
+    diff = y_norm - x_norm
+    maxima = _relative_extrema(diff, np.greater_equal)
+    minima = _relative_extrema(diff, np.less_equal)
+    if not maxima.size:
+        return None
+    thresholds = diff[maxima] - sensitivity * np.abs(np.diff(x_norm).mean())
+    seen_maxima = 0
+    threshold = 0.0
+    threshold_index = 0
+    active = True
+    for i in range(int(maxima[0]), diff.size - 1):
+        if (maxima == i).any():
+            threshold = float(thresholds[seen_maxima])
+            threshold_index = i
+            seen_maxima += 1
+            active = True
+        if (minima == i).any():
+            threshold = 0.0
+            active = False
+        if active and diff[i + 1] < threshold:
+            return float(xs[-(threshold_index + 1)])
+    return None
+
+
 def _knee(
     curve: Sequence[tuple[int, float, Interval | None]], floor: float | None, spread: float | None, name: str
 ) -> Knee:
@@ -359,11 +406,9 @@ def _knee(
         )
     if spread is not None and spread == 0:
         return Knee(size=None, accepted=False, reason=f"{name} is the same at every size (no bend)")
-    from kneed import KneeLocator
-
     x = [math.log(n) for n, _, _ in curve]
     y = [v for _, v, _ in curve]
-    found = KneeLocator(x, y, curve="concave", direction="decreasing", S=1.0).knee
+    found = kneedle_decreasing_concave(x, y)
     if found is None:
         return Knee(size=None, accepted=False, reason="Kneedle found no knee (the curve has no bend)")
     size = curve[x.index(found)][0]

@@ -271,12 +271,12 @@ def t_test_power(effect: float, sd: float, k: int, alpha: float = ALPHA) -> floa
         return 0.0
     if sd <= 0:
         return 1.0 if effect != 0 else alpha
-    from scipy import stats as sps  # ~1 s to import: only an inconclusive gate needs it
+    from skillreach.scoring.distributions import nct_cdf, t_ppf  # scipy's (~1 s to import) or ours
 
     df = k - 1
-    crit = float(sps.t.ppf(1 - alpha / 2, df))
+    crit = t_ppf(1 - alpha / 2, df)
     nc = abs(effect) * math.sqrt(k) / sd
-    return float(1 - sps.nct.cdf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    return float(1 - nct_cdf(crit, df, nc) + nct_cdf(-crit, df, nc))
 
 
 def _first_true(pred: Callable[[int], bool], start: int, limit: int) -> int | None:

@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
         print(f"skillreach: error: {redact_text(text)}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
+    except ModuleNotFoundError as exc:  # an optional dependency the default install leaves out
+        line = missing_extra_line(exc)
+        if line is None:
+            raise
+        print(f"skillreach: error: {line}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a database error no command translated (a disk full mid-study): one line
         line = _database_error_line(exc)
         if line is None:
@@ -134,6 +140,28 @@ def main(argv: list[str] | None = None) -> int:
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
         return _interrupted()
     return rv if isinstance(rv, int) else 0
+
+
+_EXTRAS = {
+    "anthropic": (
+        "anthropic",
+        "the Anthropic SDK (the anthropic runtime, the rubric judge, generate, optimize)",
+    ),
+    "aiohttp": ("anthropic", "aiohttp (the anthropic runtime's transport)"),
+    "openai": ("openai", "the OpenAI SDK (the openai-compatible runtimes)"),
+    "psycopg": ("postgres", "the PostgreSQL driver psycopg"),
+    "google.antigravity": ("antigravity", "Google's Antigravity SDK (the antigravity-sdk runtime)"),
+}
+"""A module the default install leaves out -> (the extra that brings it, what it is for)."""
+
+
+def missing_extra_line(exc: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install for a module the default install leaves out, else None."""
+    name = exc.name or ""
+    for module, (extra, what) in _EXTRAS.items():
+        if name == module or name.startswith(module + "."):
+            return f"{what} is not installed: pip install 'skillreach[{extra}]'"
+    return None
 
 
 def _database_error_line(exc: BaseException) -> str | None:

@@ -50,10 +50,10 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "sig", "
 
 # How each runtime is found. Offline runtimes ship in the package; SDK runtimes need their package;
 # CLI runtimes need their program (explicit variable, else PATH).
-_SDK = {
-    "anthropic": ("anthropic", "anthropic"),
-    "openai-compatible": ("openai", "openai"),
-    "antigravity-sdk": ("google.antigravity", "google-antigravity"),
+_SDK = {  # runtime -> (module, distribution, the skillreach extra that installs it)
+    "anthropic": ("anthropic", "anthropic", "anthropic"),
+    "openai-compatible": ("openai", "openai", "openai"),
+    "antigravity-sdk": ("google.antigravity", "google-antigravity", "antigravity"),
 }
 _CLI = {
     "claude-code": ("claude", "SKILLREACH_CLAUDE_PATH", "npm install -g @anthropic-ai/claude-code"),
@@ -166,14 +166,15 @@ def _cli_status(name: str, program: str, env_var: str, hint: str, explicit: str 
     return RuntimeStatus(name, True, "cli", version=version, path=found)
 
 
-def _sdk_status(name: str, module: str, dist: str) -> RuntimeStatus:
+def _sdk_status(name: str, module: str, dist: str, extra: str) -> RuntimeStatus:
     """Found without importing it (the SDKs take seconds to import): its spec and its version."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        return RuntimeStatus(name, False, "sdk", detail=f"{module} is not installed; pip install {dist}")
+        hint = f"{module} is not installed; pip install 'skillreach[{extra}]'"
+        return RuntimeStatus(name, False, "sdk", detail=hint)
     from importlib import metadata  # here: the command's start-up does without it
 
     try:

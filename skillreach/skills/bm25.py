@@ -16,7 +16,8 @@ digits (so hyphens, underscores, slashes and apostrophes split: ``pdf-to-markdow
 ``markdown``), then a small English stopword list (:data:`STOPWORDS`) is removed (so ``to`` goes). No
 stemming.
 
-The vectorised path builds, with :mod:`scipy.sparse`, the document-term frequency matrix, the BM25
+The vectorised path builds, with :mod:`scipy.sparse` (or, without scipy, the same operations in numpy:
+:mod:`skillreach.skills._sparse`, the same float64 sums), the document-term frequency matrix, the BM25
 weight matrix ``W[d, t]`` (the per-term summand above) and the query-term count matrix ``Q[q, t]``; all
 query-vs-document scores are ``Q @ Wᵀ``. The vocabulary is sorted, so every score is computed in the
 same order whatever the order of the corpus. Tests hold it equal to :class:`LuceneBM25` within 1e-9.
@@ -52,6 +53,7 @@ from rank_bm25 import BM25Okapi
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.models import Skill
+from skillreach.skills._sparse import sparse
 
 if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions that build an index load it
     import scipy.sparse as sp
@@ -231,7 +233,7 @@ class BM25Index:
     """A sparse BM25 index over ``documents`` (texts, or token lists already made by :func:`tokenize`)."""
 
     def __init__(self, documents: Sequence[str | Sequence[str]], *, k1: float = K1, b: float = B) -> None:
-        import scipy.sparse as sp
+        sparse_mod = sparse()
 
         self.k1 = k1
         self.b = b
@@ -264,7 +266,7 @@ class BM25Index:
         row_arr = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
         col_arr = remap[cols] if len(cols) else cols
         tf_arr = np.ones(len(cols), dtype=np.float64)
-        self.tf = sp.csr_matrix((tf_arr, (row_arr, col_arr)), shape=(self.n_docs, n_terms))
+        self.tf = sparse_mod.csr_matrix((tf_arr, (row_arr, col_arr)), shape=(self.n_docs, n_terms))
         self.tf.sum_duplicates()
         self.tf.sort_indices()
         self.doc_len = lengths.astype(np.float64)
@@ -294,7 +296,7 @@ class BM25Index:
 
     def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
         """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
-        import scipy.sparse as sp
+        sparse_mod = sparse()
 
         rows: list[int] = []
         cols: list[int] = []
@@ -306,7 +308,7 @@ class BM25Index:
             rows.extend([i] * len(counts))
             cols.extend(vocab[t] for t in counts)
             vals.extend(counts.values())
-        matrix = sp.csr_matrix(
+        matrix = sparse_mod.csr_matrix(
             (
                 np.asarray(vals, dtype=np.float64),
                 (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)),
@@ -334,9 +336,10 @@ class BM25Index:
         threshold for big inputs (≥ 1,000 × 1,000) and uses the sparse product alone otherwise; ``0``
         forces the sparse product alone.
         """
-        import scipy.sparse as sp
+        sparse_mod = sparse()
 
-        q: sp.csr_matrix = queries if isinstance(queries, sp.csr_matrix) else self.query_matrix(queries)
+        given = isinstance(queries, sparse_mod.csr_matrix)
+        q: sp.csr_matrix = queries if given else self.query_matrix(queries)
         n_queries = int(q.shape[0])
         if self.n_docs == 0:
             return np.zeros((n_queries, 0))
@@ -353,7 +356,7 @@ class BM25Index:
 
     def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
         """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""
-        import scipy.sparse as sp
+        sparse_mod = sparse()
 
         cached = self._splits.get(dense_df)
         if cached is None:
@@ -361,7 +364,7 @@ class BM25Index:
             dense_w = np.asarray(self.weights.tocsc()[:, high].toarray())
             keep = np.ones(len(self.vocabulary))
             keep[high] = 0.0
-            sparse_wt = (sp.diags(keep) @ self._weights_t).tocsr()
+            sparse_wt = (sparse_mod.diags(keep) @ self._weights_t).tocsr()
             sparse_wt.eliminate_zeros()
             cached = (high, dense_w, sparse_wt)
             self._splits[dense_df] = cached
@@ -492,6 +495,10 @@ def _accumulate(dense: np.ndarray, sparse: sp.csr_matrix) -> None:
     output first, and the zero-fill and the extra ``+=`` pass cost ~1 ns a cell (~2.5 s at 50,000
     skills). The public path is kept for a scipy that moves the kernel.
     """
+    add_into = getattr(sparse, "add_into", None)
+    if add_into is not None:  # without scipy: skillreach.skills._sparse adds a product into dense itself
+        add_into(dense)
+        return
     try:
         from scipy.sparse._sparsetools import csr_todense
     except ImportError:  # pragma: no cover - the kernel has been there since scipy 0.7
@@ -523,7 +530,7 @@ class _Screen:
         *,
         compiled: bool = False,
     ) -> None:
-        import scipy.sparse as sp
+        sparse_mod = sparse()
 
         n = index.n_docs
         # groups of groups for big catalogs: the partition of the pooled maxima is 16× smaller
@@ -538,7 +545,8 @@ class _Screen:
         self.dense_w[:n] = weights[:, high].toarray()
         tail = weights[:, low].tocsr()
         indptr = np.concatenate([tail.indptr, np.full(self.height - n, tail.indptr[-1])])
-        self.sparse_w = sp.csr_matrix((tail.data, tail.indices, indptr), shape=(self.height, low.size))
+        shape = (self.height, low.size)
+        self.sparse_w = sparse_mod.csr_matrix((tail.data, tail.indices, indptr), shape=shape)
         q32 = queries.astype(np.float32)
         self.dense_q = q32[:, high].tocsr()
         self.sparse_q = q32[:, low].tocsr()

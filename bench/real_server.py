@@ -102,7 +102,7 @@ def study(root: Path, probes: int) -> set[str]:
     write_study(
         root,
         queries,
-        "max_retries = 0\ntimeout_s = 300\nrouting_max_tokens = 64\n",
+        "max_retries = 0\ntimeout_s = 300\ncanary_timeout_s = 300\nrouting_max_tokens = 64\n",
         'tool_choice = "required"\nskill_enum = true\ntemperature = 0.0',
     )
     return {str(q["text"]) for q in queries}

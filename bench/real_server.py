@@ -2,8 +2,9 @@
 
 The server is llama.cpp's ``llama-server`` (built by ``.ci/llama.sh``) serving Gemma 3 270M with a chat
 template that supports tools, started as the ``realserver`` tests start it (``--jinja -c 16384
---parallel 2``). The study: two skills, ``--probes`` queries, ``openai-compatible`` with forced choice
-(``tool_choice = "required"``, so every probe is one tool call), ``temperature = 0``, ``--max-turns 1``
+--parallel 2 -t 1 --temp 0``). The study: two skills, ``--probes`` queries, ``openai-compatible`` with
+forced choice, as the tests (``tool_choice = "required"``, ``skill_enum = true``, ``routing_max_tokens
+= 64``: every probe is one tool call naming a resident skill), ``temperature = 0``, ``--max-turns 1``
 (one request a probe), ``--concurrency 2`` (the server's two slots).
 
 A first run of the command goes through a recording proxy, which keeps every request body; the probes'
@@ -99,7 +100,10 @@ def study(root: Path, probes: int) -> set[str]:
         for i in range(probes)
     ]
     write_study(
-        root, queries, "max_retries = 0\ntimeout_s = 300\n", 'tool_choice = "required"\ntemperature = 0.0'
+        root,
+        queries,
+        "max_retries = 0\ntimeout_s = 300\ncanary_timeout_s = 300\nrouting_max_tokens = 64\n",
+        'tool_choice = "required"\nskill_enum = true\ntemperature = 0.0',
     )
     return {str(q["text"]) for q in queries}
 

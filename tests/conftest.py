@@ -95,7 +95,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # Variables of the test infrastructure itself (where PostgreSQL and the real agent CLIs are), kept.
 _KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE", "SKILLREACH_LLAMA_CACHE",
-         "SKILLREACH_REALSERVER", "SKILLREACH_CODEX_CACHE", "SKILLREACH_REAL_CODEX"}
+         "SKILLREACH_CODEX_CACHE", "SKILLREACH_REAL_CODEX"}
 _PROVIDER = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_API_KEY", "GOOSE_")
 
 

@@ -26,7 +26,8 @@ __all__ = [
 CACHE = Path(os.environ.get("SKILLREACH_LLAMA_CACHE") or Path.home() / ".cache" / "skillreach" / "llama.cpp")
 SERVER = CACHE / "bin" / "llama-server"
 MODEL = CACHE / "gemma-3-270m-q4_k_m.gguf"
-TOOLS_TEMPLATE = CACHE / "templates" / "tools.jinja"
+TOOLS_TEMPLATE = Path(__file__).resolve().parents[2] / ".ci" / "gemma3-tools.jinja"
+"""The chat template with tool support, read from the work tree (never a stale copy in the cache)."""
 ALIAS = "gemma-3-270m"
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 
@@ -51,9 +52,14 @@ def _free_port() -> int:
 
 
 class LlamaServer:
-    """``llama-server --jinja -c 16384 --parallel 2`` on a free port; ``tools=True`` gives it a chat
-    template with tool support (``--chat-template-file``), ``tools=False`` keeps the model's own
-    (Gemma 3's has none: the tools never reach the model)."""
+    """``llama-server --jinja -c 16384 --parallel 2 -t 1 --temp 0`` on a free port; ``tools=True`` gives it
+    a chat template with tool support (``--chat-template-file``), ``tools=False`` keeps the model's own
+    (Gemma 3's has none: the tools never reach the model).
+
+    One thread: on two cores shared with other work, two ggml threads spin at every barrier for the one
+    that was descheduled (measured at a load average of 8-10: 0.9-1.5 generated tokens/s with ``-t 2``,
+    8-18 with ``-t 1``). ``--temp 0``: greedy decoding when a request names no temperature (the
+    anthropic runtime has no such option), so a test's outcome does not hang on a sample."""
 
     def __init__(self, log: Path, *, tools: bool = True, extra: tuple[str, ...] = ()) -> None:
         self.log = log
@@ -84,7 +90,9 @@ class LlamaServer:
             "--alias",
             ALIAS,
             "-t",
-            "2",
+            "1",
+            "--temp",
+            "0",
             *(["--chat-template-file", str(TOOLS_TEMPLATE)] if self.tools else []),
             *self.extra,
         ]

@@ -11,11 +11,21 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-def test_a_flow_run_process_stops_when_its_worker_is_killed(tmp_path: Path) -> None:
+CATCHES_SIGTERM = (
+    "import signal, threading, time; signal.signal(signal.SIGTERM, lambda *a: None); "
+    "threading.Thread(target=time.sleep, args=(120,)).start(); "
+)
+"""A flow run as Prefect's engine runs one: SIGTERM caught in the main thread (the engine's handler),
+a probe batch on in a worker thread that holds the interpreter open."""
+
+
+@pytest.mark.parametrize("prelude", ["", CATCHES_SIGTERM], ids=["plain", "catches-sigterm"])
+def test_a_flow_run_process_stops_when_its_worker_is_killed(tmp_path: Path, prelude: str) -> None:
     pid_file = tmp_path / "child.pid"
     child = (
-        "import os, sys, time; from skillreach.tasks._orphans import watch_parent; "
+        prelude + "import os, sys, time; from skillreach.tasks._orphans import watch_parent; "
         f"assert watch_parent(0.2); open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
         "time.sleep(120)"
     )

@@ -38,10 +38,10 @@ def _end(log: logging.Logger, parent: int, grace_s: float = GRACE_S) -> None:
     """SIGTERM (Prefect's engine reports the run Crashed), then SIGKILL after ``grace_s``: the engine's
     handler only raises in the main thread, and a probe batch running in a thread pool would keep the
     interpreter alive at exit (and write probes) for as long as the batch lasts."""
-    log.warning("the worker that started this flow run (pid %d) is gone; stopping the run", parent)
-    _signal(signal.SIGTERM)
+    _signal(signal.SIGTERM)  # signals first: a log line may block (its handler writes to a dead pipe)
+    threading.Thread(target=log.warning, args=("the worker that started this flow run (pid %d) is gone; "
+                                               "stopping the run", parent), daemon=True).start()
     threading.Event().wait(grace_s)
-    log.warning("the flow run did not stop within %g s of SIGTERM; killing it", grace_s)
     _signal(signal.SIGKILL)
 
 

@@ -188,7 +188,8 @@ def test_alert_automation_validates() -> None:
     assert text == slack_message(notice)["text"]
     # the cause (the skill that took the traffic) and the next step, in the line and the automation's
     caused = {**payload, "cause": "ship-it", "cause_detail": "lost 4 of 4 cases to ship-it",
-              "next_step": "skillreach baseline accept pdf if this is intended, else fix skills/ship-it/SKILL.md"}
+              "next_step": "skillreach baseline accept pdf if this is intended, "
+                           "else fix skills/ship-it/SKILL.md"}
     text = env.from_string(ALERT_BODY).render(event={"payload": caused, "event": caused["event"]})
     assert text == slack_message(caused)["text"]
     assert "; lost 4 of 4 cases to ship-it; next: skillreach baseline accept pdf" in text

@@ -62,8 +62,9 @@ ALERT_SUBJECT = (
 )
 # Same wording as skillreach.service.alerts.slack_message's "text", rendered by Prefect from the event.
 ALERT_BODY = (
+    "{% set step = '; next: ' ~ event.payload.next_step if event.payload.next_step else '' %}"
     "{% if event.payload.message %}skillreach {{ event.event }}: {{ event.payload.skill }}: "
-    "{{ event.payload.message }} — {{ event.payload.run_link }}{% else %}"
+    "{{ event.payload.message }}{{ step }} — {{ event.payload.run_link }}{% else %}"
     "skillreach {{ 'drift' if event.event == 'skillreach.model.drift' else 'gate ' ~ event.payload.verdict }}"
     ": "
     "{{ event.payload.skill }} {{ event.payload.metric }} "
@@ -71,7 +72,9 @@ ALERT_BODY = (
     "(95% CI {{ '%+.3f'|format(event.payload.interval[0]) }} "
     "to {{ '%+.3f'|format(event.payload.interval[1]) }}; "
     "gate {{ '%+.3f'|format(event.payload.gate) if event.payload.gate is not none else 'n/a' }}) "
-    "against baseline {{ event.payload.baseline_id }} — {{ event.payload.run_link }}{% endif %}"
+    "against baseline {{ event.payload.baseline_id }}"
+    "{% if event.payload.cause_detail %}; {{ event.payload.cause_detail }}{% endif %}{{ step }}"
+    " — {{ event.payload.run_link }}{% endif %}"
 )
 
 

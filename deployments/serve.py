@@ -12,7 +12,8 @@
    folder (their ``runs/`` and ``.skillreach/`` land there, as with ``skillreach run``);
 5. the automations (``deployments/automations.py``, delete-by-name then create);
 6. a process worker on the pool, in the foreground, supervised: a worker that dies (kill -9, a crash)
-   is restarted with a log line, and the server stays up. Ctrl-C stops the worker, then the server.
+   is restarted with a log line, and the server stays up; the flow-run processes it leaves are ended
+   first (SIGTERM, then SIGKILL 3 s later: ``end_left_runs``). Ctrl-C stops the worker, then the server.
 
 A step that fails prints the line of Prefect's own output that says why.
 The service log: the server's output in ``.skillreach/logs/server.log`` of the working folder (or
@@ -23,6 +24,7 @@ run's in ``runs.log`` (``deployments/logs.py``).
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import signal
 import subprocess
@@ -184,16 +186,63 @@ RESTART_DELAY_S = (1.0, 5.0, 30.0)
 """Waits before restarting a worker that died: 1 s, then 5 s, then 30 s while it keeps dying at once."""
 
 
+def left_runs(api: str, proc_root: Path = Path("/proc")) -> list[int]:
+    """The processes of this service's flow runs (``PREFECT__FLOW_RUN_ID`` and ``PREFECT_API_URL=api`` in
+    their environment: a worker of this service started them, or they are their children) still alive;
+    empty where there is no ``/proc``."""
+    if not proc_root.is_dir():
+        return []
+    wanted = f"PREFECT_API_URL={api}".encode()
+    out = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        run = any(e.startswith(b"PREFECT__FLOW_RUN_ID=") for e in environ)
+        if state != "Z" and run and wanted in environ:
+            out.append(int(entry.name))
+    return out
+
+
+def end_left_runs(api: str, log: Callable[[str], None], grace_s: float = 3.0) -> list[int]:
+    """After the worker died: SIGTERM to the flow-run processes it left (Prefect's engine then reports
+    its run Crashed), SIGKILL to what still runs ``grace_s`` later — no probe of a lost run goes on."""
+    found = left_runs(api)
+    pids = found
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline and left_runs(api):
+            time.sleep(0.2)
+        pids = left_runs(api)
+        if not pids:
+            break
+    if found:
+        log(f"serve: ended {len(found) - len(pids)} flow-run process(es) the worker left (pids "
+            f"{', '.join(map(str, found))})" + (f"; {len(pids)} would not end" if pids else ""))
+    return found
+
+
 def supervise(start: Callable[[], subprocess.Popen[bytes]], log: Callable[[str], None],
-              *, restarts: int | None = None) -> subprocess.Popen[bytes]:
+              *, restarts: int | None = None,
+              on_exit: Callable[[], object] | None = None) -> subprocess.Popen[bytes]:
     """Run ``start()``'s process in the foreground and restart it whenever it exits (``restarts``: how
-    many times, ``None`` for ever). Returns the last process (for the caller to stop)."""
+    many times, ``None`` for ever); ``on_exit`` runs after each exit, before the restart. Returns the last
+    process (for the caller to stop)."""
     proc = start()
     done = 0
     quick = 0
     while restarts is None or done < restarts:
         began = time.monotonic()
         code = proc.wait()
+        if on_exit is not None:
+            on_exit()
         quick = quick + 1 if time.monotonic() - began < 60 else 0
         delay = RESTART_DELAY_S[min(quick, len(RESTART_DELAY_S) - 1)]
         log(f"serve: the worker (pid {proc.pid}) exited with code {code}; restarting it in {delay:g} s")
@@ -307,7 +356,8 @@ def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None]
             return proc
 
         try:
-            supervise(start_worker, log)
+            # a worker killed (kill -9) leaves its flow runs' processes: they end with it
+            supervise(start_worker, log, on_exit=lambda: end_left_runs(api, log))
         finally:
             worker = workers[0] if workers else None
         return 0

@@ -194,6 +194,48 @@ def _stored(
     return stored, waiting
 
 
+def _skill_file(inputs: StudyInputs, skill: str) -> str | None:
+    s = inputs.catalog.get(skill)
+    return (s.path or None) if s is not None else None
+
+
+def _next(inputs: StudyInputs, r: SkillGate, cause: dict[str, Any]) -> dict[str, Any]:
+    """The next step an alert names: accept the new bar, or fix the file whose description took the
+    cases (the taker's SKILL.md; the victim's own when nothing took them)."""
+    taker = cause.get("cause")
+    fix = _skill_file(inputs, taker) if taker else _skill_file(inputs, r.skill)
+    step = f"skillreach baseline accept {r.skill} if this is intended"
+    if fix:
+        step += f", else fix {fix}"
+    return {**cause, "next_step": step}
+
+
+def _cause(inputs: StudyInputs, r: SkillGate, artifact: Any) -> dict[str, Any]:
+    """Why an activation dropped, from the new study's probes of the skill's own cases: the skill that
+    came first instead on the cases it lost (``cause``; ``taken_by``: every taker → cases) and the
+    sentence (``lost 4 of 4 cases to delta``), plus the next step. Empty when the probes name no taker
+    (the cases went to no skill: then ``cause_detail`` only)."""
+    from skillreach.baselines.scope import losses
+
+    if r.base is None or r.new is None:
+        return _next(inputs, r, {})
+    try:
+        loss = losses(r.base, r.new, getattr(artifact, "outcomes", ()))
+    except (KeyError, ValueError, TypeError) as exc:  # a record without per-case rates: no cause known
+        logger().info("no cause for %s: %s", r.skill, exc)
+        return _next(inputs, r, {})
+    if not loss.lost:
+        return _next(inputs, r, {})
+    takers = {k: v for k, v in loss.taken_by.items() if k != r.skill and inputs.catalog.get(k) is not None}
+    detail = loss.model_copy(update={"taken_by": takers}).sentence()
+    if not takers and loss.taken_by:  # the agent chose no skill (or one outside the catalog) instead
+        detail += " (no skill of the catalog activated instead)"
+    cause: dict[str, Any] = {"cause_detail": detail}
+    if takers:
+        cause.update(cause=next(iter(takers)), taken_by=takers)
+    return _next(inputs, r, cause)
+
+
 @task(name="gate_study", cache_policy=NO_CACHE)
 async def gate_study(
     config: StudyConfig, inputs: StudyInputs, plan: StudyPlan, artifact: Any, kind: str = "study"
@@ -241,18 +283,22 @@ async def gate_study(
                 rows.append({"skill": r.skill, "metric": g.metric, "base": g.base, "new": g.new,
                              "delta": g.mean_diff, "ci95": list(g.ci95) if g.ci95 else None, "gate": g.gate,
                              "verdict": str(g.verdict), "baseline_id": r.base.baseline_id})
-            alerts += breaches_from_comparison(
-                r.comparison, baseline_id=r.base.baseline_id, run_link=link, study_id=plan.study_id,
-                runtime=config.runtime, model=model, **({"event": MODEL_DRIFT} if config.drift else {}),
-            )
+            why = _cause(inputs, r, artifact)
+            alerts += [{**a, **why} if a["metric"] == "activation" else {**a, **_next(inputs, r, {})}
+                       for a in breaches_from_comparison(
+                           r.comparison, baseline_id=r.base.baseline_id, run_link=link,
+                           study_id=plan.study_id, runtime=config.runtime, model=model,
+                           **({"event": MODEL_DRIFT} if config.drift else {}))]
             if r.status == "inconclusive" and config.record_baselines:  # kept as a candidate: said once
                 metrics = sorted({g.metric for g in r.comparison.results if str(g.verdict) == "inconclusive"})
+                cause = why if "activation" in metrics else _next(inputs, r, {})
+                lost = f"; {cause['cause_detail']}" if cause.get("cause_detail") else ""
                 alerts.append(notice_payload(
                     GATE_INCONCLUSIVE, skill=r.skill, run_link=link, study_id=plan.study_id,
                     baseline_id=r.base.baseline_id, metric=", ".join(metrics), verdict="inconclusive",
-                    message=f"drop past the gate, interval undecided: {undecided(r.comparison)}; the "
+                    message=f"drop past the gate, interval undecided: {undecided(r.comparison)}{lost}; the "
                             f"baseline {r.base.baseline_id} stays, the new record waits as a candidate "
-                            f"(skillreach baseline accept {r.skill} lowers the bar)"))
+                            f"(skillreach baseline accept {r.skill} lowers the bar)", **cause))
         elif r.status == "expired" and r.skill in waiting:  # a person decides, not a re-baselining
             skipped.append(f"{r.skill}: {r.reason}; its candidate waits "
                            f"(skillreach baseline accept {r.skill})")

@@ -188,6 +188,17 @@ def test_alert_automation_validates() -> None:
     env = jinja2.Environment()
     text = env.from_string(ALERT_BODY).render(event={"payload": notice, "event": BASELINE_EXPIRED})
     assert text == slack_message(notice)["text"]
+    # the cause (the skill that took the traffic) and the next step, in the line and the automation's
+    caused = {**payload, "cause": "ship-it", "cause_detail": "lost 4 of 4 cases to ship-it",
+              "next_step": "skillreach baseline accept pdf if this is intended, "
+                           "else fix skills/ship-it/SKILL.md"}
+    text = env.from_string(ALERT_BODY).render(event={"payload": caused, "event": caused["event"]})
+    assert text == slack_message(caused)["text"]
+    assert "; lost 4 of 4 cases to ship-it; next: skillreach baseline accept pdf" in text
+    told = {**notice, "next_step": "fix skills/pdf/SKILL.md"}
+    text = env.from_string(ALERT_BODY).render(event={"payload": told, "event": BASELINE_EXPIRED})
+    assert text == slack_message(told)["text"]
+    assert "baseline expired; next: fix skills/pdf/SKILL.md — http://ui/r" in text
 
 
 def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule() -> None:

@@ -100,6 +100,8 @@ def test_baselines_only_go_down_when_a_person_says_so(week: dict[str, Any]) -> N
                                   "interval undecided: activation changed -0.250")
         assert "positive cases for beta (now 4)" in beta[0]  # what would decide it, in cases to add
         assert "skillreach baseline accept beta" in beta[0]
+        assert "; lost 1 of 4 cases to delta; the baseline" in beta[0]  # the cause, from the new probes
+        assert f"else fix {week['skills'] / 'delta' / 'SKILL.md'}" in beta[0]  # the file to fix
         assert branch_files(repo) == ["baselines/alpha.json", "baselines/candidates/beta.json",
                                       "baselines/gamma.json"]
         assert branch_json(repo, "baselines/beta.json")["metrics"]["activation"]["value"] == 1.0  # the bar

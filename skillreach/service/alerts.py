@@ -156,9 +156,12 @@ def notice_payload(event: str, *, skill: str, message: str, run_link: str, study
 
 
 def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks)."""
+    """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks). The line
+    names the cause when the payload carries one (``cause_detail``: ``lost 4 of 4 cases to delta``) and
+    the next step (``next_step``)."""
+    step = f"; next: {payload['next_step']}" if payload.get("next_step") else ""
     if "message" in payload and "delta" not in payload:
-        text = f"skillreach {payload.get('event', 'notice')}: {payload['skill']}: {payload['message']}"
+        text = f"skillreach {payload.get('event', 'notice')}: {payload['skill']}: {payload['message']}{step}"
         return {"text": f"{text} — {payload.get('run_link', '')}",
                 "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":warning: {text}"}}]}
     lo, hi = (payload.get("interval") or [None, None])[:2]
@@ -167,8 +170,11 @@ def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
         f"skillreach {what}: {payload['skill']} {payload['metric']} "
         f"changed {_fmt(payload.get('delta'))} (95% CI {_fmt(lo)} to {_fmt(hi)}; gate "
         f"{_fmt(payload.get('gate'))}) against baseline {payload['baseline_id']}"
+        + (f"; {payload['cause_detail']}" if payload.get("cause_detail") else "") + step
     )
+    cause = [f"*Cause*\n{payload['cause_detail']}"] if payload.get("cause_detail") else []
     fields = [
+        *cause,
         f"*Skill*\n{payload['skill']}",
         f"*Metric*\n{payload['metric']}",
         f"*Delta*\n{_fmt(payload.get('delta'))} [{_fmt(lo)}, {_fmt(hi)}]",

@@ -138,6 +138,11 @@ def play_week(world: dict[str, Any], run: Callable[..., Any], capsys: pytest.Cap
         assert [t for t in texts if " beta " in t or "beta:" in t] == [
             t for t in texts if t.startswith("skillreach gate breach: beta activation")]
         assert len([t for t in texts if "beta" in t]) == 1, texts  # exactly one alert names the neighbour
+        [told] = [t for t in texts if t.startswith("skillreach gate breach: beta activation")]
+        # the cause: the skill that took beta's traffic, from the new study's probes of beta's cases; the
+        # next step: accept the new bar, or fix the thief's description
+        assert "; lost 4 of 4 cases to delta; next: skillreach baseline accept beta if this is intended, " \
+               f"else fix {world['skills'] / 'delta' / 'SKILL.md'}" in told, told
         assert any(t.startswith("skillreach skillreach.skill.no_queries: delta") for t in texts)
         assert all("SECRET" not in t for t in texts)
         assert git(repo, "rev-list", "--count", "main..skillreach/baselines") == "2"  # one more commit

@@ -51,6 +51,7 @@ from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable
 from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
+from skillreach.skills.agent_listing import AgentListing, claude_code_listing
 from skillreach.study.contract import (
     Outcome,
     RuntimeOptions,
@@ -487,6 +488,17 @@ class ClaudeCodeRuntime:
 
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
+
+    def listing(self, catalog: Catalog) -> AgentListing:
+        """The catalog as Claude Code will list it to this runtime's model."""
+        return claude_code_listing(catalog.skills, model=self.model)
+
+    def listing_warning(self, catalog: Catalog) -> str | None:
+        """One line when Claude Code will list some skills of ``catalog`` by name alone."""
+        listing = self.listing(catalog)
+        if not listing.overflows:
+            return None
+        return f"catalog {catalog.id!r} overflows Claude Code's skills listing: {listing.summary()}"
 
     async def version(self) -> str | None:
         return await program_version(self.claude_path)

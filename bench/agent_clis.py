@@ -8,9 +8,10 @@ Completions), in this process's threads:
 1. ``skillreach run --runtime <agent> --concurrency C`` on 8 skills and ``--probes`` queries, the CLI's
    path in ``[runtime_options]`` being a recording shim: a ``sh`` script that saves its arguments, its
    environment, its working folder and a copy of the probe's folder (the generated home and
-   configuration, the skills: the ``probe-*`` folder, or pi's ``skillreach-pi-*``), then ``exec``s the real CLI. The shim's own cost (a ``sh`` and a ``cp -a``
-   a probe) is counted against skillreach. Its probing wall is the probe log's span (first probe's start
-   to last probe's end); the command's whole wall (interpreter, Prefect, canaries) is printed beside it.
+   configuration, the skills: the ``probe-*`` folder, or pi's ``skillreach-pi-*``), then ``exec``s the
+   real CLI. The shim's own cost (a ``sh`` and a ``cp -a`` a probe) is counted against skillreach. Its
+   probing wall is the probe log's span (first probe's start to last probe's end); the command's whole
+   wall (interpreter, Prefect, canaries) is printed beside it.
 2. The bare loop: every recorded study invocation put back where it ran (its probe folder restored
    before the clock starts), then the same argument lists, environments and working folders run by
    ``asyncio.create_subprocess_exec`` at the same concurrency, stdin closed, stdout read to its end,
@@ -90,13 +91,22 @@ def stand_in(agent: str, activate: bool) -> Iterator[Any]:
                 return text_reply("Done.")
             if "Skill" in {t.get("name") for t in body.get("tools") or []}:
                 return Reply([skill_call(skill)])
-            found = re.search(rf"<location>([^<]*/{skill}/SKILL\.md)</location>", json.dumps(body.get("system")))
+            found = re.search(
+                rf"<location>([^<]*/{skill}/SKILL\.md)</location>", json.dumps(body.get("system"))
+            )
             return Reply([tool_call("read", {"path": found.group(1)})]) if found else text_reply("Done.")
 
         with MessagesAPI(messages) as api:
             yield api
     elif agent == "codex":
-        from tests.fakes.responses_api import ResponsesAPI, ResponsesReply, message, query_of, skill_read, turn_of
+        from tests.fakes.responses_api import (
+            ResponsesAPI,
+            ResponsesReply,
+            message,
+            query_of,
+            skill_read,
+            turn_of,
+        )
 
         def responses(body: dict[str, Any]) -> ResponsesReply:
             skill = wanted(query_of(body), activate)
@@ -107,7 +117,8 @@ def stand_in(agent: str, activate: bool) -> Iterator[Any]:
         with ResponsesAPI(responses) as api:
             yield api
     elif agent == "gemini-cli":
-        from tests.fakes.gemini_api import GeminiCliAPI, query_of as gemini_query
+        from tests.fakes.gemini_api import GeminiCliAPI
+        from tests.fakes.gemini_api import query_of as gemini_query
 
         def steps(body: dict[str, Any]) -> list[Any]:
             skill = wanted(gemini_query(body), activate)
@@ -116,7 +127,8 @@ def stand_in(agent: str, activate: bool) -> Iterator[Any]:
         with GeminiCliAPI(steps) as api:
             yield api
     else:
-        from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call as chat_call
+        from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text
+        from tests.fakes.openai_chat import tool_call as chat_call
 
         arg = "name" if agent == "opencode" else "skill"
 
@@ -140,7 +152,9 @@ class Agent:
 
 
 SETUP = {
-    "claude-code": Agent(clis.real_claude, "claude_path", {"ANTHROPIC_API_KEY": "sk-bench"}, "claude-sonnet-4-6"),
+    "claude-code": Agent(
+        clis.real_claude, "claude_path", {"ANTHROPIC_API_KEY": "sk-bench"}, "claude-sonnet-4-6"
+    ),
     "pi": Agent(clis.real_pi, "pi_path", {"ANTHROPIC_API_KEY": "sk-bench"}, "claude-sonnet-4-5"),
     "codex": Agent(clis.real_codex, "codex_path", {"OPENAI_API_KEY": "sk-bench"}),
     "gemini-cli": Agent(clis.real_gemini, "gemini_path", {"GEMINI_API_KEY": "k-bench"}),
@@ -193,7 +207,7 @@ def recorded(capture: Path) -> list[Invocation]:
         env = dict(
             item.split("=", 1) for item in (d / "env").read_text(errors="replace").split("\0") if "=" in item
         )
-        argv = [a for a in (d / "argv").read_text(errors="replace").split("\0")][:-1]
+        argv = (d / "argv").read_text(errors="replace").split("\0")[:-1]
         root = (d / "root").read_text() if (d / "root").exists() else None
         out.append(Invocation(argv, env, (d / "cwd").read_text().strip(), root, d / "tree" if root else None))
     return out
@@ -309,12 +323,33 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
             body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items())
             (tmp / "study.toml").write_text(f"{head}[runtime_options]\n{body}")
             argv = [str(SKILLREACH), "run", "--config", "study.toml", "--skills", "skills", "--queries"]
-            argv += ["queries.json", "--runtime", agent, "--concurrency", str(args.concurrency), "--out", "out"]
+            argv += [
+                "queries.json",
+                "--runtime",
+                agent,
+                "--concurrency",
+                str(args.concurrency),
+                "--out",
+                "out",
+            ]
             t0 = time.perf_counter()
-            run = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, check=False)
+            before = _children_cpu()
+            child = subprocess.Popen(
+                argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            own: dict[int, float] = {}
+            sampler = threading.Thread(target=_sample_python, args=(child, own), daemon=True)
+            sampler.start()
+            stdout, stderr = child.communicate()
+            sampler.join()
+            run = subprocess.CompletedProcess(argv, child.returncode, stdout, stderr)
             command = time.perf_counter() - t0
+            run_cpu = _children_cpu() - before
             if run.returncode != 0:
-                return {"agent": agent, "failed": f"skillreach run exited {run.returncode}: {run.stderr[-800:]}"}
+                return {
+                    "agent": agent,
+                    "failed": f"skillreach run exited {run.returncode}: {run.stderr[-800:]}",
+                }
             records = read_probes(tmp / "out" / "probes.jsonl")
             ends = [datetime.fromisoformat(r.finished_at or "") for r in records]
             starts = [e - timedelta(milliseconds=r.duration_ms) for e, r in zip(ends, records, strict=True)]
@@ -322,7 +357,9 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
             invocations = recorded(capture)
             with otlp_sink() as sink:
                 restore(invocations, sink if agent == "codex" else None)
+                before = _children_cpu()
                 bare, walls = asyncio.run(bare_loop(real, invocations, args.concurrency))
+                bare_cpu = _children_cpu() - before
             requests = len(api.requests)
     finally:
         if args.keep:
@@ -344,7 +381,39 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
         "probe_ms": sorted(r.duration_ms for r in records),
         "bare_ms": sorted(round(w * 1000) for w in walls),
         "requests": requests,
+        "python_cpu": sum(own.values()),
+        "run_cpu": run_cpu,
+        "bare_cpu": bare_cpu,
     }
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _sample_python(child: subprocess.Popen[str], out: dict[int, float]) -> None:
+    """CPU seconds of every Python process in the command's tree (skillreach and any server it starts),
+    sampled every 100 ms until the command ends."""
+    tick = os.sysconf("SC_CLK_TCK")
+    while child.poll() is None:
+        tree = {child.pid}
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                stat = (proc / "stat").read_text().rsplit(")", 1)
+                comm = stat[0].split("(", 1)[1]
+                fields = stat[1].split()
+            except (OSError, IndexError):
+                continue
+            pid, ppid = int(proc.name), int(fields[1])
+            if pid == child.pid or (ppid in tree and comm.startswith(("python", "skillreach", "prefect"))):
+                tree.add(pid)
+                out[pid] = (int(fields[11]) + int(fields[12])) / tick
+        time.sleep(0.1)
 
 
 def main() -> int:
@@ -355,7 +424,9 @@ def main() -> int:
     parser.add_argument("--activate", action="store_true", help="every study query loads its skill")
     parser.add_argument("--keep", action="store_true", help="keep each agent's folder")
     args = parser.parse_args()
-    scenario = "every query loads its skill (early exit)" if args.activate else "no skill loaded (text answer)"
+    scenario = (
+        "every query loads its skill (early exit)" if args.activate else "no skill loaded (text answer)"
+    )
     print(
         f"{calibrate.load()}; {args.probes} probes per agent at concurrency {args.concurrency}; "
         f"{len(SKILLS)} skills; {scenario}"
@@ -385,11 +456,17 @@ def main() -> int:
             f"{'':12} probe walls (ms) {f['probe_ms']}; bare {f['bare_ms']}; {f['errors']} errors, "
             f"{f['invoked']} probes with a skill, {f['requests']} requests to the stand-in"
         )
+        print(
+            f"{'':12} CPU: skillreach run {f['run_cpu']:.1f} s in all, of which its own Python processes "
+            f"{f['python_cpu']:.1f} s; bare loop's CLIs {f['bare_cpu']:.1f} s"
+        )
         if f["first_error"]:
             print(f"{'':12} first error: {f['first_error'][:300]}")
         if f["bare_runs"] != f["probes"]:
             print(f"{'':12} recorded {f['bare_runs']} study invocations for {f['probes']} probes")
-        verdicts.append(calibrate.verdict(f"{agent} probing wall through skillreach run / bare loop", ratio, GOAL))
+        verdicts.append(
+            calibrate.verdict(f"{agent} probing wall through skillreach run / bare loop", ratio, GOAL)
+        )
     for line in verdicts:
         print(line)
     return 0

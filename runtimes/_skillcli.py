@@ -138,6 +138,11 @@ class SkillCliRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = None
+    """Tokens the CLI's own system prompt and tool definitions add to every request (its first request
+    as captured in ``../shared/design/agent-clis/``, bytes / 4, the two-skill listing taken off)."""
+    reports_usage: ClassVar[bool] = True
+    """False when the CLI's output carries no token counts: a probe then records no cost (unknown)."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -255,7 +260,7 @@ class SkillCliRuntime:
             turns=state.turns,
             error=self._scrub(error) if error else None,
             usage=state.usage,
-            cost_usd=cost_of(state.usage, self.settings.price_for(model)),
+            cost_usd=cost_of(state.usage, self.settings.price_for(model)) if self.reports_usage else None,
             resolved_model=model,
             tool_calls=state.tool_calls,
             final_text=state.answer(),

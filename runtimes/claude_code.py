@@ -173,6 +173,9 @@ class ClaudeCodeRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = True
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = 8_100
+    """Tokens Claude Code 2.1.328's system prompt, reminders and tool definitions add to every request
+    (its first request to the stand-in, bytes / 4, the listing taken off)."""
     wants_all_probes: bool = False
 
     def __init__(

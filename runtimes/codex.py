@@ -375,6 +375,9 @@ class CodexRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = 10_150
+    """Tokens Codex's developer instructions and tool definitions add to every request (its first
+    request as captured in ``../shared/design/agent-clis/``, bytes / 4, the listing taken off)."""
     wants_all_probes: bool = False
 
     def __init__(

@@ -19,8 +19,9 @@ One probe is one process, in a fresh folder of its own (``_skillcli.SkillCliRunt
   ``tool.execution_start`` named ``arguments.skill``. The group is SIGKILLed as soon as the tracker says
   stop.
 - **Listing.** Every skill in full at the end of the system prompt (no budget, no truncation).
-- **Usage.** Copilot CLI's JSON output carries no token counts: a probe's usage is unknown (zero), and a
-  cost estimate has tokens only from the provider's own records.
+- **Usage.** Copilot CLI's JSON output carries no token counts (its ``result`` event has
+  ``premiumRequests`` and durations only): a probe's usage is unknown (zero) and its cost is recorded as
+  unknown (``None``), never $0. The estimate before the first probe is the only figure, and says so.
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ class CopilotOptions(RuntimeOptions):
 
 class CopilotRuntime(SkillCliRuntime):
     name: ClassVar[str] = "copilot"
+    request_tokens: ClassVar[int | None] = 12_100
+    reports_usage: ClassVar[bool] = False
     Options: ClassVar[type[RuntimeOptions]] = CopilotOptions
     program: ClassVar[str] = "copilot"
     install_hint: ClassVar[str] = (

@@ -115,6 +115,7 @@ class GeminiCliOptions(RuntimeOptions):
 
 class GeminiCliRuntime(SkillCliRuntime):
     name: ClassVar[str] = "gemini-cli"
+    request_tokens: ClassVar[int | None] = 12_100
     Options: ClassVar[type[RuntimeOptions]] = GeminiCliOptions
     program: ClassVar[str] = "gemini"
     default_model: ClassVar[str | None] = "gemini-2.5-flash"

@@ -116,6 +116,7 @@ class OpenCodeOptions(RuntimeOptions):
 
 class OpenCodeRuntime(SkillCliRuntime):
     name: ClassVar[str] = "opencode"
+    request_tokens: ClassVar[int | None] = 7_700
     Options: ClassVar[type[RuntimeOptions]] = OpenCodeOptions
     program: ClassVar[str] = "opencode"
     install_hint: ClassVar[str] = (

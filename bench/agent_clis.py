@@ -319,6 +319,7 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
         env.update(setup.key_env, COLUMNS="200")
         with stand_in(agent, args.activate) as api:
             options = {setup.path_option: str(shim), "base_url": api.base_url}
+            options.update({k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)})
             head = f"model = {json.dumps(setup.model)}\n" if setup.model else ""
             body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items())
             (tmp / "study.toml").write_text(f"{head}[runtime_options]\n{body}")
@@ -423,6 +424,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--activate", action="store_true", help="every study query loads its skill")
     parser.add_argument("--keep", action="store_true", help="keep each agent's folder")
+    parser.add_argument(
+        "--option", action="append", default=[], metavar="KEY=JSON", help="one more runtime option (repeatable)"
+    )
     args = parser.parse_args()
     scenario = (
         "every query loads its skill (early exit)" if args.activate else "no skill loaded (text answer)"

@@ -26,9 +26,10 @@ from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of, default_settings
+from skillreach.skills.agent_listing import AgentListing, listing_for
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
-__all__ = ["SkillCliRuntime", "SkillToolStream", "as_int"]
+__all__ = ["SkillCliOptions", "SkillCliRuntime", "SkillToolStream", "as_int"]
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
@@ -126,12 +127,28 @@ def as_int(value: Any) -> int:
         return 0
 
 
+class SkillCliOptions(RuntimeOptions):
+    """The ``runtime_options`` every agent CLI with a skill tool takes; each adds its program's path
+    (``<cli>_path``) and says what its ``base_url`` and ``env_key`` are."""
+
+    base_url: str | None = None
+    env_key: str = "OPENAI_API_KEY"
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    extra_args: list[str] | None = None
+    extra_env: dict[str, str] | None = None
+    keep_workdirs: bool = False
+
+
 class SkillCliRuntime:
     """The probe loop of an agent CLI with a skill tool; subclasses give the CLI's specifics."""
 
     name: ClassVar[str] = ""
     program: ClassVar[str] = ""
     """The executable's name on PATH."""
+    Stream: ClassVar[type[SkillToolStream]]
+    """The reader of the CLI's JSON events."""
     install_hint: ClassVar[str] = ""
     default_model: ClassVar[str | None] = None
     """The model when the study names none (a CLI's own default may cost extra requests)."""
@@ -201,7 +218,15 @@ class SkillCliRuntime:
         raise NotImplementedError
 
     def stream(self, catalog: Catalog, work: Path, tracker: Tracker) -> SkillToolStream:
-        raise NotImplementedError
+        """The reader of one probe's events (:attr:`Stream`), the catalog's skills in ``work``."""
+        skills = work / ".agents" / "skills"
+        return self.Stream(
+            {n: skills / n for n in catalog.names}, work, tracker, names=frozenset(catalog.names)
+        )
+
+    def listing(self, catalog: Catalog) -> AgentListing:
+        """The catalog as the CLI lists it (in full: none of these CLIs budgets its listing)."""
+        return listing_for(self.name, catalog.skills)
 
     # ----------------------------------------------------------------------------- folders
     def _template(self, catalog: Catalog) -> Path:

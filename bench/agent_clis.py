@@ -25,7 +25,8 @@ makes every query load its skill: skillreach then ends each probe at the activat
 the bare loop lets the CLI finish, so the ratio says more about early exit than about overhead.
 
     .venv/bin/python bench/agent_clis.py [--agents claude-code,pi,codex,gemini-cli,opencode,copilot]
-                                         [--probes 12] [--concurrency 4] [--activate] [--keep]
+                                         [--probes 12] [--rounds 1] [--concurrency 4] [--activate]
+                                         [--option KEY=JSON] [--keep]
 
 A CLI that is not installed is skipped with its reason (run ``.ci/run``). The machine is shared, so
 each agent's two measurements run back to back; the ratio is the figure that means something.
@@ -421,11 +422,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--probes", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per agent (goal: median)")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--activate", action="store_true", help="every study query loads its skill")
     parser.add_argument("--keep", action="store_true", help="keep each agent's folder")
     parser.add_argument(
-        "--option", action="append", default=[], metavar="KEY=JSON", help="one more runtime option (repeatable)"
+        "--option", action="append", default=[], metavar="KEY=JSON", help="one more runtime option (repeated)"
     )
     args = parser.parse_args()
     scenario = (
@@ -445,32 +447,37 @@ def main() -> int:
         if why:
             print(f"{agent:12} skipped: {why}")
             continue
-        f = measure(agent, args)
-        if "failed" in f:
-            print(f"{agent:12} failed: {f['failed']}")
+        ratios = []
+        for _ in range(args.rounds):
+            f = measure(agent, args)
+            if "failed" in f:
+                print(f"{agent:12} failed: {f['failed']}")
+                break
+            ratio = f["span_s"] / f["bare_s"]
+            ratios.append(ratio)
+            print(
+                f"{agent:12} {str(f['version'])[:22]:22} {f['probes'] / f['span_s']:>12.3f} "
+                f"{f['bare_runs'] / f['bare_s']:>13.3f} {ratio:>6.2f} {f['span_s']:>7.1f} "
+                f"{f['bare_s']:>7.1f} {f['command_s']:>9.1f}"
+            )
+            print(
+                f"{'':12} probe walls (ms) {f['probe_ms']}; bare {f['bare_ms']}; {f['errors']} errors, "
+                f"{f['invoked']} probes with a skill, {f['requests']} requests to the stand-in"
+            )
+            print(
+                f"{'':12} CPU: skillreach run {f['run_cpu']:.1f} s in all, of which its own Python processes "
+                f"{f['python_cpu']:.1f} s; bare loop's CLIs {f['bare_cpu']:.1f} s"
+            )
+            if f["first_error"]:
+                print(f"{'':12} first error: {f['first_error'][:300]}")
+            if f["bare_runs"] != f["probes"]:
+                print(f"{'':12} recorded {f['bare_runs']} study invocations for {f['probes']} probes")
+        if len(ratios) < args.rounds:
             verdicts.append(f"GOAL {agent} skillreach run / bare loop: failed")
             continue
-        ratio = f["span_s"] / f["bare_s"]
-        print(
-            f"{agent:12} {str(f['version'])[:22]:22} {f['probes'] / f['span_s']:>12.3f} "
-            f"{f['bare_runs'] / f['bare_s']:>13.3f} {ratio:>6.2f} {f['span_s']:>7.1f} {f['bare_s']:>7.1f} "
-            f"{f['command_s']:>9.1f}"
-        )
-        print(
-            f"{'':12} probe walls (ms) {f['probe_ms']}; bare {f['bare_ms']}; {f['errors']} errors, "
-            f"{f['invoked']} probes with a skill, {f['requests']} requests to the stand-in"
-        )
-        print(
-            f"{'':12} CPU: skillreach run {f['run_cpu']:.1f} s in all, of which its own Python processes "
-            f"{f['python_cpu']:.1f} s; bare loop's CLIs {f['bare_cpu']:.1f} s"
-        )
-        if f["first_error"]:
-            print(f"{'':12} first error: {f['first_error'][:300]}")
-        if f["bare_runs"] != f["probes"]:
-            print(f"{'':12} recorded {f['bare_runs']} study invocations for {f['probes']} probes")
-        verdicts.append(
-            calibrate.verdict(f"{agent} probing wall through skillreach run / bare loop", ratio, GOAL)
-        )
+        median = sorted(ratios)[len(ratios) // 2]
+        what = f"{agent} probing wall through skillreach run / bare loop (median of {len(ratios)})"
+        verdicts.append(calibrate.verdict(what, median, GOAL))
     for line in verdicts:
         print(line)
     return 0

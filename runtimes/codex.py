@@ -115,6 +115,14 @@ def _toml(value: str) -> str:
 # ============================================================================ the OTLP receiver
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A probe killed while Codex exports leaves a broken connection: said at debug level, never as a
+    traceback on the terminal."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("OTLP receiver: a connection from %s ended mid-request", client_address)
+
+
 class OtlpReceiver:
     """An OTLP/HTTP receiver of JSON log exports on 127.0.0.1 (one per probe): every log record's
     attributes, flattened to ``{key: value}``, go to ``on_record`` on the event loop as they arrive.
@@ -164,7 +172,7 @@ class OtlpReceiver:
                     with receiver._lock:
                         receiver._open -= 1
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _QuietServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)

@@ -147,7 +147,7 @@ def killed_half_way_and_resumed(
     out, err = resumed.communicate(timeout=900)
     total = time.monotonic() - t0
     assert resumed.returncode == 0, err[-3000:]
-    assert "Traceback" not in out + err
+    assert "Traceback" not in out + err, (out + err)[-3000:]
     for text in said:
         assert text in out + err, text
     estimate = re.search(r"cost estimate: about ([\d,]+) input and ([\d,]+) output tokens", out + err)

@@ -498,10 +498,7 @@ class ClaudeCodeRuntime:
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         """One line when Claude Code will list some skills of ``catalog`` by name alone."""
-        listing = self.listing(catalog)
-        if not listing.overflows:
-            return None
-        return f"catalog {catalog.id!r} overflows Claude Code's skills listing: {listing.summary()}"
+        return self.listing(catalog).warning(catalog.id, "Claude Code")
 
     async def version(self) -> str | None:
         return await program_version(self.claude_path)

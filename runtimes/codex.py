@@ -474,10 +474,7 @@ class CodexRuntime:
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         """One line when Codex will shorten descriptions or drop skills of ``catalog``."""
-        listing = self.listing(catalog)
-        if not listing.overflows:
-            return None
-        return f"catalog {catalog.id!r} overflows Codex's skills listing: {listing.summary()}"
+        return self.listing(catalog).warning(catalog.id, "Codex")
 
     # ------------------------------------------------------------------------------------ folders
     def _template(self, catalog: Catalog) -> Path:

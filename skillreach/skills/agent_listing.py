@@ -128,6 +128,12 @@ class AgentListing:
         """Skills listed by name alone (their description never reaches the model)."""
         return [s.name for s in self.skills if not s.dropped and not s.description and s.full_length]
 
+    def warning(self, catalog_id: str, agent_name: str) -> str | None:
+        """One line when the agent (``Codex``, ``Claude Code``) shortens or drops any skill; else None."""
+        if not self.overflows:
+            return None
+        return f"catalog {catalog_id!r} overflows {agent_name}'s skills listing: {self.summary()}"
+
     def summary(self) -> str:
         """One line: how many skills the agent shows, shortens and drops."""
         total = len(self.skills)

@@ -29,7 +29,7 @@ from skillreach.settings import Settings
 from skillreach.skills.agent_listing import AgentListing, listing_for
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
-__all__ = ["SkillCliOptions", "SkillCliRuntime", "SkillToolStream", "as_int"]
+__all__ = ["CliProbeLoop", "SkillCliOptions", "SkillCliRuntime", "SkillToolStream", "as_int"]
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
@@ -127,6 +127,48 @@ def as_int(value: Any) -> int:
         return 0
 
 
+class CliProbeLoop:
+    """What every agent CLI runtime with per-probe folders shares (codex and the skill-tool CLIs): a
+    probe waits for a slot, gets a fresh folder under the runtime's root (``_workdir``), runs
+    (``_run``), and its folder is removed unless ``keep_workdirs``; the key is scrubbed from errors."""
+
+    executable: str
+    model: str | None
+    keep_workdirs: bool
+    _sem: asyncio.Semaphore
+    _root: Path
+    _key: str | None
+
+    def _workdir(self, catalog: Catalog) -> Path:  # pragma: no cover - each runtime's own
+        raise NotImplementedError
+
+    async def _run(
+        self, query: Query, catalog: Catalog, tracker: Tracker, root: Path
+    ) -> Outcome:  # pragma: no cover - each runtime's own
+        raise NotImplementedError
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        async with self._sem:
+            root = await asyncio.to_thread(self._workdir, catalog)
+            try:
+                return await self._run(query, catalog, tracker, root)
+            finally:
+                if not self.keep_workdirs:
+                    await asyncio.to_thread(shutil.rmtree, root, True)
+
+    async def resolve_model(self, model: str | None = None) -> str | None:
+        return model or self.model
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(shutil.rmtree, self._root, True)
+
+
 class SkillCliOptions(RuntimeOptions):
     """The ``runtime_options`` every agent CLI with a skill tool takes; each adds its program's path
     (``<cli>_path``) and says what its ``base_url`` and ``env_key`` are."""
@@ -141,7 +183,7 @@ class SkillCliOptions(RuntimeOptions):
     keep_workdirs: bool = False
 
 
-class SkillCliRuntime:
+class SkillCliRuntime(CliProbeLoop):
     """The probe loop of an agent CLI with a skill tool; subclasses give the CLI's specifics."""
 
     name: ClassVar[str] = ""
@@ -244,19 +286,7 @@ class SkillCliRuntime:
         (root / "home").mkdir()
         return root
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
     # ------------------------------------------------------------------------------- probe
-    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        async with self._sem:
-            root = await asyncio.to_thread(self._workdir, catalog)
-            try:
-                return await self._run(query, catalog, tracker, root)
-            finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, root, True)
-
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         state = self.stream(catalog, work, tracker)
@@ -290,12 +320,3 @@ class SkillCliRuntime:
             tool_calls=state.tool_calls,
             final_text=state.answer(),
         )
-
-    async def resolve_model(self, model: str | None = None) -> str | None:
-        return model or self.model
-
-    async def version(self) -> str | None:
-        return await program_version(self.executable)
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(shutil.rmtree, self._root, True)

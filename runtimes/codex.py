@@ -58,8 +58,7 @@ from typing import Any, ClassVar
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines
-from skillreach.runtimes._skillcli import CatalogTemplates
-from skillreach.runtimes._version import program_version
+from skillreach.runtimes._skillcli import CatalogTemplates, CliProbeLoop
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, AgentListing, codex_listing
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
@@ -395,7 +394,7 @@ class CodexOptions(RuntimeOptions):
     keep_workdirs: bool = False
 
 
-class CodexRuntime:
+class CodexRuntime(CliProbeLoop):
     name: ClassVar[str] = "codex"
     Options: ClassVar[type[RuntimeOptions]] = CodexOptions
     paid: ClassVar[bool] = True
@@ -561,19 +560,6 @@ class CodexRuntime:
             cmd += ["-m", model]
         return [*cmd, *self.extra_args, "--", query.text]
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
-    # -------------------------------------------------------------------------------------- probe
-    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        async with self._sem:
-            root = await asyncio.to_thread(self._workdir, catalog)
-            try:
-                return await self._run(query, catalog, tracker, root)
-            finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, root, True)
-
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         skills = work / ".agents" / "skills"
@@ -634,12 +620,3 @@ class CodexRuntime:
             tool_calls=state.tool_calls,
             final_text=state.answer(),
         )
-
-    async def resolve_model(self, model: str | None = None) -> str | None:
-        return model or self.model
-
-    async def version(self) -> str | None:
-        return await program_version(self.executable)
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(shutil.rmtree, self._root, True)

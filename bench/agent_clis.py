@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -340,7 +340,8 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
                 argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
             own: dict[int, float] = {}
-            sampler = threading.Thread(target=_sample_python, args=(child, own), daemon=True)
+            series: list[tuple[datetime, float]] = []
+            sampler = threading.Thread(target=_sample_python, args=(child, own, series), daemon=True)
             sampler.start()
             stdout, stderr = child.communicate()
             sampler.join()
@@ -356,6 +357,8 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
             ends = [datetime.fromisoformat(r.finished_at or "") for r in records]
             starts = [e - timedelta(milliseconds=r.duration_ms) for e, r in zip(ends, records, strict=True)]
             span = (max(ends) - min(starts)).total_seconds()
+            inside = [c for t, c in series if min(starts) <= t <= max(ends)]
+            probing_cpu = (inside[-1] - inside[0]) if len(inside) > 1 else float("nan")
             invocations = recorded(capture)
             with otlp_sink() as sink:
                 restore(invocations, sink if agent == "codex" else None)
@@ -384,6 +387,7 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
         "bare_ms": sorted(round(w * 1000) for w in walls),
         "requests": requests,
         "python_cpu": sum(own.values()),
+        "probing_cpu": probing_cpu,
         "run_cpu": run_cpu,
         "bare_cpu": bare_cpu,
     }
@@ -396,9 +400,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _sample_python(child: subprocess.Popen[str], out: dict[int, float]) -> None:
+def _sample_python(
+    child: subprocess.Popen[str], out: dict[int, float], series: list[tuple[datetime, float]]
+) -> None:
     """CPU seconds of every Python process in the command's tree (skillreach and any server it starts),
-    sampled every 100 ms until the command ends."""
+    sampled every 100 ms until the command ends (``series``: their sum, with the time)."""
     tick = os.sysconf("SC_CLK_TCK")
     while child.poll() is None:
         tree = {child.pid}
@@ -415,6 +421,7 @@ def _sample_python(child: subprocess.Popen[str], out: dict[int, float]) -> None:
             if pid == child.pid or (ppid in tree and comm.startswith(("python", "skillreach", "prefect"))):
                 tree.add(pid)
                 out[pid] = (int(fields[11]) + int(fields[12])) / tick
+        series.append((datetime.now(UTC), sum(out.values())))
         time.sleep(0.1)
 
 
@@ -466,7 +473,9 @@ def main() -> int:
             )
             print(
                 f"{'':12} CPU: skillreach run {f['run_cpu']:.1f} s in all, of which its own Python processes "
-                f"{f['python_cpu']:.1f} s; bare loop's CLIs {f['bare_cpu']:.1f} s"
+                f"{f['python_cpu']:.1f} s ({1000 * f['probing_cpu'] / f['probes']:.0f} ms a probe while "
+                f"probing); bare loop's CLIs {f['bare_cpu']:.1f} s "
+                f"({1000 * f['bare_cpu'] / f['bare_runs']:.0f} ms a probe)"
             )
             if f["first_error"]:
                 print(f"{'':12} first error: {f['first_error'][:300]}")

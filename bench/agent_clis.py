@@ -5,13 +5,14 @@ For each agent (claude-code, pi, codex, gemini-cli, opencode, copilot) the REAL 
 cache runs against its model stand-in from the test suite (Messages API, Responses API, Gemini API, Chat
 Completions), in this process's threads:
 
-1. ``skillreach run --runtime <agent> --concurrency C`` on 8 skills and ``--probes`` queries, the CLI's
-   path in ``[runtime_options]`` being a recording shim: a ``sh`` script that saves its arguments, its
+1. A recording run: ``skillreach run --runtime <agent> --concurrency C`` on 8 skills and ``--probes``
+   queries, the CLI's path in ``[runtime_options]`` being a shim (``sh``) that saves its arguments, its
    environment, its working folder and a copy of the probe's folder (the generated home and
    configuration, the skills: the ``probe-*`` folder, or pi's ``skillreach-pi-*``), then ``exec``s the
-   real CLI. The shim's own cost (a ``sh`` and a ``cp -a`` a probe) is counted against skillreach. Its
-   probing wall is the probe log's span (first probe's start to last probe's end); the command's whole
-   wall (interpreter, Prefect, canaries) is printed beside it.
+   real CLI. Then the measured run, the same study with the real CLI's path (the shim's ``sh``, ``mktemp``,
+   ``env`` and ``cp`` would cost a fast CLI's probe a tenth of its wall on a loaded machine). Its probing
+   wall is the probe log's span (first probe's start to last probe's end); the command's whole wall
+   (interpreter, Prefect, canaries) is printed beside it.
 2. The bare loop: every recorded study invocation put back where it ran (its probe folder restored
    before the clock starts), then the same argument lists, environments and working folders run by
    ``asyncio.create_subprocess_exec`` at the same concurrency, stdin closed, stdout read to its end,
@@ -324,21 +325,26 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "SKILLREACH_"))}
         env.update(setup.key_env, COLUMNS="200")
         with stand_in(agent, args.activate) as api:
-            options = {setup.path_option: str(shim), "base_url": api.base_url}
-            options.update({k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)})
+            extra = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
             head = f"model = {json.dumps(setup.model)}\n" if setup.model else ""
-            body = "".join(f"{k} = {_toml(v)}\n" for k, v in options.items())
-            (tmp / "study.toml").write_text(f"{head}[runtime_options]\n{body}")
-            argv = [str(SKILLREACH), "run", "--config", "study.toml", "--skills", "skills", "--queries"]
-            argv += [
-                "queries.json",
-                "--runtime",
-                agent,
-                "--concurrency",
-                str(args.concurrency),
-                "--out",
-                "out",
-            ]
+            for name, path in (("record", shim), ("study", Path(real))):
+                options = {setup.path_option: str(path), "base_url": api.base_url, **extra}
+                body = "".join(f"{k} = {_toml(v)}\n" for k, v in options.items())
+                (tmp / f"{name}.toml").write_text(f"{head}[runtime_options]\n{body}")
+
+            def command(name: str) -> list[str]:
+                return [
+                    str(SKILLREACH), "run", "--config", f"{name}.toml", "--skills", "skills", "--queries",
+                    "queries.json", "--runtime", agent, "--concurrency", str(args.concurrency), "--out", name,
+                ]  # fmt: skip
+
+            recording = subprocess.run(
+                command("record"), cwd=tmp, env=env, capture_output=True, text=True, check=False
+            )
+            if recording.returncode != 0:
+                return {"agent": agent, "failed": f"the recording run exited {recording.returncode}: "
+                        f"{recording.stderr[-800:]}"}  # fmt: skip
+            argv = command("study")
             t0 = time.perf_counter()
             before = _children_cpu()
             child = subprocess.Popen(
@@ -358,7 +364,7 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
                     "agent": agent,
                     "failed": f"skillreach run exited {run.returncode}: {run.stderr[-800:]}",
                 }
-            records = read_probes(tmp / "out" / "probes.jsonl")
+            records = read_probes(tmp / "study" / "probes.jsonl")
             ends = [datetime.fromisoformat(r.finished_at or "") for r in records]
             starts = [e - timedelta(milliseconds=r.duration_ms) for e, r in zip(ends, records, strict=True)]
             span = (max(ends) - min(starts)).total_seconds()

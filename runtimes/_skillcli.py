@@ -157,7 +157,16 @@ class CliProbeLoop:
                 return await self._run(query, catalog, tracker, root)
             finally:
                 if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, root, True)
+                    self._remove_later(root)
+
+    def _remove_later(self, root: Path) -> None:
+        """Remove a finished probe's folder off the probe's path: its slot and its record do not wait
+        for the removal (on a loaded machine each hop to a worker thread costs tens of milliseconds);
+        :meth:`aclose` waits for every removal."""
+        pending: set[asyncio.Task[None]] = self.__dict__.setdefault("_removals", set())
+        task = asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, root, True))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
 
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
@@ -166,6 +175,9 @@ class CliProbeLoop:
         return await program_version(self.executable)
 
     async def aclose(self) -> None:
+        pending = list(self.__dict__.get("_removals", ()))
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
         await asyncio.to_thread(shutil.rmtree, self._root, True)
 
 

@@ -23,7 +23,14 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import (
+    AgentStream,
+    Removals,
+    base_env,
+    find_executable,
+    run_json_lines,
+    write_skill,
+)
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import AgentListing, listing_for
@@ -156,17 +163,8 @@ class CliProbeLoop:
             try:
                 return await self._run(query, catalog, tracker, root)
             finally:
-                if not self.keep_workdirs:
-                    self._remove_later(root)
-
-    def _remove_later(self, root: Path) -> None:
-        """Remove a finished probe's folder off the probe's path: its slot and its record do not wait
-        for the removal (on a loaded machine each hop to a worker thread costs tens of milliseconds);
-        :meth:`aclose` waits for every removal."""
-        pending: set[asyncio.Task[None]] = self.__dict__.setdefault("_removals", set())
-        task = asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, root, True))
-        pending.add(task)
-        task.add_done_callback(pending.discard)
+                if not self.keep_workdirs:  # off the probe's path; aclose waits for it
+                    self.__dict__.setdefault("_removals", Removals()).add(root)
 
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
@@ -175,9 +173,9 @@ class CliProbeLoop:
         return await program_version(self.executable)
 
     async def aclose(self) -> None:
-        pending = list(self.__dict__.get("_removals", ()))
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        removals = self.__dict__.get("_removals")
+        if removals is not None:
+            await removals.wait()
         await asyncio.to_thread(shutil.rmtree, self._root, True)
 
 

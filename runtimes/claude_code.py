@@ -47,7 +47,14 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import (
+    AgentStream,
+    Removals,
+    base_env,
+    find_executable,
+    run_json_lines,
+    write_skill,
+)
 from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
@@ -229,6 +236,7 @@ class ClaudeCodeRuntime:
         self.template_builds = 0
         """Per-catalog template folders built (one per catalog, however many probes run at once)."""
         self._root = Path(tempfile.mkdtemp(prefix="skillreach-claude-code-"))
+        self._removals = Removals()
 
     # -------------------------------------------------------------------------------- folders
 
@@ -425,8 +433,8 @@ class ClaudeCodeRuntime:
             try:
                 return await self._run(query, catalog, tracker, work)
             finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, work, True)
+                if not self.keep_workdirs:  # off the probe's path; aclose waits for it
+                    self._removals.add(work)
 
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
         timeout = self.timeout_s
@@ -504,4 +512,5 @@ class ClaudeCodeRuntime:
         return await program_version(self.claude_path)
 
     async def aclose(self) -> None:
+        await self._removals.wait()
         await asyncio.to_thread(shutil.rmtree, self._root, True)

@@ -45,6 +45,8 @@ __all__ = [
     "get_judge",
     "get_runtime",
     "known_runtimes",
+    "reports_usage",
+    "request_tokens",
     "runtime_class",
     "set_shared_limits",
     "translate_error",
@@ -100,6 +102,18 @@ def get_runtime(
 def capability(name: str, what: str) -> bool:
     """A runtime's capability (``paid``, ``cached_listing``, ``batch_mode``), read off its class."""
     return bool(getattr(class_named(REGISTRY, name, "runtime"), what, False))
+
+
+def request_tokens(name: str) -> int | None:
+    """Tokens an agent CLI runtime's own system prompt and tools add to every request (None: not an
+    agent CLI, or not measured)."""
+    value = getattr(class_named(REGISTRY, name, "runtime"), "request_tokens", None)
+    return int(value) if value is not None else None
+
+
+def reports_usage(name: str) -> bool:
+    """False for a runtime whose CLI reports no token counts (its probes record no usage or cost)."""
+    return bool(getattr(class_named(REGISTRY, name, "runtime"), "reports_usage", True))
 
 
 def forced_choice_note(name: str, options: dict[str, Any]) -> str | None:

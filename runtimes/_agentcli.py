@@ -44,6 +44,7 @@ __all__ = [
     "KEY_VARIABLES",
     "AgentStream",
     "ProcessResult",
+    "Removals",
     "ResidencyCache",
     "base_env",
     "end_group",
@@ -454,3 +455,21 @@ class ResidencyCache:
                 self.checks += 1
                 self._results[catalog.digest] = await self._check(catalog)
             return self._results[catalog.digest]
+
+
+class Removals:
+    """Finished probes' folders, removed off the probes' path: a slot and its record do not wait for the
+    ``rmtree`` (on a loaded machine each hop to a worker thread costs tens of milliseconds);
+    :meth:`wait` (a runtime's ``aclose``) waits for every removal."""
+
+    def __init__(self) -> None:
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def add(self, folder: Path) -> None:
+        task = asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, folder, True))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def wait(self) -> None:
+        if self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)

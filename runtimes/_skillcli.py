@@ -23,12 +23,20 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import (
+    AgentStream,
+    Removals,
+    base_env,
+    find_executable,
+    run_json_lines,
+    write_skill,
+)
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
-from skillreach.study.contract import Outcome, Tracker, cost_of, default_settings
+from skillreach.skills.agent_listing import AgentListing, listing_for
+from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
 
-__all__ = ["SkillCliRuntime", "SkillToolStream", "as_int"]
+__all__ = ["CliProbeLoop", "SkillCliOptions", "SkillCliRuntime", "SkillToolStream", "as_int"]
 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 PASSED_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "LANG", "LC_ALL", "TZ")
@@ -126,18 +134,84 @@ def as_int(value: Any) -> int:
         return 0
 
 
-class SkillCliRuntime:
+class CliProbeLoop:
+    """What every agent CLI runtime with per-probe folders shares (codex and the skill-tool CLIs): a
+    probe waits for a slot, gets a fresh folder under the runtime's root (``_workdir``), runs
+    (``_run``), and its folder is removed unless ``keep_workdirs``; the key is scrubbed from errors."""
+
+    executable: str
+    model: str | None
+    keep_workdirs: bool
+    _sem: asyncio.Semaphore
+    _root: Path
+    _key: str | None
+
+    def _workdir(self, catalog: Catalog) -> Path:  # pragma: no cover - each runtime's own
+        raise NotImplementedError
+
+    async def _run(
+        self, query: Query, catalog: Catalog, tracker: Tracker, root: Path
+    ) -> Outcome:  # pragma: no cover - each runtime's own
+        raise NotImplementedError
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
+        async with self._sem:
+            root = await asyncio.to_thread(self._workdir, catalog)
+            try:
+                return await self._run(query, catalog, tracker, root)
+            finally:
+                if not self.keep_workdirs:  # off the probe's path; aclose waits for it
+                    self.__dict__.setdefault("_removals", Removals()).add(root)
+
+    async def resolve_model(self, model: str | None = None) -> str | None:
+        return model or self.model
+
+    async def version(self) -> str | None:
+        return await program_version(self.executable)
+
+    async def aclose(self) -> None:
+        removals = self.__dict__.get("_removals")
+        if removals is not None:
+            await removals.wait()
+        await asyncio.to_thread(shutil.rmtree, self._root, True)
+
+
+class SkillCliOptions(RuntimeOptions):
+    """The ``runtime_options`` every agent CLI with a skill tool takes; each adds its program's path
+    (``<cli>_path``) and says what its ``base_url`` and ``env_key`` are."""
+
+    base_url: str | None = None
+    env_key: str = "OPENAI_API_KEY"
+    concurrency: int | None = None
+    timeout_s: float | None = None
+    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
+    extra_args: list[str] | None = None
+    extra_env: dict[str, str] | None = None
+    keep_workdirs: bool = False
+
+
+class SkillCliRuntime(CliProbeLoop):
     """The probe loop of an agent CLI with a skill tool; subclasses give the CLI's specifics."""
 
     name: ClassVar[str] = ""
     program: ClassVar[str] = ""
     """The executable's name on PATH."""
+    Stream: ClassVar[type[SkillToolStream]]
+    """The reader of the CLI's JSON events."""
     install_hint: ClassVar[str] = ""
     default_model: ClassVar[str | None] = None
     """The model when the study names none (a CLI's own default may cost extra requests)."""
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = None
+    """Tokens the CLI's own system prompt and tool definitions add to every request (its first request
+    as captured in ``../shared/design/agent-clis/``, bytes / 4, the two-skill listing taken off)."""
+    reports_usage: ClassVar[bool] = True
+    """False when the CLI's output carries no token counts: a probe then records no cost (unknown)."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -196,7 +270,15 @@ class SkillCliRuntime:
         raise NotImplementedError
 
     def stream(self, catalog: Catalog, work: Path, tracker: Tracker) -> SkillToolStream:
-        raise NotImplementedError
+        """The reader of one probe's events (:attr:`Stream`), the catalog's skills in ``work``."""
+        skills = work / ".agents" / "skills"
+        return self.Stream(
+            {n: skills / n for n in catalog.names}, work, tracker, names=frozenset(catalog.names)
+        )
+
+    def listing(self, catalog: Catalog) -> AgentListing:
+        """The catalog as the CLI lists it (in full: none of these CLIs budgets its listing)."""
+        return listing_for(self.name, catalog.skills)
 
     # ----------------------------------------------------------------------------- folders
     def _template(self, catalog: Catalog) -> Path:
@@ -214,19 +296,7 @@ class SkillCliRuntime:
         (root / "home").mkdir()
         return root
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
     # ------------------------------------------------------------------------------- probe
-    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        async with self._sem:
-            root = await asyncio.to_thread(self._workdir, catalog)
-            try:
-                return await self._run(query, catalog, tracker, root)
-            finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, root, True)
-
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         state = self.stream(catalog, work, tracker)
@@ -255,17 +325,8 @@ class SkillCliRuntime:
             turns=state.turns,
             error=self._scrub(error) if error else None,
             usage=state.usage,
-            cost_usd=cost_of(state.usage, self.settings.price_for(model)),
+            cost_usd=cost_of(state.usage, self.settings.price_for(model)) if self.reports_usage else None,
             resolved_model=model,
             tool_calls=state.tool_calls,
             final_text=state.answer(),
         )
-
-    async def resolve_model(self, model: str | None = None) -> str | None:
-        return model or self.model
-
-    async def version(self) -> str | None:
-        return await program_version(self.executable)
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(shutil.rmtree, self._root, True)

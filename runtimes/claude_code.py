@@ -47,10 +47,18 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines, write_skill
+from skillreach.runtimes._agentcli import (
+    AgentStream,
+    Removals,
+    base_env,
+    find_executable,
+    run_json_lines,
+    write_skill,
+)
 from skillreach.runtimes._anthropic_common import usage_of
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
+from skillreach.skills.agent_listing import AgentListing, claude_code_listing
 from skillreach.study.contract import (
     Outcome,
     RuntimeOptions,
@@ -172,6 +180,9 @@ class ClaudeCodeRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = True
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = 8_100
+    """Tokens Claude Code 2.1.328's system prompt, reminders and tool definitions add to every request
+    (its first request to the stand-in, bytes / 4, the listing taken off)."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -225,6 +236,7 @@ class ClaudeCodeRuntime:
         self.template_builds = 0
         """Per-catalog template folders built (one per catalog, however many probes run at once)."""
         self._root = Path(tempfile.mkdtemp(prefix="skillreach-claude-code-"))
+        self._removals = Removals()
 
     # -------------------------------------------------------------------------------- folders
 
@@ -421,8 +433,8 @@ class ClaudeCodeRuntime:
             try:
                 return await self._run(query, catalog, tracker, work)
             finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, work, True)
+                if not self.keep_workdirs:  # off the probe's path; aclose waits for it
+                    self._removals.add(work)
 
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, work: Path) -> Outcome:
         timeout = self.timeout_s
@@ -488,8 +500,17 @@ class ClaudeCodeRuntime:
     async def resolve_model(self, model: str | None = None) -> str | None:
         return model or self.model
 
+    def listing(self, catalog: Catalog) -> AgentListing:
+        """The catalog as Claude Code will list it to this runtime's model."""
+        return claude_code_listing(catalog.skills, model=self.model)
+
+    def listing_warning(self, catalog: Catalog) -> str | None:
+        """One line when Claude Code will list some skills of ``catalog`` by name alone."""
+        return self.listing(catalog).warning(catalog.id, "Claude Code")
+
     async def version(self) -> str | None:
         return await program_version(self.claude_path)
 
     async def aclose(self) -> None:
+        await self._removals.wait()
         await asyncio.to_thread(shutil.rmtree, self._root, True)

@@ -46,18 +46,19 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines
-from skillreach.runtimes._skillcli import CatalogTemplates
-from skillreach.runtimes._version import program_version
+from skillreach.runtimes._skillcli import CatalogTemplates, CliProbeLoop
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, AgentListing, codex_listing
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
@@ -113,65 +114,87 @@ def _toml(value: str) -> str:
 # ============================================================================ the OTLP receiver
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A probe killed while Codex exports leaves a broken connection: said at debug level, never as a
+    traceback on the terminal."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("OTLP receiver: a connection from %s ended mid-request", client_address)
+
+
 class OtlpReceiver:
     """An OTLP/HTTP receiver of JSON log exports on 127.0.0.1 (one per probe): every log record's
-    attributes, flattened to ``{key: value}``, go to ``on_record`` on the event loop as they arrive."""
+    attributes, flattened to ``{key: value}``, go to ``on_record`` on the event loop as they arrive.
+
+    It answers from a thread of its own, not from the event loop: Codex waits for each export's answer
+    (and, at exit, for its last), so an event loop busy with the other probes and the study's own work
+    made every probe ~0.3 s longer (``bench/agent_clis.py``)."""
 
     def __init__(self, on_record: Callable[[dict[str, Any]], None]) -> None:
         self.on_record = on_record
-        self._server: asyncio.Server | None = None
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._open = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._lock = threading.Lock()
         self.records = 0
 
     @property
     def endpoint(self) -> str:
         assert self._server is not None
-        port = self._server.sockets[0].getsockname()[1]
+        port = self._server.server_address[1]
         return f"http://127.0.0.1:{port}/v1/logs"
 
     async def __aenter__(self) -> OtlpReceiver:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._loop = asyncio.get_running_loop()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                with receiver._lock:
+                    receiver._open += 1
+                try:
+                    size = int(self.headers.get("content-length") or 0)
+                    raw = self.rfile.read(size) if size > 0 else b""
+                    receiver._take(raw, self.headers.get("content-encoding", ""))
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                finally:
+                    with receiver._lock:
+                        receiver._open -= 1
+
+        server = _QuietServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+        server, self._server = self._server, None
+        if server is not None:
+            await asyncio.to_thread(server.shutdown)
+            server.server_close()
 
     async def drain(self, timeout_s: float = 1.0) -> None:
-        """Wait until no export is being received (Codex flushes its last records as it exits)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        """Wait until no export is being received (Codex flushes its last records as it exits), then
+        until the records received are handed to ``on_record``."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while self._open and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                self._open += 1
-                self._idle.clear()
-                try:
-                    headers = {}
-                    for line in head.decode("latin-1").split("\r\n")[1:]:
-                        key, _, value = line.partition(":")
-                        headers[key.strip().lower()] = value.strip()
-                    size = int(headers.get("content-length") or 0)
-                    raw = await reader.readexactly(size) if size else b""
-                    self._take(raw, headers.get("content-encoding", ""))
-                    writer.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
-                    )
-                    await writer.drain()
-                finally:
-                    self._open -= 1
-                    if self._open == 0:
-                        self._idle.set()
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
-            pass
-        finally:
-            writer.close()
+    def _deliver(self, attrs: dict[str, Any]) -> None:
+        self.records += 1
+        self.on_record(attrs)
 
     def _take(self, raw: bytes, encoding: str) -> None:
         try:
@@ -183,11 +206,13 @@ class OtlpReceiver:
         except (OSError, ValueError, zlib.error):
             log.debug("codex sent an OTLP export that is not JSON (%d bytes)", len(raw))
             return
+        loop = self._loop
         for resource in payload.get("resourceLogs") or []:
             for scope in resource.get("scopeLogs") or []:
                 for record in scope.get("logRecords") or []:
-                    self.records += 1
-                    self.on_record(_attributes(record.get("attributes") or []))
+                    attrs = _attributes(record.get("attributes") or [])
+                    if loop is not None and not loop.is_closed():
+                        loop.call_soon_threadsafe(self._deliver, attrs)
 
 
 def _attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -369,12 +394,15 @@ class CodexOptions(RuntimeOptions):
     keep_workdirs: bool = False
 
 
-class CodexRuntime:
+class CodexRuntime(CliProbeLoop):
     name: ClassVar[str] = "codex"
     Options: ClassVar[type[RuntimeOptions]] = CodexOptions
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    request_tokens: ClassVar[int | None] = 10_150
+    """Tokens Codex's developer instructions and tool definitions add to every request (its first
+    request as captured in ``../shared/design/agent-clis/``, bytes / 4, the listing taken off)."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -445,10 +473,7 @@ class CodexRuntime:
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         """One line when Codex will shorten descriptions or drop skills of ``catalog``."""
-        listing = self.listing(catalog)
-        if not listing.overflows:
-            return None
-        return f"catalog {catalog.id!r} overflows Codex's skills listing: {listing.summary()}"
+        return self.listing(catalog).warning(catalog.id, "Codex")
 
     # ------------------------------------------------------------------------------------ folders
     def _template(self, catalog: Catalog) -> Path:
@@ -535,19 +560,6 @@ class CodexRuntime:
             cmd += ["-m", model]
         return [*cmd, *self.extra_args, "--", query.text]
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
-
-    # -------------------------------------------------------------------------------------- probe
-    async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
-        async with self._sem:
-            root = await asyncio.to_thread(self._workdir, catalog)
-            try:
-                return await self._run(query, catalog, tracker, root)
-            finally:
-                if not self.keep_workdirs:
-                    await asyncio.to_thread(shutil.rmtree, root, True)
-
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         skills = work / ".agents" / "skills"
@@ -608,12 +620,3 @@ class CodexRuntime:
             tool_calls=state.tool_calls,
             final_text=state.answer(),
         )
-
-    async def resolve_model(self, model: str | None = None) -> str | None:
-        return model or self.model
-
-    async def version(self) -> str | None:
-        return await program_version(self.executable)
-
-    async def aclose(self) -> None:
-        await asyncio.to_thread(shutil.rmtree, self._root, True)

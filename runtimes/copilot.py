@@ -19,8 +19,9 @@ One probe is one process, in a fresh folder of its own (``_skillcli.SkillCliRunt
   ``tool.execution_start`` named ``arguments.skill``. The group is SIGKILLed as soon as the tracker says
   stop.
 - **Listing.** Every skill in full at the end of the system prompt (no budget, no truncation).
-- **Usage.** Copilot CLI's JSON output carries no token counts: a probe's usage is unknown (zero), and a
-  cost estimate has tokens only from the provider's own records.
+- **Usage.** Copilot CLI's JSON output carries no token counts (its ``result`` event has
+  ``premiumRequests`` and durations only): a probe's usage is unknown (zero) and its cost is recorded as
+  unknown (``None``), never $0. The estimate before the first probe is the only figure, and says so.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
-from skillreach.runtimes._skillcli import SkillCliRuntime, SkillToolStream
+from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream
 from skillreach.settings import Settings
-from skillreach.skills.agent_listing import AgentListing, listing_for
 from skillreach.study.contract import RuntimeOptions, Tracker
 
 __all__ = ["BUILTIN_SKILLS", "CopilotOptions", "CopilotRuntime", "CopilotStream"]
@@ -84,7 +84,7 @@ class CopilotStream(SkillToolStream):
         return not self.stopped
 
 
-class CopilotOptions(RuntimeOptions):
+class CopilotOptions(SkillCliOptions):
     """``runtime_options`` of the copilot runtime."""
 
     copilot_path: str | None = None
@@ -95,16 +95,12 @@ class CopilotOptions(RuntimeOptions):
     """The name of the environment variable holding the key (passed as ``COPILOT_PROVIDER_API_KEY``)."""
     wire_api: str | None = None
     """``COPILOT_PROVIDER_WIRE_API`` (``responses``); default: Chat Completions."""
-    concurrency: int | None = None
-    timeout_s: float | None = None
-    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
-    extra_args: list[str] | None = None
-    extra_env: dict[str, str] | None = None
-    keep_workdirs: bool = False
 
 
 class CopilotRuntime(SkillCliRuntime):
     name: ClassVar[str] = "copilot"
+    request_tokens: ClassVar[int | None] = 12_100
+    reports_usage: ClassVar[bool] = False
     Options: ClassVar[type[RuntimeOptions]] = CopilotOptions
     program: ClassVar[str] = "copilot"
     install_hint: ClassVar[str] = (
@@ -150,9 +146,6 @@ class CopilotRuntime(SkillCliRuntime):
         self.wire_api = wire_api
         self.builtin: set[str] = set()
         """Built-in skills Copilot listed beside the catalog (reported, never scored)."""
-
-    def listing(self, catalog: Catalog) -> AgentListing:
-        return listing_for("copilot", catalog.skills)
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         return (

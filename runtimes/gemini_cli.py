@@ -36,10 +36,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._skillcli import SkillCliRuntime, SkillToolStream, as_int
+from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream, as_int
 from skillreach.settings import Settings
-from skillreach.skills.agent_listing import AgentListing, listing_for
-from skillreach.study.contract import RuntimeOptions, Tracker
+from skillreach.study.contract import RuntimeOptions
 
 __all__ = ["GeminiCliOptions", "GeminiCliRuntime", "GeminiStream"]
 
@@ -96,7 +95,7 @@ class GeminiStream(SkillToolStream):
         return len(self._calls)
 
 
-class GeminiCliOptions(RuntimeOptions):
+class GeminiCliOptions(SkillCliOptions):
     """``runtime_options`` of the gemini-cli runtime."""
 
     gemini_path: str | None = None
@@ -105,18 +104,14 @@ class GeminiCliOptions(RuntimeOptions):
     """The Gemini API's base URL, without ``/v1beta`` (default: Google's)."""
     env_key: str = "GEMINI_API_KEY"
     """The name of the environment variable holding the key (passed as ``GEMINI_API_KEY``, never written)."""
-    concurrency: int | None = None
-    timeout_s: float | None = None
-    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
-    extra_args: list[str] | None = None
-    extra_env: dict[str, str] | None = None
-    keep_workdirs: bool = False
 
 
 class GeminiCliRuntime(SkillCliRuntime):
     name: ClassVar[str] = "gemini-cli"
+    request_tokens: ClassVar[int | None] = 12_100
     Options: ClassVar[type[RuntimeOptions]] = GeminiCliOptions
     program: ClassVar[str] = "gemini"
+    Stream: ClassVar[type[SkillToolStream]] = GeminiStream
     default_model: ClassVar[str | None] = "gemini-2.5-flash"
     """Never Gemini CLI's own ``auto``: that routes each prompt with a classifier request first."""
     install_hint: ClassVar[str] = (
@@ -152,9 +147,6 @@ class GeminiCliRuntime(SkillCliRuntime):
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
         )
-
-    def listing(self, catalog: Catalog) -> AgentListing:
-        return listing_for("gemini-cli", catalog.skills)
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         return None  # every skill is listed in full
@@ -195,9 +187,3 @@ class GeminiCliRuntime(SkillCliRuntime):
         if model:
             cmd += ["-m", model]
         return [*cmd, *self.extra_args]
-
-    def stream(self, catalog: Catalog, work: Path, tracker: Tracker) -> SkillToolStream:
-        skills = work / ".agents" / "skills"
-        return GeminiStream(
-            {n: skills / n for n in catalog.names}, work, tracker, names=frozenset(catalog.names)
-        )

@@ -36,10 +36,9 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._skillcli import SkillCliRuntime, SkillToolStream, as_int
+from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream, as_int
 from skillreach.settings import Settings
-from skillreach.skills.agent_listing import AgentListing, listing_for
-from skillreach.study.contract import RuntimeOptions, Tracker
+from skillreach.study.contract import RuntimeOptions
 
 __all__ = ["OpenCodeOptions", "OpenCodeRuntime", "OpenCodeStream"]
 
@@ -94,7 +93,7 @@ class OpenCodeStream(SkillToolStream):
         return not self.stopped
 
 
-class OpenCodeOptions(RuntimeOptions):
+class OpenCodeOptions(SkillCliOptions):
     """``runtime_options`` of the opencode runtime."""
 
     opencode_path: str | None = None
@@ -106,18 +105,14 @@ class OpenCodeOptions(RuntimeOptions):
     context_window: int = 128_000
     """The model's context window as OpenCode is told it."""
     max_output_tokens: int = 8192
-    concurrency: int | None = None
-    timeout_s: float | None = None
-    """Seconds a probe may take (default: the ``timeout_s`` setting)."""
-    extra_args: list[str] | None = None
-    extra_env: dict[str, str] | None = None
-    keep_workdirs: bool = False
 
 
 class OpenCodeRuntime(SkillCliRuntime):
     name: ClassVar[str] = "opencode"
+    request_tokens: ClassVar[int | None] = 7_700
     Options: ClassVar[type[RuntimeOptions]] = OpenCodeOptions
     program: ClassVar[str] = "opencode"
+    Stream: ClassVar[type[SkillToolStream]] = OpenCodeStream
     install_hint: ClassVar[str] = (
         "install it with `npm install opencode-ai@1.18.33` (into a folder) and pass opencode_path=…"
     )
@@ -161,9 +156,6 @@ class OpenCodeRuntime(SkillCliRuntime):
         self.max_output_tokens = max_output_tokens
         self.ripgrep = shutil.which("rg")
         """OpenCode's skill tool needs ``rg`` on PATH (offline it cannot fetch one)."""
-
-    def listing(self, catalog: Catalog) -> AgentListing:
-        return listing_for("opencode", catalog.skills)
 
     def listing_warning(self, catalog: Catalog) -> str | None:
         if self.ripgrep is None:
@@ -209,9 +201,3 @@ class OpenCodeRuntime(SkillCliRuntime):
 
     def command(self, query: Query, model: str | None, root: Path) -> list[str]:
         return [self.executable, "run", "--pure", "--format", "json", *self.extra_args, "--", query.text]
-
-    def stream(self, catalog: Catalog, work: Path, tracker: Tracker) -> SkillToolStream:
-        skills = work / ".agents" / "skills"
-        return OpenCodeStream(
-            {n: skills / n for n in catalog.names}, work, tracker, names=frozenset(catalog.names)
-        )

@@ -257,7 +257,7 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
     (a warning when it passes what ``max_cost`` leaves: the cap will stop the run early, results kept)
     and handed to the CLI's progress display when there is one.
     """
-    from skillreach.runtimes import capability
+    from skillreach.runtimes import capability, reports_usage, request_tokens
     from skillreach.study.cost import estimate_study
 
     estimate = estimate_study(
@@ -268,6 +268,8 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
         spent=plan.spent_usd,
         paid=capability(config.runtime, "paid"),
         cached_listing=capability(config.runtime, "cached_listing"),
+        request_tokens=request_tokens(config.runtime),
+        reports_usage=reports_usage(config.runtime),
     )
     if estimate is None:
         return None

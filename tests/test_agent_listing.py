@@ -13,7 +13,12 @@ import pytest
 from skillreach.cli import main
 from skillreach.models import Skill
 from skillreach.skills.agent_listing import (
+    CLAUDE_CODE_HEADER,
     CODEX_DEFAULT_CHAR_BUDGET,
+    claude_code_budget,
+    claude_code_description,
+    claude_code_listing,
+    claude_code_listing_text,
     codex_budget,
     codex_listing,
     codex_listing_text,
@@ -120,12 +125,61 @@ def test_the_listing_is_the_block_codex_sent_in_the_capture() -> None:
     assert codex_listing_text(codex_listing(skills), "<workspace>/.agents/skills") == sent
 
 
-def test_claude_code_lists_every_skill_in_full() -> None:
+def test_claude_code_lists_a_small_catalog_in_full() -> None:
     listing = listing_for("claude-code", [skill("b", "B."), skill("a", "A.")])
     assert listing.lines == ("- a: A.", "- b: B.")
     assert not listing.overflows
+    assert claude_code_listing_text(listing) == f"{CLAUDE_CODE_HEADER}\n\n- a: A.\n- b: B."
     with pytest.raises(ValueError, match="unknown agent"):
         listing_for("nobody", [])
+
+
+def test_claude_code_budget_is_one_percent_of_the_window_in_characters() -> None:
+    assert claude_code_budget("claude-sonnet-4-6")[0] == 8_000  # 200,000 tokens x 4 characters
+    assert claude_code_budget("claude-sonnet-4-6-20260115")[0] == 8_000
+    assert claude_code_budget("claude-sonnet-4-6[1m]")[0] == 40_000
+    assert claude_code_budget("claude-future-9")[0] == 30_000  # unknown: 1,000,000 tokens x 3
+    assert claude_code_budget(None)[0] == 8_000
+    assert claude_code_budget("claude-haiku-4-5", 100_000)[0] == 4_000
+
+
+def test_claude_code_takes_descriptions_away_and_gives_back_those_that_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over the budget every description goes; then in name order each one that still fits comes back
+    (a long one is skipped and a later short one still gets in); no skill is dropped."""
+    skills = [skill("a-long", "x" * 50), skill("b-short", "y" * 10), skill("c-mid", "z" * 30)]
+    bare = len("- a-long") + len("- b-short") + len("- c-mid") + 2
+    monkeypatch.setattr("skillreach.skills.agent_listing.CLAUDE_CODE_BUDGET_PERCENT", 1)
+    # room for b-short's ": " + 10 and c-mid's ": " + 30, not for a-long's 52
+    window = (bare + 12 + 32) * 100 // 4
+    listing = claude_code_listing(skills, model="claude-sonnet-4-6", context_window=window)
+    assert listing.lines == ("- a-long", f"- b-short: {'y' * 10}", f"- c-mid: {'z' * 30}")
+    assert listing.name_only == ["a-long"]
+    assert listing.dropped == []
+    assert listing.summary().startswith("claude-code lists all 3 skills, 1 of them by name alone")
+    tighter = claude_code_listing(skills, model="claude-sonnet-4-6", context_window=window - 25)
+    assert tighter.lines == ("- a-long", f"- b-short: {'y' * 10}", "- c-mid")
+
+
+def test_claude_code_cleans_caps_and_measures_descriptions_as_the_cli_does() -> None:
+    when = Skill(name="w", description="Does w.", frontmatter={"when_to_use": "When\tw is asked"})
+    assert claude_code_description(when) == "Does w. - When w is asked"
+    messy = skill("m", "a \n b\r\n\u200bc <tag> & `x`\t")
+    assert claude_code_description(messy) == "a   b c &lt;tag&gt; & `x`"
+    assert claude_code_description(skill("n", "a\u00a0b")) == "a\u00a0b"  # a no-break space stays
+    long = claude_code_description(skill("l", "w" * 2000))
+    assert long == "w" * 1535 + "\u2026"
+    hidden = Skill(name="h", description="H.", frontmatter={"disable-model-invocation": True})
+    assert [s.name for s in claude_code_listing([hidden, skill("v", "V.")]).skills] == ["v"]
+
+
+def test_claude_code_counts_a_wide_character_twice() -> None:
+    """Six CJK characters are twelve columns: counted as six, ``a-wide`` would fit and ``b-narrow`` not."""
+    wide, narrow = skill("a-wide", "漢字テキスト"), skill("b-narrow", "x" * 6)
+    fits = len("- a-wide") + len("- b-narrow: ") + 6 + 1
+    listing = claude_code_listing([wide, narrow], model="claude-sonnet-4-6", context_window=fits * 25)
+    assert listing.lines == ("- a-wide", "- b-narrow: xxxxxx")
 
 
 def test_listing_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,3 +224,23 @@ def test_the_agents_with_a_skill_tool_list_the_catalog_as_it_is(
     assert "dropped" not in out
     assert main(["listing", str(tmp_path), "--agent", agent, "--full"]) == 0
     assert capsys.readouterr().out == f"- a-skill: {long.strip()}\n- b-skill: {long.strip()}\n"
+
+
+def test_listing_command_for_claude_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(40):
+        folder = tmp_path / f"skill-{i:02d}"
+        folder.mkdir()
+        text = f"Handle chores of kind {i:02d} for the team, with a long explanation of when to use it. " * 3
+        (folder / "SKILL.md").write_text(f"---\nname: skill-{i:02d}\ndescription: {text.strip()}\n---\nB.\n")
+    assert main(["listing", str(tmp_path), "--agent", "claude-code"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("claude-code lists all 40 skills, 10 of them by name alone")
+    assert "budget 8000 characters" in out
+    assert "\nby name alone (10): the model sees the name, never the description\n  skill-30  (" in out
+    assert main(["listing", str(tmp_path), "--agent", "claude-code", "--model", "claude-opus-4-6[1m]"]) == 0
+    assert capsys.readouterr().out.startswith("claude-code lists all 40 skills in full (budget 40000")
+    assert main(["listing", str(tmp_path), "--agent", "claude-code", "--full"]) == 0
+    full = capsys.readouterr().out
+    assert full.startswith(f"{CLAUDE_CODE_HEADER}\n\n- skill-00: Handle chores")
+    assert full.endswith("\n- skill-39\n")
+    assert main(["listing", str(tmp_path), "--agent", "opencode", "--model", "x"]) == 2

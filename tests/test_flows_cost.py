@@ -185,3 +185,47 @@ def test_a_paid_runtime_without_a_price_says_there_is_no_estimate(world: dict[st
     assert line.startswith("about $")
     assert line.endswith("for 1 probe (claude-haiku-4-5)")
     assert asyncio.run(estimate_spend.fn(base, inputs, plan)) is None  # fake: free, nothing to say
+
+
+@pytest.mark.parametrize(
+    ("runtime", "own"), [("codex", 10_150), ("gemini-cli", 12_100), ("opencode", 7_700), ("copilot", 12_100)]
+)
+def test_an_agent_cli_is_estimated_with_its_own_prompt_in_tokens_or_dollars(
+    world: dict[str, Path], runtime: str, own: int
+) -> None:
+    """The agent CLIs send thousands of tokens of their own with every request: without a price the
+    estimate is in tokens; with one, in dollars that count those tokens; Copilot CLI's line says it
+    reports no token counts."""
+    import asyncio
+
+    from skillreach.study.cost import estimate_tokens
+    from skillreach.tasks.study import StudyPlan, assemble_catalog, estimate_spend
+
+    base = cfg(world, "agents")
+    inputs = asyncio.run(assemble_catalog.fn(base))
+    plan = StudyPlan(study_id="st-a", out=world["root"] / "agents", probes_path=world["root"] / "a.jsonl",
+                     fingerprint="fp", resolved_model=None, token="t",
+                     batches=((("alpha-0", 1), ("alpha-1", 1)),), done=0, total=2)
+    unpriced = base.model_copy(update={"runtime": runtime, "model": "fake-model"})
+    got = asyncio.run(estimate_spend.fn(unpriced, inputs, plan))
+    assert got is not None
+    assert got["usd"] is None
+    tokens_in, tokens_out = estimate_tokens(2, inputs.catalog, system_tokens=own)
+    assert tokens_in > 2 * own  # every request carries the CLI's own prompt and tools
+    assert got["line"].startswith(
+        f"about {tokens_in:,} input and {tokens_out:,} output tokens for 2 probes ({runtime}: its own prompt "
+        f"and tools are ~{own:,} tokens a request); no dollar figure: no price for model fake-model"
+    )
+    own_model = base.model_copy(update={"runtime": runtime, "model": None})
+    default = asyncio.run(estimate_spend.fn(own_model, inputs, plan))
+    assert "pass --model" in default["line"]
+    priced = base.model_copy(update={"runtime": runtime, "model": "claude-haiku-4-5"})
+    line = asyncio.run(estimate_spend.fn(priced, inputs, plan))["line"]
+    assert line.startswith("about $")
+    with_own = estimate_cost(2, inputs.catalog, priced.price_for("claude-haiku-4-5"), system_tokens=own,
+                             turns_per_probe=1.5, cached=False)
+    assert with_own is not None
+    assert f"${with_own:.2f}" in line
+    silent = "the copilot CLI reports no token counts, so its probes record no usage or cost"
+    assert (silent in line) is (runtime == "copilot")
+    assert (silent in got["line"]) is (runtime == "copilot")

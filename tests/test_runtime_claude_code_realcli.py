@@ -23,7 +23,6 @@ from tests.helpers.clis import real_claude
 pytestmark = pytest.mark.realcli
 
 
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -147,3 +146,97 @@ async def test_real_cli_compliance_records_tool_calls_without_running_them(
     assert out.tool_calls[0].input["command"] == f"touch {target}"
     assert out.final_text == "Deployed."
     assert not target.exists()  # refused by the CLI: no permission was granted
+
+
+def _texts(obj: object) -> list[str]:
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _texts(v)]
+    if isinstance(obj, list):
+        return [t for v in obj for t in _texts(v)]
+    return [obj] if isinstance(obj, str) else []
+
+
+def sent_listing(body: dict[str, object]) -> str:
+    """The skills listing block of a request Claude Code sent: its header, a blank line, the lines."""
+    from skillreach.skills.agent_listing import CLAUDE_CODE_HEADER
+
+    found = [t[t.index(CLAUDE_CODE_HEADER) :] for t in _texts(body) if CLAUDE_CODE_HEADER in t]
+    assert len(found) == 1, f"{len(found)} listing blocks in the request"
+    head, lines = found[0].split("\n\n")[:2]
+    return f"{head}\n\n{lines.removesuffix(chr(10) + '</system-reminder>')}"
+
+
+def edge_skills(root: Path) -> Path:
+    """Descriptions that test each part of the rule: wide characters and emoji (columns), control and
+    format characters, ``<``/``>``, ``when_to_use``, over 1,536 characters, a hidden skill, and enough
+    filler to pass the budget."""
+    cases = {
+        "alpha-cjk": "日本語の説明です。" + "漢字テキスト" * 60,
+        "beta-emoji": "Emoji 🚀🎉 heavy " + "😀 rocket " * 80,
+        "gamma-long": "Long words for testing the cap. " * 70,
+        "eps-messy": "Folded\n\nline \t two\u200b <tag> & `tick`\u2028end\x07.  ",
+        "nbsp-kept": "a\u00a0b and a\u3000c",
+    }
+    for name, description in cases.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\nBody.\n", encoding="utf-8"
+        )
+    (root / "delta-when").mkdir()
+    (root / "delta-when" / "SKILL.md").write_text(
+        "---\nname: delta-when\ndescription: Does delta things.\nwhen_to_use: When the user asks for delta\n"
+        "---\nBody.\n"
+    )
+    (root / "zeta-hidden").mkdir()
+    (root / "zeta-hidden" / "SKILL.md").write_text(
+        "---\nname: zeta-hidden\ndescription: Hidden.\ndisable-model-invocation: true\n---\nBody.\n"
+    )
+    for i in range(40):
+        (root / f"filler-{i:02d}").mkdir()
+        (root / f"filler-{i:02d}" / "SKILL.md").write_text(
+            f"---\nname: filler-{i:02d}\ndescription: Filler skill {i} {'words and more words ' * 12}\n"
+            "---\nB.\n"
+        )
+    return root
+
+
+@pytest.mark.parametrize(
+    ("model", "source", "name_only"),
+    [
+        ("claude-sonnet-4-6", "corpora", 245),  # 8,000 characters: 200,000 tokens at 4 a token
+        ("claude-future-9", "corpora", 206),  # a model Claude Code has no figures for: 30,000
+        ("claude-sonnet-4-6", "edge", 17),
+    ],
+)
+async def test_claude_code_listing_is_what_claude_code_sends(
+    claude: str, model: str, source: str, name_only: int, tmp_path: Path
+) -> None:
+    """``skillreach listing --agent claude-code`` predicts, byte for byte, the listing the real CLI sent:
+    on the 252 real skills of ``../shared/corpora`` (two budgets) and on descriptions made to test each
+    part of the rule."""
+    from skillreach.skills.agent_listing import claude_code_listing, claude_code_listing_text
+    from skillreach.skills.discovery import discover
+    from tests.conftest import CORPORA
+    from tests.fakes.messages_api import DEFAULT_ALIASES
+
+    if source == "corpora" and not CORPORA.is_dir():
+        pytest.skip("../shared/corpora is not present beside the checkout")
+    folder = CORPORA if source == "corpora" else edge_skills(tmp_path / "edge")
+    skills = discover([folder]).skills
+    catalog = Catalog(id=source, skills=tuple(skills))
+    aliases = {**DEFAULT_ALIASES, model: f"{model}-20260101"}
+    with MessagesAPI(ScriptResponder({}), aliases=aliases) as api:
+        rt = ClaudeCodeRuntime(
+            model, claude_path=claude, settings=Settings(), base_url=api.base_url, api_key="k"
+        )
+        query = Query(id="l1", text="hello there", expected_skill=None, kind="out_of_scope")
+        out = await rt.select(query, catalog, Tracker.for_query(query, ProbeOptions(timeout_s=120)))
+        await rt.aclose()
+    assert out.error is None, out.error
+    predicted = claude_code_listing(skills, model=model)
+    assert sent_listing(api.requests[0]) == claude_code_listing_text(predicted)
+    assert len(predicted.name_only) == name_only
+    assert predicted.dropped == []
+    assert rt.listing_warning(catalog) == (
+        f"catalog {source!r} overflows Claude Code's skills listing: {predicted.summary()}"
+    )

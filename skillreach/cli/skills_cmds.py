@@ -92,8 +92,10 @@ def _too_few_cases(queries: Path, gates: Any, dirs: list[Path]) -> list[str]:
     out = []
     none = sorted(n for n in names if not counts.get(n))
     if none:
-        out.append(f"{len(none)} skill{'s' * (len(none) != 1)} without a positive case in {queries} cannot "
-                   f"be gated: {', '.join(none)}")
+        out.append(
+            f"{len(none)} skill{'s' * (len(none) != 1)} without a positive case in {queries} cannot "
+            f"be gated: {', '.join(none)}"
+        )
     for name in sorted(n for n in names if counts.get(n)):
         k = counts[name]
         if smallest_breach("activation", gate, k) is not None:
@@ -179,35 +181,53 @@ class Agent(StrEnum):
     copilot = "copilot"
 
 
-def listing_cmd(
+def listing_cmd(  # noqa: PLR0917 - a typer command
     dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Folders holding skills."),
     agent: Agent = typer.Option(Agent.codex, "--agent", help="The agent whose listing to show."),
     context_window: int | None = typer.Option(
         None,
         "--context-window",
         help="The model's context window in tokens, as the agent knows it (codex: default 272000, what "
-        "Codex 0.171.0 assumes for a model it has no metadata for; 0: no window known, 8000 characters).",
+        "Codex 0.171.0 assumes for a model it has no metadata for; 0: no window known, 8000 characters; "
+        "claude-code: default the model's own, 200000, 1000000 for a [1m] or unknown model).",
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="claude-code: the model Claude Code runs (default claude-sonnet-4-6); it sets the window and "
+        "the characters a token (4 for the Claude models Claude Code knows, 3 otherwise).",
     ),
     full: bool = typer.Option(False, "--full", help="Print the listing block exactly as the agent sends it."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output on stdout alone."),
 ) -> None:
     """The catalog as an agent will list it to its model: for Codex, whose listing is capped at 2 % of the
     context window, which descriptions are shortened (and to what) and which skills are dropped — a
-    dropped skill can never be activated, whatever its description says. Claude Code, Gemini CLI, OpenCode
-    and Copilot CLI list every skill as it is."""
+    dropped skill can never be activated, whatever its description says; for Claude Code, whose listing
+    is capped at 1 % of the context window, which skills are listed by name alone (their description
+    never reaches the model). Gemini CLI, OpenCode and Copilot CLI list every skill as it is."""
     from skillreach.errors import InputError
-    from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, codex_listing_text, listing_for
+    from skillreach.skills.agent_listing import (
+        CODEX_FALLBACK_CONTEXT_WINDOW,
+        claude_code_listing_text,
+        codex_listing_text,
+        listing_for,
+    )
     from skillreach.skills.discovery import load_skills
 
     if context_window is not None and context_window < 0:
         raise InputError(f"--context-window must be 0 or a positive number of tokens, not {context_window}")
-    window = CODEX_FALLBACK_CONTEXT_WINDOW if context_window is None else (context_window or None)
+    if model is not None and agent is not Agent.claude_code:
+        raise InputError(f"--model counts for --agent claude-code only, not {agent.value}")
+    if agent is Agent.claude_code:
+        window = context_window or None  # none given: the model's own
+    else:
+        window = CODEX_FALLBACK_CONTEXT_WINDOW if context_window is None else (context_window or None)
 
     def problem(line: str) -> None:
         print(line, file=sys.stderr)
 
     skills = load_skills(dirs, on_problem=problem)
-    listing = listing_for(agent.value, skills, context_window=window)
+    listing = listing_for(agent.value, skills, context_window=window, model=model)
     if as_json:
         payload = {
             "agent": listing.agent,
@@ -228,8 +248,12 @@ def listing_cmd(
         return
     if full:
         root = "<workspace>/.agents/skills"
-        text = codex_listing_text(listing, root) if agent is Agent.codex else None
-        typer.echo(text if text is not None else "\n".join(listing.lines))
+        if agent is Agent.codex:
+            typer.echo(codex_listing_text(listing, root))
+        elif agent is Agent.claude_code:
+            typer.echo(claude_code_listing_text(listing))
+        else:
+            typer.echo("\n".join(listing.lines))
         return
     typer.echo(listing.summary())
     if agent in (Agent.gemini_cli, Agent.opencode, Agent.copilot):
@@ -237,8 +261,14 @@ def listing_cmd(
             f"{agent.value} lists every skill with its whole description (no budget, no truncation): "
             "the catalog as it is"
         )
-    shortened = [s for s in listing.skills if s.shortened]
+    bare = set(listing.name_only) if agent is Agent.claude_code else set()
+    shortened = [s for s in listing.skills if s.shortened and s.name not in bare]
     dropped = [s for s in listing.skills if s.dropped]
+    if bare:
+        typer.echo(f"\nby name alone ({len(bare)}): the model sees the name, never the description")
+        for s in listing.skills:
+            if s.name in bare:
+                typer.echo(f"  {s.name}  ({s.full_length} characters of description left out)")
     if shortened:
         typer.echo(
             f"\nshortened ({len(shortened)}): characters of the description kept, and what the model sees"

@@ -10,17 +10,36 @@ theirs and long ones are cut evenly. When even the lines without any description
 description is removed and skills are kept in order while they fit: the rest are **dropped**, and a
 dropped skill can never be reached, whatever its description says.
 
-**Claude Code** lists every skill in its ``Skill`` tool; **Gemini CLI** (0.61.0, ``renderAgentSkills``: the
-system instruction and the ``activate_skill`` enum), **OpenCode** (1.18.33: the system prompt, sorted by
-name) and **Copilot CLI** (1.0.102: the system prompt) list every enabled skill in full, with no budget and no
-truncation: this module reports their listing unchanged.
+**Claude Code** (``@anthropic-ai/claude-code`` 2.1.328; the rule read from its bundled code and checked
+against the requests it sent) lists the skills the model may invoke in a ``<system-reminder>`` of the first
+user message (for a model it does not know, a system message): ``The following skills are available for
+use with the Skill tool:``, a blank line, then one ``- name: description`` line each, sorted by name. The
+description is the frontmatter's ``description`` (and `` - `` + ``when_to_use`` when there is one), every
+run of control, format and line-separator characters made one space, ``<``/``>`` escaped, trimmed, and
+capped at 1,536 characters (UTF-16 units: 1,535 and ``…``). The budget is 1 % of the model's context
+window at 4 characters a token for the Claude models it knows (3 otherwise), counted in columns (a wide
+character, most emoji among them, counts two): 8,000 for ``claude-sonnet-4-6`` (200,000 tokens), 40,000
+with ``[1m]``, 30,000 for a model it has no figures for (it assumes 1,000,000 tokens). When the full
+lines do not fit, every description is first taken away (``- name`` alone); then, in name order (the
+skills' usage score breaks ties, and a probe's fresh home has none), each skill whose whole description
+still fits in what is left gets it back. **No skill is ever dropped**: a skill listed by name alone can
+still be activated, but its description never reaches the model. Skills with
+``disable-model-invocation: true`` are not listed at all.
+
+**Gemini CLI** (0.61.0, ``renderAgentSkills``: the system instruction and the ``activate_skill`` enum),
+**OpenCode** (1.18.33: the system prompt, sorted by name) and **Copilot CLI** (1.0.102: the system prompt)
+list every enabled skill in full, with no budget and no truncation: this module reports their listing
+unchanged.
 
 :func:`codex_listing` gives the lines, what was shortened and what was dropped; :func:`codex_listing_text`
-the ``<skills_instructions>`` block exactly as Codex sends it.
+the ``<skills_instructions>`` block exactly as Codex sends it; :func:`claude_code_listing` and
+:func:`claude_code_listing_text` the same for Claude Code.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,10 +47,16 @@ from skillreach.models import Skill
 
 __all__ = [
     "AGENTS",
+    "CLAUDE_CODE_DEFAULT_MODEL",
+    "CLAUDE_CODE_HEADER",
     "CODEX_DEFAULT_CHAR_BUDGET",
     "CODEX_FALLBACK_CONTEXT_WINDOW",
     "AgentListing",
     "ListedSkill",
+    "claude_code_budget",
+    "claude_code_description",
+    "claude_code_listing",
+    "claude_code_listing_text",
     "codex_budget",
     "codex_listing",
     "codex_listing_text",
@@ -98,11 +123,31 @@ class AgentListing:
     def overflows(self) -> bool:
         return bool(self.dropped or self.shortened)
 
+    @property
+    def name_only(self) -> list[str]:
+        """Skills listed by name alone (their description never reaches the model)."""
+        return [s.name for s in self.skills if not s.dropped and not s.description and s.full_length]
+
+    def warning(self, catalog_id: str, agent_name: str) -> str | None:
+        """One line when the agent (``Codex``, ``Claude Code``) shortens or drops any skill; else None."""
+        if not self.overflows:
+            return None
+        return f"catalog {catalog_id!r} overflows {agent_name}'s skills listing: {self.summary()}"
+
     def summary(self) -> str:
         """One line: how many skills the agent shows, shortens and drops."""
         total = len(self.skills)
         if not self.overflows:
             return f"{self.agent} lists all {total} skills in full (budget {self.budget})"
+        if self.agent == "claude-code":
+            bare = len(self.name_only)
+            capped = len(self.shortened) - bare
+            return (
+                f"{self.agent} lists all {total} skills, {bare} of them by name alone (no description "
+                f"reaches the model)"
+                + (f", {capped} descriptions capped at 1,536 characters" if capped else "")
+                + f" (budget {self.budget})"
+            )
         line = (
             f"{self.agent} lists {total - len(self.dropped)} of {total} skills: "
             f"{len(self.shortened)} descriptions shortened, {len(self.dropped)} skills dropped "
@@ -225,10 +270,145 @@ def codex_listing_text(listing: AgentListing, root: str) -> str:
     return f"<skills_instructions>\n{body}\n</skills_instructions>"
 
 
-def listing_for(agent: str, skills: Sequence[Skill], *, context_window: int | None = None) -> AgentListing:
-    """``agent``'s listing of ``skills`` (:data:`AGENTS`)."""
+CLAUDE_CODE_HEADER = "The following skills are available for use with the Skill tool:"
+CLAUDE_CODE_DEFAULT_MODEL = "claude-sonnet-4-6"
+"""The model ``skillreach listing --agent claude-code`` assumes when none is named."""
+CLAUDE_CODE_BUDGET_PERCENT = 1
+CLAUDE_CODE_DEFAULT_WINDOW = 200_000
+CLAUDE_CODE_LONG_WINDOW = 1_000_000
+"""The window of a ``[1m]`` model, and the one Claude Code 2.1.328 assumes for a model it has no
+figures for."""
+CLAUDE_CODE_MAX_DESCRIPTION = 1536
+_CLAUDE_CODE_KNOWN = frozenset(
+    {
+        "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5-sonnet", "claude-3-5-haiku",
+        "claude-3-7-sonnet", "claude-opus-4-0", "claude-opus-4-1", "claude-opus-4-5", "claude-opus-4-6",
+        "claude-sonnet-4-0", "claude-sonnet-4-5", "claude-sonnet-4-6", "claude-haiku-4-5",
+    }
+)  # fmt: skip
+"""The model families Claude Code 2.1.328 counts at 4 characters a token (3 for any other)."""
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"})
+
+
+def _claude_family(model: str) -> str:
+    """``claude-sonnet-4-6`` of ``claude-sonnet-4-6-20260115``, ``us.anthropic.claude-sonnet-4-6[1m]``,
+    ``claude-sonnet-4.6``."""
+    name = model.lower().removesuffix("[1m]").rsplit("/", 1)[-1]
+    name = re.sub(r"^(?:[a-z]{2}\.)?anthropic\.", "", name)
+    name = re.sub(r"[._]", "-", name)
+    return re.sub(r"(?:-v\d+(?::\d+)?|-\d{8}|@\d{8})$", "", name)
+
+
+def claude_code_budget(model: str | None, context_window: int | None = None) -> tuple[int, str]:
+    """Claude Code's listing budget in characters, and the same in words."""
+    model = model or CLAUDE_CODE_DEFAULT_MODEL
+    known = _claude_family(model) in _CLAUDE_CODE_KNOWN
+    per_token = 4 if known else 3
+    if context_window is None or context_window <= 0:
+        long = model.lower().endswith("[1m]") or not known
+        context_window = CLAUDE_CODE_LONG_WINDOW if long else CLAUDE_CODE_DEFAULT_WINDOW
+    chars = max(1, context_window * per_token * CLAUDE_CODE_BUDGET_PERCENT // 100)
+    return chars, (
+        f"{chars} characters ({CLAUDE_CODE_BUDGET_PERCENT}% of a {context_window}-token context window at "
+        f"{per_token} characters a token, {model})"
+    )
+
+
+def _claude_clean(text: str) -> str:
+    out: list[str] = []
+    hidden = False
+    for ch in text:
+        if unicodedata.category(ch) in _HIDDEN_CATEGORIES:
+            if not hidden:
+                out.append(" ")
+            hidden = True
+            continue
+        hidden = False
+        out.append(ch)
+    return "".join(out).replace("<", "&lt;").replace(">", "&gt;").strip()
+
+
+def _claude_full(skill: Skill) -> str:
+    text = _claude_clean(skill.description)
+    when = skill.frontmatter.get("when_to_use")
+    return text if when is None else f"{text} - {_claude_clean(str(when))}"
+
+
+def _claude_cap(text: str) -> str:
+    if _js_len(text) <= CLAUDE_CODE_MAX_DESCRIPTION:
+        return text
+    kept = _js(text)[: 2 * (CLAUDE_CODE_MAX_DESCRIPTION - 1)]
+    return kept.decode("utf-16-le", errors="surrogatepass") + "\u2026"
+
+
+def claude_code_description(skill: Skill) -> str:
+    """The description as Claude Code lists it: description (`` - when_to_use``), cleaned, capped."""
+    return _claude_cap(_claude_full(skill))
+
+
+def _js(text: str) -> bytes:
+    """``text`` as JavaScript counts it (UTF-16 code units, two bytes each)."""
+    return text.encode("utf-16-le", errors="surrogatepass")
+
+
+def _js_len(text: str) -> int:
+    return len(_js(text)) // 2
+
+
+def _width(text: str) -> int:
+    """Terminal columns of ``text``, as Claude Code measures its listing: East Asian wide and fullwidth
+    characters (most emoji among them) count two, combining marks and invisible characters none."""
+    total = 0
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category in ("Mn", "Me", "Cc", "Cf") or "\u200b" <= ch <= "\u200f":
+            continue
+        total += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return total
+
+
+def claude_code_listing(
+    skills: Sequence[Skill], *, model: str | None = None, context_window: int | None = None
+) -> AgentListing:
+    """The catalog as Claude Code lists it to ``model`` (see the module's docstring)."""
+    limit, budget = claude_code_budget(model, context_window)
+    ordered = sorted((s for s in skills if not s.disable_model_invocation), key=lambda s: _js(s.name))
+    whole = [_claude_full(s) for s in ordered]
+    shown = [_claude_cap(w) for w in whole]
+    bare = [f"- {s.name}" for s in ordered]
+    full = [f"{b}: {d}" for b, d in zip(bare, shown, strict=True)]
+    gaps = max(0, len(ordered) - 1)
+    if sum(map(_width, full)) + gaps <= limit:
+        listed = tuple(ListedSkill(s.name, d, len(w)) for s, d, w in zip(ordered, shown, whole, strict=True))
+        return AgentListing("claude-code", listed, budget, tuple(full))
+    room = limit - (sum(map(_width, bare)) + gaps)
+    lines: list[str] = []
+    listed_list: list[ListedSkill] = []
+    for skill, b, f, d, w in zip(ordered, bare, full, shown, whole, strict=True):
+        cost = _width(f) - _width(b)
+        if cost <= room:
+            room -= cost
+            lines.append(f)
+            listed_list.append(ListedSkill(skill.name, d, len(w)))
+        else:
+            lines.append(b)
+            listed_list.append(ListedSkill(skill.name, "", len(w)))
+    return AgentListing("claude-code", tuple(listed_list), budget, tuple(lines))
+
+
+def claude_code_listing_text(listing: AgentListing) -> str:
+    """The listing block exactly as Claude Code sends it (inside its ``<system-reminder>``)."""
+    return f"{CLAUDE_CODE_HEADER}\n\n" + "\n".join(listing.lines)
+
+
+def listing_for(
+    agent: str, skills: Sequence[Skill], *, context_window: int | None = None, model: str | None = None
+) -> AgentListing:
+    """``agent``'s listing of ``skills`` (:data:`AGENTS`); ``model`` counts for Claude Code only."""
     if agent == "codex":
         return codex_listing(skills, context_window=context_window)
+    if agent == "claude-code":
+        return claude_code_listing(skills, model=model, context_window=context_window)
     if agent in AGENTS:
         ordered = sorted(skills, key=lambda s: s.name)
         listed = tuple(ListedSkill(s.name, s.description, len(s.description)) for s in ordered)

@@ -2,7 +2,11 @@
 
 The price table comes from the study's configuration (``prices``); whether the runtime bills, serves
 the listing from the prompt cache or has a half-price batch mode are the runtime's own capabilities
-(class attributes ``paid``, ``cached_listing``, ``batch_mode``), handed in by the task.
+(class attributes ``paid``, ``cached_listing``, ``batch_mode``), handed in by the task. An agent CLI
+sends its own system prompt and tool definitions with every request, thousands of tokens the catalog
+does not show: its runtime says how many (``request_tokens``, measured from the first request the CLI
+sent), and without a price for its model the estimate is said in tokens. A CLI that reports no token
+counts (``reports_usage`` false: Copilot CLI) records no usage or cost per probe, which the line says.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from skillreach.settings import Price
 from skillreach.study.config import StudyConfig
 from skillreach.study.plan import probe_options
 
-__all__ = ["Estimate", "describe_estimate", "estimate_cost", "estimate_study"]
+__all__ = ["Estimate", "describe_estimate", "estimate_cost", "estimate_study", "estimate_tokens"]
 
 
 @dataclass(frozen=True)
@@ -31,14 +35,61 @@ class Estimate:
     over_cap: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"usd": None if self.usd is None else round(self.usd, 6), "probes": self.probes,
-                "model": self.model, "cached": self.cached, "batch": self.batch, "over_cap": self.over_cap,
-                "line": self.line}
-
+        return {
+            "usd": None if self.usd is None else round(self.usd, 6),
+            "probes": self.probes,
+            "model": self.model,
+            "cached": self.cached,
+            "batch": self.batch,
+            "over_cap": self.over_cap,
+            "line": self.line,
+        }
 
 
 def _tokens(chars: int) -> int:
     return math.ceil(chars / 4)
+
+
+def _shape(
+    n_probes: int,
+    catalog: Catalog,
+    *,
+    turns_per_probe: float,
+    query_tokens: int,
+    output_tokens_per_turn: int,
+    system_tokens: int,
+) -> tuple[float, float, float, float]:
+    """(the stable prefix a request, the tail tokens a probe, requests, output tokens) of ``n_probes``."""
+    listing = sum(len(s.name) + len(s.description) + 4 for s in catalog.skills)
+    prefix = _tokens(listing) + system_tokens + 120
+    bodies = [len(s.body) for s in catalog.skills] or [0]
+    body = _tokens(sum(bodies) // len(bodies))
+    turns = max(1.0, turns_per_probe)
+    extra = turns - 1.0
+    # tail tokens (not the prefix) per probe: the query every turn, bodies and answers after turn 1
+    tail = query_tokens * turns + (body + output_tokens_per_turn) * extra * (turns / 2 + 0.5)
+    return prefix, tail, n_probes * turns, n_probes * turns * output_tokens_per_turn
+
+
+def estimate_tokens(
+    n_probes: int,
+    catalog: Catalog,
+    *,
+    turns_per_probe: float = 1.5,
+    query_tokens: int = 60,
+    output_tokens_per_turn: int = 80,
+    system_tokens: int = 150,
+) -> tuple[int, int]:
+    """Expected (input, output) tokens of ``n_probes`` probes, every request's prefix counted in full."""
+    prefix, tail, requests, out_tokens = _shape(
+        n_probes,
+        catalog,
+        turns_per_probe=turns_per_probe,
+        query_tokens=query_tokens,
+        output_tokens_per_turn=output_tokens_per_turn,
+        system_tokens=system_tokens,
+    )
+    return round(requests * prefix + n_probes * tail), round(out_tokens)
 
 
 def estimate_cost(
@@ -63,16 +114,14 @@ def estimate_cost(
         return None
     if n_probes <= 0:
         return 0.0
-    listing = sum(len(s.name) + len(s.description) + 4 for s in catalog.skills)
-    prefix = _tokens(listing) + system_tokens + 120
-    bodies = [len(s.body) for s in catalog.skills] or [0]
-    body = _tokens(sum(bodies) // len(bodies))
-    turns = max(1.0, turns_per_probe)
-    extra = turns - 1.0
-    # tail tokens (not the prefix) per probe: the query every turn, bodies and answers after turn 1
-    tail = query_tokens * turns + (body + output_tokens_per_turn) * extra * (turns / 2 + 0.5)
-    requests = n_probes * turns
-    out_tokens = n_probes * turns * output_tokens_per_turn
+    prefix, tail, requests, out_tokens = _shape(
+        n_probes,
+        catalog,
+        turns_per_probe=turns_per_probe,
+        query_tokens=query_tokens,
+        output_tokens_per_turn=output_tokens_per_turn,
+        system_tokens=system_tokens,
+    )
     if cached:
         usd = prefix * price.cache_write + (requests - 1) * prefix * price.cache_read
     else:
@@ -121,25 +170,66 @@ def estimate_study(
     spent: float,
     paid: bool,
     cached_listing: bool,
+    request_tokens: int | None = None,
+    reports_usage: bool = True,
 ) -> Estimate | None:
     """The estimate of ``pending`` probes of a study, or ``None`` when there is nothing to say (nothing
-    pending, or an unpriced runtime that does not bill)."""
+    pending, or an unpriced runtime that does not bill). ``request_tokens``: what the runtime's agent CLI
+    adds to every request (its system prompt and tools); with it, a paid runtime without a price is
+    estimated in tokens."""
     price = config.price_for(model)
+    # a compliance probe goes on after the skill for up to the step budget; half of it on average
+    turns = 1.5 + (probe_options(config).step_budget / 2 if config.compliance else 0.0)
+    system = 150 if request_tokens is None else request_tokens
+    silent = (
+        ""
+        if reports_usage
+        else f"; the {config.runtime} CLI reports no token counts, so its probes record no usage or cost: "
+        "this estimate is the only figure"
+    )
     if pending and price is None and paid:
         # a paid runtime whose price is unknown: say so rather than nothing (most of all under a cap)
-        line = (f"none: no price for model {model}; add [prices.\"{model}\"] input, output, "
-                "cache_write and cache_read (USD per million tokens) to --config" if model else
-                f"none: the {config.runtime} runtime's model is its own default; pass --model to get one")
-        return Estimate(usd=None, probes=pending, model=model, line=line)
+        how = (
+            f'no price for model {model}; add [prices."{model}"] input, output, '
+            "cache_write and cache_read (USD per million tokens) to --config"
+            if model
+            else f"the {config.runtime} runtime's model is its own default; pass --model to get one"
+        )
+        if request_tokens is None:
+            line = f"none: {how}"
+        else:
+            tokens_in, tokens_out = estimate_tokens(
+                pending, catalog, turns_per_probe=turns, system_tokens=system
+            )
+            line = (
+                f"about {tokens_in:,} input and {tokens_out:,} output tokens for {pending} "
+                f"probe{'s' if pending != 1 else ''} ({config.runtime}: its own prompt and tools are "
+                f"~{request_tokens:,} tokens a request); no dollar figure: {how}"
+            )
+        return Estimate(usd=None, probes=pending, model=model, line=line + silent)
     if pending == 0 or price is None or model is None:
         return None
     batch = bool(config.runtime_options.get("batch"))
-    # a compliance probe goes on after the skill for up to the step budget; half of it on average
-    turns = 1.5 + (probe_options(config).step_budget / 2 if config.compliance else 0.0)
-    usd = estimate_cost(pending, catalog, price, turns_per_probe=turns, cached=cached_listing, batch=batch)
+    usd = estimate_cost(
+        pending,
+        catalog,
+        price,
+        turns_per_probe=turns,
+        cached=cached_listing,
+        batch=batch,
+        system_tokens=system,
+    )
     assert usd is not None
-    line = describe_estimate(usd, pending, model, cached=cached_listing, batch=batch,
-                             max_cost=config.max_cost, spent=spent)
+    line = describe_estimate(
+        usd, pending, model, cached=cached_listing, batch=batch, max_cost=config.max_cost, spent=spent
+    )
     over = config.max_cost is not None and usd > config.max_cost - spent
-    return Estimate(usd=usd, probes=pending, model=model, line=line, cached=cached_listing, batch=batch,
-                    over_cap=over)
+    return Estimate(
+        usd=usd,
+        probes=pending,
+        model=model,
+        line=line + silent,
+        cached=cached_listing,
+        batch=batch,
+        over_cap=over,
+    )

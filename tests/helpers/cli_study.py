@@ -1,7 +1,7 @@
 """An agent CLI runtime through ``skillreach run --runtime <name>`` at concurrency 4, SIGKILLed once half
-the probes are recorded, then run again (the scenario of ``codex_study``, for the CLIs with a skill tool:
-gemini-cli, opencode, copilot). Each test starts its model stand-in with a responder that follows
-:func:`reads_for` and hands its ``runtime_options`` here."""
+the probes are recorded, then run again: the scenario every agent CLI's test shares (codex, through
+``codex_study``, and the CLIs with a skill tool: gemini-cli, opencode, copilot). Each test starts its model
+stand-in with a responder that follows :func:`reads_for` and hands its ``runtime_options`` here."""
 
 from __future__ import annotations
 
@@ -77,19 +77,22 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
-def write_inputs(tmp_path: Path) -> None:
-    """``skills/`` (8 skills) and ``queries.json`` (12 queries, :func:`script_for`) under ``tmp_path``."""
-    for name in SKILLS:
+def write_inputs(
+    tmp_path: Path, *, skills: int = len(SKILLS), queries: int = QUERIES, filler: str = ""
+) -> None:
+    """``skills/`` (8 skills) and ``queries.json`` (12 queries, :func:`script_for`) under ``tmp_path``;
+    ``filler`` lengthens every description."""
+    for name in (f"skill-{i:02d}" for i in range(skills)):
         folder = tmp_path / "skills" / name
         folder.mkdir(parents=True)
+        description = f"Handle chores of kind {name[-2:]} for the team.{' ' + filler if filler else ''}"
         (folder / "SKILL.md").write_text(
-            f"---\nname: {name}\ndescription: Handle chores of kind {name[-2:]} for the team.\n---\n"
-            f"Steps for {name}.\n"
+            f"---\nname: {name}\ndescription: {description}\n---\nSteps for {name}.\n"
         )
-    queries = []
-    for i in range(QUERIES):
+    rows = []
+    for i in range(queries):
         expected, _ = script_for(i)
-        queries.append(
+        rows.append(
             {
                 "id": f"q{i:02d}",
                 "text": f"request {i:02d}: a chore for the team",
@@ -97,7 +100,7 @@ def write_inputs(tmp_path: Path) -> None:
                 "kind": QueryKind.implicit.value if expected else QueryKind.out_of_scope.value,
             }
         )
-    (tmp_path / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
+    (tmp_path / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": rows}))
 
 
 def killed_half_way_and_resumed(
@@ -107,11 +110,18 @@ def killed_half_way_and_resumed(
     tmp_path: Path,
     version: str,
     model: str | None = None,
+    *,
+    skills: int = len(SKILLS),
+    queries: int = QUERIES,
+    filler: str = "",
+    said: tuple[str, ...] = (),
 ) -> str:
-    """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries, killed half-way
-    and resumed: every query recorded once, activations as scripted, the first run's probes kept, the
-    CLI's version on every record. Returns a line of timings."""
-    write_inputs(tmp_path)
+    """``skillreach run --runtime <runtime>`` at concurrency 4 on 8 skills and 12 queries (or ``skills``
+    and ``queries``), killed half-way and resumed: every query recorded once, activations as scripted,
+    the first run's probes kept, the CLI's version on every record, the cost estimate said before the
+    first probe (in tokens: no price is configured), each of ``said`` in what the command printed.
+    Returns a line of timings."""
+    write_inputs(tmp_path, skills=skills, queries=queries, filler=filler)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "SKILLREACH_"))}
     env.update(key_env, COLUMNS="200")
     probes = tmp_path / "out" / "probes.jsonl"
@@ -123,7 +133,7 @@ def killed_half_way_and_resumed(
     try:
         while time.monotonic() - t0 < 400:
             done = len(probes.read_text().splitlines()) if probes.exists() else 0
-            if done >= QUERIES // 2 or first.poll() is not None:
+            if done >= queries // 2 or first.poll() is not None:
                 break
             time.sleep(0.05)
         assert first.poll() is None, first.communicate()[1][-2000:]
@@ -132,22 +142,27 @@ def killed_half_way_and_resumed(
         first.wait(30)
     killed_after = time.monotonic() - t0
     before = read_probes(probes)
-    assert QUERIES // 2 <= len(before) < QUERIES
+    assert queries // 2 <= len(before) < queries
     resumed = _run(tmp_path, env, runtime)
     out, err = resumed.communicate(timeout=900)
     total = time.monotonic() - t0
     assert resumed.returncode == 0, err[-3000:]
-    assert "Traceback" not in out + err
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    for text in said:
+        assert text in out + err, text
+    estimate = re.search(r"cost estimate: about ([\d,]+) input and ([\d,]+) output tokens", out + err)
+    assert estimate is not None, (out + err)[-2000:]
     records = read_probes(probes)
     latest = {r.query_id: r for r in records}
-    assert sorted(latest) == [f"q{i:02d}" for i in range(QUERIES)]
+    assert sorted(latest) == [f"q{i:02d}" for i in range(queries)]
     assert [r.error for r in latest.values() if r.error] == []
-    for i in range(QUERIES):
+    for i in range(queries):
         assert latest[f"q{i:02d}"].invoked == tuple(script_for(i)[1]), i
     assert {r.runtime_version for r in records} == {version}
     assert all(latest[b.query_id] == b for b in before)  # the probes recorded before the kill are kept
     walls = sorted(r.duration_ms for r in records)
     return (
-        f"{runtime} through skillreach run: killed after {killed_after:.1f}s with {len(before)} of {QUERIES} "
-        f"probes recorded; {total:.1f}s in all; probe wall times (ms): {walls}"
+        f"{runtime} through skillreach run: killed after {killed_after:.1f}s with {len(before)} of {queries} "
+        f"probes recorded; {total:.1f}s in all; probe wall times (ms): {walls}; estimate "
+        f"{estimate.group(1)} input and {estimate.group(2)} output tokens"
     )

@@ -229,3 +229,18 @@ def test_every_wing_says_what_it_does() -> None:
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc is not None, f"{init.relative_to(REPO)}: a few lines on what the wing does"
         assert len(doc) > 40, f"{init.relative_to(REPO)}: a few lines on what the wing does"
+
+
+def test_every_package_of_the_core_ships_in_the_wheel() -> None:
+    """pyproject lists the packages one by one: a new wing left out installs without it."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(project["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in (REPO / "skillreach").rglob("__init__.py")
+        if "versions" not in init.parts
+    }
+    missing = sorted(found - listed)
+    assert missing == [], f"add to [tool.setuptools] packages in pyproject.toml: {missing}"

@@ -142,8 +142,11 @@ def redact(value: Any, *, keys: bool = True) -> Any:
     if isinstance(value, dict):
         return {
             # a secret is text: a count whose key names tokens (``routing_max_tokens``) is no secret
-            k: (MASK if keys and isinstance(k, str) and isinstance(v, str) and v and _SECRET_KEY.search(k)
-                else redact(v, keys=keys))
+            k: (
+                MASK
+                if keys and isinstance(k, str) and isinstance(v, str) and v and _SECRET_KEY.search(k)
+                else redact(v, keys=keys)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

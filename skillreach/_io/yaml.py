@@ -234,9 +234,8 @@ class SimpleDoc:
 _SIMPLE_KEY = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
 _SIMPLE_SUB = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,127}): +(.+)")
 _SIMPLE_ITEM = re.compile(r"( *)- +(.+)")
-_NOT_PLAIN = re.compile(r"""^[-?:,\[\]{}#&*!|>'"%@`]|: | #|:$| $""")
-"""What a one-line plain scalar may not hold here: an indicator first, ``': '`` or a final ``:`` (a
-mapping), ``' #'`` (a comment), a trailing space (stripped by YAML; simpler to let libyaml do it)."""
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+"""What a one-line plain scalar may not start with here (YAML's indicators)."""
 _NOT_SIMPLE = re.compile("[\t\r\x85\u2028\u2029\ufeff#]")
 """Anywhere in the text: tabs, the other line breaks YAML knows, a BOM, and ``#`` (a comment, or a
 character that may start one): such text goes through libyaml."""
@@ -251,7 +250,9 @@ class _NotSimple(Exception):
 
 def _plain(value: str) -> Any:
     """A one-line plain scalar as PyYAML's ``SafeLoader`` resolves and constructs it."""
-    if _NOT_PLAIN.search(value):
+    # an indicator first, ': ' or a final ':' (a mapping), ' #' (a comment), a trailing space
+    # (stripped by YAML; simpler to let libyaml do it)
+    if value[0] in _INDICATORS or ": " in value or " #" in value or value[-1] in ": ":
         raise _NotSimple
     for tag, regexp in _RESOLVERS.get(value[0], ()):
         if regexp.match(value):

@@ -199,14 +199,23 @@ def _check_name(path: str, value: object, line: int, out: list[Finding]) -> str 
     return name
 
 
-_ANY_PLACEHOLDER = re.compile(
-    "|".join(f"(?{'i' if p.flags & re.IGNORECASE else ''}:{p.pattern})" for p, _ in _PLACEHOLDERS)
-)
-"""All of :data:`_PLACEHOLDERS` in one pattern: a text without any (nearly all) is scanned once."""
+def _may_hold_placeholder(text: str) -> bool:
+    """Whether ``text`` holds what every pattern of :data:`_PLACEHOLDERS` needs (a literal each):
+    nearly no description does, and ``in`` is ~20× faster than the patterns' search."""
+    return (
+        "[" in text
+        or "{{" in text
+        or "_NAME" in text
+        or "TODO" in text
+        or "TBD" in text
+        or "FIXME" in text
+        or "XXX" in text
+        or "orem" in text.lower()
+    )
 
 
 def _placeholders(text: str) -> list[str]:
-    if _ANY_PLACEHOLDER.search(text) is None:
+    if not _may_hold_placeholder(text):
         return []
     found: list[str] = []
     for pattern, shown in _PLACEHOLDERS:

@@ -1559,3 +1559,90 @@ def test_a_store_under_a_file_size_limit_ends_in_one_line_with_the_probes_kept(t
     kept = (out / "probes.jsonl").read_text(encoding="utf-8").splitlines()
     assert kept, shown
     assert all(json.loads(line)["query_id"] for line in kept)
+
+
+# ------------------------------------------------------------- a disk that fills under probes.jsonl
+
+
+def _can_mount_tmpfs() -> bool:
+    """``unshare -rm`` (a user and mount namespace of our own, root or not) lets us mount a small tmpfs."""
+    import shutil
+
+    if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
+        return False
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def test_a_disk_that_fills_under_the_probe_log_ends_in_one_line_and_resumes(tmp_path: Path) -> None:
+    """A real ``skillreach run`` whose ``--out`` is a 400 KiB tmpfs (the probe log of the example at
+    20 attempts is ~800 KB): one line naming ``probes.jsonl`` and what to do, exit 2, no traceback,
+    the probes written before kept; then the same tmpfs grown to 8 MiB, the same command resumes from
+    them and finishes (exit 0), every probe once."""
+    if not _can_mount_tmpfs():
+        pytest.skip("cannot mount a tmpfs in a user namespace here (unshare -rm)")
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "disk").mkdir()
+    disk = tmp_path / "disk"
+    study = disk / "study"
+    env = _env(tmp_path, {})
+    cmd = f"{EXE} run --attempts 20 --out {study}"
+    script = f"""
+set -u
+mount -t tmpfs -o size=400k tmpfs {disk} || exit 90
+{cmd} > {tmp_path}/run1.out 2> {tmp_path}/run1.err
+echo $? > {tmp_path}/run1.code
+cp {study}/probes.jsonl {tmp_path}/kept.jsonl
+mount -o remount,size=8m {disk} || exit 91
+{cmd} > {tmp_path}/run2.out 2> {tmp_path}/run2.err
+echo $? > {tmp_path}/run2.code
+cp {study}/probes.jsonl {tmp_path}/final.jsonl
+"""
+    start = time.monotonic()
+    proc = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    err1 = (tmp_path / "run1.err").read_text(errors="replace")
+    shown = f"{took:.1f} s\n--- run 1 stderr\n{err1[-3000:]}"
+    assert (tmp_path / "run1.code").read_text().strip() == "2", shown
+    assert "Traceback" not in err1 + (tmp_path / "run1.out").read_text(errors="replace"), shown
+    errors = _error_lines(err1)
+    assert len(errors) == 1, shown
+    assert f"{study}/probes.jsonl: No space left on device" in errors[0], shown
+    assert "run the same command again" in errors[0], shown
+
+    kept_lines = (tmp_path / "kept.jsonl").read_bytes().split(b"\n")
+    complete = [json.loads(line) for line in kept_lines[:-1]]  # the last may be cut short by the full disk
+    assert len(complete) > 100, shown
+
+    err2 = (tmp_path / "run2.err").read_text(errors="replace")
+    out2 = (tmp_path / "run2.out").read_text(errors="replace")
+    shown2 = f"--- run 2\n{out2[-2000:]}\n{err2[-2000:]}"
+    assert (tmp_path / "run2.code").read_text().strip() == "0", shown2
+    assert "Traceback" not in out2 + err2, shown2
+    assert "resumed" in out2, shown2
+    final = [json.loads(line) for line in (tmp_path / "final.jsonl").read_text().splitlines()]
+    keys = [(r["query_id"], r["attempt"]) for r in final]
+    assert len(keys) == len(set(keys)), "a probe written twice"
+    assert final[: len(complete)] == complete, "the probes kept were rewritten"
+    import re
+
+    counts = re.search(r"\((\d+) probed, (\d+) resumed\)", out2)
+    assert counts is not None, shown2
+    probed, resumed = map(int, counts.groups())
+    assert resumed == len(complete), shown2
+    assert probed + resumed == len(final), shown2
+    assert took < 200, shown

@@ -8,6 +8,7 @@ records what it probed on the way out; a second SIGTERM ends the process at once
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import signal
@@ -149,7 +150,18 @@ def _os_error_line(exc: OSError) -> str:
     if where is None:
         return f"{what}; check the paths and folders given"
     dest = f" → {exc.filename2}" if exc.filename2 is not None else ""
+    if exc.errno in _FULL:
+        return f"{where}{dest}: {what}; {_FULL[exc.errno]}"
     return f"{where}{dest}: {what}; check this path"
+
+
+_AGAIN = "then run the same command again (a study keeps the probes it wrote and resumes from them)"
+_FULL = {
+    errno.ENOSPC: f"free space on that disk, {_AGAIN}",
+    errno.EDQUOT: f"free space or raise your disk quota, {_AGAIN}",
+    errno.EFBIG: f"the file reached a size limit (ulimit -f); raise it, {_AGAIN}",
+}
+"""A write that failed for want of space: what to do, since what was written is kept."""
 
 
 def _console_main() -> None:  # pragma: no cover (run in a subprocess: tests/test_cli_signals.py)

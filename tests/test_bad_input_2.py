@@ -1646,3 +1646,71 @@ cp {study}/probes.jsonl {tmp_path}/final.jsonl
     assert resumed == len(complete), shown2
     assert probed + resumed == len(final), shown2
     assert took < 200, shown
+
+
+# ------------------------------------------------- PostgreSQL: a read behind another connection's lock
+
+
+@pytest.mark.postgres
+def test_a_postgres_statement_behind_a_lock_ends_at_the_statement_timeout(tmp_path: Path) -> None:
+    """A live PostgreSQL whose ``probe_records`` table another connection holds locked (``LOCK TABLE …
+    IN ACCESS EXCLUSIVE MODE``, never released while the command runs): ``skillreach run`` with
+    ``SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S=2`` ends in one line naming the setting, exit 2, no
+    traceback, long before the default 300 s; the statement is not tried again."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from skillreach.store.database import Store
+
+    raw = os.environ.get("SKILLREACH_TEST_PG_URL")
+    if not raw:
+        if os.environ.get("CI") == "true":
+            pytest.fail("SKILLREACH_TEST_PG_URL is unset under CI=true: .ci/run must start PostgreSQL")
+        pytest.skip("no PostgreSQL: set SKILLREACH_TEST_PG_URL (bash .ci/run starts one)")
+    base = make_url(raw)
+    name = f"sr_stmt_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = base.set(database=name).render_as_string(hide_password=False)
+    holder_engine = create_engine(url)
+    try:
+        Store(url).close()  # the tables, migrated
+        with holder_engine.connect() as holder:
+            holder.execute(text("LOCK TABLE probe_records IN ACCESS EXCLUSIVE MODE"))  # held: no commit
+            (tmp_path / "cwd").mkdir()
+            env = _env(
+                tmp_path,
+                {"SKILLREACH_DATABASE_URL": url, "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S": "2"},
+            )
+            start = time.monotonic()
+            proc = subprocess.run(
+                [str(EXE), "run", "--out", str(tmp_path / "study")],
+                cwd=tmp_path / "cwd",
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=200,
+                check=False,
+            )
+            took = time.monotonic() - start
+            holder.rollback()
+    finally:
+        holder_engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+    shown = f"exit {proc.returncode} in {took:.1f} s\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 2, shown
+    assert "Traceback" not in proc.stdout + proc.stderr, shown
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, shown
+    assert "statement timeout" in errors[0], shown
+    assert "database_statement_timeout_s" in errors[0], shown
+    assert "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S: 2 s" in errors[0], shown
+    assert name in errors[0], shown  # the database named
+    assert "trying again" not in proc.stderr, shown  # a timed-out statement is not retried
+    assert took < 150, shown  # the default (300 s) would not have ended it

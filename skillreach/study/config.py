@@ -113,6 +113,8 @@ class StudyConfig(Frozen):
     baselines_branch: str = "skillreach/baselines"
     alert_repeat_after: str = "24h"
     """The same alert is sent at most once per this long (see Settings)."""
+    database_statement_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    """PostgreSQL: a store statement not finished in this many seconds is cancelled (see Settings)."""
     # secrets: used where they are needed, never dumped
     database_url: SecretStr | None = Field(default=None, exclude=True, repr=False)
     alert_webhooks: tuple[SecretStr, ...] = Field(default=(), exclude=True, repr=False)

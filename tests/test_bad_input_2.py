@@ -1028,7 +1028,7 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
         (
             "cost-1e308-summed",
             [rec(q, cost_usd=1e308) for q in qs.queries],
-            ("p.jsonl", "cost_usd", "1.8e308"),
+            ("p.jsonl:1", "cost_usd", "1,000,000"),  # one probe's cost is capped: no sum overflows
         ),
         (
             "two-model-snapshots",
@@ -1065,6 +1065,35 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
                     "-q",
                     "--out",
                     str(folder / name / "out") + "/",
+                ),
+                2,
+                needles,
+            )
+        )
+    # a probe's cost outside [0, 1e6] USD (negative, NaN, infinite, huge) is refused with its line,
+    # whichever reader takes the log (the msgspec blocks fall back to the line checks that name it)
+    n = len(qs.queries) + 1
+    for name, cost in (("negative", -0.5), ("nan", float("nan")), ("inf", float("inf")), ("huge", 1e300)):
+        path = folder / f"cost-{name}" / "p.jsonl"
+        path.parent.mkdir()
+        rows = [rec(q, cost_usd=0.01) for q in qs.queries] + [rec(first, attempt=2, cost_usd=cost)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        needles = (
+            (f"p.jsonl:{n}", "not valid JSON") if name in ("nan", "inf") else (f"p.jsonl:{n}", "cost_usd")
+        )
+        add(
+            Case(
+                "ranges",
+                f"score-cost-{name}",
+                (
+                    "score",
+                    "--queries",
+                    EX_QUERIES,
+                    "--probes",
+                    str(path),
+                    "-q",
+                    "--out",
+                    str(path.parent / "o") + "/",
                 ),
                 2,
                 needles,
@@ -1241,7 +1270,7 @@ def test_enough_cases_in_every_category() -> None:
         "webhooks": 8,
         "secrets": 3,
         "signals": 1,
-        "ranges": 24,
+        "ranges": 28,
         "text": 24,
         "overflow": 7,
         "waits": 3,
@@ -1714,3 +1743,23 @@ def test_a_postgres_statement_behind_a_lock_ends_at_the_statement_timeout(tmp_pa
     assert name in errors[0], shown  # the database named
     assert "trying again" not in proc.stderr, shown  # a timed-out statement is not retried
     assert took < 150, shown  # the default (300 s) would not have ended it
+
+
+def test_a_probe_cost_out_of_range_is_refused_by_every_reader(tmp_path: Path) -> None:
+    """The study's own reader (resume, grading) names the line and the field; the columnar reader
+    declines (the block reader then names the line)."""
+    from skillreach.errors import InputError
+    from skillreach.scoring.table import read_columns
+    from skillreach.study.probe_log import read_probes
+
+    good = {"query_id": "a", "attempt": 1, "invoked": [], "runtime": "keyword", "cost_usd": 0.5}
+    for cost in (-0.01, 1e300, 2_000_000):
+        path = tmp_path / "p.jsonl"
+        rows = [good, {**good, "attempt": 2, "cost_usd": cost}]
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        path.write_bytes(data)
+        with pytest.raises(InputError, match=r"p\.jsonl:2: .*'cost_usd'"):
+            read_probes(path)
+        assert read_columns(data, source="p.jsonl") is None
+    data = "".join(json.dumps({**good, "attempt": a}) + "\n" for a in (1, 2)).encode()
+    assert read_columns(data, source="p.jsonl") is not None  # the reader itself reads good costs

@@ -1763,3 +1763,47 @@ def test_a_probe_cost_out_of_range_is_refused_by_every_reader(tmp_path: Path) ->
         assert read_columns(data, source="p.jsonl") is None
     data = "".join(json.dumps({**good, "attempt": a}) + "\n" for a in (1, 2)).encode()
     assert read_columns(data, source="p.jsonl") is not None  # the reader itself reads good costs
+
+
+# ------------------------------------------- Prefect's own logs and --debug tracebacks, redacted too
+
+
+@pytest.fixture
+def failing_provider() -> Iterator[Any]:
+    """The Messages API stand-in answering every request (the canaries' too) with an error that echoes
+    the key and a proxy URL with its password: the study fails inside its Prefect flow."""
+    from tests.fakes.messages_api import MessagesAPI
+
+    def responder(body: dict[str, Any]) -> Any:
+        raise RuntimeError(f"invalid x-api-key: {KEY} via http://user:{PROXY_PW}@proxy.invalid:3128")
+
+    with MessagesAPI(responder, latency=0.0) as api:
+        yield api
+
+
+def test_a_secret_in_an_error_is_masked_in_the_debug_output(
+    tmp_path: Path, failing_provider: Any
+) -> None:
+    """``run --debug`` whose every request fails with the key and a URL password in the error (and a
+    configured secret, the database URL's password, in the environment): the error reaches the
+    ``--debug`` output with its tracebacks; the secrets appear in none of it, nor in the study folder,
+    ``SKILLREACH_HOME`` or ``PREFECT_HOME``. (Prefect's own loggers, of a tracked run, are tested in
+    ``tests/test_flows_integration.py``: they need a server.)"""
+    db_pw = "DBPWSECRET0123"
+    db = tmp_path / "home" / "skillreach.db"
+    db.parent.mkdir(parents=True)
+    env = {
+        "ANTHROPIC_BASE_URL": failing_provider.base_url,
+        "SKILLREACH_DATABASE_URL": f"sqlite:///{db}?password={db_pw}",
+    }
+    res = _study(tmp_path, env, "--debug", limit_s=120)
+    shown = f"exit {res.code} in {res.seconds:.1f} s\n--- stderr\n{res.stderr[-4000:]}"
+    assert not res.hung, shown
+    assert res.code not in (0, None), shown
+    # the --debug output does hold tracebacks (what is checked is that they are masked)
+    assert "Traceback" in res.stderr or "invalid x-api-key" in res.stderr, shown
+    assert "invalid x-api-key" in res.stdout + res.stderr, shown
+    for secret in (KEY, "KEYSECRET", PROXY_PW, db_pw):
+        assert secret not in res.stdout + res.stderr, f"{secret!r} printed\n{shown}"
+        for path, data in _files_text(tmp_path / "study", tmp_path / "home", tmp_path / "prefect"):
+            assert secret.encode() not in data, f"{secret!r} written to {path}"

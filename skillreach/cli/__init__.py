@@ -99,6 +99,9 @@ except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starti
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code."""
     args = sys.argv[1:] if argv is None else argv
+    from skillreach._io.redact import install_redaction
+
+    install_redaction()  # every log record (Prefect's too) and uncaught traceback, masked
     # ``run`` loads its modules with the garbage collector paused, until the study starts (_startup.py)
     paused = startup_gc.paused() if args[:1] == ["run"] else nullcontext()
     try:

@@ -20,6 +20,7 @@ Categories (the counts are asserted at the end of the file):
 - ``ranges``: baseline records through the bounded JSON reader (digits, depth, UTF-8, size, keys), and
   every number read back range-checked: records and artifacts re-sealed with a negative count, a rate of
   7.5, ``schema_version: true``; ``attempts = true``, ``max_turns: -5`` and negative prices in a config;
+  a probe log's ``cost_usd`` negative, NaN, infinite or huge (refused with its line);
 - ``text``: a lone surrogate (lint flags it, run, overlap and seal refuse it), bidi controls (lint flags
   them), skill names lint rejects (``../../x``, ``x|y``, ``(no skill)``, a spreadsheet formula) refused
   by run, overlap and cluster, query ids differing by a trailing space, a zero-width character, a
@@ -28,7 +29,11 @@ Categories (the counts are asserted at the end of the file):
   1e308, probes of two resolved model snapshots;
 - ``waits``: ``SKILLREACH_DATABASE_URL`` naming a text file, random bytes or a folder (one line); a
   PostgreSQL server that accepts and never answers (``test_a_postgres_server_…``, outside the table:
-  it needs a server of its own) ends ``run`` in one line within the connect timeout;
+  it needs a server of its own) ends ``run`` in one line within the connect timeout; outside the table
+  too: a PostgreSQL table locked by another connection ends ``run`` at the statement timeout (one line
+  naming ``database_statement_timeout_s``), and a disk that fills under ``probes.jsonl`` (a tmpfs of
+  400 KiB in a user namespace) ends ``run`` in one line, exit 2, the probes kept, and the same command
+  resumes once the disk has room;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """

@@ -1786,9 +1786,7 @@ def failing_provider() -> Iterator[Any]:
         yield api
 
 
-def test_a_secret_in_an_error_is_masked_in_the_debug_output(
-    tmp_path: Path, failing_provider: Any
-) -> None:
+def test_a_secret_in_an_error_is_masked_in_the_debug_output(tmp_path: Path, failing_provider: Any) -> None:
     """``run --debug`` whose every request fails with the key and a URL password in the error (and a
     configured secret, the database URL's password, in the environment): the error reaches the
     ``--debug`` output with its tracebacks; the secrets appear in none of it, nor in the study folder,

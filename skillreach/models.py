@@ -58,6 +58,10 @@ Finite = Annotated[float, StrictNumber, Field(allow_inf_nan=False)]
 """A finite number (no NaN, no infinity)."""
 NonNegative = Annotated[float, StrictNumber, Field(ge=0, allow_inf_nan=False)]
 """A finite number ≥ 0 (a price, a cost)."""
+MAX_PROBE_COST_USD = 1_000_000.0
+"""The most one probe may have cost: a record that says more (or less than 0, or NaN, or infinity) is
+refused where a probe log is read, with its file and line."""
+ProbeCost = Annotated[float, StrictNumber, Field(ge=0, le=MAX_PROBE_COST_USD, allow_inf_nan=False)]
 
 
 def canonical_json(data: Any) -> bytes:
@@ -348,7 +352,7 @@ class ProbeRecord(Frozen):
     model: str | None = None
     resolved_model: str | None = None
     usage: Usage = Field(default_factory=Usage)
-    cost_usd: NonNegative | None = None
+    cost_usd: ProbeCost | None = None
     duration_ms: Count = 0
     # additions beyond the spec's minimum
     fingerprint: str | None = None

@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     """Where the SQLite store, checkpoints and run folders live."""
     database_url: str | None = None
     """SQLAlchemy URL; default ``sqlite:///<home>/skillreach.db``. PostgreSQL: ``postgresql+psycopg://…``."""
+    database_statement_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    """PostgreSQL: a statement the server has not finished in this many seconds is cancelled (a read
+    waiting on another connection's lock ends in one line naming this setting)."""
 
     runtime: str = "keyword"
     """The agent runtime that probes (``skillreach doctor`` lists them); ``keyword`` is offline."""
@@ -397,6 +400,12 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
             else err["msg"]
         )
         raise ConfigError(f"{where}{field}: {hint}") from exc
+    # the store's statement timeout reaches every PostgreSQL connection of this process and of the
+    # processes it starts (workers) through its variable, whichever of flag, file or variable set it
+    timeout = settings.database_statement_timeout_s
+    env = "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S"
+    if timeout != Settings.model_fields["database_statement_timeout_s"].default or env in os.environ:
+        os.environ[env] = repr(timeout)
     from skillreach._io.redact import register_secret, register_url_password
 
     # the secret settings are masked wherever they would appear (a log line, an error, a record)

@@ -20,6 +20,7 @@ Categories (the counts are asserted at the end of the file):
 - ``ranges``: baseline records through the bounded JSON reader (digits, depth, UTF-8, size, keys), and
   every number read back range-checked: records and artifacts re-sealed with a negative count, a rate of
   7.5, ``schema_version: true``; ``attempts = true``, ``max_turns: -5`` and negative prices in a config;
+  a probe log's ``cost_usd`` negative, NaN, infinite or huge (refused with its line);
 - ``text``: a lone surrogate (lint flags it, run, overlap and seal refuse it), bidi controls (lint flags
   them), skill names lint rejects (``../../x``, ``x|y``, ``(no skill)``, a spreadsheet formula) refused
   by run, overlap and cluster, query ids differing by a trailing space, a zero-width character, a
@@ -28,7 +29,11 @@ Categories (the counts are asserted at the end of the file):
   1e308, probes of two resolved model snapshots;
 - ``waits``: ``SKILLREACH_DATABASE_URL`` naming a text file, random bytes or a folder (one line); a
   PostgreSQL server that accepts and never answers (``test_a_postgres_server_…``, outside the table:
-  it needs a server of its own) ends ``run`` in one line within the connect timeout;
+  it needs a server of its own) ends ``run`` in one line within the connect timeout; outside the table
+  too: a PostgreSQL table locked by another connection ends ``run`` at the statement timeout (one line
+  naming ``database_statement_timeout_s``), and a disk that fills under ``probes.jsonl`` (a tmpfs of
+  400 KiB in a user namespace) ends ``run`` in one line, exit 2, the probes kept, and the same command
+  resumes once the disk has room;
 - ``signals``: Ctrl-C during a run, with SIGINT's disposition reset in the child (so the case passes
   when pytest itself runs in a background job, where SIGINT is ignored and children inherit that).
 """
@@ -1028,7 +1033,7 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
         (
             "cost-1e308-summed",
             [rec(q, cost_usd=1e308) for q in qs.queries],
-            ("p.jsonl", "cost_usd", "1.8e308"),
+            ("p.jsonl:1", "cost_usd", "1,000,000"),  # one probe's cost is capped: no sum overflows
         ),
         (
             "two-model-snapshots",
@@ -1065,6 +1070,35 @@ def _overflow(root: Path, add: Callable[[Case], None]) -> None:
                     "-q",
                     "--out",
                     str(folder / name / "out") + "/",
+                ),
+                2,
+                needles,
+            )
+        )
+    # a probe's cost outside [0, 1e6] USD (negative, NaN, infinite, huge) is refused with its line,
+    # whichever reader takes the log (the msgspec blocks fall back to the line checks that name it)
+    n = len(qs.queries) + 1
+    for name, cost in (("negative", -0.5), ("nan", float("nan")), ("inf", float("inf")), ("huge", 1e300)):
+        path = folder / f"cost-{name}" / "p.jsonl"
+        path.parent.mkdir()
+        rows = [rec(q, cost_usd=0.01) for q in qs.queries] + [rec(first, attempt=2, cost_usd=cost)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        needles = (
+            (f"p.jsonl:{n}", "not valid JSON") if name in ("nan", "inf") else (f"p.jsonl:{n}", "cost_usd")
+        )
+        add(
+            Case(
+                "ranges",
+                f"score-cost-{name}",
+                (
+                    "score",
+                    "--queries",
+                    EX_QUERIES,
+                    "--probes",
+                    str(path),
+                    "-q",
+                    "--out",
+                    str(path.parent / "o") + "/",
                 ),
                 2,
                 needles,
@@ -1241,7 +1275,7 @@ def test_enough_cases_in_every_category() -> None:
         "webhooks": 8,
         "secrets": 3,
         "signals": 1,
-        "ranges": 24,
+        "ranges": 28,
         "text": 24,
         "overflow": 7,
         "waits": 3,
@@ -1559,3 +1593,220 @@ def test_a_store_under_a_file_size_limit_ends_in_one_line_with_the_probes_kept(t
     kept = (out / "probes.jsonl").read_text(encoding="utf-8").splitlines()
     assert kept, shown
     assert all(json.loads(line)["query_id"] for line in kept)
+
+
+# ------------------------------------------------------------- a disk that fills under probes.jsonl
+
+
+def _can_mount_tmpfs() -> bool:
+    """``unshare -rm`` (a user and mount namespace of our own, root or not) lets us mount a small tmpfs."""
+    import shutil
+
+    if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
+        return False
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def test_a_disk_that_fills_under_the_probe_log_ends_in_one_line_and_resumes(tmp_path: Path) -> None:
+    """A real ``skillreach run`` whose ``--out`` is a 400 KiB tmpfs (the probe log of the example at
+    20 attempts is ~800 KB): one line naming ``probes.jsonl`` and what to do, exit 2, no traceback,
+    the probes written before kept; then the same tmpfs grown to 8 MiB, the same command resumes from
+    them and finishes (exit 0), every probe once."""
+    if not _can_mount_tmpfs():
+        pytest.skip("cannot mount a tmpfs in a user namespace here (unshare -rm)")
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "disk").mkdir()
+    disk = tmp_path / "disk"
+    study = disk / "study"
+    env = _env(tmp_path, {})
+    cmd = f"{EXE} run --attempts 20 --out {study}"
+    script = f"""
+set -u
+mount -t tmpfs -o size=400k tmpfs {disk} || exit 90
+{cmd} > {tmp_path}/run1.out 2> {tmp_path}/run1.err
+echo $? > {tmp_path}/run1.code
+cp {study}/probes.jsonl {tmp_path}/kept.jsonl
+mount -o remount,size=8m {disk} || exit 91
+{cmd} > {tmp_path}/run2.out 2> {tmp_path}/run2.err
+echo $? > {tmp_path}/run2.code
+cp {study}/probes.jsonl {tmp_path}/final.jsonl
+"""
+    start = time.monotonic()
+    proc = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        cwd=tmp_path / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    err1 = (tmp_path / "run1.err").read_text(errors="replace")
+    shown = f"{took:.1f} s\n--- run 1 stderr\n{err1[-3000:]}"
+    assert (tmp_path / "run1.code").read_text().strip() == "2", shown
+    assert "Traceback" not in err1 + (tmp_path / "run1.out").read_text(errors="replace"), shown
+    errors = _error_lines(err1)
+    assert len(errors) == 1, shown
+    assert f"{study}/probes.jsonl: No space left on device" in errors[0], shown
+    assert "run the same command again" in errors[0], shown
+
+    kept_lines = (tmp_path / "kept.jsonl").read_bytes().split(b"\n")
+    complete = [json.loads(line) for line in kept_lines[:-1]]  # the last may be cut short by the full disk
+    assert len(complete) > 100, shown
+
+    err2 = (tmp_path / "run2.err").read_text(errors="replace")
+    out2 = (tmp_path / "run2.out").read_text(errors="replace")
+    shown2 = f"--- run 2\n{out2[-2000:]}\n{err2[-2000:]}"
+    assert (tmp_path / "run2.code").read_text().strip() == "0", shown2
+    assert "Traceback" not in out2 + err2, shown2
+    assert "resumed" in out2, shown2
+    final = [json.loads(line) for line in (tmp_path / "final.jsonl").read_text().splitlines()]
+    keys = [(r["query_id"], r["attempt"]) for r in final]
+    assert len(keys) == len(set(keys)), "a probe written twice"
+    assert final[: len(complete)] == complete, "the probes kept were rewritten"
+    import re
+
+    counts = re.search(r"\((\d+) probed, (\d+) resumed\)", out2)
+    assert counts is not None, shown2
+    probed, resumed = map(int, counts.groups())
+    assert resumed == len(complete), shown2
+    assert probed + resumed == len(final), shown2
+    assert took < 200, shown
+
+
+# ------------------------------------------------- PostgreSQL: a read behind another connection's lock
+
+
+@pytest.mark.postgres
+def test_a_postgres_statement_behind_a_lock_ends_at_the_statement_timeout(tmp_path: Path) -> None:
+    """A live PostgreSQL whose ``probe_records`` table another connection holds locked (``LOCK TABLE …
+    IN ACCESS EXCLUSIVE MODE``, never released while the command runs): ``skillreach run`` with
+    ``SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S=2`` ends in one line naming the setting, exit 2, no
+    traceback, long before the default 300 s; the statement is not tried again."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from skillreach.store.database import Store
+
+    raw = os.environ.get("SKILLREACH_TEST_PG_URL")
+    if not raw:
+        if os.environ.get("CI") == "true":
+            pytest.fail("SKILLREACH_TEST_PG_URL is unset under CI=true: .ci/run must start PostgreSQL")
+        pytest.skip("no PostgreSQL: set SKILLREACH_TEST_PG_URL (bash .ci/run starts one)")
+    base = make_url(raw)
+    name = f"sr_stmt_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = base.set(database=name).render_as_string(hide_password=False)
+    holder_engine = create_engine(url)
+    try:
+        Store(url).close()  # the tables, migrated
+        with holder_engine.connect() as holder:
+            holder.execute(text("LOCK TABLE probe_records IN ACCESS EXCLUSIVE MODE"))  # held: no commit
+            (tmp_path / "cwd").mkdir()
+            env = _env(
+                tmp_path,
+                {"SKILLREACH_DATABASE_URL": url, "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S": "2"},
+            )
+            start = time.monotonic()
+            proc = subprocess.run(
+                [str(EXE), "run", "--out", str(tmp_path / "study")],
+                cwd=tmp_path / "cwd",
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=200,
+                check=False,
+            )
+            took = time.monotonic() - start
+            holder.rollback()
+    finally:
+        holder_engine.dispose()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+    shown = f"exit {proc.returncode} in {took:.1f} s\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 2, shown
+    assert "Traceback" not in proc.stdout + proc.stderr, shown
+    errors = _error_lines(proc.stderr)
+    assert len(errors) == 1, shown
+    assert "statement timeout" in errors[0], shown
+    assert "database_statement_timeout_s" in errors[0], shown
+    assert "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S: 2 s" in errors[0], shown
+    assert name in errors[0], shown  # the database named
+    assert "trying again" not in proc.stderr, shown  # a timed-out statement is not retried
+    assert took < 150, shown  # the default (300 s) would not have ended it
+
+
+def test_a_probe_cost_out_of_range_is_refused_by_every_reader(tmp_path: Path) -> None:
+    """The study's own reader (resume, grading) names the line and the field; the columnar reader
+    declines (the block reader then names the line)."""
+    from skillreach.errors import InputError
+    from skillreach.scoring.table import read_columns
+    from skillreach.study.probe_log import read_probes
+
+    good = {"query_id": "a", "attempt": 1, "invoked": [], "runtime": "keyword", "cost_usd": 0.5}
+    for cost in (-0.01, 1e300, 2_000_000):
+        path = tmp_path / "p.jsonl"
+        rows = [good, {**good, "attempt": 2, "cost_usd": cost}]
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        path.write_bytes(data)
+        with pytest.raises(InputError, match=r"p\.jsonl:2: .*'cost_usd'"):
+            read_probes(path)
+        assert read_columns(data, source="p.jsonl") is None
+    data = "".join(json.dumps({**good, "attempt": a}) + "\n" for a in (1, 2)).encode()
+    assert read_columns(data, source="p.jsonl") is not None  # the reader itself reads good costs
+
+
+# ------------------------------------------- Prefect's own logs and --debug tracebacks, redacted too
+
+
+@pytest.fixture
+def failing_provider() -> Iterator[Any]:
+    """The Messages API stand-in answering every request (the canaries' too) with an error that echoes
+    the key and a proxy URL with its password: the study fails inside its Prefect flow."""
+    from tests.fakes.messages_api import MessagesAPI
+
+    def responder(body: dict[str, Any]) -> Any:
+        raise RuntimeError(f"invalid x-api-key: {KEY} via http://user:{PROXY_PW}@proxy.invalid:3128")
+
+    with MessagesAPI(responder, latency=0.0) as api:
+        yield api
+
+
+def test_a_secret_in_an_error_is_masked_in_the_debug_output(tmp_path: Path, failing_provider: Any) -> None:
+    """``run --debug`` whose every request fails with the key and a URL password in the error (and a
+    configured secret, the database URL's password, in the environment): the error reaches the
+    ``--debug`` output with its tracebacks; the secrets appear in none of it, nor in the study folder,
+    ``SKILLREACH_HOME`` or ``PREFECT_HOME``. (Prefect's own loggers, of a tracked run, are tested in
+    ``tests/test_flows_integration.py``: they need a server.)"""
+    db_pw = "DBPWSECRET0123"
+    db = tmp_path / "home" / "skillreach.db"
+    db.parent.mkdir(parents=True)
+    env = {
+        "ANTHROPIC_BASE_URL": failing_provider.base_url,
+        "SKILLREACH_DATABASE_URL": f"sqlite:///{db}?password={db_pw}",
+    }
+    res = _study(tmp_path, env, "--debug", limit_s=120)
+    shown = f"exit {res.code} in {res.seconds:.1f} s\n--- stderr\n{res.stderr[-4000:]}"
+    assert not res.hung, shown
+    assert res.code not in (0, None), shown
+    # the --debug output does hold tracebacks (what is checked is that they are masked)
+    assert "Traceback" in res.stderr or "invalid x-api-key" in res.stderr, shown
+    assert "invalid x-api-key" in res.stdout + res.stderr, shown
+    for secret in (KEY, "KEYSECRET", PROXY_PW, db_pw):
+        assert secret not in res.stdout + res.stderr, f"{secret!r} printed\n{shown}"
+        for path, data in _files_text(tmp_path / "study", tmp_path / "home", tmp_path / "prefect"):
+            assert secret.encode() not in data, f"{secret!r} written to {path}"

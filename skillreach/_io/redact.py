@@ -15,7 +15,9 @@ It masks, wherever they appear in a text:
 - the path of a webhook URL (a Slack or Discord hook's path is its token).
 
 :func:`redact` does the same to every string of a structure and blanks the values of secret-looking
-keys. :class:`RedactingFilter` is a :mod:`logging` filter for handlers (message and traceback).
+keys. :class:`RedactingFilter` is a :mod:`logging` filter for handlers (message and traceback);
+:func:`install_redaction` redacts every log record of the process as it is made (Prefect's loggers and
+handlers included) and every uncaught traceback (the CLI and the flow runs install it).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "MASK",
     "SECRET_ENV",
     "RedactingFilter",
+    "install_redaction",
     "redact",
     "redact_text",
     "register_secret",
@@ -142,8 +145,11 @@ def redact(value: Any, *, keys: bool = True) -> Any:
     if isinstance(value, dict):
         return {
             # a secret is text: a count whose key names tokens (``routing_max_tokens``) is no secret
-            k: (MASK if keys and isinstance(k, str) and isinstance(v, str) and v and _SECRET_KEY.search(k)
-                else redact(v, keys=keys))
+            k: (
+                MASK
+                if keys and isinstance(k, str) and isinstance(v, str) and v and _SECRET_KEY.search(k)
+                else redact(v, keys=keys)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
@@ -168,3 +174,56 @@ class RedactingFilter(logging.Filter):
         elif record.exc_text:
             record.exc_text = redact_text(record.exc_text)
         return True
+
+
+_installed: list[bool] = []
+
+
+def _redacting_factory(base: Any) -> Any:
+    def make(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record: logging.LogRecord = base(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to the handler to report
+            return record
+        record.msg = redact_text(message)
+        record.args = None
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        return record
+
+    make.skillreach_redacts = True  # type: ignore[attr-defined]
+    return make
+
+
+def install_redaction() -> None:
+    """Every log record of this process redacted when it is made, whichever logger and handler it goes
+    to — Prefect's console, the logs Prefect's API handler stores, a handler someone adds later — and
+    every uncaught exception's traceback (main thread and others) printed redacted. Idempotent.
+
+    A handler formats ``record.msg`` (the message, arguments merged, masked) and, for a traceback,
+    ``record.exc_text`` (set here, masked): the standard :class:`logging.Formatter`, Prefect's console
+    and API handlers and Rich's handler without ``rich_tracebacks`` all print those."""
+    if _installed:
+        return
+    _installed.append(True)
+    current = logging.getLogRecordFactory()
+    if not getattr(current, "skillreach_redacts", False):
+        logging.setLogRecordFactory(_redacting_factory(current))
+
+    import sys
+    import threading
+    import traceback
+
+    def excepthook(kind: Any, value: Any, tb: Any) -> None:
+        sys.stderr.write(redact_text("".join(traceback.format_exception(kind, value, tb))))
+
+    def thread_excepthook(args: Any) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "a thread"
+        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        sys.stderr.write(redact_text(f"Exception in thread {name}:\n{text}"))
+
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook

@@ -17,6 +17,7 @@ Text larger than the caller's byte limit is refused before parsing.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,7 +25,7 @@ import yaml
 from skillreach._io.json import MAX_INT_DIGITS, check_values
 from skillreach.errors import InputError
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "YamlProblem", "load_limited"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "SimpleDoc", "YamlProblem", "load_limited", "load_simple"]
 
 MAX_NODES = 100_000
 """Nodes (scalars, sequences, mappings) one document may hold."""
@@ -215,3 +216,169 @@ def _reader_what(exc: yaml.reader.ReaderError) -> str:
     if code == 0:
         return "a NUL byte (\\0) is not allowed in YAML; remove it"
     return f"control character U+{code:04X} is not allowed in YAML; remove it"
+
+
+# ------------------------------------------------------------------------------ the simple fast path
+
+
+@dataclass(frozen=True)
+class SimpleDoc:
+    """What :func:`load_simple` read: the mapping, the 0-based line of each top-level key in the
+    text, and the style of each top-level scalar value (``plain``; lists and mappings have none)."""
+
+    data: dict[str, Any]
+    key_lines: dict[str, int]
+    styles: dict[str, str]
+
+
+_SIMPLE_KEY = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,127}):(?: +(.*))?")
+_SIMPLE_SUB = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,127}): +(.+)")
+_SIMPLE_ITEM = re.compile(r"( *)- +(.+)")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+"""What a one-line plain scalar may not start with here (YAML's indicators)."""
+_NOT_SIMPLE = re.compile("[\t\r\x85\u2028\u2029\ufeff#]")
+"""Anywhere in the text: tabs, the other line breaks YAML knows, a BOM, and ``#`` (a comment, or a
+character that may start one): such text goes through libyaml."""
+_RESOLVERS: dict[Any, list[tuple[str, re.Pattern[str]]]] = yaml.resolver.Resolver.yaml_implicit_resolvers
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "null", "timestamp"))
+
+
+class _NotSimple(Exception):
+    pass
+
+
+def _plain(value: str) -> Any:
+    """A one-line plain scalar as PyYAML's ``SafeLoader`` resolves and constructs it."""
+    # an indicator first, ': ' or a final ':' (a mapping), ' #' (a comment), a trailing space
+    # (stripped by YAML; simpler to let libyaml do it)
+    if value[0] in _INDICATORS or ": " in value or " #" in value or value[-1] in ": ":
+        raise _NotSimple
+    for tag, regexp in _RESOLVERS.get(value[0], ()):
+        if regexp.match(value):
+            if tag not in _SCALAR_TAGS:
+                raise _NotSimple
+            try:
+                return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, value))
+            except ValueError as exc:  # an integer of thousands of digits: the full reader says so
+                raise _NotSimple from exc
+    return value
+
+
+_STRING_KEYS: set[str] = set()
+"""Keys already seen to resolve to strings (``name``, ``description`` …), at most 4,096."""
+
+
+def _key(name: str) -> str:
+    if name in _STRING_KEYS:
+        return name
+    if any(regexp.match(name) for _tag, regexp in _RESOLVERS.get(name[0], ())):
+        raise _NotSimple  # yes, on, null …: a key that is not a string
+    if len(_STRING_KEYS) < 4096:
+        _STRING_KEYS.add(name)
+    return name
+
+
+def load_simple(text: str, *, max_nodes: int = MAX_NODES) -> SimpleDoc | None:
+    """The common frontmatter read without a YAML parser, or ``None`` for anything else.
+
+    "Simple" is a mapping of one-line ``key: value`` entries whose values are plain scalars, a
+    mapping of such entries one level down, or a list of plain scalars (``- item``); no quotes, no
+    block scalars, no comments, no flow collections, no continuation lines, no repeated key. That is
+    what most SKILL.md files hold, and it is read ~10× faster than through libyaml and PyYAML's
+    constructor. Scalars are resolved and constructed by PyYAML's own resolver and ``SafeConstructor``
+    (``true``, ``1.0``, ``2026-01-02``, ``~``), so the result equals :func:`yaml.safe_load`'s
+    (``tests/test_yaml_simple.py`` checks it on generated documents). Anything else returns ``None``
+    and goes through :func:`load_limited`, which also words every error.
+    """
+    if _NOT_SIMPLE.search(text) or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        return None
+    lines = text.split("\n")
+    data: dict[str, Any] = {}
+    key_lines: dict[str, int] = {}
+    nodes = 1
+    i, n = 0, len(lines)
+    try:
+        while i < n:
+            line = lines[i]
+            if not line.strip(" "):
+                i += 1
+                continue
+            m = _SIMPLE_KEY.fullmatch(line)
+            if m is None:
+                return None
+            key = _key(m.group(1))
+            if key in data:
+                return None  # a repeated key: the full reader names both lines
+            key_lines[key] = i
+            raw = m.group(2)
+            i += 1
+            if raw:
+                data[key] = _plain(raw)
+                nodes += 2
+                continue
+            value, i, used = _block(lines, i)
+            data[key] = value
+            nodes += 1 + used
+        if not data or nodes > max_nodes:
+            return None
+    except _NotSimple:
+        return None
+    styles = {k: "plain" for k, v in data.items() if not isinstance(v, list | dict)}
+    return SimpleDoc(data, key_lines, styles)
+
+
+def _block(lines: list[str], i: int) -> tuple[Any, int, int]:
+    """The value of a ``key:`` with nothing after it, from line ``i``: ``(value, next line, nodes)``.
+
+    A list of ``- plain`` at one indentation (0 allowed), a mapping of ``sub: plain`` at one
+    indentation > 0, or ``None`` when the next entry is at the left margin (or there is none)."""
+    n = len(lines)
+    j = i
+    while j < n and not lines[j].strip(" "):
+        j += 1
+    if j == n:
+        return None, j, 1
+    first = lines[j]
+    item = _SIMPLE_ITEM.fullmatch(first)
+    if item is not None:
+        indent = item.group(1)
+        items: list[Any] = []
+        while j < n:
+            line = lines[j]
+            if not line.strip(" "):
+                j += 1
+                continue
+            m = _SIMPLE_ITEM.fullmatch(line)
+            if m is not None and m.group(1) == indent:
+                items.append(_plain(m.group(2)))
+                j += 1
+                continue
+            if line[0] != " " and not line.startswith("-"):
+                break  # the next top-level key
+            raise _NotSimple
+        return items, j, 1 + len(items)
+    if first[0] != " ":
+        return None, i, 1  # the next top-level key: this one's value is null
+    sub = _SIMPLE_SUB.fullmatch(first)
+    if sub is None:
+        raise _NotSimple
+    indent = sub.group(1)
+    mapping: dict[str, Any] = {}
+    while j < n:
+        line = lines[j]
+        if not line.strip(" "):
+            j += 1
+            continue
+        m = _SIMPLE_SUB.fullmatch(line)
+        if m is not None and m.group(1) == indent:
+            name = _key(m.group(2))
+            if name in mapping:
+                raise _NotSimple
+            mapping[name] = _plain(m.group(3))
+            j += 1
+            continue
+        if line[0] != " ":
+            break
+        raise _NotSimple
+    return mapping, j, 1 + 2 * len(mapping)

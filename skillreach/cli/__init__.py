@@ -8,6 +8,7 @@ records what it probed on the way out; a second SIGTERM ends the process at once
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import signal
@@ -100,6 +101,9 @@ except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starti
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code."""
     args = sys.argv[1:] if argv is None else argv
+    from skillreach._io.redact import install_redaction
+
+    install_redaction()  # every log record (Prefect's too) and uncaught traceback, masked
     # ``run`` loads its modules with the garbage collector paused, until the study starts (_startup.py)
     paused = startup_gc.paused() if args[:1] == ["run"] else nullcontext()
     try:
@@ -179,7 +183,18 @@ def _os_error_line(exc: OSError) -> str:
     if where is None:
         return f"{what}; check the paths and folders given"
     dest = f" → {exc.filename2}" if exc.filename2 is not None else ""
+    if exc.errno in _FULL:
+        return f"{where}{dest}: {what}; {_FULL[exc.errno]}"
     return f"{where}{dest}: {what}; check this path"
+
+
+_AGAIN = "then run the same command again (a study keeps the probes it wrote and resumes from them)"
+_FULL = {
+    errno.ENOSPC: f"free space on that disk, {_AGAIN}",
+    errno.EDQUOT: f"free space or raise your disk quota, {_AGAIN}",
+    errno.EFBIG: f"the file reached a size limit (ulimit -f); raise it, {_AGAIN}",
+}
+"""A write that failed for want of space: what to do, since what was written is kept."""
 
 
 def _console_main() -> None:  # pragma: no cover (run in a subprocess: tests/test_cli_signals.py)

@@ -12,6 +12,8 @@ from typing import Annotated, Any, BinaryIO, Literal
 
 import msgspec
 
+from skillreach.models import MAX_PROBE_COST_USD
+
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
 _get_row_usage = {name: attrgetter(f"usage.{name}") for name in _USAGE_KEYS}
@@ -37,6 +39,13 @@ def _blocks(fh: BinaryIO) -> Iterator[bytes]:
 
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
+_Cost = (
+    Annotated[int, msgspec.Meta(ge=0, le=int(MAX_PROBE_COST_USD))]
+    | Annotated[float, msgspec.Meta(ge=0, le=MAX_PROBE_COST_USD)]
+    | None
+)
+"""A probe's cost: a line outside [0, MAX_PROBE_COST_USD] leaves the decoder for the line-by-line
+checks, which name it."""
 
 
 class _Usage(msgspec.Struct, gc=False):
@@ -55,7 +64,7 @@ class _Lean(msgspec.Struct, gc=False):
     invoked: list[Annotated[str, msgspec.Meta(min_length=1)]] = msgspec.field(default_factory=list)
     error: str | None = None
     usage: _Usage | None = None
-    cost_usd: int | float | None = None
+    cost_usd: _Cost = None
     duration_ms: int | float | None = None
     runtime: str | None = None
     model: str | None = None

@@ -20,7 +20,7 @@ import orjson
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError
-from skillreach.models import NO_SKILL, ProbeRecord, QuerySet
+from skillreach.models import MAX_PROBE_COST_USD, NO_SKILL, ProbeRecord, QuerySet
 from skillreach.scoring._columns import (
     _EXACT_FLOAT,
     _MAX_DURATION,
@@ -349,8 +349,11 @@ class _Builder:
                 if type(v) is not int or v < 0:
                     raise self._bad(line, f"usage.{k}", "must be a non-negative integer")
         cost = get("cost_usd")
-        if cost is not None and (type(cost) not in (int, float) or not math.isfinite(cost)):
-            raise self._bad(line, "cost_usd", "must be null or a number")
+        if cost is not None and (
+            type(cost) not in (int, float) or not math.isfinite(cost) or not 0 <= cost <= MAX_PROBE_COST_USD
+        ):
+            what = f"is {cost!r}: must be null or a number of USD in [0, {MAX_PROBE_COST_USD:,.0f}]"
+            raise self._bad(line, "cost_usd", what)
         duration = get("duration_ms") or 0
         if type(duration) not in (int, float) or not math.isfinite(duration):
             raise self._bad(line, "duration_ms", "must be a number of milliseconds")
@@ -607,6 +610,8 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         return None
     usage = _usage(cols["usage"])
     costs = _finite(cols["cost_usd"], _EXACT_FLOAT)
+    if costs is not None and len(costs) and not (costs.min() >= 0 and costs.max() <= MAX_PROBE_COST_USD):
+        return None  # a negative or huge cost: the other reader names the line
     durations = _finite(cols["duration_ms"], _MAX_DURATION)
     if usage is None or costs is None or durations is None:
         return None

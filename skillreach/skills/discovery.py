@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 import yaml
 
-from skillreach._io.yaml import YamlProblem, load_limited
+from skillreach._io.yaml import YamlProblem, load_limited, load_simple
 from skillreach.errors import InputError, NoFrontmatterError, NotFoundError, SkillParseError
 from skillreach.models import Skill
 
@@ -58,6 +58,7 @@ __all__ = [
     "parse_skill",
     "read_frontmatter",
     "text_problem",
+    "walk_skill_files",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,12 +70,15 @@ uplift reports) and CSV cells, so a run refuses any other (``../../x``, ``x|y``,
 NAME_MAX = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_EITHER = re.compile("[\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def text_problem(text: str, *, bidi: bool = True) -> str | None:
     """What makes ``text`` unfit to pass on, or ``None``: a lone surrogate (no UTF-8 file, database row
     or API request can carry it) or, with ``bidi``, a bidirectional control character (U+202E and the
     like: the text displays in another order than it reads)."""
+    if _EITHER.search(text) is None:  # nearly every text: one scan, not two
+        return None
     m = _SURROGATE.search(text)
     if m is not None:
         return (
@@ -156,6 +160,8 @@ def _decode(path: str, data: bytes) -> str:
 
 def _json_safe(value: Any) -> Any:
     """YAML values made JSON-friendly: dates as ISO strings, sets as sorted lists, keys as strings."""
+    if type(value) is str:  # most values: said first
+        return value
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -169,28 +175,66 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
-    """Split a SKILL.md into its YAML frontmatter (parsed) and body. Raises :class:`SkillParseError`.
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+# O_NONBLOCK: opening a FIFO returns at once (fstat then refuses it) instead of waiting for a writer
 
-    The frontmatter is the block between a first line ``---`` (blank lines before it are allowed) and
-    the next line that is ``---``. YAML errors carry the file line of the YAML error mark.
-    """
-    spath = os.path.abspath(os.fspath(path))
+
+def _read_bounded(spath: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_SKILL_FILE_BYTES`: one open, one fstat, reads
+    (no separate stat of the path; a FIFO, device or socket is refused without being read)."""
     try:
-        if not stat.S_ISREG(os.stat(spath).st_mode):
+        fd = os.open(spath, _OPEN_FLAGS)
+    except OSError as exc:
+        raise SkillParseError(spath, 1, f"cannot read the file ({exc.strerror or exc})") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise SkillParseError(
                 spath, 1, "not a regular file (a FIFO, device or socket); pass a SKILL.md file"
             )
-        with open(spath, "rb") as fh:
-            raw = fh.read(MAX_SKILL_FILE_BYTES + 1)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_SKILL_FILE_BYTES:
+            chunk = os.read(fd, MAX_SKILL_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
         raise SkillParseError(spath, 1, f"cannot read the file ({exc.strerror or exc})") from exc
-    if len(raw) > MAX_SKILL_FILE_BYTES:
+    finally:
+        os.close(fd)
+    if size > MAX_SKILL_FILE_BYTES:
         raise SkillParseError(
             spath, 1, f"larger than {MAX_SKILL_FILE_BYTES // 2**20} MiB; a SKILL.md is a short document"
         )
-    lines = _decode(spath, raw).split("\n")
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+
+_CLOSING = re.compile(r"^---[^\S\n]*$", re.MULTILINE)
+"""The line that closes the frontmatter: ``---`` and nothing but white space (what ``rstrip`` drops)."""
+
+
+def _split(spath: str, text: str) -> tuple[int, str, str]:
+    """``(index of the opening line, the YAML between the markers, the body after them)``.
+
+    The common file (``---`` on its first line) is cut with one search, not split into lines: a
+    catalog's bodies are most of its bytes. Any other start takes :func:`_split_lines`, the reference
+    (``tests/test_skills.py`` checks both agree)."""
+    if not text.startswith("---\n"):
+        return _split_lines(spath, text)
+    m = _CLOSING.search(text, 4)
+    if m is None:
+        raise SkillParseError(
+            spath, 1, "the frontmatter opened here with '---' is never closed by a '---' line"
+        )
+    yaml_text = text[4 : max(4, m.start() - 1)]
+    return 0, yaml_text, text[m.end() + 1 :]
+
+
+def _split_lines(spath: str, text: str) -> tuple[int, str, str]:
+    lines = text.split("\n")
     start = 0
     while start < len(lines) and not lines[start].strip():
         start += 1
@@ -206,8 +250,32 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
         raise SkillParseError(
             spath, start + 1, "the frontmatter opened here with '---' is never closed by a '---' line"
         )
+    return start, "\n".join(lines[start + 1 : end]), "\n".join(lines[end + 1 :])
+
+
+def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
+    """Split a SKILL.md into its YAML frontmatter (parsed) and body. Raises :class:`SkillParseError`.
+
+    The frontmatter is the block between a first line ``---`` (blank lines before it are allowed) and
+    the next line that is ``---``. YAML errors carry the file line of the YAML error mark.
+    """
+    spath = os.path.abspath(os.fspath(path))
+    raw = _read_bounded(spath)
+    text = _decode(spath, raw)
+    start, yaml_text, body = _split(spath, text)
     offset = start + 1  # 0-based YAML line 0 is file line offset + 1
-    yaml_text = "\n".join(lines[start + 1 : end])
+    # within the byte limit whatever the characters (4 bytes at most each); larger: the full reader
+    short = len(yaml_text) <= MAX_FRONTMATTER_BYTES // 4
+    simple = load_simple(yaml_text, max_nodes=MAX_FRONTMATTER_NODES) if short else None
+    if simple is not None:  # the common frontmatter, read without a YAML parser (same result)
+        return Frontmatter(
+            path=spath,
+            data=_json_safe(simple.data),
+            body=body,
+            line=start + 1,
+            key_lines={k: offset + line + 1 for k, line in simple.key_lines.items()},
+            styles=simple.styles,
+        )
     try:
         data, node = load_limited(
             yaml_text, max_bytes=MAX_FRONTMATTER_BYTES, max_nodes=MAX_FRONTMATTER_NODES, line_offset=offset
@@ -228,7 +296,6 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
             key_lines.setdefault(key, offset + key_node.start_mark.line + 1)
             if isinstance(value_node, yaml.ScalarNode):
                 styles.setdefault(key, value_node.style or "plain")
-    body = "\n".join(lines[end + 1 :])
     return Frontmatter(
         path=spath,
         data=_json_safe(data),
@@ -346,7 +413,21 @@ def find_skill_files(
     follow_outside: bool = False,
     on_skip: Callable[[str], None] | None = None,
 ) -> Iterator[str]:
-    """Every SKILL.md under ``root`` (absolute paths as reached), hidden folders and symlinks included.
+    """Every SKILL.md under ``root``: the paths of :func:`walk_skill_files`."""
+    for path, _real in walk_skill_files(root, within=within, follow_outside=follow_outside, on_skip=on_skip):
+        yield path
+
+
+def walk_skill_files(
+    root: str | os.PathLike[str],
+    *,
+    within: Sequence[str | os.PathLike[str]] | None = None,
+    follow_outside: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> Iterator[tuple[str, str]]:
+    """``(path as reached, real path)`` of every SKILL.md under ``root`` (absolute paths as reached),
+    hidden folders and symlinks included. The real path is known from the walk (a folder's real path
+    joined with the name; ``realpath`` only for links), so callers need no ``lstat`` per component.
 
     Sorted within each folder, a folder before its sub-folders; each real folder is entered once
     (cycle guard), and a file reached twice through links is yielded once. The walk is iterative (no
@@ -361,7 +442,7 @@ def find_skill_files(
     spath = _check_root(root)
     skip = on_skip or log.warning
     if os.path.isfile(spath):
-        yield spath
+        yield spath, os.path.realpath(spath)
         return
     allowed = [os.path.realpath(os.fspath(r)) for r in (within if within is not None else [spath])]
     root_real = os.path.realpath(spath)
@@ -405,7 +486,7 @@ def find_skill_files(
                         continue
                     if file_real not in seen_files:
                         seen_files.add(file_real)
-                        yield entry.path
+                        yield entry.path, file_real
                     continue
                 if name in SKIPPED_DIRS or not entry.is_dir():
                     continue
@@ -451,8 +532,9 @@ def discover(
     seen_real: set[str] = set()
     for root in root_list:
         root_dir = root if os.path.isdir(root) else os.path.dirname(root)
-        for path in find_skill_files(root, within=root_list, follow_outside=follow_outside, on_skip=on_skip):
-            real = os.path.realpath(path)
+        for path, real in walk_skill_files(
+            root, within=root_list, follow_outside=follow_outside, on_skip=on_skip
+        ):
             if real in seen_real:
                 continue
             seen_real.add(real)

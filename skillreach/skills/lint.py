@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from skillreach.errors import LintFailed, NoFrontmatterError, NotFoundError, SkillParseError
+from skillreach.skills._fanout import fan_out, processes_for
 from skillreach.skills.discovery import (
     NAME_MAX,
     NAME_PATTERN,
-    find_skill_files,
     read_frontmatter,
     text_problem,
+    walk_skill_files,
 )
 
 __all__ = [
@@ -198,7 +199,24 @@ def _check_name(path: str, value: object, line: int, out: list[Finding]) -> str 
     return name
 
 
+def _may_hold_placeholder(text: str) -> bool:
+    """Whether ``text`` holds what every pattern of :data:`_PLACEHOLDERS` needs (a literal each):
+    nearly no description does, and ``in`` is ~20× faster than the patterns' search."""
+    return (
+        "[" in text
+        or "{{" in text
+        or "_NAME" in text
+        or "TODO" in text
+        or "TBD" in text
+        or "FIXME" in text
+        or "XXX" in text
+        or "orem" in text.lower()
+    )
+
+
 def _placeholders(text: str) -> list[str]:
+    if not _may_hold_placeholder(text):
+        return []
     found: list[str] = []
     for pattern, shown in _PLACEHOLDERS:
         for m in pattern.finditer(text):
@@ -342,6 +360,17 @@ def _check_file(path: str, out: list[Finding]) -> _Checked | None:
     return _Checked(path, name, fm.line_of("name"), description, invocable)
 
 
+def _check_files(paths: Sequence[str]) -> tuple[list[Finding], list[_Checked]]:
+    """Every file's findings and what the catalog checks need of it (one process's share)."""
+    findings: list[Finding] = []
+    checked: list[_Checked] = []
+    for path in paths:
+        result = _check_file(path, findings)
+        if result is not None:
+            checked.append(result)
+    return findings, checked
+
+
 def lint(
     roots: Sequence[str | os.PathLike[str]], *, budget: int = 15000, follow_outside: bool = False
 ) -> LintReport:
@@ -358,12 +387,11 @@ def lint(
     skipped: list[str] = []  # links outside the roots, folders too deep (discovery names them)
     for root in roots:
         files = list(  # raises NotFoundError for a missing root
-            find_skill_files(root, within=roots, follow_outside=follow_outside, on_skip=skipped.append)
+            walk_skill_files(root, within=roots, follow_outside=follow_outside, on_skip=skipped.append)
         )
         if not files:
             empty.append(os.fspath(root))
-        for path in files:
-            real = os.path.realpath(path)
+        for path, real in files:
             if real not in seen:
                 seen.add(real)
                 report.files.append(path)
@@ -377,10 +405,9 @@ def lint(
         report.findings.append(Finding("warning", "empty-root", f"no SKILL.md under {root}", root, None))
 
     checked: list[_Checked] = []
-    for path in report.files:
-        result = _check_file(path, report.findings)
-        if result is not None:
-            checked.append(result)
+    for findings, results in fan_out(_check_files, report.files, processes_for(len(report.files))):
+        report.findings.extend(findings)
+        checked.extend(results)
 
     first: dict[str, _Checked] = {}
     for c in checked:

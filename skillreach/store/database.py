@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,13 +35,14 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
-from skillreach.store.limits import DISK_ERROR, DISK_RETRIES, OPENED, pg_timeouts
+from skillreach.store.limits import OPENED, pg_timeouts
+from skillreach.store.limits import retry_lost_connection as _retry_lost_connection
 
 __all__ = [
     "AlertRow",
@@ -274,7 +274,7 @@ def _json_dumps(value: Any) -> str:
     return str.__str__(value) if isinstance(value, JsonText) else json.dumps(value)
 
 
-def _make_engine(url: str, origin: str = "database_url") -> Engine:
+def _make_engine(url: str, origin: str = "database_url", statement_timeout_s: float | None = None) -> Engine:
     """The engine of ``url``; every bad URL, missing driver or unusable folder is one ConfigError naming
     ``origin`` (the setting or variable the URL came from)."""
     scheme = url.split("://", maxsplit=1)[0] if "://" in url else url[:20]
@@ -300,7 +300,10 @@ def _make_engine(url: str, origin: str = "database_url") -> Engine:
         parsed = parsed.set(drivername="postgresql+psycopg")
     try:
         return create_engine(
-            parsed, pool_pre_ping=True, json_serializer=_json_dumps, connect_args=pg_timeouts(parsed)
+            parsed,
+            pool_pre_ping=True,
+            json_serializer=_json_dumps,
+            connect_args=pg_timeouts(parsed, statement_timeout_s),
         )
     except NoSuchModuleError as exc:
         raise ConfigError(
@@ -380,42 +383,17 @@ AUTOCOMMIT_ROWS = 100
 """Probe records up to this many go in one autocommitted INSERT (more: one transaction, as SQLAlchemy
 may split a long VALUES list into several statements)."""
 
-RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
-"""Waits between tries of a statement whose database connection was lost (about 30 s in all)."""
-
-
-
-
-def _retry_lost_connection(fn: Callable[[], T], delays: Sequence[float] = RETRY_DELAYS_S) -> T:
-    """``fn()``, tried again with backoff while the database connection is lost or refused
-    (``OperationalError`` / an invalidated connection). The pool is pre-pinged, so a fresh try gets a
-    fresh connection; ``fn`` must be idempotent (the probe upsert is)."""
-    disk_tries = 0
-    for wait in (*delays, None):
-        try:
-            return fn()
-        except (OperationalError, DBAPIError) as exc:
-            if wait is None or not (isinstance(exc, OperationalError) or exc.connection_invalidated):
-                raise
-            if DISK_ERROR.search(str(exc.orig or exc)):  # a full disk does not empty itself in 30 s
-                disk_tries += 1
-                if disk_tries > DISK_RETRIES:
-                    raise
-            log.warning("database connection lost (%s); trying again in %.1fs",
-                        str(exc.orig).splitlines()[0] if exc.orig else exc, wait)
-            time.sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 # ------------------------------------------------------------------------------------------- store
 
 
 class Store:
     """The database behind the service. ``Store(url)`` opens it and applies pending migrations."""
 
-    def __init__(self, url: str, *, origin: str = "database_url") -> None:
+    def __init__(
+        self, url: str, *, origin: str = "database_url", statement_timeout_s: float | None = None
+    ) -> None:
         self.url = url
-        self.engine = _make_engine(url, origin)
+        self.engine = _make_engine(url, origin, statement_timeout_s)
         OPENED.append(self.safe_url)
         try:
             migrate(self.engine)
@@ -445,7 +423,9 @@ class Store:
         if self.backend == "postgresql":
             self._probe_engine = create_engine(
                 self.engine.url, isolation_level="AUTOCOMMIT", pool_size=4, max_overflow=12,
-                json_serializer=_json_dumps, connect_args=pg_timeouts(self.engine.url))
+                json_serializer=_json_dumps,
+                connect_args=pg_timeouts(self.engine.url, statement_timeout_s),
+            )
 
     @property
     def safe_url(self) -> str:
@@ -858,7 +838,9 @@ def open_store(settings: Any = None, *, home: Path | None = None) -> Store:
 
     settings = settings or load_settings()
     if settings.database_url:
-        return Store(settings.database_url, origin="database_url (SKILLREACH_DATABASE_URL)")
+        timeout = getattr(settings, "database_statement_timeout_s", None)
+        return Store(settings.database_url, origin="database_url (SKILLREACH_DATABASE_URL)",
+                     statement_timeout_s=timeout)
     base = home or settings.home
     return Store(f"sqlite:///{(Path(base) / 'skillreach.db').as_posix()}", origin="home (SKILLREACH_HOME)")
 

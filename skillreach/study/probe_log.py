@@ -103,11 +103,19 @@ def read_probes(
             try:
                 records.append(ProbeRecord.model_validate(obj))
             except ValueError as exc:
-                first = str(exc).splitlines()[0]
-                raise InputError(
-                    f"{p}:{lineno}: not a probe record ({first}); fix or remove the line"
-                ) from exc
+                what = f"{p}:{lineno}: not a probe record ({_why(exc)}); fix or remove the line"
+                raise InputError(what) from exc
     return records
+
+
+def _why(exc: ValueError) -> str:
+    """The first thing wrong with a record: ``field 'cost_usd' is -0.5: Input should be …``."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "record"
+        return f"field {where!r} is {first.get('input')!r}: {first.get('msg', 'invalid')}"
+    return str(exc).splitlines()[0]
 
 
 def write_probes(path: str | os.PathLike[str], records: Iterable[ProbeRecord]) -> int:

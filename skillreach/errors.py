@@ -8,6 +8,8 @@ never shows a traceback for these. Vendor exceptions are translated at the runti
 
 from __future__ import annotations
 
+from skillreach._io.redact import redact_text
+
 __all__ = [
     "BudgetExceeded",
     "ConfigError",
@@ -35,8 +37,10 @@ class SkillreachError(Exception):
     exit_code: int = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+        # masked once, here: the text travels into CLI lines, logs, Prefect's failed-state messages
+        # and pickled results, and none of those may carry a secret
+        self.message = redact_text(message)
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message

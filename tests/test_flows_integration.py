@@ -619,7 +619,6 @@ def test_prefects_own_logs_and_an_uncaught_traceback_are_masked(prefect_server: 
         assert secret not in printed, f"{secret!r} printed\n{shown}"
         assert secret not in logs, f"{secret!r} in the logs Prefect stored:\n{logs[-3000:]}"
     assert "invalid x-api-key" in states, states[-3000:]
-    if any(secret in states for secret in secrets):
-        # Prefect writes the exception's text into the failed state's message itself (and pickles the
-        # exception into a persisted result), not through a logger: not redacted yet (issue 30, left)
-        pytest.xfail("Prefect's failed-state messages still carry the exception's raw text")
+    # Prefect writes the failed state's message from the exception itself, not through a logger
+    for secret in secrets:
+        assert secret not in states, f"{secret!r} in a failed state's message:\n{states[-3000:]}"

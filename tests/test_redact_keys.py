@@ -25,6 +25,7 @@ def test_an_error_of_ours_carries_its_message_masked_wherever_it_goes() -> None:
     key = "sk-ant-api03-ERRSECRETerrsecret0123456789"
     err = ProbeFailed(f"HTTP 401: invalid x-api-key {key} via http://u:PWSECRET42@proxy.invalid:3128")
     for text in (str(err), err.message, repr(err.args), repr(pickle.loads(pickle.dumps(err)).args)):
-        assert key not in text and "PWSECRET42" not in text, text
+        assert key not in text, text
+        assert "PWSECRET42" not in text, text
         assert "HTTP 401" in text
     assert "ERRSECRET" not in str(SkillParseError("a.md", 3, f"token {key} found"))

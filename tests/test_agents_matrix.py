@@ -52,6 +52,23 @@ def test_agent_matrix_finds_a_skill_routed_differently(tmp_path: Path) -> None:
     assert cell.false_activation_ci is not None
 
 
+def test_two_agents_that_routed_alike_make_no_gap_and_no_refusal(tmp_path: Path) -> None:
+    """The same artifact twice (two agents that routed every probe alike): the matrix says nothing
+    differs, where ``diff`` refuses "an arm compared with itself"."""
+    import shutil
+
+    from skillreach.author.agents import agent_matrix
+    from skillreach.author.diff import load_arm
+
+    assert main(["run", "--runtime", "keyword", "--out", str(tmp_path / "a")]) == 0
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    a, b = load_arm(tmp_path / "a", "a"), load_arm(tmp_path / "b", "b")
+    assert a.artifact.digest == b.artifact.digest
+    m = agent_matrix([a, b])
+    assert m.gaps == []
+    assert m.cells["incident-triage"]["b"].activation == 1.0
+
+
 def test_one_runtime_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--runtime", "keyword,keyword"]) == 2
     assert "name two or more different runtimes" in capsys.readouterr().err

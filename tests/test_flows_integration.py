@@ -605,10 +605,25 @@ def test_prefects_own_logs_and_an_uncaught_traceback_are_masked(prefect_server: 
     assert "invalid x-api-key" in printed, shown
 
     async def stored() -> tuple[str, str]:
+        # this flow's runs only: the server is shared by the module's other tests
+        from prefect.client.schemas.filters import (
+            FlowFilter,
+            FlowFilterName,
+            FlowRunFilter,
+            FlowRunFilterId,
+            LogFilter,
+            LogFilterFlowRunId,
+        )
+
         async with get_client() as client:
-            logs = [log.message for log in await client.read_logs(limit=200)]
-            runs = [*await client.read_flow_runs(limit=100), *await client.read_task_runs(limit=200)]
-            states = [str(r.state.message) for r in runs if r.state is not None]
+            leaky = FlowFilter(name=FlowFilterName(any_=["leaky"]))
+            flow_runs = await client.read_flow_runs(flow_filter=leaky)
+            ids = [r.id for r in flow_runs]
+            of_runs = LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids))
+            logs = [log.message for log in await client.read_logs(log_filter=of_runs)]
+            in_runs = FlowRunFilter(id=FlowRunFilterId(any_=ids))
+            task_runs = await client.read_task_runs(flow_run_filter=in_runs)
+            states = [str(r.state.message) for r in [*flow_runs, *task_runs] if r.state is not None]
             return "\n".join(logs), "\n".join(states)
 
     logs, states = asyncio.run(stored())

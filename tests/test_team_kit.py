@@ -36,7 +36,7 @@ def _run(
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The wheel of this checkout installed into a clean venv (what a user's ``pip install`` gives)."""
+    """The wheel of this checkout installed by pip into a clean venv, as the README's first step says."""
     if not UV.is_file():
         pytest.skip("uv is not installed beside the test interpreter (make .venv/.installed installs it)")
     base = tmp_path_factory.mktemp("kit")
@@ -50,11 +50,14 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(src)], src, dict(os.environ))
     wheel = next((base / "dist").glob("skillreach-*.whl"))
     venv = base / "venv"
-    _run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)], base, dict(os.environ))
+    # what the README says a user types: the standard library's venv and that venv's own pip (which
+    # compiles bytecode), not uv
+    _run([sys.executable, "-m", "venv", str(venv)], base, dict(os.environ))
+    pip_env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
     out = _run(
-        [str(UV), "pip", "install", "--quiet", "--compile-bytecode", "--python", str(venv / "bin" / "python"),
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
          str(wheel)],
-        base, dict(os.environ), check=False,
+        base, pip_env, check=False,
     )
     if out.returncode != 0 and re.search(r"(?i)connect|network|dns|resolve host|offline", out.stderr):
         pytest.skip(f"the package index cannot be reached: {out.stderr.strip().splitlines()[-1]}")
@@ -344,10 +347,9 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
     assert set(missing) == set(OPTIONAL), f"the default install pulls in {set(OPTIONAL) - set(missing)}"
     site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
                      env).stdout.strip())
-    # what du counts, bytecode included (the kit compiles it, as pip does); pip's own copy of pip and
-    # setuptools in a venv it makes adds ~26 MB more (bench/install_size.py measures pip itself)
+    # what du counts of the venv pip filled, bytecode and pip's own copy of itself included
     size = sum(f.lstat().st_blocks * 512 for f in site.rglob("*") if not f.is_symlink())
-    assert size <= 400e6, f"the default install takes {size / 1e6:.0f} MB (goal with pip: ≤ 440 MB)"
+    assert size <= 440e6, f"the default install takes {size / 1e6:.0f} MB (goal with pip: ≤ 440 MB)"
 
     # every command that needs no network, from the wheel without the extras
     sr = "skillreach"

@@ -10,7 +10,8 @@ creates a ``live-dropped`` run; the worker runs it: the frozen set breaches, and
 change*, naming the neighbour — is an alert (in the store, at the webhook through the alert automation)
 and the run's Prefect artifact ``live-verdict-algorithmic-art``.
 
-Integration: ~30–60 s for the server (cold, its own state), then two flow-run processes.
+Integration: 47–143 s measured on a shared 2-core machine (the server, cold with its own state, then
+``serve``'s deploy, automations and worker: 21–76 s; ingest to verdict, two flow-run processes: 17–49 s).
 """
 
 from __future__ import annotations
@@ -29,16 +30,25 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
+from tests.conftest import REPO
+from tests.helpers.merge_gate import corpora_present
 from tests.helpers.webhooks import WebhookSink
 from tests.test_live_e2e import NEIGHBOUR, SKILL, UNTIL, add_neighbour, at, clone, day_plan, team, transcripts
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not corpora_present(), reason="../shared/corpora is not present"),
+]
 
 __all__ = ["team"]  # the fixture: the team's repository with its baselines committed
 
 EXE = Path(sys.executable).with_name("skillreach")
 POOL = "live-pool"
+DEPLOYMENTS = {
+    d["name"] for d in yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+}
 T = TypeVar("T")
 
 
@@ -123,7 +133,7 @@ def test_a_live_drop_is_judged_by_the_service_worker_routing_change(team: Path, 
                     found = {d["name"]: d for d in client.post("/deployments/filter", json={}).json()}
                 except (httpx.HTTPError, ValueError):
                     return None
-                return found if len(found) >= 7 else None
+                return found if set(found) >= DEPLOYMENTS else None
 
             deployed = _until("prefect.yaml deployed by serve", deployments, 300, log)
             # no scheduled run (the 15-minute watch, the hourly ingest, the nightly) beside this one

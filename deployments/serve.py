@@ -280,12 +280,15 @@ def keep_alive(start: Callable[[], subprocess.Popen[bytes]], proc: subprocess.Po
     return thread
 
 
-def serve(port: int = 4200, pool: str = "skillreach", log: Callable[[str], None] = print,
+def serve(port: int = 4200, pool: str | None = None, log: Callable[[str], None] = print,
           host: str = "127.0.0.1") -> int:
     """Bring the service up and keep the worker in the foreground; returns the exit code. ``host`` is
-    the address the server binds (127.0.0.1 by default; the service itself talks to it locally)."""
+    the address the server binds (127.0.0.1 by default; the service itself talks to it locally);
+    ``pool``: the work pool (else ``$SKILLREACH_WORK_POOL``, which doctor and status read too, else
+    ``skillreach``)."""
     workdir = Path.cwd().resolve()
     env = prefect_env(port, workdir, pool)
+    pool = env[POOL_ENV]
     api = env["PREFECT_API_URL"]
     cron, tz = nightly_schedule(env)  # a bad one stops here, in one line, before anything starts
     log(f"serve: nightly compliance on cron {cron!r} ({tz}); {NIGHTLY_CRON_ENV} / {NIGHTLY_TZ_ENV} change it")

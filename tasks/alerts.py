@@ -109,5 +109,8 @@ async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict
                 delivery, ok = "none", False
             store.mark_alert(row.id, delivery=delivery, delivered=ok)
             out.append(delivery)
-    logger().warning("gate breach alerts: %s", ", ".join(out))
+    said = [
+        f"{p.get('event') or GATE_BREACHED} {p.get('skill')}: {d}" for p, d in zip(breaches, out, strict=True)
+    ]
+    logger().warning("alerts: %s", ", ".join(said))  # a live verdict or an expiry is no gate breach
     return out

@@ -60,6 +60,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # before any test module imports Pref
 SERIAL_MODULES = frozenset({
     "tests/test_crash_resume.py",
     "tests/test_flows_integration.py",
+    "tests/test_live_service.py",
     "tests/test_operator_week.py",
     "tests/test_realserver.py",
     "tests/test_scale_out.py",

@@ -54,6 +54,18 @@ def test_the_wheel_installs_no_generic_top_level_package() -> None:
         assert (REPO / folder / "__init__.py").is_file()
 
 
+def test_the_wheel_lists_every_package_of_the_checkout() -> None:
+    """``packages`` is an explicit list: a wing left out of it is missing from the wheel (an installed
+    ``skillreach ingest`` or a worker's ``ingest`` flow run would fail to import it)."""
+    tool = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = {
+        ".".join(p.parent.relative_to(REPO).parts)
+        for p in (REPO / "skillreach").rglob("__init__.py")
+        if "versions" not in p.parts and "__pycache__" not in p.parts
+    }
+    assert found - set(tool["packages"]) == set()
+
+
 def test_no_task_reads_the_settings_from_the_environment() -> None:
     """Tasks take the study's resolved configuration; only where a study enters are settings loaded."""
     offenders = [p.name for p in (REPO / "tasks").glob("*.py") if "load_settings" in p.read_text("utf-8")]
@@ -230,17 +242,3 @@ def test_every_wing_says_what_it_does() -> None:
         assert doc is not None, f"{init.relative_to(REPO)}: a few lines on what the wing does"
         assert len(doc) > 40, f"{init.relative_to(REPO)}: a few lines on what the wing does"
 
-
-def test_every_package_of_the_core_ships_in_the_wheel() -> None:
-    """pyproject lists the packages one by one: a new wing left out installs without it."""
-    import tomllib
-
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    listed = set(project["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(init.parent.relative_to(REPO).parts)
-        for init in (REPO / "skillreach").rglob("__init__.py")
-        if "versions" not in init.parts
-    }
-    missing = sorted(found - listed)
-    assert missing == [], f"add to [tool.setuptools] packages in pyproject.toml: {missing}"

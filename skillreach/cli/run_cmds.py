@@ -594,7 +594,10 @@ def _log_file(out: Path | None) -> logging.Handler:
 
 def serve_cmd(
     port: int = typer.Option(4200, "--port", help="Port of the local Prefect server (127.0.0.1)."),
-    pool: str = typer.Option("skillreach", "--pool", help="Process work pool to create and serve."),
+    pool: str | None = typer.Option(
+        None, "--pool", metavar="NAME",
+        help="Process work pool to create and serve (default: $SKILLREACH_WORK_POOL, else skillreach).",
+    ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the Prefect server binds (0.0.0.0: all)."),
 ) -> None:
     """Start the Prefect deployments of prefect.yaml locally: server, work pool, deployments,

@@ -525,3 +525,22 @@ def test_depth_told_from_the_bytes_agrees_with_the_bounded_reader() -> None:
             line = orjson.dumps(obj)
             expected = check_values(orjson.loads(line)) != "deep"
             assert _shallow(line) == expected, (depth, wrap)
+
+
+
+def test_otlp_exports_of_the_wrong_shape_are_passed_over(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``scopeLogs``/``logRecords``/``scopeSpans`` that are numbers, strings or null: no event, no crash."""
+    src = tmp_path / "otel"
+    src.mkdir()
+    lines = [
+        {"resourceLogs": [{"scopeLogs": 5}]},
+        {"resourceLogs": [{"scopeLogs": [{"logRecords": "x"}]}, 7]},
+        {"resourceSpans": [{"resource": [], "scopeSpans": [{"spans": 3}]}]},
+        {"resourceLogs": None, "resourceSpans": {"a": 1}},
+    ]
+    (src / "export.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert main(["ingest", str(src)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert count_events(_store(home)) == 0

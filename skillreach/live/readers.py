@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -360,6 +361,22 @@ class TranscriptReader:
 _OTLP_WORDS = (b"user_prompt", b"skill", b"Skill", b"api_request")
 
 
+def _otlp_items(resources: Any, scopes_key: str, items_key: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Every item of an OTLP export's ``resourceLogs``/``resourceSpans`` (dict or not: each one counts in
+    the fallback ids), with its resource's attributes; what is not a list or a dict is passed over."""
+    if not isinstance(resources, list):
+        return
+    for r in resources:
+        if not isinstance(r, dict):
+            continue
+        resource = _attrs(r["resource"].get("attributes")) if isinstance(r.get("resource"), dict) else {}
+        scopes = r.get(scopes_key)
+        for scope in scopes if isinstance(scopes, list) else ():
+            items = scope.get(items_key) if isinstance(scope, dict) else None
+            for item in items if isinstance(items, list) else ():
+                yield item, resource
+
+
 def _attrs(items: Any) -> dict[str, Any]:
     """An OTLP attribute list as a dict: each value the one field of its ``AnyValue`` (``stringValue``,
     ``boolValue``, ``intValue`` (a string), ``doubleValue``; an array or map stays as it is and reads as
@@ -468,24 +485,9 @@ class OtlpReader:
             self._spans(obj.get("resourceSpans"), digest)
 
     def _logs(self, resource_logs: Any, digest: str) -> None:
-        if not isinstance(resource_logs, list):
-            return
-        i = 0
-        for rl in resource_logs:
-            if not isinstance(rl, dict):
-                continue
-            resource = (
-                _attrs((rl.get("resource") or {}).get("attributes"))
-                if isinstance(rl.get("resource"), dict)
-                else {}
-            )
-            for sl in rl.get("scopeLogs") or []:
-                if not isinstance(sl, dict):
-                    continue
-                for rec in sl.get("logRecords") or []:
-                    i += 1
-                    if isinstance(rec, dict):
-                        self._record(rec, resource, f"{digest}:{i}")
+        for i, (rec, resource) in enumerate(_otlp_items(resource_logs, "scopeLogs", "logRecords"), 1):
+            if isinstance(rec, dict):
+                self._record(rec, resource, f"{digest}:{i}")
 
     def _record(self, rec: dict[str, Any], resource: dict[str, Any], fallback_id: str) -> None:
         items = rec.get("attributes")
@@ -578,24 +580,9 @@ class OtlpReader:
             self.updates.append(SkillCallUpdate(key[:256], success=success))
 
     def _spans(self, resource_spans: Any, digest: str) -> None:
-        if not isinstance(resource_spans, list):
-            return
-        i = 0
-        for rs in resource_spans:
-            if not isinstance(rs, dict):
-                continue
-            resource = (
-                _attrs((rs.get("resource") or {}).get("attributes"))
-                if isinstance(rs.get("resource"), dict)
-                else {}
-            )
-            for ss in rs.get("scopeSpans") or []:
-                if not isinstance(ss, dict):
-                    continue
-                for span in ss.get("spans") or []:
-                    i += 1
-                    if isinstance(span, dict):
-                        self._span(span, resource, f"{digest}:{i}")
+        for i, (span, resource) in enumerate(_otlp_items(resource_spans, "scopeSpans", "spans"), 1):
+            if isinstance(span, dict):
+                self._span(span, resource, f"{digest}:{i}")
 
     def _span(self, span: dict[str, Any], resource: dict[str, Any], fallback_id: str) -> None:
         a = _attrs(span.get("attributes"))

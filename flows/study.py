@@ -75,8 +75,8 @@ async def study(
         if config.gate or config.record_baselines:  # gate before re-record, always
             gates = await call(gate_study, config, inputs, plan, scored.artifact, kind)
             await call(publish_report, scored, gates)  # report.html again, with the gate report
-        if gates.breaches:
-            await call(deliver_alerts, config, plan.study_id, list(gates.breaches))
+        if gates.breaches or gates.rows:  # said once per verdict; a verdict the gate now passes closes
+            await call(deliver_alerts, config, plan.study_id, list(gates.breaches), gates, kind)
         if config.record_baselines:
             await call(record_baselines, config, inputs, plan, gates)
         await call(publish_run, plan, scored.artifact, gates.report, config, kind)

@@ -20,6 +20,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import NonNegative
 
 __all__ = [
+    "AlertDeliveryConfig",
     "GateConfig",
     "LiveGateConfig",
     "Price",
@@ -91,6 +92,38 @@ class LiveGateConfig(BaseModel):
         if parse_duration(value).total_seconds() <= 0:
             raise ValueError(f"{value!r} is an empty window; write e.g. 14d")
         return value
+
+
+class AlertDeliveryConfig(BaseModel):
+    """How an alert reaches its webhooks: stored *pending* first, *delivered* on a 2xx, retried with a
+    backoff that doubles from ``first_retry`` to ``longest_retry``, *failed* after ``tries``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    tries: int = Field(default=12, ge=1, le=100)
+    """Posts of one alert to one webhook before it is marked failed (1–100)."""
+    first_retry: str = "30s"
+    """The wait before the second try; each later wait doubles (``30s``, ``1m``)."""
+    longest_retry: str = "1h"
+    """The longest wait between two tries (with the defaults, 12 tries span about 6.5 hours)."""
+    failing_after: str = "15m"
+    """A webhook that has taken nothing for this long is said once on every other webhook, and in the
+    service log."""
+    timeout_s: float = Field(default=10.0, gt=0, le=300, allow_inf_nan=False)
+    """The whole exchange with a webhook (resolving, connecting, sending, the answer's status) ends
+    after this many seconds, however slowly the other side answers (0–300)."""
+
+    @field_validator("first_retry", "longest_retry", "failing_after")
+    @classmethod
+    def _wait_valid(cls, value: str) -> str:
+        if not timedelta(seconds=1) <= parse_duration(value) <= timedelta(days=7):
+            raise ValueError(f"{value!r} is not a wait between 1s and 7d; write e.g. 30s, 15m, 1h")
+        return value
+
+    def waits(self) -> tuple[timedelta, timedelta, timedelta]:
+        """``(first_retry, longest_retry, failing_after)`` as timedeltas."""
+        return (parse_duration(self.first_retry), parse_duration(self.longest_retry),
+                parse_duration(self.failing_after))
 
 
 class Settings(BaseSettings):
@@ -192,6 +225,10 @@ class Settings(BaseSettings):
     alert_repeat_after: str = "24h"
     """The same alert (kind, skill, metric, cause) is sent at most once per this long (``30m``, ``24h``,
     ``7d``; ``SKILLREACH_ALERT_REPEAT_AFTER``); repeats within it are stored, not sent."""
+
+    alert_delivery: AlertDeliveryConfig = Field(default_factory=AlertDeliveryConfig)
+    """Retries of an alert a webhook did not take, and the deadline of each post; see
+    ``alert_delivery.*``."""
 
     @field_validator("alert_repeat_after")
     @classmethod

@@ -36,7 +36,7 @@ def test_the_same_alert_is_sent_once_per_window_and_a_mute_holds_it_back(
         capsys.readouterr()
         assert main(["alerts", "list"]) == 0
         listed = capsys.readouterr().out
-        assert f"{key}  posted" in listed
+        assert f"{key}  delivered" in listed
         assert f"{key}  repeat" in listed
 
         # a window of 0 sends every repeat; a mute (by the skill's prefix) still holds it back

@@ -18,7 +18,7 @@ BY_NAME = {d["name"]: d for d in SPEC["deployments"]}
 
 def test_the_four_deployments_are_there() -> None:
     assert set(BY_NAME) == {"study", "nightly-compliance", "rebaseline-all", "watch", "resolve-crashed",
-                            "ingest", "live-dropped"}
+                            "ingest", "live-dropped", "deliver-alerts"}
     # the work pool is the service's environment's (`serve --pool`), never fixed in the file
     assert all(d["work_pool"]["name"] == "{{ $SKILLREACH_WORK_POOL }}" for d in SPEC["deployments"])
 
@@ -154,57 +154,30 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
         assert deployment_trigger.actions[0].type == "run-deployment"
 
 
-def test_alert_automation_validates() -> None:
+def test_the_alert_outbox_retries_on_a_schedule_and_files_runs_that_ended_badly() -> None:
+    """``deliver-alerts``: every 15 minutes (a fixed anchor), one run at a time, queued; triggered by a
+    skillreach run's bad end with that run's id; never tagged ``skillreach`` (it never files itself)."""
+    from datetime import timedelta
     from uuid import uuid4
 
-    from skillreach.deployments.automations import ALERT_BODY, alert_automation
+    from prefect.client.schemas.schedules import IntervalSchedule
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    ids = [uuid4(), uuid4()]
-    a = alert_automation(ids)
-    assert a.trigger.expect == {"skillreach.gate.breached", "skillreach.gate.inconclusive",
-                                "skillreach.model.drift",
-                                "skillreach.baseline.expired", "skillreach.skill.no_queries",
-                                "skillreach.live.verdict"}
-    assert [act.block_document_id for act in a.actions] == ids
-    # the body template renders the payload's fields (rendered with jinja like Prefect does)
-    import jinja2
-
-    from skillreach.service.alerts import breach_payload, slack_message
-
-    payload = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
-                             baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05)
-    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": payload,
-                                                                      "event": payload["event"]})
-    assert text == slack_message(payload)["text"]
-    from skillreach.service.alerts import BASELINE_EXPIRED, MODEL_DRIFT, notice_payload
-
-    drift = breach_payload(skill="pdf", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
-                           baseline_id="pdf@2026-01-01", run_link="http://ui/runs/1", gate=-0.05,
-                           event=MODEL_DRIFT)
-    text = jinja2.Environment().from_string(ALERT_BODY).render(event={"payload": drift, "event": MODEL_DRIFT})
-    assert text == slack_message(drift)["text"]
-    assert text.startswith("skillreach drift: pdf activation")
-    notice = notice_payload(BASELINE_EXPIRED, skill="pdf", message="baseline expired", run_link="http://ui/r")
-    env = jinja2.Environment()
-    text = env.from_string(ALERT_BODY).render(event={"payload": notice, "event": BASELINE_EXPIRED})
-    assert text == slack_message(notice)["text"]
-    # the cause (the skill that took the traffic) and the next step, in the line and the automation's
-    caused = {**payload, "cause": "ship-it", "cause_detail": "lost 4 of 4 cases to ship-it",
-              "next_step": "skillreach baseline accept pdf if this is intended, "
-                           "else fix skills/ship-it/SKILL.md"}
-    text = env.from_string(ALERT_BODY).render(event={"payload": caused, "event": caused["event"]})
-    assert text == slack_message(caused)["text"]
-    assert "; lost 4 of 4 cases to ship-it; next: skillreach baseline accept pdf" in text
-    told = {**notice, "next_step": "fix skills/pdf/SKILL.md"}
-    text = env.from_string(ALERT_BODY).render(event={"payload": told, "event": BASELINE_EXPIRED})
-    assert text == slack_message(told)["text"]
-    assert "baseline expired; next: fix skills/pdf/SKILL.md — http://ui/r" in text
+    dep = BY_NAME["deliver-alerts"]
+    assert "skillreach" not in dep["tags"]
+    [every] = dep["schedules"]
+    assert IntervalSchedule(interval=every["interval"]).interval == timedelta(minutes=15)
+    assert dep["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
+    [trig] = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+    assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
+    trig.set_deployment_id(uuid4())
+    assert trig.as_automation().actions[0].type == "run-deployment"
 
 
 def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule() -> None:
     """``ingest`` runs hourly (one at a time); each ``skillreach.live.dropped`` it emits (resource: the
     skill) starts ``live-dropped`` with the skill and the gate's time from the event's payload; the
-    verdict's alert is one the alert automation forwards."""
+    verdict's alert is worded as any other."""
     from datetime import UTC, datetime, timedelta
     from uuid import uuid4
 
@@ -212,7 +185,6 @@ def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule
     from prefect.client.schemas.schedules import IntervalSchedule
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    from skillreach.deployments.automations import ALERT_BODY, ALERT_EVENTS
     from skillreach.live.gate import LIVE_DROPPED, LiveDrop, LiveShare, LiveWindows
     from skillreach.live.verdict import LIVE_VERDICT, FrozenResult, decide, drop_payload, verdict_payload
     from skillreach.service.alerts import slack_message
@@ -238,12 +210,11 @@ def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule
     assert rendered == {"skill": "pdf", "until": "2026-12-01T00:00:00+00:00"}
     trigger.set_deployment_id(uuid4())
     assert trigger.as_automation().actions[0].type == "run-deployment"
-    # the verdict is an alert the automation forwards, worded as a direct post would be
-    assert LIVE_VERDICT in ALERT_EVENTS
     verdict = decide(drop, FrozenResult(verdict="ok", baseline_id="pdf@1", base=1.0, new=1.0))
     alert = verdict_payload(verdict, run_link="http://ui/runs/1")
-    text = env.from_string(ALERT_BODY).render(event={"payload": alert, "event": LIVE_VERDICT})
-    assert text == slack_message(alert)["text"]
+    assert alert["event"] == LIVE_VERDICT
+    text = slack_message(alert)["text"]
+    assert text.startswith(f"skillreach {LIVE_VERDICT}: pdf: ")
     assert "request mix" in text
 
 
@@ -280,13 +251,12 @@ def test_stop_escalates_to_kill_for_a_process_that_ignores_interrupts() -> None:
     assert time.monotonic() - t0 < 15
 
 
-def test_the_zombie_and_run_alert_automations_validate() -> None:
+def test_the_zombie_automation_validates() -> None:
     from datetime import timedelta
-    from uuid import uuid4
 
     from prefect.client.schemas.objects import StateType
 
-    from skillreach.deployments.automations import run_alert_automation, zombie_automation
+    from skillreach.deployments.automations import zombie_automation
 
     zombie = zombie_automation(heartbeat=30)
     assert zombie.trigger.posture.value == "Proactive"
@@ -295,13 +265,6 @@ def test_the_zombie_and_run_alert_automations_validate() -> None:
     assert zombie.trigger.for_each == {"prefect.resource.id"}
     assert zombie.trigger.within == timedelta(seconds=90)
     assert zombie.actions[0].state == StateType.CRASHED
-    ids = [uuid4()]
-    alert = run_alert_automation(ids)
-    assert alert.trigger.expect == {"prefect.flow-run.*"}
-    assert alert.trigger.match.root["prefect.state-type"] == ["CRASHED", "FAILED"]
-    related = {tuple(sorted(spec.root.items())) for spec in alert.trigger.match_related}
-    assert (("prefect.resource.id", "prefect.tag.skillreach"), ("prefect.resource.role", "tag")) in related
-    assert [a.block_document_id for a in alert.actions] == ids
 
 
 def test_serve_turns_flow_run_heartbeats_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -423,9 +386,11 @@ def test_run_ended_badly_matches_the_state_type_whatever_its_name(
 ) -> None:
     from uuid import uuid4
 
-    from skillreach.deployments.automations import run_alert_automation
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    trigger = _server_trigger(run_alert_automation([uuid4()]))
+    [outbox] = [DeploymentEventTrigger(**t) for t in BY_NAME["deliver-alerts"]["triggers"]]
+    outbox.set_deployment_id(uuid4())
+    trigger = _server_trigger(outbox.as_automation())
     assert trigger.covers(_state_event(name, state_type)) is alerts
     assert trigger.covers(_state_event(name, state_type, tagged=False)) is False  # not a skillreach run
 

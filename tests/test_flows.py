@@ -157,7 +157,7 @@ def test_a_regressed_run_posts_exactly_one_alert(world: dict[str, Path], monkeyp
     with store_of(world) as s:
         [alert] = s.alerts()
         assert (alert.skill, alert.metric, alert.delivery, alert.delivered) == ("alpha", "activation",
-                                                                                "posted", True)
+                                                                                "delivered", True)
     # the webhook's token is nowhere: logs, database
     assert "SECRETTOKEN" not in caplog.text
     db = (world["home"] / "skillreach.db").read_bytes()

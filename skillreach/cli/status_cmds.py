@@ -96,7 +96,7 @@ def status_cmd(
     from skillreach.cli.doctor_cmds import POOL, _check_server
     from skillreach.errors import SkillreachError
     from skillreach.settings import load_settings
-    from skillreach.store import mutes, open_store
+    from skillreach.store import delivery_counts, mutes, open_store
 
     api = os.environ.get("PREFECT_API_URL") or None
     found: dict[str, Any] = {"service": _check_server(api, POOL)}
@@ -106,6 +106,7 @@ def status_cmd(
         with open_store(load_settings()) as store:
             found["studies"] = last_studies(store, api)
             found["muted"] = [{"key": k, "until": _when(u)} for k, u in mutes(store)]
+            found["alerts"] = delivery_counts(store)  # the outbox: pending (retried) and failed alerts
     except SkillreachError as exc:
         found["studies"], found["muted"] = {"error": exc.message}, []
     try:
@@ -145,6 +146,10 @@ def status_cmd(
     muted = found["muted"]
     shown = ", ".join(f"{m['key']} until {m['until']}" for m in muted)
     print(f"muted alerts: {shown or 'none'}")
+    if "alerts" in found:
+        left = found["alerts"]
+        print(f"alerts undelivered: {left['pending']} pending (retried), {left['failed']} failed "
+              "(skillreach alerts list)")
 
 
 def register(app: typer.Typer) -> None:

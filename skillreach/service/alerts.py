@@ -1,12 +1,16 @@
-"""Gate-breach alerts: the payload (pure), the Slack-compatible message (pure), and a direct post.
+"""Alerts: the payload (pure), the Slack-compatible message (pure), and a direct post.
 
-A breach becomes one ``skillreach.gate.breached`` event whose payload names the skill, the metric, the
-paired delta with its 95 % interval, the baseline it was measured against and a link to the run.
-With a Prefect server up, the event goes to Prefect and an automation (``deployments/automations.py``)
-forwards it to the webhooks; a plain CLI run posts the same message directly with :func:`send_alert`.
+A breach becomes one ``skillreach.gate.breached`` payload naming the skill, the metric, the paired
+delta with its 95 % interval, the baseline it was measured against and a link to the run. The service
+stores it in its outbox and posts it to the webhooks (``tasks/alerts.py``; retried until a 2xx, see
+:mod:`skillreach.service.delivery`); in a tracked run it is also a Prefect event, which deployments
+listen to. :func:`send_alert` posts a message directly, once.
 
-Webhook URLs carry tokens: they are never part of a payload, a log line, a message or the database.
-Deliveries are reported by :func:`webhook_label` (scheme and host only).
+Every piece of text in a message that came from outside (skill names come from transcripts and
+catalogs, messages quote SKILL.md paths) is escaped as Slack's mrkdwn asks (``&``, ``<``, ``>``): a
+skill named ``<!channel>`` pings nobody. Webhook URLs carry tokens: they are never part of a payload,
+a log line, a message or the database. Deliveries are reported by :func:`webhook_label` (scheme and
+host only).
 """
 
 from __future__ import annotations
@@ -15,24 +19,28 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+from skillreach._io.console import strip_control
 from skillreach.errors import ConfigError
+from skillreach.service.delivery import Delivery, post_many, run_sync, webhook_label
 
 __all__ = [
+    "ALERT_UNDELIVERED",
     "BASELINE_EXPIRED",
     "GATE_BREACHED",
     "GATE_INCONCLUSIVE",
     "MODEL_DRIFT",
     "NO_QUERIES",
+    "RUN_ENDED",
+    "VERDICT_CLOSED",
     "Delivery",
     "breach_payload",
     "breaches_from_comparison",
     "notice_payload",
     "parse_webhooks",
     "send_alert",
+    "slack_escape",
     "slack_message",
     "webhook_label",
 ]
@@ -43,6 +51,13 @@ GATE_INCONCLUSIVE = "skillreach.gate.inconclusive"
 MODEL_DRIFT = "skillreach.model.drift"
 BASELINE_EXPIRED = "skillreach.baseline.expired"
 NO_QUERIES = "skillreach.skill.no_queries"
+VERDICT_CLOSED = "skillreach.verdict.closed"
+"""An open verdict (a breach, an undecided drop) that the gate now passes: said once."""
+ALERT_UNDELIVERED = "skillreach.alert.undelivered"
+"""A webhook that took nothing for ``alert_delivery.failing_after``: said on every other webhook."""
+RUN_ENDED = "skillreach.run."
+"""``skillreach.run.crashed`` / ``skillreach.run.failed``: a deployment run that ended badly (a
+breached nightly's ``Breached`` end is said in its breach message, not apart)."""
 
 
 def _num(x: Any) -> float | None:
@@ -155,39 +170,61 @@ def notice_payload(event: str, *, skill: str, message: str, run_link: str, study
             "baseline_id": baseline_id, "run_link": run_link, "study_id": study_id, **extra}
 
 
+def slack_escape(text: Any) -> str:
+    """``text`` as Slack's mrkdwn must receive it: control characters removed, ``&``, ``<`` and ``>``
+    escaped (so ``<!channel>``, ``<@U123>`` and ``<url|text>`` are shown, never acted on)."""
+    clean = strip_control(str(text))
+    return clean.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _notes(payload: Mapping[str, Any]) -> str:
+    """``; reminder: open since …`` — what the payload says about its verdict's history and its run."""
+    notes = [str(n) for n in payload.get("notes") or () if n]
+    return "".join(f"; {n}" for n in notes)
+
+
 def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks). The line
-    names the cause when the payload carries one (``cause_detail``: ``lost 4 of 4 cases to delta``) and
-    the next step (``next_step``)."""
-    step = f"; next: {payload['next_step']}" if payload.get("next_step") else ""
-    if "message" in payload and "delta" not in payload:
-        text = f"skillreach {payload.get('event', 'notice')}: {payload['skill']}: {payload['message']}{step}"
-        return {"text": f"{text} — {payload.get('run_link', '')}",
-                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":warning: {text}"}}]}
+    names the cause when the payload carries one (``cause_detail``: ``lost 4 of 4 cases to delta``), the
+    next step (``next_step``) and the verdict's history (``notes``: a reminder, what changed). Every
+    value is escaped (:func:`slack_escape`)."""
+    p = {k: slack_escape(v) if isinstance(v, str) else v for k, v in payload.items()}
+    step = f"; next: {p['next_step']}" if p.get("next_step") else ""
+    notes = slack_escape(_notes(payload))
+    link = p.get("run_link", "")
+    if str(payload.get("event", "")).startswith(RUN_ENDED) and "message" in p:
+        text = f"skillreach {p['event']}: {p['message']}{notes}"
+        return {"text": f"{text} — {link}",
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f":boom: {text}"}}]}
+    if "message" in p and "delta" not in p:
+        text = f"skillreach {p.get('event', 'notice')}: {p['skill']}: {p['message']}{step}{notes}"
+        icon = ":white_check_mark:" if payload.get("event") == VERDICT_CLOSED else ":warning:"
+        return {"text": f"{text} — {link}",
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"{icon} {text}"}}]}
     lo, hi = (payload.get("interval") or [None, None])[:2]
-    what = "drift" if payload.get("event") == MODEL_DRIFT else f"gate {payload.get('verdict', 'breach')}"
+    what = "drift" if payload.get("event") == MODEL_DRIFT else f"gate {p.get('verdict', 'breach')}"
     headline = (
-        f"skillreach {what}: {payload['skill']} {payload['metric']} "
+        f"skillreach {what}: {p['skill']} {p['metric']} "
         f"changed {_fmt(payload.get('delta'))} (95% CI {_fmt(lo)} to {_fmt(hi)}; gate "
-        f"{_fmt(payload.get('gate'))}) against baseline {payload['baseline_id']}"
-        + (f"; {payload['cause_detail']}" if payload.get("cause_detail") else "") + step
+        f"{_fmt(payload.get('gate'))}) against baseline {p['baseline_id']}"
+        + (f"; {p['cause_detail']}" if p.get("cause_detail") else "") + step + notes
     )
-    cause = [f"*Cause*\n{payload['cause_detail']}"] if payload.get("cause_detail") else []
+    cause = [f"*Cause*\n{p['cause_detail']}"] if p.get("cause_detail") else []
     fields = [
         *cause,
-        f"*Skill*\n{payload['skill']}",
-        f"*Metric*\n{payload['metric']}",
+        f"*Skill*\n{p['skill']}",
+        f"*Metric*\n{p['metric']}",
         f"*Delta*\n{_fmt(payload.get('delta'))} [{_fmt(lo)}, {_fmt(hi)}]",
-        f"*Baseline*\n{payload['baseline_id']}",
+        f"*Baseline*\n{p['baseline_id']}",
     ]
     return {
-        "text": f"{headline} — {payload.get('run_link', '')}",
+        "text": f"{headline} — {link}",
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": f":rotating_light: {headline}"}},
             {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"Run: {payload.get('run_link', '')}"}],
+                "elements": [{"type": "mrkdwn", "text": f"Run: {link}"}],
             },
         ],
     }
@@ -224,44 +261,6 @@ def parse_webhooks(value: str | Iterable[str] | None, *, setting: str = "alert_w
     return urls
 
 
-def webhook_label(url: str) -> str:
-    """What may be shown of a webhook URL: scheme and host, never the path (it holds the token).
-    Safe on any string (a port that is not one is shown as it is written, never raised on)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or "?"
-        port = parts.port
-    except ValueError:
-        from skillreach._io.urls import url_label
-
-        return url_label(url)
-    return f"{parts.scheme}://{host}{f':{port}' if port else ''}/…"
-
-
-class _HideURLs(logging.Filter):
-    """Rewrites log records of the HTTP client so that a webhook URL is never logged whole."""
-
-    def __init__(self, urls: Sequence[str]) -> None:
-        super().__init__()
-        self._urls = sorted(urls, key=len, reverse=True)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if any(u in text for u in self._urls):
-            for u in self._urls:
-                text = text.replace(u, webhook_label(u))
-            record.msg, record.args = text, None
-        return True
-
-
-@dataclass(frozen=True)
-class Delivery:
-    target: str  # webhook_label(url), never the URL
-    ok: bool
-    status: int | None = None
-    error: str | None = None
-
-
 def send_alert(
     payload: Mapping[str, Any],
     urls: Sequence[str],
@@ -269,52 +268,19 @@ def send_alert(
     timeout_s: float = 10.0,
     transport: Any = None,
 ) -> list[Delivery]:
-    """POST the Slack-compatible message to every webhook; one :class:`Delivery` per URL, never raises.
+    """POST the Slack-compatible message to every webhook, once; one :class:`Delivery` per URL (``ok``
+    on a 2xx only), never raises. Each post has ``timeout_s`` for its whole exchange
+    (:func:`skillreach.service.delivery.post_json`: the resolved address checked and connected to).
 
     A URL that cannot be posted to (refused by :func:`skillreach._io.urls.check_webhook`, or any error
     of the client, ``httpx.InvalidURL`` included) is that URL's failed delivery; the others are still
-    sent.
-
-    ``httpx`` is imported here, not at module level: this module is part of the domain package, which
-    must not pull a network client in at import time (the payload builders above are used everywhere).
+    sent. The service does not call this: it stores each alert first and retries what did not arrive
+    (``tasks/alerts.py``).
     """
     try:
-        return _send(payload, urls, timeout_s=timeout_s, transport=transport)
+        body = slack_message(payload)
+        return run_sync(lambda: post_many([(u, body) for u in urls], timeout_s=timeout_s,
+                                          transport=transport))
     except Exception as exc:  # documented: never raises (a broken payload, a client error)
         logging.getLogger(__name__).warning("alerts not sent: %s", type(exc).__name__)
         return [Delivery(webhook_label(u), False, None, type(exc).__name__) for u in urls]
-
-
-def _send(
-    payload: Mapping[str, Any], urls: Sequence[str], *, timeout_s: float, transport: Any
-) -> list[Delivery]:
-    import httpx
-
-    from skillreach._io.urls import check_webhook
-
-    body = slack_message(payload)
-    out: list[Delivery] = []
-    hide = _HideURLs(urls)
-    loggers = [logging.getLogger(name) for name in ("httpx", "httpcore")]
-    for lg in loggers:
-        lg.addFilter(hide)  # httpx logs every request's full URL at INFO
-    try:
-        with httpx.Client(timeout=timeout_s, transport=transport, follow_redirects=False) as client:
-            for url in urls:
-                label = webhook_label(url)
-                problem = check_webhook(url)
-                if problem is not None:
-                    out.append(Delivery(label, False, None, f"refused: {problem}"))
-                    continue
-                try:
-                    resp = client.post(url, json=body)
-                except Exception as exc:  # one failed delivery never stops the others
-                    # the exception text may contain the URL: keep only its class name
-                    out.append(Delivery(label, False, None, type(exc).__name__))
-                    continue
-                ok = 200 <= resp.status_code < 300
-                out.append(Delivery(label, ok, resp.status_code, None if ok else f"HTTP {resp.status_code}"))
-    finally:
-        for lg in loggers:
-            lg.removeFilter(hide)
-    return out

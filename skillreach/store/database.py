@@ -56,13 +56,14 @@ __all__ = [
     "Store",
     "StudyLock",
     "StudyRow",
+    "alert_row",
     "lock_study",
     "open_store",
 ]
 
 log = logging.getLogger("skillreach.store.database")
 
-HEAD = "0003"
+HEAD = "0004"
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
@@ -797,23 +798,8 @@ class Store:
     def add_alert(self, payload: Mapping[str, Any], *, study_id: str | None = None,
                   delivery: str = "pending", delivered: bool = False, key: str | None = None) -> AlertRow:
         """Store an alert's payload (built by :mod:`skillreach.service.alerts`, which holds no secret)."""
-        interval = payload.get("interval") or [None, None]
         with self.writing() as s:
-            row = AlertRow(
-                event=str(payload.get("event", "skillreach.gate.breached")),
-                skill=payload.get("skill"),
-                metric=payload.get("metric"),
-                delta=payload.get("delta"),
-                interval_lo=interval[0],
-                interval_hi=interval[1],
-                baseline_id=payload.get("baseline_id"),
-                run_link=payload.get("run_link"),
-                study_id=study_id,
-                payload=json.loads(json.dumps(dict(payload), default=str)),
-                delivery=delivery,
-                delivered=delivered,
-                key=key,
-            )
+            row = alert_row(payload, study_id=study_id, delivery=delivery, delivered=delivered, key=key)
             s.add(row)
             return row
 
@@ -830,6 +816,18 @@ class Store:
             stmt = stmt.where(AlertRow.study_id == study_id)
         with self.session() as s:
             return list(s.scalars(stmt))
+
+
+def alert_row(payload: Mapping[str, Any], *, study_id: str | None = None, delivery: str = "pending",
+              delivered: bool = False, key: str | None = None) -> AlertRow:
+    """The row of an alert (not yet added to a session)."""
+    interval = payload.get("interval") or [None, None]
+    return AlertRow(event=str(payload.get("event", "skillreach.gate.breached")), skill=payload.get("skill"),
+                    metric=payload.get("metric"), delta=payload.get("delta"), interval_lo=interval[0],
+                    interval_hi=interval[1], baseline_id=payload.get("baseline_id"),
+                    run_link=payload.get("run_link"), study_id=study_id,
+                    payload=json.loads(json.dumps(dict(payload), default=str)), delivery=delivery,
+                    delivered=delivered, key=key)
 
 
 def open_store(settings: Any = None, *, home: Path | None = None) -> Store:

@@ -23,6 +23,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import Frozen
 from skillreach.settings import (
     DEFAULT_PRICES,
+    AlertDeliveryConfig,
     GateConfig,
     LiveGateConfig,
     Price,
@@ -122,6 +123,8 @@ class StudyConfig(Frozen):
     baselines_branch: str = "skillreach/baselines"
     alert_repeat_after: str = "24h"
     """The same alert is sent at most once per this long (see Settings)."""
+    alert_delivery: AlertDeliveryConfig = Field(default_factory=AlertDeliveryConfig)
+    """Retries and the deadline of an alert's posts (see Settings)."""
     live_sources: str = ""
     """What the service's ingest reads (see Settings; ``skillreach ingest`` with no PATH)."""
     database_statement_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)

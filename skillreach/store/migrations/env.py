@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from skillreach.store import alert_log as _alert_log  # noqa: F401  (its tables are in Base.metadata)
 from skillreach.store import live as _live  # noqa: F401  (its tables are in Base.metadata)
 from skillreach.store.database import Base
 

@@ -11,8 +11,8 @@ AWS's fd00:ec2::254 — however the address is spelt: every form the C resolver 
 (``::ffff:169.254.169.254``, ``::a9fe:a9fe``, NAT64 ``64:ff9b::…``, 6to4 ``2002:a9fe:a9fe::``).
 
 A check of the string is not enough (a host name may resolve to such an address): :func:`resolve_checked`
-resolves the host, checks every address it resolves to, and returns the one to connect to — the caller
-connects to that address, never resolves the name again.
+resolves the host, checks every address it resolves to, and returns them — the caller connects to one
+of those addresses, never resolves the name again.
 """
 
 from __future__ import annotations
@@ -113,27 +113,28 @@ def check_webhook(url: str) -> str | None:
     return address_problem(ip, name) if ip is not None else None
 
 
-def resolve_checked(url: str) -> tuple[str, str]:
-    """``(address, problem)`` for ``url``: the address the client must connect to (the first the resolver
-    gives), every one it gives checked; ``problem`` is ``""`` when the request may go, else why not (then
-    ``address`` is ``""``). Blocking (the system resolver): call it under the exchange's deadline."""
+def resolve_checked(url: str) -> tuple[list[str], str]:
+    """``(addresses, problem)`` for ``url``: the addresses the client may connect to, in the resolver's
+    order, every one it gives checked; ``problem`` is ``""`` when the request may go, else why not (then
+    ``addresses`` is empty). Blocking (the system resolver): call it under the exchange's deadline."""
     problem = check_webhook(url)
     if problem is not None:
-        return "", problem
+        return [], problem
     parts = urlsplit(url.strip())
     host = str(parts.hostname)
     port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        return "", f"{host} does not resolve ({type(exc).__name__})"
+        return [], f"{host} does not resolve ({type(exc).__name__})"
     found: list[Address] = []
     for info in infos:
         ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         why = address_problem(ip, host)
         if why is not None:
-            return "", why
-        found.append(ip)
+            return [], why
+        if ip not in found:
+            found.append(ip)
     if not found:
-        return "", f"{host} does not resolve"
-    return str(found[0]), ""
+        return [], f"{host} does not resolve"
+    return [str(ip) for ip in found], ""

@@ -126,18 +126,25 @@ async def _post(url: str, body: Mapping[str, Any], timeout_s: float, transport: 
     from skillreach._io.urls import resolve_checked
 
     label = webhook_label(url)
-    address, problem = await _in_thread(lambda: resolve_checked(url))
+    addresses, problem = await _in_thread(lambda: resolve_checked(url))
     if problem:
         return Delivery(label, False, None, f"refused: {problem}", retry=False)
     target = httpx.URL(url.strip())
-    pinned = target.copy_with(host=address)
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    headers = {"Host": target.netloc.decode("ascii")}
     async with httpx.AsyncClient(timeout=timeout_s, transport=transport, follow_redirects=False,
                                  trust_env=False) as client:
-        request = client.build_request("POST", pinned, json=dict(body),
-                                       headers={"Host": target.netloc.decode("ascii")}, extensions=extensions)
-        response = await client.send(request, stream=True)
-        await response.aclose()  # the status is the answer; a body (however slow or large) is not read
+        for i, address in enumerate(addresses):  # the checked addresses, in the resolver's order
+            request = client.build_request("POST", target.copy_with(host=address), json=dict(body),
+                                           headers=headers, extensions=extensions)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.ConnectError:
+                if i == len(addresses) - 1:
+                    raise
+                continue
+            await response.aclose()  # the status is the answer; a body (however slow or large) is not read
+            break
     status = response.status_code
     if 200 <= status < 300:
         return Delivery(label, True, status)

@@ -11,9 +11,10 @@ __all__ = ["WebhookSink"]
 
 
 class WebhookSink:
-    """A real HTTP server on 127.0.0.1 that records every POST (path and JSON body)."""
+    """A real HTTP server on 127.0.0.1 that records every POST (path, JSON body, ``Host`` header);
+    ``port`` fixes its port (a receiver that comes back where it was)."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.status = status
         sink = self
@@ -26,7 +27,7 @@ class WebhookSink:
                     body: Any = json.loads(raw)
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
-                sink.requests.append({"path": self.path, "body": body})
+                sink.requests.append({"path": self.path, "body": body, "host": self.headers.get("host")})
                 self.send_response(sink.status)
                 self.end_headers()
                 self.wfile.write(b"ok")
@@ -34,7 +35,7 @@ class WebhookSink:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

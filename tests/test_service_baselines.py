@@ -106,13 +106,14 @@ def test_baselines_only_go_down_when_a_person_says_so(week: dict[str, Any]) -> N
                                       "baselines/gamma.json"]
         assert branch_json(repo, "baselines/beta.json")["metrics"]["activation"]["value"] == 1.0  # the bar
 
-        # ---- the thief's description is edited: the same re-gating; beta still waits, one alert again
+        # ---- the thief's description is edited: the same re-gating; beta still waits, its verdict (the
+        # same drop, the same cause) already said: stored as a repeat, not sent again (issue 39)
         write_skill(week["skills"], THIEF[0], THIEF[1] + " Also images.")
         git(repo, "commit", "-q", "-am", "edit delta")
         edited = run(rebaseline_all, config_file=str(service_config(week, api, sink, "rb2")),
                      reason=SKILL_CHANGED, skill="delta")
         assert edited["statuses"]["beta"] == "inconclusive"
-        assert len([t for t in alerts(sink) if "beta" in t]) == 1
+        assert [t for t in alerts(sink) if "beta" in t] == []
         assert branch_json(repo, "baselines/beta.json")["metrics"]["activation"]["value"] == 1.0
 
         # ---- a new model snapshot: the waiting candidate keeps waiting, under the new pin

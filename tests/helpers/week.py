@@ -155,13 +155,15 @@ def play_week(world: dict[str, Any], run: Callable[..., Any], capsys: pytest.Cap
         assert main(["baseline", "accept", "beta", "--baselines", str(repo / "baselines")]) == 0
         assert git(repo, "rev-list", "--count", "main..skillreach/baselines") == "3"
 
-        # ---- day 2: nothing changed: every skill with queries ok, no alert
+        # ---- day 2: nothing changed: every skill with queries ok; beta's breach (its bar accepted) is
+        # closed, said once; nothing else
         cfg2 = service_config(world, api, sink, "day2")
         assert run(watch, config_file=str(cfg2))["events"] == []
         night = run(nightly_compliance, config_file=str(cfg2))
         assert night["statuses"] == {"alpha": "ok", "beta": "ok", "delta": "no queries", "gamma": "ok"}
         assert night["breaches"] == 0
-        assert alerts(sink) == []
+        [closed] = alerts(sink)
+        assert closed.startswith("skillreach skillreach.verdict.closed: beta: activation is back within its gate")
 
         # ---- day 3: the alias resolves to a new snapshot, under which gamma is missed
         api.aliases[ALIAS] = NEW

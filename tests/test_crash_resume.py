@@ -114,7 +114,9 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
     aliases = {"claude-crash": "claude-crash-1"}
     with MessagesAPI(ScriptResponder(script), latency=0.4, aliases=aliases) as api, WebhookSink() as sink:
         cfg = _world(tmp_path, api, tmp_path / "home")
+        url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
         env = {**os.environ, "PREFECT_API_URL": prefect_server, "PREFECT_HOME": str(tmp_path / "prefect"),
+               "SKILLREACH_ALERT_WEBHOOKS": json.dumps([url]),
                "SKILLREACH_WORK_POOL": "skillreach",
                "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S), "SKILLREACH_STUDY_CONFIG": str(cfg),
                "ANTHROPIC_API_KEY": "sk-test-not-a-secret", "PWD": str(REPO),
@@ -122,9 +124,9 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
         _prefect(env, "work-pool", "create", "skillreach", "--type", "process", "--overwrite")
         _prefect(env, "--no-prompt", "deploy", "--name", "study")
         _prefect(env, "--no-prompt", "deploy", "--name", "resolve-crashed")  # fired by the Crashed event
+        _prefect(env, "--no-prompt", "deploy", "--name", "deliver-alerts")  # files the crash as an alert
 
         async def set_up() -> Any:
-            url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
             await automations.upsert_automations([url])
             async with get_client() as client:
                 for old in await client.read_automations_by_name(automations.ZOMBIE_AUTOMATION):
@@ -166,7 +168,7 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                 assert time.monotonic() - killed_at < 3 * HEARTBEAT_S + 30, "never marked Crashed"
                 time.sleep(1)
             crashed_after = time.monotonic() - killed_at
-            deadline = time.monotonic() + 45
+            deadline = time.monotonic() + 150  # a deliver-alerts run: the worker starts a process for it
             while not sink.requests:
                 assert time.monotonic() < deadline, "no alert for the crashed run"
                 time.sleep(0.5)

@@ -7,7 +7,7 @@ The month of tests/test_live_e2e.py (26 real skills, the keyword runtime, a neig
 algorithmic-art's cases), then what an operator does: ``prefect deployment run ingest/ingest``. The worker
 runs the ingest, which reads the transcripts and emits ``skillreach.live.dropped``; the deployment trigger
 creates a ``live-dropped`` run; the worker runs it: the frozen set breaches, and the verdict — *routing
-change*, naming the neighbour — is an alert (in the store, at the webhook through the alert automation)
+change*, naming the neighbour — is an alert (in the store, at the webhook through the store's outbox)
 and the run's Prefect artifact ``live-verdict-algorithmic-art``.
 
 Integration: 47–143 s measured on a shared 2-core machine (the server, cold with its own state, then
@@ -213,7 +213,7 @@ def test_a_live_drop_is_judged_by_the_service_worker_routing_change(team: Path, 
             assert f"its cases now go to {NEIGHBOUR} (" in text
             assert f"nearest catalog change: {NEIGHBOUR} added on 2026-11-17 05:00 UTC" in text
 
-            # … the alert, through the alert automation, at the webhook …
+            # … the alert, through the store's outbox, at the webhook …
             def posted() -> list[str] | None:
                 said = [str(r["body"].get("text", "")) for r in sink.requests if isinstance(r["body"], dict)]
                 return [t for t in said if "skillreach.live.verdict" in t] or None
@@ -236,7 +236,7 @@ def test_a_live_drop_is_judged_by_the_service_worker_routing_change(team: Path, 
     drops = [(e, d) for e, d, _ in alerts if e == "skillreach.live.dropped"]
     assert drops == [("skillreach.live.dropped", "event")]
     [(_, delivery, verdict)] = [a for a in alerts if a[0] == "skillreach.live.verdict"]
-    assert delivery == "event"  # the automation forwarded it (the sink got it above)
+    assert delivery == "delivered"  # the webhook answered 2xx (the sink got it above)
     assert verdict["skill"] == SKILL
     assert verdict["verdict"] == "routing change"
     assert verdict["takers"][0] == NEIGHBOUR

@@ -447,21 +447,15 @@ def test_the_operators_week(world: dict[str, Any]) -> None:
     assert on_branch(repo, "baselines/beta.json")["metrics"]["activation"]["value"] == 1.0
     assert {"baselines/candidates/beta.json", "baselines/candidates/gamma.json"} <= set(branch_files(repo))
 
-    # ---- Thu: the nightly finds gamma's breach: ends Breached; "run ended badly" once
+    # ---- Thu: the nightly finds gamma's breach: ends Breached; the breach is the verdict said on Wed
+    # (same skill, metric and cause), and a breached run's end is said in its breach message, never apart
+    # (issue 39): nothing new to say
     day("thu")
     night = svc.deployment_run("nightly-compliance/nightly-compliance")
     svc.settle(sink)
     assert svc.state(night) == ("FAILED", "Breached")
     said = texts(sink)
-    ended = [t for t in said if t.startswith("skillreach skillreach.run.")]
-    assert len(ended) == 1, said
-    assert ended[0].startswith(
-        "skillreach skillreach.run.failed: nightly-compliance/nightly-compliance run "
-        f"nightly-{datetime.now(UTC):%Y-%m-%d}"
-    )
-    assert "ended Breached" in ended[0]
-    assert len([t for t in said if t.startswith("skillreach gate breach: gamma activation")]) == 1, said
-    assert len(said) == 2, said
+    assert said == [], said
 
     # ---- Fri: a new model snapshot: both waiting candidates keep waiting, under the new pin
     day("fri")

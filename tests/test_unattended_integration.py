@@ -89,16 +89,28 @@ async def _run_count(flow_run_id: Any) -> int:
     return int(flow_run.run_count)
 
 
-def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(prefect_server: None) -> None:
+def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The zombie automation (a 5 s heartbeat here, so a 15 s window) marks a run of a skillreach
-    deployment whose heartbeats stopped Crashed; the run alert posts exactly one message for it."""
+    deployment whose heartbeats stopped Crashed; prefect.yaml's trigger of ``deliver-alerts`` creates a
+    run for it, which files exactly one message (run here as the worker would run it, twice: once).
+    What earlier versions installed to send alerts — automations, webhook blocks holding the URL — is
+    removed by the upsert."""
+    import json
+
+    import yaml
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
     from prefect.events import emit_event
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
     from prefect.states import Running
 
     from skillreach.deployments import automations
+    from skillreach.flows.alerts import alert_outbox
     from skillreach.flows.service import watch
+    from tests.conftest import REPO
     from tests.helpers.webhooks import WebhookSink
 
     names = (automations.ALERT_AUTOMATION, automations.RUN_ALERT_AUTOMATION, automations.ZOMBIE_AUTOMATION)
@@ -107,18 +119,38 @@ def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(prefect
         async with get_client() as client:
             return [len(await client.read_automations_by_name(n)) for n in names]
 
+    async def an_earlier_version() -> None:  # its run alert and a webhook block with the URL in it
+        await CustomWebhookNotificationBlock(name="old", url="{{u}}", json_data={"text": "{{body}}"},
+                                             secrets={"u": "http://127.0.0.1:9/OLDTOKEN"}).save(
+            automations.webhook_block_name(0), overwrite=True)
+        async with get_client() as client:
+            old = automations.zombie_automation().model_copy(
+                update={"name": automations.RUN_ALERT_AUTOMATION})
+            await automations._create(client, old)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SKILLREACH_HOME", str(tmp_path / "home"))
     with WebhookSink() as sink:
         url = f"{sink.base_url}/services/T1/B1/HOOKTOKEN"
-        asyncio.run(automations.upsert_automations([url]))
+        monkeypatch.setenv("SKILLREACH_ALERT_WEBHOOKS", json.dumps([url]))
+        asyncio.run(an_earlier_version())
+        assert asyncio.run(counts()) == [0, 1, 0]
+        first = asyncio.run(automations.upsert_automations([url]))
+        assert (first["removed"], first["webhook_blocks_removed"]) == (1, 1)
         done = asyncio.run(automations.upsert_automations([url]))  # idempotent: replaces, never adds
         assert done["webhooks"] == 1
-        assert asyncio.run(counts()) == [1, 1, 1]
+        assert asyncio.run(counts()) == [0, 0, 1]
+
+        spec = yaml.safe_load((REPO / "prefect.yaml").read_text())
+        [outbox] = [d for d in spec["deployments"] if d["name"] == "deliver-alerts"]
 
         async def start_a_run() -> Any:
             async with get_client() as client:
                 for old in await client.read_automations_by_name(automations.ZOMBIE_AUTOMATION):
                     await client.delete_automation(old.id)
                 await automations._create(client, automations.zombie_automation(heartbeat=5))
+                triggers = [DeploymentEventTrigger(**t) for t in outbox["triggers"]]
+                await (await alert_outbox.to_deployment(name="deliver-alerts", triggers=triggers)).apply()
                 deployment_id = await (await watch.to_deployment(name="watch", tags=["skillreach"])).apply()
                 flow_run = await client.create_flow_run_from_deployment(deployment_id)
                 await client.set_flow_run_state(flow_run.id, Running(), force=True)
@@ -126,6 +158,7 @@ def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(prefect
 
         time.sleep(2)  # the trigger service loads the automations
         flow_run_id = asyncio.run(start_a_run())
+        time.sleep(2)  # ... and the deployment's trigger
         emit_event(event="prefect.flow-run.heartbeat",
                    resource={"prefect.resource.id": f"prefect.flow-run.{flow_run_id}"})
         started = time.monotonic()  # ... and no heartbeat after that one: the process "died"
@@ -140,12 +173,20 @@ def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(prefect
 
         assert asyncio.run(_wait(crashed, 90)), f"still {asyncio.run(state_type())}"
         took = time.monotonic() - started
+        triggered: list[Any] = []
 
-        async def alerted() -> bool:
-            return len(sink.requests) >= 1
+        async def filed() -> bool:
+            async with get_client() as client:
+                dep = await client.read_deployment_by_name("deliver-alerts/deliver-alerts")
+                runs = await client.read_flow_runs()
+            triggered[:] = [r for r in runs if r.deployment_id == dep.id]
+            return bool(triggered)
 
-        assert asyncio.run(_wait(alerted, 45)), "the run alert posted nothing"
-        time.sleep(5)  # a duplicate would arrive now
+        assert asyncio.run(_wait(filed, 45)), "the crash started no deliver-alerts run"
+        [wanted] = triggered
+        assert wanted.parameters == {"flow_run_id": f"prefect.flow-run.{flow_run_id}"}
+        for _ in range(2):  # the worker's run, and a second pass: the same run is said once
+            asyncio.run(alert_outbox(**wanted.parameters))
     assert len(sink.requests) == 1, sink.requests
     text = sink.requests[0]["body"]["text"]
     assert text.startswith("skillreach skillreach.run.crashed: watch/watch run ")

@@ -163,7 +163,7 @@ def play_week(world: dict[str, Any], run: Callable[..., Any], capsys: pytest.Cap
         assert night["statuses"] == {"alpha": "ok", "beta": "ok", "delta": "no queries", "gamma": "ok"}
         assert night["breaches"] == 0
         [closed] = alerts(sink)
-        assert closed.startswith("skillreach skillreach.verdict.closed: beta: activation is back within its gate")
+        assert closed.startswith("skillreach skillreach.verdict.closed: beta: activation is back within")
 
         # ---- day 3: the alias resolves to a new snapshot, under which gamma is missed
         api.aliases[ALIAS] = NEW

@@ -37,6 +37,7 @@ from skillreach.store import (
     failing_channels,
     muted_by,
     next_due,
+    open_once,
     open_verdicts,
     queue_alert,
     record_try,
@@ -297,6 +298,8 @@ def _failing(store: Store, channels: dict[str, str], config: StudyConfig) -> lis
         known = verdict_of(store, key)
         if known is not None and known.state == "open":
             continue
+        if not open_once(store, key, severity=1, said_at=now, opened_at=now):
+            continue  # another pass opened it at the same moment: it says it
         label = f.channel.split("#", 1)[0]
         message = (f"alerts to {label} not delivered since {f.since:%Y-%m-%d %H:%M} UTC ({f.pending} "
                    f"waiting; last: {f.last_error}); they are retried, then marked failed "
@@ -307,8 +310,7 @@ def _failing(store: Store, channels: dict[str, str], config: StudyConfig) -> lis
         others = [c for c in channels if c != f.channel]
         alert, mine = queue_alert(store, payload, key=alert_key(payload), channels=others,
                                   claim_for=_claim_for(config), now=now)
-        save_verdict(store, key, state="open", severity=1, opened_at=now, said_at=now, closed_at=None,
-                     alert_id=alert.id)
+        save_verdict(store, key, alert_id=alert.id)
         claims += mine
     for verdict in open_verdicts(store, "delivery:"):
         channel = verdict.key.removeprefix("delivery:")

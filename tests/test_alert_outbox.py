@@ -219,3 +219,27 @@ def test_the_channel_names_a_webhook_without_its_token() -> None:
     assert a.startswith("https://hooks.slack.com/…#")
     assert "SECRET" not in a + b
     assert json.dumps(a)  # stored as text
+
+
+def test_a_failing_webhook_is_opened_once_by_passes_that_find_it_together(home: Path) -> None:
+    from skillreach.store import open_once, save_verdict
+
+    home.mkdir(parents=True)
+    opened: list[bool] = []
+    lock = threading.Lock()
+
+    def open_it() -> None:
+        with _store(home) as store:
+            got = open_once(store, "delivery:http://h/…#ab", severity=1)
+        with lock:
+            opened.append(got)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(opened) == [False, False, False, True]
+    with _store(home) as store:
+        save_verdict(store, "delivery:http://h/…#ab", state="closed")
+        assert open_once(store, "delivery:http://h/…#ab", severity=1)  # after it closed: opened again

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Float, ForeignKey, Integer, String, UniqueConstraint, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from skillreach.store.database import AlertMuteRow, AlertRow, Base, Store, _now, alert_row
@@ -43,6 +44,7 @@ __all__ = [
     "muted_by",
     "mutes",
     "next_due",
+    "open_once",
     "open_verdicts",
     "queue_alert",
     "record_try",
@@ -294,6 +296,22 @@ def open_verdicts(store: Store, prefix: str = "") -> list[AlertVerdictRow]:
         stmt = stmt.where(AlertVerdictRow.key.startswith(prefix, autoescape=True))
     with store.session() as s:
         return list(s.scalars(stmt))
+
+
+def open_once(store: Store, key: str, **fields: Any) -> bool:
+    """Open the verdict ``key`` unless it is open already — atomically, so two processes that find it at
+    once open (and say) it once: ``True`` for the one that opened it."""
+    at = fields.pop("opened_at", None) or _now()
+    try:
+        with store.writing() as s:
+            s.add(AlertVerdictRow(key=key[:KEY_CHARS], state="open", opened_at=at, **fields))
+        return True
+    except IntegrityError:  # it exists: reopen it only if it is closed
+        with store.writing() as s:
+            done = s.execute(update(AlertVerdictRow).where(AlertVerdictRow.key == key[:KEY_CHARS],
+                                                           AlertVerdictRow.state == "closed")
+                             .values(state="open", opened_at=at, closed_at=None, **fields))
+            return bool(done.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def save_verdict(store: Store, key: str, **fields: Any) -> None:

@@ -105,7 +105,7 @@ class AlertDeliveryConfig(BaseModel):
     first_retry: str = "30s"
     """The wait before the second try; each later wait doubles (``30s``, ``1m``)."""
     longest_retry: str = "1h"
-    """The longest wait between two tries (with the defaults, 12 tries span about 6.5 hours)."""
+    """The longest wait between two tries (with the defaults, 12 tries span about 5 hours)."""
     failing_after: str = "15m"
     """A webhook that has taken nothing for this long is said once on every other webhook, and in the
     service log."""

@@ -168,10 +168,13 @@ def test_the_alert_outbox_retries_on_a_schedule_and_files_runs_that_ended_badly(
     [every] = dep["schedules"]
     assert IntervalSchedule(interval=every["interval"]).interval == timedelta(minutes=15)
     assert "concurrency_limit" not in dep  # a pass killed with the service never blocks the next
-    [trig] = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
-    assert trig.parameters == {"flow_run_id": "{{ event.resource.id }}"}
-    trig.set_deployment_id(uuid4())
-    assert trig.as_automation().actions[0].type == "run-deployment"
+    ended, started = [DeploymentEventTrigger(**t) for t in dep["triggers"]]
+    assert ended.parameters == {"flow_run_id": "{{ event.resource.id }}"}
+    assert started.expect == {"prefect.worker.started"}  # a (re)started service: one pass at once
+    assert not started.parameters
+    for trig in (ended, started):
+        trig.set_deployment_id(uuid4())
+        assert trig.as_automation().actions[0].type == "run-deployment"
 
 
 def test_a_live_drop_triggers_the_frozen_set_rerun_and_ingest_runs_on_a_schedule() -> None:
@@ -388,7 +391,7 @@ def test_run_ended_badly_matches_the_state_type_whatever_its_name(
 
     from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
 
-    [outbox] = [DeploymentEventTrigger(**t) for t in BY_NAME["deliver-alerts"]["triggers"]]
+    outbox = DeploymentEventTrigger(**BY_NAME["deliver-alerts"]["triggers"][0])
     outbox.set_deployment_id(uuid4())
     trigger = _server_trigger(outbox.as_automation())
     assert trigger.covers(_state_event(name, state_type)) is alerts
@@ -482,3 +485,32 @@ def test_serve_restarts_the_server_it_started_when_it_dies_or_stops_in_one_line(
     assert failed.wait(10)  # it does not come back: serve stops, one line says so
     assert lines[-1].startswith("serve: the Prefect server did not come back; stopping")
     stop2.set()
+
+
+@pytest.mark.parametrize(("pool", "fires"), [("gpu-pool", True), ("another-pool", False)])
+def test_a_worker_of_the_service_starting_runs_the_outbox(
+    pool: str, fires: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` started or restarted (or a dead worker replaced): ``prefect.worker.started`` of the
+    service's pool starts a ``deliver-alerts`` pass; another pool's worker does not."""
+    from uuid import uuid4
+
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+    from prefect.server.events.schemas.events import ReceivedEvent
+    from prefect.types._datetime import now
+    from prefect.utilities.templating import apply_values
+
+    from skillreach.deployments.serve import prefect_env
+
+    env = prefect_env(4200, pool="gpu-pool")
+    monkeypatch.setenv("SKILLREACH_WORK_POOL", env["SKILLREACH_WORK_POOL"])
+    rendered = apply_values(BY_NAME["deliver-alerts"], env, remove_notset=False)
+    trig = DeploymentEventTrigger(**rendered["triggers"][1])
+    trig.set_deployment_id(uuid4())
+    event = ReceivedEvent(
+        occurred=now("UTC"), event="prefect.worker.started", id=uuid4(),
+        resource={"prefect.resource.id": "prefect.worker.process.processworker-1",
+                  "prefect.resource.name": "ProcessWorker 1"},
+        related=[{"prefect.resource.id": f"prefect.work-pool.{uuid4()}", "prefect.resource.role": "work-pool",
+                  "prefect.resource.name": pool}])
+    assert _server_trigger(trig.as_automation()).covers(event) is fires

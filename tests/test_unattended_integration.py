@@ -149,7 +149,7 @@ def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(
                 for old in await client.read_automations_by_name(automations.ZOMBIE_AUTOMATION):
                     await client.delete_automation(old.id)
                 await automations._create(client, automations.zombie_automation(heartbeat=5))
-                triggers = [DeploymentEventTrigger(**t) for t in outbox["triggers"]]
+                triggers = [DeploymentEventTrigger(**outbox["triggers"][0])]  # a run that ended badly
                 await (await alert_outbox.to_deployment(name="deliver-alerts", triggers=triggers)).apply()
                 deployment_id = await (await watch.to_deployment(name="watch", tags=["skillreach"])).apply()
                 flow_run = await client.create_flow_run_from_deployment(deployment_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,45 @@ def test_reopening_a_current_store_does_not_import_alembic(tmp_path: Path) -> No
             "print('alembic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_alert_outbox_hands_each_try_to_one_claimer_and_opens_a_verdict_once(db_url: str) -> None:
+    """Four connections pass over the outbox at once (SQLite and PostgreSQL): every due send is claimed
+    by exactly one, and a verdict found by all four at once is opened by one (issue 39)."""
+    import threading
+
+    from skillreach.store import claim_due, open_once, queue_alert, record_try
+
+    with Store(db_url) as s:
+        for i in range(15):
+            queue_alert(s, {"event": "skillreach.gate.breached", "skill": f"s{i}", "metric": "activation"},
+                        key=f"k{i}", channels=["a#1", "b#2"])
+    claimed: list[int] = []
+    opened: list[bool] = []
+    lock = threading.Lock()
+
+    def pass_over() -> None:
+        with Store(db_url) as s:
+            mine = claim_due(s, claim_for=timedelta(minutes=1))
+            first = open_once(s, "delivery:a#1", severity=1)
+        with lock:
+            claimed.extend(c.send_id for c in mine)
+            opened.append(first)
+
+    threads = [threading.Thread(target=pass_over) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == len(set(claimed)) == 30
+    assert sorted(opened) == [False, False, False, True]
+    with Store(db_url) as s:
+        [claim] = [c for c in claim_due(s, claim_for=timedelta(minutes=1),
+                                       now=_now_plus(timedelta(minutes=2))) if c.channel == "a#1"][:1]
+        assert record_try(s, claim, ok=True) == ("delivered", "pending")  # b#2 still to go
+        [alert] = [a for a in s.alerts() if a.id == claim.alert_id]
+        assert alert.delivery == "pending"
+
+
+def _now_plus(delta: timedelta) -> datetime:
+    return datetime.now(UTC) + delta

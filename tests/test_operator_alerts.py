@@ -26,6 +26,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -160,6 +161,7 @@ def test_alerts_wait_pending_while_the_receiver_is_down_and_each_arrives_once_wh
 
     # the service is restarted while they wait: nothing is lost, the retries go on
     svc.stop()
+    world["restarted"] = datetime.now(UTC)
     restarted_s = svc.start()
     svc.quiet_schedules()
     assert [state_of(ln) for ln in listed(world)] == ["pending"] * 3
@@ -171,7 +173,7 @@ def test_alerts_wait_pending_while_the_receiver_is_down_and_each_arrives_once_wh
         assert time.monotonic() - back < 300, f"{texts(sink)}\n{listed(world)}\n{svc.said()[-3000:]}"
         time.sleep(1)
     arrived_s = time.monotonic() - back
-    svc.wait_done(*FLOWS)
+    svc.wait_done(*FLOWS, since=world["restarted"])
     time.sleep(40)  # past the longest retry: a duplicate would have arrived by now
     said = texts(sink)
     assert len(said) == 3, said
@@ -199,9 +201,9 @@ def test_a_second_commit_and_a_nightly_say_each_verdict_once(world: dict[str, An
     write_skill(repo / "skills", THIEF[0], THIEF[1] + EDIT)  # the second commit: delta now takes gamma's
     git(repo, "commit", "-q", "-am", "delta: release notes too")
     svc.deployment_run("watch/watch")
-    svc.wait_done("watch", "rebaseline-all", "deliver-alerts")
+    svc.wait_done("watch", "rebaseline-all", "deliver-alerts", since=world["restarted"])
     night = svc.deployment_run("nightly-compliance/nightly-compliance")
-    svc.wait_done(*FLOWS)  # its Breached end triggers deliver-alerts, which folds it
+    svc.wait_done(*FLOWS, since=world["restarted"])  # its Breached end starts deliver-alerts: folded
     assert svc.state(night) == ("FAILED", "Breached")
     filed = svc.runs("deliver-alerts")
     assert any((r.get("parameters") or {}).get("flow_run_id") == f"prefect.flow-run.{night}" for r in filed)

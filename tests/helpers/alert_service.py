@@ -171,14 +171,16 @@ class Served:
             if run.get("auto_scheduled"):
                 httpx.delete(f"{self.api}/flow_runs/{run['id']}", timeout=30)
 
-    def wait_done(self, *deployments: str, timeout_s: float = 420) -> None:
-        """Until no run of ``deployments`` is due or running (a triggered one appears ~1 s after its
-        event: calm for 8 s)."""
+    def wait_done(self, *deployments: str, timeout_s: float = 420, since: datetime | None = None) -> None:
+        """Until no run of ``deployments`` (expected to start after ``since``, when given) is due or
+        running (a triggered one appears ~1 s after its event: calm for 8 s). Runs a stopped service left
+        ``Pending`` stay so in Prefect (the worker that took them is gone): ``since`` passes over them."""
         deadline = time.monotonic() + timeout_s
         calm_since = time.monotonic()
         while time.monotonic() - calm_since < 8:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
-            due = {"state": {"type": {"any_": ACTIVE}}, "expected_start_time": {"before_": soon}}
+            window = {"before_": soon, **({"after_": since.isoformat()} if since else {})}
+            due = {"state": {"type": {"any_": ACTIVE}}, "expected_start_time": window}
             busy = [r for d in deployments for r in self.runs(d, **due)]
             if busy:
                 calm_since = time.monotonic()

@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder
+from tests.fakes.messages_api import MessagesAPI
 from tests.helpers.alert_service import Served, free_port, install_wheel
 from tests.helpers.webhooks import WebhookSink
-from tests.helpers.week import ALIAS, OLD, SKILLS, THIEF, git, write_skill
+from tests.helpers.week import ALIAS, OLD, THIEF, Stealing, git, skills_repo, write_skill
 
 pytestmark = pytest.mark.integration
 
@@ -44,43 +44,16 @@ EDIT = " It also writes multilingual release notes."
 FLOWS = ("watch", "nightly-compliance", "rebaseline-all", "deliver-alerts")
 
 
-class Agent:
-    """Each query reaches its skill, except beta's case 0 once delta is listed (one case of four: an
-    undecided drop), and gamma's cases once delta's description says "multilingual" (a breach)."""
-
-    def __call__(self, body: dict[str, Any]) -> Reply:
-        listing = json.dumps({"system": body.get("system"), "tools": body.get("tools")})
-        script: dict[str, list[Any]] = {f"the {n} skill": [n] for n in [*SKILLS, THIEF[0]]}
-        script.update({f"help with {n} task": [n] for n in SKILLS})
-        if THIEF[0] in listing:
-            script["help with beta task 0"] = [THIEF[0]]
-        if "multilingual" in listing:
-            script["help with gamma task"] = [THIEF[0]]
-        return ScriptResponder(script)(body)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("operator-alerts")
     bin_dir = install_wheel(root / "wheel", extras="anthropic")  # the runtime the service studies with
     repo = root / "repo"
-    for name, desc in SKILLS.items():
-        write_skill(repo / "skills", name, desc)
-    queries = [{"id": f"{n}-{i}", "text": f"please help with {n} task {i}", "expected_skill": n,
-                "kind": "implicit"} for n in SKILLS for i in range(4)]
-    queries.append({"id": "oos-0", "text": "what is the weather", "expected_skill": None,
-                    "kind": "out_of_scope"})
-    (repo / "evals").mkdir(parents=True)
-    (repo / "evals" / "queries.json").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "team@example.invalid")
-    git(repo, "config", "user.name", "Team")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "skills and queries")
+    skills_repo(repo)
     (root / "op").mkdir()
     hook = free_port()  # the receiver's port: nothing listens on it until the receiver "comes back"
     world: dict[str, Any] = {"root": root, "repo": repo, "home": root / "home", "hook": hook}
-    with MessagesAPI(Agent(), aliases={ALIAS: OLD}) as api:
+    with MessagesAPI(Stealing(), aliases={ALIAS: OLD}) as api:
         study = root / "study.toml"
         study.write_text(
             f'skills = ["{repo / "skills"}"]\nqueries = "{repo / "evals" / "queries.json"}"\n'

@@ -44,9 +44,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text
+from tests.fakes.messages_api import MessagesAPI, query_text
 from tests.helpers.webhooks import WebhookSink
-from tests.helpers.week import ALIAS, NEW, OLD, SKILLS, THIEF, git, write_skill
+from tests.helpers.week import ALIAS, NEW, OLD, SKILLS, THIEF, Stealing, git, write_skill
 
 pytestmark = pytest.mark.integration
 
@@ -55,22 +55,6 @@ EDIT = " It also writes multilingual release notes."
 """What Wednesday's edit adds to delta's description: from then on delta takes gamma's cases."""
 ACTIVE = ["SCHEDULED", "PENDING", "RUNNING", "CANCELLING", "PAUSED"]
 BRANCH = "skillreach/baselines"
-
-
-class Agent:
-    """The agent behind the stand-in: each query reaches its skill, except beta's case 0 once delta is
-    listed (one case of four: an inconclusive drop), and gamma's cases once delta's description says
-    "multilingual" (all four: a breach)."""
-
-    def __call__(self, body: dict[str, Any]) -> Reply:
-        listing = json.dumps({"system": body.get("system"), "tools": body.get("tools")})
-        script: dict[str, list[Any]] = {f"the {n} skill": [n] for n in [*SKILLS, THIEF[0]]}
-        script.update({f"help with {n} task": [n] for n in SKILLS})
-        if THIEF[0] in listing:
-            script["help with beta task 0"] = [THIEF[0]]
-        if "multilingual" in listing:
-            script["help with gamma task"] = [THIEF[0]]
-        return ScriptResponder(script)(body)
 
 
 def _free_port() -> int:
@@ -342,7 +326,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "skills and queries")
     (root / "op").mkdir()
-    with MessagesAPI(Agent(), aliases={ALIAS: OLD}) as api, WebhookSink() as sink:
+    with MessagesAPI(Stealing(), aliases={ALIAS: OLD}) as api, WebhookSink() as sink:
         study = root / "study.toml"
         study.write_text(
             f'skills = ["{repo / "skills"}"]\nqueries = "{repo / "evals" / "queries.json"}"\n'

@@ -61,11 +61,9 @@ class Agent:
         return ScriptResponder(script)(body)
 
 
-def make_week(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A git repository of three skills and their queries; the provider key the stand-in wants."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-secret")
-    repo = tmp_path / "repo"
+def skills_repo(repo: Path) -> Path:
+    """A git repository of the three skills and their 13 queries (four each, one out of scope) at
+    ``repo``, committed on ``main``; returns its skills folder."""
     skills = repo / "skills"
     for name, desc in SKILLS.items():
         write_skill(skills, name, desc)
@@ -80,7 +78,31 @@ def make_week(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]
     git(repo, "config", "user.name", "Team")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "skills and queries")
-    return {"repo": repo, "skills": skills, "tmp": tmp_path}
+    return skills
+
+
+class Stealing:
+    """An agent behind the stand-in: each query reaches its skill, except beta's case 0 once delta is
+    listed (one case of four: an undecided drop), and gamma's cases once delta's description says
+    "multilingual" (all four: a breach)."""
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        listing = json.dumps({"system": body.get("system"), "tools": body.get("tools")})
+        script: dict[str, list[Any]] = {f"the {n} skill": [n] for n in [*SKILLS, THIEF[0]]}
+        script.update({f"help with {n} task": [n] for n in SKILLS})
+        if THIEF[0] in listing:
+            script["help with beta task 0"] = [THIEF[0]]
+        if "multilingual" in listing:
+            script["help with gamma task"] = [THIEF[0]]
+        return ScriptResponder(script)(body)
+
+
+def make_week(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A git repository of three skills and their queries; the provider key the stand-in wants."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-secret")
+    repo = tmp_path / "repo"
+    return {"repo": repo, "skills": skills_repo(repo), "tmp": tmp_path}
 
 
 def service_config(world: dict[str, Any], api: MessagesAPI, sink: WebhookSink, out: str) -> Path:

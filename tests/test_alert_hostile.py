@@ -298,3 +298,10 @@ async def _post_all(urls: list[str]) -> list[Any]:
     from skillreach.service.delivery import post_many
 
     return await post_many([(u, {"text": "x"}) for u in urls], timeout_s=3)
+
+
+def test_a_name_that_does_not_resolve_is_tried_again_not_refused() -> None:
+    [got] = send_alert(_payload(), ["http://no-such-host.invalid/hook/HOOKSECRET"], timeout_s=5)
+    assert not got.ok
+    assert got.retry  # the name may resolve later
+    assert got.error == "gaierror"

@@ -116,7 +116,9 @@ def check_webhook(url: str) -> str | None:
 def resolve_checked(url: str) -> tuple[list[str], str]:
     """``(addresses, problem)`` for ``url``: the addresses the client may connect to, in the resolver's
     order, every one it gives checked; ``problem`` is ``""`` when the request may go, else why not (then
-    ``addresses`` is empty). Blocking (the system resolver): call it under the exchange's deadline."""
+    ``addresses`` is empty). A name that does not resolve raises the resolver's ``OSError`` (it may
+    resolve later: a reason to try again, not a refusal). Blocking (the system resolver): call it under
+    the exchange's deadline."""
     problem = check_webhook(url)
     if problem is not None:
         return [], problem
@@ -125,8 +127,8 @@ def resolve_checked(url: str) -> tuple[list[str], str]:
     port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        return [], f"{host} does not resolve ({type(exc).__name__})"
+    except UnicodeError as exc:
+        return [], f"{host} is not a host name ({type(exc).__name__})"
     found: list[Address] = []
     for info in infos:
         ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
@@ -136,5 +138,5 @@ def resolve_checked(url: str) -> tuple[list[str], str]:
         if ip not in found:
             found.append(ip)
     if not found:
-        return [], f"{host} does not resolve"
+        raise OSError(f"{host} resolves to no address")
     return [str(ip) for ip in found], ""

@@ -60,6 +60,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "baselines_dir": ('baselines_dir = "records"', "records"),
     "baselines_branch": ('baselines_branch = "bots/baselines"', "bots/baselines"),
     "alert_repeat_after": ('alert_repeat_after = "6h"', "6h"),
+    "alert_delivery": ('[alert_delivery]\ntries = 3\nfirst_retry = "5s"', 3),
     "live_sources": ('live_sources = ["/logs/a", "/logs/b"]', os.pathsep.join(["/logs/a", "/logs/b"])),
     "database_statement_timeout_s": ("database_statement_timeout_s = 42.5", 42.5),
 }
@@ -86,6 +87,8 @@ def seen(config: StudyConfig, field: str) -> Any:
         return value.activation
     if field == "live_gates":
         return value.activation_share
+    if field == "alert_delivery":
+        return value.tries
     if field == "home":
         return value.name
     return value

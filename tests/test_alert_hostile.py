@@ -275,7 +275,7 @@ def test_alerts_list_shows_no_terminal_control_characters(tmp_path: Path) -> Non
 
     home = tmp_path / ".skillreach"
     home.mkdir()
-    nasty = "pdf\x1b[2J\x1b]0;owned\x07\x00\u202egnp.exe\u2066\x9b"
+    nasty = "pdf\x1b[2J\x1b]0;owned\x07\x00\u202egnp.exe\u2066\x9b\u061c"
     with Store(f"sqlite:///{home / 'skillreach.db'}") as store:
         payload = _payload(nasty)
         store.add_alert(payload, key=alert_key(payload), delivery="repeat")
@@ -283,7 +283,7 @@ def test_alerts_list_shows_no_terminal_control_characters(tmp_path: Path) -> Non
     done = subprocess.run([SKILLREACH, "alerts", "list"], cwd=tmp_path, env=env, capture_output=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    for raw in (b"\x1b", b"\x07", b"\x00", "\u202e".encode(), "\u2066".encode(), "\x9b".encode()):
+    for raw in (b"\x1b", b"\x07", b"\x00", *(c.encode() for c in "\u202e\u2066\x9b\u061c")):
         assert raw not in done.stdout, raw
     assert b"gate.breached:pdf[2J]0;owned" in done.stdout  # shown, defanged
 

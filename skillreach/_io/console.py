@@ -1,8 +1,8 @@
 """Terminal output fit for CI logs and safe from hostile text.
 
-- :func:`strip_control` removes control characters (ESC, BEL, backspace, carriage return, C1 codes,
-  bidirectional overrides) from text that came from users' files — query text, skill names, ids — so a
-  query cannot recolour, retitle or rewrite a terminal or a CI log;
+- :func:`strip_control` removes control characters (ESC, BEL, NUL, backspace, carriage return, C1
+  codes, bidirectional marks, embeddings, overrides and isolates) from text that came from users' files
+  — query text, skill names, ids — so a query cannot recolour, retitle or rewrite a terminal or a CI log;
 - :func:`make_console` is a rich console that does that to every piece of text it prints, and, when
   its stream is not a terminal, is wide enough that a table never cuts a value (``activa…``).
 """
@@ -23,7 +23,7 @@ PIPE_WIDTH = 240
 """Columns of a console whose stream is not a terminal (a CI log): tables are as wide as their
 content, so this only has to exceed the widest table."""
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def strip_control(text: str) -> str:

@@ -110,20 +110,28 @@ def find_executable(explicit: str | None, name: str, env_var: str, hint: str) ->
 def tool_version(
     executable: str, args: tuple[str, ...] = ("--version",), timeout_s: float = 20.0
 ) -> str | None:
-    """The first line a program prints for ``--version`` (None when it cannot be run)."""
+    """The first line a program prints for ``--version`` (None when it cannot be run or does not answer
+    within ``timeout_s``: then its whole process group is killed, so nothing it started lives on)."""
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [executable, *args],
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout_s,
-            check=False,
             env=base_env(home=Path(tempfile.gettempdir())),
+            start_new_session=True,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
-    text = (proc.stdout or proc.stderr or "").strip()
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    text = (out or err or "").strip()
     return text.splitlines()[0] if text else None
 
 

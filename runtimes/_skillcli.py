@@ -142,6 +142,10 @@ class CliProbeLoop:
     executable: str
     model: str | None
     keep_workdirs: bool
+    packages: ClassVar[tuple[str, ...]] = ()
+    """The npm packages the CLI ships in (its version is read from their ``package.json``)."""
+    version_line: ClassVar[str] = "{version}"
+    """How the CLI's ``--version`` says its version (``codex-cli {version}``)."""
     _sem: asyncio.Semaphore
     _root: Path
     _key: str | None
@@ -170,7 +174,9 @@ class CliProbeLoop:
         return model or self.model
 
     async def version(self) -> str | None:
-        return await program_version(self.executable)
+        """The CLI's version line, from its npm package's ``package.json`` when it has one
+        (:func:`~runtimes._version.program_version`), else its ``--version``."""
+        return await program_version(self.executable, packages=self.packages, line=self.version_line)
 
     async def aclose(self) -> None:
         removals = self.__dict__.get("_removals")

@@ -509,7 +509,11 @@ class ClaudeCodeRuntime:
         return self.listing(catalog).warning(catalog.id, "Claude Code")
 
     async def version(self) -> str | None:
-        return await program_version(self.claude_path)
+        """``2.1.328 (Claude Code)``: from the npm package's ``package.json`` when it has one, else
+        ``claude --version``."""
+        return await program_version(
+            self.claude_path, packages=("@anthropic-ai/claude-code",), line="{version} (Claude Code)"
+        )
 
     async def aclose(self) -> None:
         await self._removals.wait()

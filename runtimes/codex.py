@@ -400,6 +400,8 @@ class CodexRuntime(CliProbeLoop):
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    packages: ClassVar[tuple[str, ...]] = ("@openai/codex",)
+    version_line: ClassVar[str] = "codex-cli {version}"
     request_tokens: ClassVar[int | None] = 10_150
     """Tokens Codex's developer instructions and tool definitions add to every request (its first
     request as captured in ``../shared/design/agent-clis/``, bytes / 4, the listing taken off)."""

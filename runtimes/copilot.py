@@ -103,6 +103,8 @@ class CopilotRuntime(SkillCliRuntime):
     reports_usage: ClassVar[bool] = False
     Options: ClassVar[type[RuntimeOptions]] = CopilotOptions
     program: ClassVar[str] = "copilot"
+    packages: ClassVar[tuple[str, ...]] = ("@github/copilot",)
+    version_line: ClassVar[str] = "GitHub Copilot CLI {version}."
     install_hint: ClassVar[str] = (
         "install it with `npm install @github/copilot@1.0.102` (into a folder) and pass copilot_path=…"
     )

@@ -111,6 +111,7 @@ class GeminiCliRuntime(SkillCliRuntime):
     request_tokens: ClassVar[int | None] = 12_100
     Options: ClassVar[type[RuntimeOptions]] = GeminiCliOptions
     program: ClassVar[str] = "gemini"
+    packages: ClassVar[tuple[str, ...]] = ("@google/gemini-cli",)
     Stream: ClassVar[type[SkillToolStream]] = GeminiStream
     default_model: ClassVar[str | None] = "gemini-2.5-flash"
     """Never Gemini CLI's own ``auto``: that routes each prompt with a classifier request first."""

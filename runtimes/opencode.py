@@ -112,6 +112,7 @@ class OpenCodeRuntime(SkillCliRuntime):
     request_tokens: ClassVar[int | None] = 7_700
     Options: ClassVar[type[RuntimeOptions]] = OpenCodeOptions
     program: ClassVar[str] = "opencode"
+    packages: ClassVar[tuple[str, ...]] = ("opencode-ai",)
     Stream: ClassVar[type[SkillToolStream]] = OpenCodeStream
     install_hint: ClassVar[str] = (
         "install it with `npm install opencode-ai@1.18.33` (into a folder) and pass opencode_path=…"

@@ -143,7 +143,8 @@ class PiRuntime:
         return None
 
     async def version(self) -> str | None:
-        return await program_version(self.executable)
+        """pi's version: from its npm package's ``package.json`` when it has one, else ``pi --version``."""
+        return await program_version(self.executable, packages=("@mariozechner/pi-coding-agent",))
 
     def _cost(self, state: PiStream) -> float | None:
         """The price table's cost (as for every runtime), else the cost pi computed itself."""

@@ -44,7 +44,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import tempfile
 import threading
 import zlib
@@ -565,27 +564,17 @@ class CodexRuntime(CliProbeLoop):
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         skills = work / ".agents" / "skills"
-        pid: list[int] = []
-
-        def kill() -> None:
-            for p in pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p, signal.SIGKILL)
-
+        ending = asyncio.Event()
         state = CodexStream(
             {n: skills / n for n in catalog.names},
             work,
             tracker,
             names=frozenset(catalog.names),
-            on_stop=kill,
+            on_stop=ending.set,
             otel_tools=self.otel,
         )
         model = tracker.options.model or self.model
         timeout = min(self.timeout_s, tracker.options.timeout_s)  # the runtime's and the study's limits
-
-        def started(p: int) -> None:
-            pid.append(p)
-            self.pids.append(p)
 
         async with contextlib.AsyncExitStack() as stack:
             otlp = None
@@ -601,7 +590,8 @@ class CodexRuntime(CliProbeLoop):
                 on_event=state.feed,
                 timeout_s=timeout,
                 kill_grace_s=0.0,
-                on_start=started,
+                on_start=self.pids.append,
+                stop=ending,
             )
             if receiver is not None and not state.stopped and not result.timed_out:
                 await receiver.drain()

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
+from skillreach.runtimes._relay import Wire
 from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream
 from skillreach.settings import Settings
 from skillreach.study.contract import RuntimeOptions, Tracker
@@ -49,6 +50,7 @@ class CopilotStream(SkillToolStream):
     builtin: set[str] = field(default_factory=set)
     """Skills Copilot loaded from outside the workspace (``session.skills_loaded``, source not project)."""
     _calls: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    skill_tool: ClassVar[tuple[str, str]] = ("skill", "skill")
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -69,6 +71,7 @@ class CopilotStream(SkillToolStream):
                 name = str(args.get("skill") or "")
                 if data.get("success"):
                     return self.skill(name)
+                self.skill_failed(name)
                 if name in self.names and self.error is None:
                     result = data.get("result") or data.get("error") or {}
                     why = result.get("content") if isinstance(result, dict) else result
@@ -124,6 +127,7 @@ class CopilotRuntime(SkillCliRuntime):
         extra_args: list[str] | None = None,
         extra_env: dict[str, str] | None = None,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         super().__init__(
             model,
@@ -139,13 +143,14 @@ class CopilotRuntime(SkillCliRuntime):
             extra_args=extra_args,
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
+            relay=relay,
         )
         if not self.model:
             raise ConfigError(
                 "the copilot runtime runs Copilot CLI with your own provider (BYOK), which needs an explicit "
                 "model: pass --model (or model = … in the study's config)"
             )
-        self.wire_api = wire_api
+        self.wire_api_option = wire_api
         self.builtin: set[str] = set()
         """Built-in skills Copilot listed beside the catalog (reported, never scored)."""
 
@@ -155,19 +160,22 @@ class CopilotRuntime(SkillCliRuntime):
             "loading one counts as no catalog skill"
         )
 
-    def env(self, root: Path, model: str | None) -> dict[str, str]:
-        env = super().env(root, model)
+    def wire_api(self) -> Wire:
+        return "responses" if self.wire_api_option == "responses" else "chat"
+
+    def env(self, root: Path, model: str | None, base_url: str) -> dict[str, str]:
+        env = super().env(root, model, base_url)
         env.update(
             COPILOT_HOME=str(root / "home" / ".copilot"),
             COPILOT_OFFLINE="true",
-            COPILOT_PROVIDER_BASE_URL=self.base_url,
+            COPILOT_PROVIDER_BASE_URL=base_url,
             COPILOT_PROVIDER_API_KEY=self._key or "",
             COPILOT_AUTO_UPDATE="false",
         )
         if model:
             env["COPILOT_MODEL"] = model
-        if self.wire_api:
-            env["COPILOT_PROVIDER_WIRE_API"] = self.wire_api
+        if self.wire_api_option:
+            env["COPILOT_PROVIDER_WIRE_API"] = self.wire_api_option
         env.update(self.extra_env)
         return env
 

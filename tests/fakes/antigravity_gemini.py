@@ -33,6 +33,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["GeminiAPI", "first_user_text", "model_turns", "skill_locations"]
@@ -92,6 +93,20 @@ class GeminiAPI(LocalServer):
         self.model_version = model_version
         self.paths: list[str] = []
         self.keys: list[str | None] = []
+        self.served: list[dict[str, Any]] = []
+        """The ``usageMetadata`` of every response answered, in order."""
+
+    def served_usage(self) -> Usage:
+        """Everything served, summed as a probe records usage (cached content as cache reads)."""
+        total = Usage()
+        for u in list(self.served):
+            cached = int(u.get("cachedContentTokenCount") or 0)
+            total = total + Usage(
+                input_tokens=int(u.get("promptTokenCount") or 0) - cached,
+                output_tokens=int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
+                cache_read_input_tokens=cached,
+            )
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _handler(self)
@@ -182,6 +197,8 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
                 self._error(400, "* GenerateContentRequest.contents: contents is not specified")
                 return
             reply = api.responder(body)
+            with api._lock:
+                api.served.append(dict(reply.get("usageMetadata") or {}))
             if m.group(2) == "generateContent":
                 self._json(200, reply)
                 return

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["OpenAIChat", "completion", "first_user_text", "sse_chunks", "tool_call"]
@@ -173,6 +174,20 @@ class OpenAIChat(LocalServer):
         self.delay_s = delay_s
         self.require_key = require_key
         self.headers: list[dict[str, str]] = []
+        self.served: list[dict[str, Any]] = []
+        """The ``usage`` of every completion answered, in order."""
+
+    def served_usage(self) -> Usage:
+        """Everything served, summed as a probe records usage (cached prompt tokens as cache reads)."""
+        total = Usage()
+        for u in list(self.served):
+            cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            total = total + Usage(
+                input_tokens=int(u.get("prompt_tokens") or 0) - cached,
+                output_tokens=int(u.get("completion_tokens") or 0),
+                cache_read_input_tokens=cached,
+            )
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
@@ -245,6 +260,8 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
             if api.delay_s:
                 time.sleep(api.delay_s)
             reply = api.responder(body)
+            with api._lock:
+                api.served.append(dict(reply.get("usage") or {}))
             if body.get("stream"):
                 include = bool((body.get("stream_options") or {}).get("include_usage"))
                 self.send_bytes(200, sse_chunks(reply, include_usage=include), "text/event-stream")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = [
@@ -197,6 +198,20 @@ class ResponsesAPI(LocalServer):
         self.other_paths: list[str] = []
         self.stamps: list[float] = []
         """``time.monotonic()`` of each /responses request, in order."""
+        self.served: list[dict[str, Any]] = []
+        """The ``usage`` of every streamed response answered, in order."""
+
+    def served_usage(self) -> Usage:
+        """Everything served, summed as a probe records usage (cached input as cache reads)."""
+        total = Usage()
+        for u in list(self.served):
+            cached = int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+            total = total + Usage(
+                input_tokens=int(u.get("input_tokens") or 0) - cached,
+                output_tokens=int(u.get("output_tokens") or 0),
+                cache_read_input_tokens=cached,
+            )
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
@@ -229,6 +244,8 @@ class ResponsesAPI(LocalServer):
             "total_tokens": input_tokens + reply.output_tokens,
         }
         response = {**base, "status": "completed", "output": reply.items, "usage": usage}
+        with self._lock:
+            self.served.append(usage)
         emit("response.completed", {"response": response})
         return b"".join(out)
 

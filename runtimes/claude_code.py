@@ -206,6 +206,9 @@ class ClaudeCodeRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = True
     batch_mode: ClassVar[bool] = False
+    packages: ClassVar[tuple[str, ...]] = ("@anthropic-ai/claude-code",)
+    """The npm packages ``claude`` ships in (its version is read from their ``package.json``)."""
+    version_line: ClassVar[str] = "{version} (Claude Code)"
     request_tokens: ClassVar[int | None] = 8_100
     """Tokens Claude Code 2.1.328's system prompt, reminders and tool definitions add to every request
     (its first request to the stand-in, bytes / 4, the listing taken off)."""
@@ -570,9 +573,7 @@ class ClaudeCodeRuntime:
     async def version(self) -> str | None:
         """``2.1.328 (Claude Code)``: from the npm package's ``package.json`` when it has one, else
         ``claude --version``."""
-        return await program_version(
-            self.claude_path, packages=("@anthropic-ai/claude-code",), line="{version} (Claude Code)"
-        )
+        return await program_version(self.claude_path, packages=self.packages, line=self.version_line)
 
     async def aclose(self) -> None:
         await self._removals.wait()

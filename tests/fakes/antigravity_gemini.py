@@ -61,6 +61,16 @@ def first_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def gemini_usage(u: dict[str, Any]) -> Usage:
+    """A response's ``usageMetadata`` as a probe records it."""
+    cached = int(u.get("cachedContentTokenCount") or 0)
+    return Usage(
+        input_tokens=int(u.get("promptTokenCount") or 0) - cached,
+        output_tokens=int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
+        cache_read_input_tokens=cached,
+    )
+
+
 def model_turns(body: dict[str, Any]) -> int:
     """Model replies so far (the harness sends function responses back under the model role too)."""
     return sum(
@@ -93,19 +103,16 @@ class GeminiAPI(LocalServer):
         self.model_version = model_version
         self.paths: list[str] = []
         self.keys: list[str | None] = []
-        self.served: list[dict[str, Any]] = []
-        """The ``usageMetadata`` of every response answered, in order."""
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every response answered, in order, as a probe records it (cached
+        content as cache reads, thoughts as output)."""
 
-    def served_usage(self) -> Usage:
-        """Everything served, summed as a probe records usage (cached content as cache reads)."""
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
         total = Usage()
-        for u in list(self.served):
-            cached = int(u.get("cachedContentTokenCount") or 0)
-            total = total + Usage(
-                input_tokens=int(u.get("promptTokenCount") or 0) - cached,
-                output_tokens=int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
-                cache_read_input_tokens=cached,
-            )
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
         return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -198,7 +205,7 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
                 return
             reply = api.responder(body)
             with api._lock:
-                api.served.append(dict(reply.get("usageMetadata") or {}))
+                api.served.append((body, gemini_usage(reply.get("usageMetadata") or {})))
             if m.group(2) == "generateContent":
                 self._json(200, reply)
                 return

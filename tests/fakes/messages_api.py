@@ -239,12 +239,17 @@ class ScriptResponder:
 # ------------------------------------------------------------------------------------------- tokens
 
 
-def served_usage(api: MessagesAPI) -> Usage:
-    """Everything ``api`` served, summed as a probe records usage."""
+def served_usage(api: MessagesAPI, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+    """What ``api`` served (to the requests ``query`` picks, or all), summed as a probe records usage."""
     total = Usage()
-    for u in list(api.served):
-        total = total + Usage(**{k: int(u.get(k) or 0) for k in Usage.model_fields})
+    for body, usage in list(api.served):
+        if query is None or query(body):
+            total = total + usage
     return total
+
+
+def _as_usage(u: dict[str, Any]) -> Usage:
+    return Usage(**{k: int(u.get(k) or 0) for k in Usage.model_fields})
 
 
 def count_tokens(obj: Any) -> int:
@@ -346,8 +351,9 @@ class MessagesAPI:
         self.batch_polls = batch_polls
         self.require_key = require_key
         self.requests: list[dict[str, Any]] = []
-        self.served: list[dict[str, int]] = []
-        """The ``usage`` of every message answered, in order (what a client was served and billed)."""
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every message answered, in order: what a client was served and
+        billed."""
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.batches: dict[str, dict[str, Any]] = {}
@@ -516,7 +522,7 @@ class MessagesAPI:
             reply = Reply(raw)
         elif isinstance(raw, dict):
             with self._lock:
-                self.served.append(dict(raw.get("usage") or {}))
+                self.served.append((body, _as_usage(raw.get("usage") or {})))
             return raw, 0.0
         else:  # pragma: no cover - a test's mistake
             raise TypeError(f"responder returned {type(raw).__name__}")
@@ -536,7 +542,7 @@ class MessagesAPI:
             "usage": usage,
         }
         with self._lock:
-            self.served.append(dict(usage))
+            self.served.append((body, _as_usage(usage)))
         return message, reply.delay
 
 

@@ -91,6 +91,16 @@ def completion(
     }
 
 
+def chat_usage(u: dict[str, Any]) -> Usage:
+    """A completion's ``usage`` as a probe records it (cached prompt tokens as cache reads)."""
+    cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return Usage(
+        input_tokens=int(u.get("prompt_tokens") or 0) - cached,
+        output_tokens=int(u.get("completion_tokens") or 0),
+        cache_read_input_tokens=cached,
+    )
+
+
 def first_user_text(body: dict[str, Any]) -> str:
     for m in body.get("messages", []):
         if m.get("role") == "user":
@@ -174,19 +184,16 @@ class OpenAIChat(LocalServer):
         self.delay_s = delay_s
         self.require_key = require_key
         self.headers: list[dict[str, str]] = []
-        self.served: list[dict[str, Any]] = []
-        """The ``usage`` of every completion answered, in order."""
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every completion answered, in order: what a client was served, as a
+        probe records it (cached prompt tokens as cache reads)."""
 
-    def served_usage(self) -> Usage:
-        """Everything served, summed as a probe records usage (cached prompt tokens as cache reads)."""
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
         total = Usage()
-        for u in list(self.served):
-            cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-            total = total + Usage(
-                input_tokens=int(u.get("prompt_tokens") or 0) - cached,
-                output_tokens=int(u.get("completion_tokens") or 0),
-                cache_read_input_tokens=cached,
-            )
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
         return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -261,7 +268,7 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
                 time.sleep(api.delay_s)
             reply = api.responder(body)
             with api._lock:
-                api.served.append(dict(reply.get("usage") or {}))
+                api.served.append((body, chat_usage(reply.get("usage") or {})))
             if body.get("stream"):
                 include = bool((body.get("stream_options") or {}).get("include_usage"))
                 self.send_bytes(200, sse_chunks(reply, include_usage=include), "text/event-stream")

@@ -198,19 +198,16 @@ class ResponsesAPI(LocalServer):
         self.other_paths: list[str] = []
         self.stamps: list[float] = []
         """``time.monotonic()`` of each /responses request, in order."""
-        self.served: list[dict[str, Any]] = []
-        """The ``usage`` of every streamed response answered, in order."""
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every streamed response answered, in order, as a probe records it
+        (cached input as cache reads)."""
 
-    def served_usage(self) -> Usage:
-        """Everything served, summed as a probe records usage (cached input as cache reads)."""
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
         total = Usage()
-        for u in list(self.served):
-            cached = int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0)
-            total = total + Usage(
-                input_tokens=int(u.get("input_tokens") or 0) - cached,
-                output_tokens=int(u.get("output_tokens") or 0),
-                cache_read_input_tokens=cached,
-            )
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
         return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
@@ -245,7 +242,7 @@ class ResponsesAPI(LocalServer):
         }
         response = {**base, "status": "completed", "output": reply.items, "usage": usage}
         with self._lock:
-            self.served.append(usage)
+            self.served.append((body, Usage(input_tokens=input_tokens, output_tokens=reply.output_tokens)))
         emit("response.completed", {"response": response})
         return b"".join(out)
 

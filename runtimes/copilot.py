@@ -18,10 +18,13 @@ One probe is one process, in a fresh folder of its own (``_skillcli.SkillCliRunt
 - **Activation.** ``tool.execution_complete`` (``success``) of a ``skill`` call whose
   ``tool.execution_start`` named ``arguments.skill``. The group is SIGKILLed as soon as the tracker says
   stop.
-- **Listing.** Every skill in full at the end of the system prompt (no budget, no truncation).
+- **Listing.** Every skill it accepts in full at the end of the system prompt, XML-escaped (no budget,
+  no truncation); a skill with a name or description it refuses is left out
+  (:func:`~skillreach.skills.agent_listing.copilot_listing`, ``listing_warning``).
 - **Usage.** Copilot CLI's JSON output carries no token counts (its ``result`` event has
-  ``premiumRequests`` and durations only): a probe's usage is unknown (zero) and its cost is recorded as
-  unknown (``None``), never $0. The estimate before the first probe is the only figure, and says so.
+  ``premiumRequests`` and durations only): the probe's relay (:mod:`runtimes._relay`) reads them from
+  the responses it served. Without the relay (``relay = false``) usage is unknown and the cost is
+  recorded as unknown (``None``), never $0.
 """
 
 from __future__ import annotations
@@ -155,10 +158,17 @@ class CopilotRuntime(SkillCliRuntime):
         """Built-in skills Copilot listed beside the catalog (reported, never scored)."""
 
     def listing_warning(self, catalog: Catalog) -> str | None:
-        return (
+        dropped = self.listing(catalog).dropped
+        line = (
             f"Copilot CLI also lists its built-in skills ({', '.join(BUILTIN_SKILLS)}) beside the catalog; "
             "loading one counts as no catalog skill"
         )
+        if dropped:
+            line += (
+                f"; it leaves out {len(dropped)} of the catalog's skills ({', '.join(dropped[:5])}"
+                f"{', …' if len(dropped) > 5 else ''}): see `skillreach listing --agent copilot`"
+            )
+        return line
 
     def wire_api(self) -> Wire:
         return "responses" if self.wire_api_option == "responses" else "chat"

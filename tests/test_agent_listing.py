@@ -260,7 +260,10 @@ def test_copilot_lists_what_it_accepts_xml_escaped_as_in_the_capture() -> None:
     system = next(
         m["content"] for m in json.loads(capture.read_text())["body"]["messages"] if m["role"] == "system"
     )
-    entry = r"<skill>\n  <name>[^<]*</name>\n  <description>.*?</description>\n  <location>project</location>\n</skill>"
+    entry = (
+        r"<skill>\n  <name>[^<]*</name>\n  <description>.*?</description>\n"
+        r"  <location>project</location>\n</skill>"
+    )
     sent = re.findall(entry, system, flags=re.S)
     assert len(sent) == 2
     skills = [
@@ -288,7 +291,8 @@ def test_copilot_lists_what_it_accepts_xml_escaped_as_in_the_capture() -> None:
     assert listing.dropped == ["long", "under_score", "wide", "x" * 65]
     assert [s.name for s in listing.skills if not s.dropped] == ["apos", "ok-" + "z" * 61]
     assert listing.lines[0] == (
-        "<skill>\n  <name>apos</name>\n  <description>The service&apos;s &lt;health&gt; &amp; &quot;status&quot;\n"
+        "<skill>\n  <name>apos</name>\n  <description>"
+        "The service&apos;s &lt;health&gt; &amp; &quot;status&quot;\n"
         "</description>\n  <location>project</location>\n</skill>"
     )
     assert listing.skills[0].description == "The service&apos;s &lt;health&gt; &amp; &quot;status&quot;\n"

@@ -127,11 +127,12 @@ class _Reader:
             return
         raw = b"\n".join(self.data)
         self.data = []
-        if raw.strip() == b"[DONE]":
+        if raw.strip() == b"[DONE]":  # the stream's end: its calls are whole before the CLI reads it
+            self._chat_done()
             return
         try:
             event = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         self.take(event)
 
@@ -142,7 +143,7 @@ class _Reader:
         if self.sse is False:
             try:
                 body = json.loads(bytes(self.buffer))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return
             for event in body if isinstance(body, list) else [body]:  # Gemini's streamed JSON array
                 self.take(event)
@@ -285,7 +286,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"arguments": raw}
     return value if isinstance(value, dict) else {"arguments": value}
 

@@ -12,7 +12,9 @@ Completions), in this process's threads:
    real CLI. Then the measured run, the same study with the real CLI's path (the shim's ``sh``, ``mktemp``,
    ``env`` and ``cp`` would cost a fast CLI's probe a tenth of its wall on a loaded machine). Its probing
    wall is the probe log's span (first probe's start to last probe's end); the command's whole wall
-   (interpreter, Prefect, canaries) is printed beside it.
+   (interpreter, Prefect, canaries) is printed beside it. The recording run has the probe's relay off
+   (``relay = false``; codex, gemini-cli, opencode, copilot), so the recorded invocations call the
+   stand-in itself; the measured run keeps it on, so what the relay costs is in the ratio.
 2. The bare loop: every recorded study invocation put back where it ran (its probe folder restored
    before the clock starts), then the same argument lists, environments and working folders run by
    ``asyncio.create_subprocess_exec`` at the same concurrency, stdin closed, stdout read to its end,
@@ -65,6 +67,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import _calibrate as calibrate  # noqa: E402
 
+from skillreach.runtimes import runtime_class  # noqa: E402
 from skillreach.study.probe_log import read_probes  # noqa: E402
 from tests.helpers import clis  # noqa: E402
 
@@ -327,8 +330,11 @@ def measure(agent: str, args: argparse.Namespace) -> dict[str, Any]:
         with stand_in(agent, args.activate) as api:
             extra = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
             head = f"model = {json.dumps(setup.model)}\n" if setup.model else ""
+            relayed = "relay" in runtime_class(agent).Options.model_fields  # type: ignore[attr-defined]
             for name, path in (("record", shim), ("study", Path(real))):
                 options = {setup.path_option: str(path), "base_url": api.base_url, **extra}
+                if name == "record" and relayed:  # the recorded invocations must reach the stand-in
+                    options["relay"] = False  # itself: the bare loop replays them with no relay up
                 body = "".join(f"{k} = {_toml(v)}\n" for k, v in options.items())
                 (tmp / f"{name}.toml").write_text(f"{head}[runtime_options]\n{body}")
 

@@ -111,9 +111,13 @@ def request_tokens(name: str) -> int | None:
     return int(value) if value is not None else None
 
 
-def reports_usage(name: str) -> bool:
-    """False for a runtime whose CLI reports no token counts (its probes record no usage or cost)."""
-    return bool(getattr(class_named(REGISTRY, name, "runtime"), "reports_usage", True))
+def reports_usage(name: str, options: dict[str, Any] | None = None) -> bool:
+    """Whether the runtime's probes record usage and cost: False for an agent CLI that reports no token
+    counts (Copilot CLI) when it runs without the probe's relay (``runtime_options.relay = false``)."""
+    cls = class_named(REGISTRY, name, "runtime")
+    if getattr(cls, "reports_usage", True):
+        return True
+    return hasattr(cls, "relay") and bool((options or {}).get("relay", True))
 
 
 def forced_choice_note(name: str, options: dict[str, Any]) -> str | None:

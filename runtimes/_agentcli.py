@@ -10,11 +10,12 @@ claude-code, codex; the antigravity-sdk runtime uses the skill layout and activa
   :class:`AgentStream`, the base of every event-stream reader: it reports activations to the tracker
   (compliance mode: the probe goes on after the target, later skill reads are not routing decisions),
   records other tool calls and keeps the final answer.
-- **The process**: :func:`run_json_lines` starts the program in its own session (its own process
-  group), hands each JSON line of its stdout to a callback as it arrives, and ends the whole group
-  (SIGTERM, then SIGKILL) when the callback says stop or the timeout expires; :func:`run_command` runs a
-  short helper command (``goose skills list``) the same way; :func:`run_error` turns an ended process
-  into the probe's error text.
+- **The process**: :func:`run_json_lines` starts the program under a supervisor (:mod:`runtimes._reaper`,
+  a child subreaper: a process the CLI starts in a session of its own is still ended), hands each JSON
+  line of its stdout to a callback as it arrives, and ends the whole tree (SIGTERM, then SIGKILL) when
+  the callback says stop, a stop event is set or the timeout expires; :func:`run_command` runs a short
+  helper command (``goose skills list``) the same way; :func:`run_error` turns an ended process into the
+  probe's error text.
 - **Residency**: :class:`ResidencyCache` runs a runtime's residency check once per catalog, however many
   probes ask at once.
 """
@@ -29,6 +30,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -56,7 +58,9 @@ __all__ = [
     "run_error",
     "run_json_lines",
     "skill_for_path",
+    "supervised",
     "tool_version",
+    "tree",
     "write_skill",
 ]
 
@@ -110,20 +114,28 @@ def find_executable(explicit: str | None, name: str, env_var: str, hint: str) ->
 def tool_version(
     executable: str, args: tuple[str, ...] = ("--version",), timeout_s: float = 20.0
 ) -> str | None:
-    """The first line a program prints for ``--version`` (None when it cannot be run)."""
+    """The first line a program prints for ``--version`` (None when it cannot be run or does not answer
+    within ``timeout_s``: then its whole process group is killed, so nothing it started lives on)."""
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [executable, *args],
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout_s,
-            check=False,
             env=base_env(home=Path(tempfile.gettempdir())),
+            start_new_session=True,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return None
-    text = (proc.stdout or proc.stderr or "").strip()
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    text = (out or err or "").strip()
     return text.splitlines()[0] if text else None
 
 
@@ -302,16 +314,66 @@ def run_error(program: str, error: str | None, result: ProcessResult, timeout_s:
     return error
 
 
-async def end_group(proc: asyncio.subprocess.Process, grace_s: float = 2.0) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left of it after ``grace_s``.
+REAPER = Path(__file__).with_name("_reaper.py")
+"""The supervisor each agent CLI runs under on Linux (:mod:`runtimes._reaper`): a child subreaper, so
+nothing the CLI starts outlives the probe, even in a session of its own."""
+SUPERVISED = sys.platform.startswith("linux") and REAPER.is_file()
 
-    The SIGKILL goes to the group even when the leader obeyed SIGTERM: a child that ignores SIGTERM
-    must not go on paying for tokens.
+
+def supervised(cmd: list[str], grace_s: float) -> list[str]:
+    """``cmd`` under the supervisor (Linux), which ends the CLI's whole tree, whatever session each
+    process moved to: when the CLI exits, or on SIGTERM (after ``grace_s`` of SIGTERM to the tree)."""
+    if not SUPERVISED:
+        return cmd
+    return [sys.executable, "-I", "-S", str(REAPER), "--grace", f"{max(grace_s, 0.0):g}", "--", *cmd]
+
+
+def tree(root: int) -> list[int]:
+    """Pids of every process below ``root``, from the parent links in ``/proc`` (Linux); the walk goes
+    through ended processes (see :func:`runtimes._reaper.descendants`)."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                tail = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(tail) > 1:
+                children.setdefault(int(tail[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+async def end_group(proc: asyncio.subprocess.Process, grace_s: float = 2.0) -> None:
+    """End the program and everything it started.
+
+    Under the supervisor: SIGTERM to it alone; it SIGTERMs the whole tree, SIGKILLs what is left after
+    ``grace_s`` and exits. If it has not exited shortly after, every process of the tree (walked in
+    ``/proc``) and of the group is SIGKILLed. Without it: SIGTERM to the process group, then SIGKILL
+    to the group after ``grace_s`` — even when the leader obeyed, a child that ignores SIGTERM must not
+    go on paying for tokens.
     """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), grace_s)
+    if SUPERVISED:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace_s + 3.0)
+        if proc.returncode is None:  # the supervisor did not answer: end the tree from here
+            for pid in [proc.pid, *tree(proc.pid)]:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
@@ -337,16 +399,19 @@ async def run_json_lines(
     stdin: str | None = None,
     kill_grace_s: float = 2.0,
     on_start: Callable[[int], object] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> ProcessResult:
-    """Run ``cmd`` in its own process group, handing each JSON line of stdout to ``on_event``.
+    """Run ``cmd`` under the supervisor (:func:`supervised`), in its own session, handing each JSON line
+    of stdout to ``on_event``.
 
-    When ``on_event`` returns False the whole group is ended at once (:func:`end_group`): the agent and
-    anything it started stop paying for tokens. ``timeout_s`` bounds the whole run (reading and the exit
-    after the stream ends); at the timeout the group is ended too. When the program exits on its own,
-    anything it left in its group is killed. Lines that are not JSON objects are skipped.
+    When ``on_event`` returns False, or ``stop`` is set, the program and everything it started are
+    ended at once (:func:`end_group`): the agent stops paying for tokens. ``timeout_s`` bounds the whole
+    run (reading and the exit after the stream ends); at the timeout the tree is ended too. When the
+    program exits on its own, anything it left behind is killed. Lines that are not JSON objects are
+    skipped.
     """
     proc = await asyncio.create_subprocess_exec(
-        *cmd,
+        *supervised(cmd, kill_grace_s),
         cwd=str(cwd),
         env=env,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
@@ -366,7 +431,7 @@ async def run_json_lines(
 
     async def read_events(stdout: asyncio.StreamReader) -> None:
         nonlocal stopped, lines
-        while raw := await stdout.readline():
+        while raw := await _next_line(stdout, stop):
             lines += 1
             text = raw.decode("utf-8", "replace").strip()
             if not text:
@@ -379,6 +444,8 @@ async def run_json_lines(
             if isinstance(event, dict) and not on_event(event):
                 stopped = True
                 return
+        if stop is not None and stop.is_set():
+            stopped = True
 
     try:
         async with asyncio.timeout(timeout_s):
@@ -408,12 +475,30 @@ async def run_json_lines(
     return ProcessResult(proc.returncode, stderr, stopped, timed_out, lines, killed)
 
 
+async def _next_line(stdout: asyncio.StreamReader, stop: asyncio.Event | None) -> bytes:
+    """The next line of ``stdout``; ``b""`` at its end or once ``stop`` is set."""
+    if stop is None:
+        return await stdout.readline()
+    if stop.is_set():
+        return b""
+    reading = asyncio.ensure_future(stdout.readline())
+    waiting = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    if reading.done():
+        return reading.result()
+    reading.cancel()  # a line half read is dropped: the program is being ended
+    return b""
+
+
 async def run_command(
     cmd: list[str], *, env: dict[str, str], cwd: Path, timeout_s: float
 ) -> tuple[int | None, str] | None:
-    """Run a short helper command in its own group: (exit code, stdout), None at the timeout."""
+    """Run a short helper command under the supervisor: (exit code, stdout), None at the timeout."""
     proc = await asyncio.create_subprocess_exec(
-        *cmd,
+        *supervised(cmd, 0.5),
         cwd=str(cwd),
         env=env,
         stdin=asyncio.subprocess.DEVNULL,

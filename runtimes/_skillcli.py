@@ -11,12 +11,14 @@ configuration files, environment, command line and the reader of its JSON events
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import tempfile
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,6 +33,7 @@ from skillreach.runtimes._agentcli import (
     run_json_lines,
     write_skill,
 )
+from skillreach.runtimes._relay import ModelRelay, Sequencer, Wire
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import AgentListing, listing_for
@@ -88,14 +91,35 @@ class CatalogTemplates:
 
 @dataclass
 class SkillToolStream(AgentStream):
-    """A CLI's events folded: :meth:`skill` for each skill-tool call, :meth:`tool` for any other call."""
+    """A CLI's events folded: :meth:`skill` for each skill-tool load, :meth:`skill_failed` for a load
+    that failed, :meth:`tool` for any other call. With a :class:`~runtimes._relay.Sequencer` (a probe
+    through the relay) loads are credited in the model's order; without one, as they come."""
 
     names: frozenset[str] = frozenset()
-    stopped: bool = False
     usage: Usage = field(default_factory=Usage)
     turns: int = 0
     outside: set[str] = field(default_factory=set)
     """Skills the agent loaded that are not in the catalog (built-in ones: reported, never scored)."""
+    seq: Sequencer | None = None
+    skill_tool: ClassVar[tuple[str, str]] = ("skill", "name")
+    """The skill tool's name and the argument naming the skill, as the model calls it."""
+    _halted: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        """The probe must stop (its target, or its last turn, was loaded)."""
+        return self._halted or (self.seq is not None and self.seq.stopped)
+
+    @classmethod
+    def skill_of(cls, tool: str, args: dict[str, Any]) -> str | None:
+        """The skill a model's call of ``tool`` with ``args`` loads (None for any other call)."""
+        name, arg = cls.skill_tool
+        value = args.get(arg) if tool == name else None
+        return str(value) if isinstance(value, str) and value else None
+
+    def credit(self, name: str) -> bool:
+        """Report a load of ``name`` to the tracker; False when the probe must stop now."""
+        return self.activate(name)
 
     def skill(self, name: str) -> bool:
         """The agent loaded ``name``; False when the probe must stop now."""
@@ -104,9 +128,16 @@ class SkillToolStream(AgentStream):
         if name not in self.names:
             self.outside.add(name)
             return True
-        if not self.activate(name):
-            self.stopped = True
+        if self.seq is not None:
+            self.seq.loaded(name)
+        elif not self.credit(name):
+            self._halted = True
         return not self.stopped
+
+    def skill_failed(self, name: str) -> None:
+        """The agent could not load ``name`` (its error is the CLI's own to say)."""
+        if self.seq is not None and name in self.names:
+            self.seq.failed(name)
 
     def tool(self, name: str, args: Any) -> None:
         """Another tool call: recorded in compliance mode once the expected skill was loaded."""
@@ -122,6 +153,13 @@ class SkillToolStream(AgentStream):
         else:
             self._text = [text]
             self.final_text = text
+
+    def take(self, event: dict[str, Any]) -> bool:
+        """One event of the CLI (:meth:`feed`); False when the probe must stop now."""
+        go = self.feed(event)
+        if self.seq is not None:
+            self.seq.poke()
+        return go and not self.stopped
 
     def feed(self, event: dict[str, Any]) -> bool:  # pragma: no cover - each CLI's own
         raise NotImplementedError
@@ -142,6 +180,10 @@ class CliProbeLoop:
     executable: str
     model: str | None
     keep_workdirs: bool
+    packages: ClassVar[tuple[str, ...]] = ()
+    """The npm packages the CLI ships in (its version is read from their ``package.json``)."""
+    version_line: ClassVar[str] = "{version}"
+    """How the CLI's ``--version`` says its version (``codex-cli {version}``)."""
     _sem: asyncio.Semaphore
     _root: Path
     _key: str | None
@@ -154,8 +196,35 @@ class CliProbeLoop:
     ) -> Outcome:  # pragma: no cover - each runtime's own
         raise NotImplementedError
 
+    base_url: str
+    relay: bool = True
+    reports_usage: ClassVar[bool] = True
+
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
+
+    @contextlib.asynccontextmanager
+    async def _metered(
+        self, seq: Sequencer, wire: Wire, timeout_s: float
+    ) -> AsyncIterator[ModelRelay | None]:
+        """The probe's relay to the model (:mod:`runtimes._relay`), its turns asked of ``seq``; None when
+        the runtime runs without one (``relay = false``)."""
+        if not self.relay:
+            yield None
+            return
+        async with ModelRelay(self.base_url, wire, admit=seq.admit, timeout_s=timeout_s) as relay:
+            seq.relay = relay
+            yield relay
+
+    def _figures(
+        self, relay: ModelRelay | None, usage: Usage, turns: int, stopped: bool
+    ) -> tuple[Usage, int, bool]:
+        """(usage, turns, whether the cost is unknown) of a probe: what the relay saw served, else what
+        the CLI said — which, for a probe ended before the CLI said it (or a CLI that never says it),
+        leaves the cost unknown, never 0."""
+        if relay is not None:
+            return relay.usage(), relay.turns(), relay.unknown()
+        return usage, turns, stopped or not self.reports_usage
 
     async def select(self, query: Query, catalog: Catalog, tracker: Tracker) -> Outcome:
         async with self._sem:
@@ -170,7 +239,9 @@ class CliProbeLoop:
         return model or self.model
 
     async def version(self) -> str | None:
-        return await program_version(self.executable)
+        """The CLI's version line, from its npm package's ``package.json`` when it has one
+        (:func:`~runtimes._version.program_version`), else its ``--version``."""
+        return await program_version(self.executable, packages=self.packages, line=self.version_line)
 
     async def aclose(self) -> None:
         removals = self.__dict__.get("_removals")
@@ -191,6 +262,10 @@ class SkillCliOptions(RuntimeOptions):
     extra_args: list[str] | None = None
     extra_env: dict[str, str] | None = None
     keep_workdirs: bool = False
+    relay: bool = True
+    """Run the CLI through the probe's relay to ``base_url`` (:mod:`runtimes._relay`): tokens, turns and
+    cost as served, skills in the model's order, no request after the target. False: the CLI talks to
+    ``base_url`` itself, and a probe ended before the CLI reports its usage records the cost unknown."""
 
 
 class SkillCliRuntime(CliProbeLoop):
@@ -211,7 +286,10 @@ class SkillCliRuntime(CliProbeLoop):
     """Tokens the CLI's own system prompt and tool definitions add to every request (its first request
     as captured in ``../shared/design/agent-clis/``, bytes / 4, the two-skill listing taken off)."""
     reports_usage: ClassVar[bool] = True
-    """False when the CLI's output carries no token counts: a probe then records no cost (unknown)."""
+    """False when the CLI's output carries no token counts: without the relay a probe then records no
+    cost (unknown)."""
+    wire: ClassVar[Wire] = "chat"
+    """The API the CLI speaks (what the relay reads)."""
     wants_all_probes: bool = False
 
     def __init__(
@@ -230,6 +308,7 @@ class SkillCliRuntime(CliProbeLoop):
         extra_args: list[str] | None = None,
         extra_env: dict[str, str] | None = None,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model or self.default_model
@@ -251,6 +330,12 @@ class SkillCliRuntime(CliProbeLoop):
         self.extra_args = list(extra_args or [])
         self.extra_env = dict(extra_env or {})
         self.keep_workdirs = keep_workdirs
+        self.relay = relay
+        if relay and not re.match(r"https?://[^/\s]+", self.base_url):
+            raise ConfigError(
+                f"runtime_options.base_url {self.base_url!r} is not an http(s) URL (the {self.name} "
+                "runtime relays each probe's requests to it)"
+            )
         self.pids: list[int] = []
         """Process ids of every CLI process started (tests check they are gone)."""
         self.outside: set[str] = set()
@@ -258,11 +343,18 @@ class SkillCliRuntime(CliProbeLoop):
         self._templates = CatalogTemplates(self._root)
 
     # ------------------------------------------------------------------------- the CLI's own
-    def write_config(self, root: Path, model: str | None) -> None:
-        """The probe's configuration files under ``root`` (``root/home`` exists)."""
+    def write_config(self, root: Path, model: str | None, base_url: str) -> None:
+        """The probe's configuration files under ``root`` (``root/home`` exists); ``base_url`` is the
+        endpoint the CLI must call (the probe's relay)."""
 
-    def env(self, root: Path, model: str | None) -> dict[str, str]:
+    def env(self, root: Path, model: str | None, base_url: str) -> dict[str, str]:
         env = base_env(home=root / "home", passed=PASSED_ENV)
+        if base_url != self.base_url:  # the relay on 127.0.0.1: never through the caller's proxy
+            env["NO_PROXY"] = env["no_proxy"] = ",".join(
+                filter(
+                    None, ("127.0.0.1,localhost", os.environ.get("NO_PROXY") or os.environ.get("no_proxy"))
+                )
+            )
         env.update(self.extra_env)
         return env
 
@@ -275,6 +367,10 @@ class SkillCliRuntime(CliProbeLoop):
         return self.Stream(
             {n: skills / n for n in catalog.names}, work, tracker, names=frozenset(catalog.names)
         )
+
+    def wire_api(self) -> Wire:
+        """The API the CLI speaks to its endpoint (what the relay reads)."""
+        return self.wire
 
     def listing(self, catalog: Catalog) -> AgentListing:
         """The catalog as the CLI lists it (in full: none of these CLIs budgets its listing)."""
@@ -300,20 +396,38 @@ class SkillCliRuntime(CliProbeLoop):
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         state = self.stream(catalog, work, tracker)
+        names = frozenset(catalog.names)
+        skill_of = state.skill_of
+
+        def catalog_skill(tool: str, args: dict[str, Any]) -> str | None:
+            found = skill_of(tool, args)
+            return found if found in names else None
+
+        seq = Sequencer(state.credit, catalog_skill)
+        state.seq = seq
         model = tracker.options.model or self.model
         timeout = min(self.timeout_s, tracker.options.timeout_s)  # the runtime's and the study's limits
-        await asyncio.to_thread(self.write_config, root, model)
-        env = self.env(root, model)
-        env[self.env_key] = self._key or ""
-        result = await run_json_lines(
-            self.command(query, model, root),
-            env=env,
-            cwd=work,
-            on_event=state.feed,
-            timeout_s=timeout,
-            kill_grace_s=0.0,
-            on_start=self.pids.append,
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with self._metered(seq, self.wire_api(), timeout) as relay:
+            endpoint = relay.base_url if relay is not None else self.base_url
+            await asyncio.to_thread(self.write_config, root, model, endpoint)
+            env = self.env(root, model, endpoint)
+            env[self.env_key] = self._key or ""
+            result = await run_json_lines(
+                self.command(query, model, root),
+                env=env,
+                cwd=work,
+                on_event=state.take,
+                timeout_s=timeout,
+                kill_grace_s=0.0,
+                on_start=self.pids.append,
+                stop=seq.ending,
+            )
+            seq.finish()
+            if relay is not None:
+                await relay.settle(max(deadline - loop.time(), 1.0))
+            usage, turns, unknown = self._figures(relay, state.usage, state.turns, state.stopped)
         self.outside |= state.outside
         error = state.error
         if result.timed_out:
@@ -322,10 +436,10 @@ class SkillCliRuntime(CliProbeLoop):
             error = f"{self.program} exited with {result.describe()}"
         return Outcome.from_tracker(
             tracker,
-            turns=state.turns,
+            turns=turns,
             error=self._scrub(error) if error else None,
-            usage=state.usage,
-            cost_usd=cost_of(state.usage, self.settings.price_for(model)) if self.reports_usage else None,
+            usage=usage,
+            cost_usd=None if unknown else cost_of(usage, self.settings.price_for(model)),
             resolved_model=model,
             tool_calls=state.tool_calls,
             final_text=state.answer(),

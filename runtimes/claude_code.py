@@ -147,15 +147,38 @@ class StreamState(AgentStream):
     assistant_turns: set[str] = field(default_factory=set)
     compliance_turns: set[str] = field(default_factory=set)
     """Assistant messages after the expected skill was loaded (compliance mode's steps)."""
+    served: dict[str, Usage] = field(default_factory=dict)
+    """Per model response (``--include-partial-messages``): its usage as the server said it, from its
+    ``message_start`` and ``message_delta`` events (an assistant line carries the start's output
+    count, 1, not the 7 served)."""
+    finished: set[str] = field(default_factory=set)
+    """Responses whose ``message_delta`` (final usage) was read."""
+    current: str | None = None
+    draining: bool = False
+    """The probe has stopped, and waits for the current response's final usage before the end."""
 
     @property
     def usage(self) -> Usage:
         if self.result is not None and isinstance(self.result.get("usage"), dict):
             return usage_of(self.result["usage"])
         total = Usage()
-        for u in self.usage_by_message.values():
-            total = total + u
+        for mid, u in self.usage_by_message.items():
+            total = total + self.served.get(mid, u)
+        for mid, u in self.served.items():
+            if mid not in self.usage_by_message:
+                total = total + u
         return total
+
+    @property
+    def turns(self) -> int:
+        """Model responses: those whose stream started (never the CLI's ``num_turns``, which counts
+        more than the requests it sent), else the assistant messages seen."""
+        return len(self.served) or len(self.assistant_turns)
+
+    @property
+    def settled(self) -> bool:
+        """Every response started has its final usage."""
+        return set(self.served) <= self.finished
 
 
 class ClaudeCodeOptions(RuntimeOptions):
@@ -172,6 +195,9 @@ class ClaudeCodeOptions(RuntimeOptions):
     known_non_catalog: frozenset[str] = KNOWN_NON_CATALOG
     keep_workdirs: bool = False
     kill_grace_s: float = 0.25
+    drain_s: float = 10.0
+    """Seconds a probe stopped at its target waits for that response's final usage (the hook holds the
+    call meanwhile: no request follows)."""
 
 
 class ClaudeCodeRuntime:
@@ -180,6 +206,9 @@ class ClaudeCodeRuntime:
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = True
     batch_mode: ClassVar[bool] = False
+    packages: ClassVar[tuple[str, ...]] = ("@anthropic-ai/claude-code",)
+    """The npm packages ``claude`` ships in (its version is read from their ``package.json``)."""
+    version_line: ClassVar[str] = "{version} (Claude Code)"
     request_tokens: ClassVar[int | None] = 8_100
     """Tokens Claude Code 2.1.328's system prompt, reminders and tool definitions add to every request
     (its first request to the stand-in, bytes / 4, the listing taken off)."""
@@ -200,6 +229,7 @@ class ClaudeCodeRuntime:
         known_non_catalog: frozenset[str] = KNOWN_NON_CATALOG,
         keep_workdirs: bool = False,
         kill_grace_s: float = 0.25,
+        drain_s: float = 10.0,
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
@@ -227,6 +257,8 @@ class ClaudeCodeRuntime:
         self.known_non_catalog = known_non_catalog
         self.keep_workdirs = keep_workdirs
         self.kill_grace_s = kill_grace_s
+        self.drain_s = drain_s
+        """Seconds a stopped probe waits for its last response's final usage (its ``message_delta``)."""
         self.non_catalog_residents: set[str] = set()
         """Built-ins seen beside the catalog (reported, never scored)."""
         self.pids: list[int] = []
@@ -336,6 +368,7 @@ class ClaudeCodeRuntime:
             COMPLIANCE_TOOLS if opts.compliance else "Skill",
             "--strict-mcp-config",
             "--no-session-persistence",
+            "--include-partial-messages",
         ]
         model = opts.model or self.model
         if model:
@@ -374,7 +407,11 @@ class ClaudeCodeRuntime:
     ) -> None:
         """Apply one stream-json event to the probe's state (and the tracker)."""
         kind = event.get("type")
-        if kind == "system" and event.get("subtype") == "init":
+        if kind == "stream_event":
+            self._partial(event.get("event") or {}, state)
+        elif state.draining:
+            return  # stopped: only the response's final usage is still read
+        elif kind == "system" and event.get("subtype") == "init":
             state.init_skills = [str(s) for s in event.get("skills") or []]
             state.cli_model = event.get("model")
             state.error = self._residency(state, catalog)
@@ -404,6 +441,22 @@ class ClaudeCodeRuntime:
                 )
             elif event.get("is_error") and str(event.get("result", "")).startswith("API Error"):
                 state.error = self._scrub(f"claude: {event.get('result')}")
+
+    @staticmethod
+    def _partial(raw: dict[str, Any], state: StreamState) -> None:
+        """A raw Messages API stream event (``--include-partial-messages``): the usage it carries."""
+        kind = raw.get("type")
+        if kind == "message_start" and isinstance(raw.get("message"), dict):
+            message = raw["message"]
+            mid = str(message.get("id") or f"#{len(state.served)}")
+            state.current = mid
+            state.served[mid] = usage_of(message.get("usage") or {})
+        elif kind == "message_delta" and state.current is not None and isinstance(raw.get("usage"), dict):
+            delta = {k: v for k, v in raw["usage"].items() if isinstance(v, int)}
+            before = state.served.get(state.current, Usage())
+            state.served[state.current] = before.model_copy(update={k: v for k, v in delta.items()
+                                                                    if k in Usage.model_fields})  # fmt: skip
+            state.finished.add(state.current)
 
     def _block(self, block: dict[str, Any], state: StreamState, catalog: Catalog, tracker: Tracker) -> None:
         if block.get("type") == "text" and block.get("text"):
@@ -441,9 +494,18 @@ class ClaudeCodeRuntime:
         skills = work / "project" / ".claude" / "skills"
         state = StreamState({name: skills / name for name in catalog.names}, work / "project", tracker)
 
+        ending = asyncio.Event()
+
         def on_event(event: dict[str, Any]) -> bool:
             self.handle_event(event, state, catalog, tracker)
-            return not state.stop
+            if not state.stop:
+                return True
+            if state.settled or state.error is not None:
+                return False
+            if not state.draining:  # the response's final usage comes next; the hook holds the call
+                state.draining = True
+                asyncio.get_running_loop().call_later(self.drain_s, ending.set)
+            return True
 
         result = await run_json_lines(
             self._command(query, tracker, work),
@@ -453,6 +515,7 @@ class ClaudeCodeRuntime:
             timeout_s=timeout,
             kill_grace_s=self.kill_grace_s,
             on_start=self.pids.append,
+            stop=ending,
         )
         self._end_holds(work)
         if result.timed_out:
@@ -477,18 +540,17 @@ class ClaudeCodeRuntime:
     def _outcome(self, state: StreamState, tracker: Tracker) -> Outcome:
         usage = state.usage
         cost: float | None = None
-        turns = len(state.assistant_turns)
-        if state.result is not None:
-            if state.result.get("total_cost_usd") is not None:
-                cost = float(state.result["total_cost_usd"])
-            turns = int(state.result.get("num_turns") or turns)
-        if cost is None:
+        if state.result is not None and state.result.get("total_cost_usd") is not None:
+            cost = float(state.result["total_cost_usd"])
+        elif state.result is None and not state.settled:
+            cost = None  # a response was cut off before its final usage: unknown, never a guess
+        else:
             model = state.resolved_model or state.cli_model or self.model
             cost = cost_of(usage, self.settings.price_for(model))
         final_text = state.answer()
         return Outcome.from_tracker(
             tracker,
-            turns=turns,
+            turns=state.turns,
             error=state.error,
             usage=usage,
             cost_usd=cost,
@@ -509,7 +571,9 @@ class ClaudeCodeRuntime:
         return self.listing(catalog).warning(catalog.id, "Claude Code")
 
     async def version(self) -> str | None:
-        return await program_version(self.claude_path)
+        """``2.1.328 (Claude Code)``: from the npm package's ``package.json`` when it has one, else
+        ``claude --version``."""
+        return await program_version(self.claude_path, packages=self.packages, line=self.version_line)
 
     async def aclose(self) -> None:
         await self._removals.wait()

@@ -44,7 +44,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import tempfile
 import threading
 import zlib
@@ -58,6 +57,7 @@ from typing import Any, ClassVar
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query, Usage
 from skillreach.runtimes._agentcli import AgentStream, base_env, find_executable, run_json_lines
+from skillreach.runtimes._relay import Sequencer
 from skillreach.runtimes._skillcli import CatalogTemplates, CliProbeLoop
 from skillreach.settings import Settings
 from skillreach.skills.agent_listing import CODEX_FALLBACK_CONTEXT_WINDOW, AgentListing, codex_listing
@@ -242,7 +242,9 @@ class CodexStream(AgentStream):
 
     names: frozenset[str] = frozenset()
     on_stop: Callable[[], None] | None = None
-    stopped: bool = False
+    _halted: bool = False
+    seq: Sequencer | None = None
+    """Credits reads in the model's order (a probe through the relay); None: as they come."""
     usage_otel: Usage = field(default_factory=Usage)
     usage_json: Usage = field(default_factory=Usage)
     responses: int = 0
@@ -273,8 +275,21 @@ class CodexStream(AgentStream):
             return  # a skill's read is an activation, not a step
         self.record(tool, args)
 
+    @property
+    def stopped(self) -> bool:
+        return self._halted or (self.seq is not None and self.seq.stopped)
+
+    @staticmethod
+    def call_skill(tool: str, args: dict[str, Any], names: frozenset[str]) -> str | None:
+        """The catalog skill a model's shell call reads (``exec_command {"cmd": "cat …/x/SKILL.md"}``)."""
+        command = args.get("cmd") if tool == "exec_command" else args.get("command")
+        if isinstance(command, list):
+            command = " ".join(str(c) for c in command)
+        return codex_command_skill(command, names) if isinstance(command, str) else None
+
     def credit(self, skill: str, source: str) -> None:
-        """A read of ``skill`` seen by ``source``: each n-th read counts once, from the first signal."""
+        """A read of ``skill`` seen by ``source``: each n-th read counts once, from the first signal; in
+        the model's order when the probe runs through the relay."""
         if self.stopped:
             return
         self._seen[source][skill] += 1
@@ -282,17 +297,26 @@ class CodexStream(AgentStream):
             return
         self._credited[skill] = self._seen[source][skill]
         self.signals[source] += 1
-        if not self.activate(skill):
+        if self.seq is not None:
+            self.seq.loaded(skill)
+        elif not self.activate(skill):
             self.stop()
 
     def stop(self) -> None:
-        if not self.stopped:
-            self.stopped = True
+        if self.seq is not None:
+            self.seq.stop()
+        if not self._halted:
+            self._halted = True
             if self.on_stop is not None:
                 self.on_stop()
 
     # ------------------------------------------------------------------------------------- OTel
     def record_otel(self, attrs: dict[str, Any]) -> None:
+        self._otel(attrs)
+        if self.seq is not None:
+            self.seq.poke()
+
+    def _otel(self, attrs: dict[str, Any]) -> None:
         name = attrs.get("event.name")
         if name == "codex.skill_invocation":
             skill = str(attrs.get("skill.name") or "")
@@ -335,6 +359,8 @@ class CodexStream(AgentStream):
             self.error = f"codex: {(event.get('error') or {}).get('message') or 'the turn failed'}"
         elif kind == "error":
             self.error = f"codex: {event.get('message') or 'error'}"
+        if self.seq is not None:
+            self.seq.poke()
         return not self.stopped
 
     def _item(self, item: dict[str, Any], kind: str) -> None:
@@ -392,6 +418,10 @@ class CodexOptions(RuntimeOptions):
     """Read activations from Codex's OTel ``codex.skill_invocation`` records (the ``cat`` command stays
     the fallback); False uses the command alone."""
     keep_workdirs: bool = False
+    relay: bool = True
+    """Run Codex through the probe's relay to ``base_url`` (:mod:`runtimes._relay`): tokens, turns and
+    cost as served, reads in the model's order (Codex runs one response's calls at once and reports
+    them as they finish), no request after the target."""
 
 
 class CodexRuntime(CliProbeLoop):
@@ -400,6 +430,8 @@ class CodexRuntime(CliProbeLoop):
     paid: ClassVar[bool] = True
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
+    packages: ClassVar[tuple[str, ...]] = ("@openai/codex",)
+    version_line: ClassVar[str] = "codex-cli {version}"
     request_tokens: ClassVar[int | None] = 10_150
     """Tokens Codex's developer instructions and tool definitions add to every request (its first
     request as captured in ``../shared/design/agent-clis/``, bytes / 4, the listing taken off)."""
@@ -423,6 +455,7 @@ class CodexRuntime(CliProbeLoop):
         extra_env: dict[str, str] | None = None,
         otel: bool = True,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
@@ -454,6 +487,9 @@ class CodexRuntime(CliProbeLoop):
         self.extra_env = dict(extra_env or {})
         self.otel = otel
         self.keep_workdirs = keep_workdirs
+        self.relay = relay
+        if relay and not re.match(r"https?://[^/\s]+", self.base_url):
+            raise ConfigError(f"runtime_options.base_url {self.base_url!r} is not an http(s) URL")
         self.pids: list[int] = []
         """Process ids of every ``codex`` started (tests check they are gone)."""
         self.signals: Counter[str] = Counter()
@@ -493,7 +529,7 @@ class CodexRuntime(CliProbeLoop):
         (root / "codex-home").mkdir()
         return root
 
-    def _config(self, model: str | None, otlp: str | None) -> str:
+    def _config(self, model: str | None, otlp: str | None, base_url: str | None = None) -> str:
         lines = []
         if model:
             lines.append(f"model = {_toml(model)}")
@@ -515,7 +551,7 @@ class CodexRuntime(CliProbeLoop):
             "",
             f"[model_providers.{self.provider}]",
             f"name = {_toml(self.provider)}",
-            f"base_url = {_toml(self.base_url)}",
+            f"base_url = {_toml(base_url or self.base_url)}",
             f"env_key = {_toml(self.env_key)}",
             'wire_api = "responses"',
         ]
@@ -532,8 +568,11 @@ class CodexRuntime(CliProbeLoop):
             ]
         return "\n".join(lines) + "\n"
 
-    def _env(self, root: Path) -> dict[str, str]:
+    def _env(self, root: Path, relayed: bool = False) -> dict[str, str]:
         env = base_env(home=root / "home", passed=PASSED_ENV)
+        if relayed:  # the relay on 127.0.0.1: never through the caller's proxy
+            caller = os.environ.get("NO_PROXY") or os.environ.get("no_proxy")
+            env["NO_PROXY"] = env["no_proxy"] = ",".join(filter(None, ("127.0.0.1,localhost", caller)))
         env["CODEX_HOME"] = str(root / "codex-home")
         env["OTEL_BLRP_SCHEDULE_DELAY"] = "20"  # export each record at once, not at exit
         env.update(self.extra_env)
@@ -563,59 +602,59 @@ class CodexRuntime(CliProbeLoop):
     async def _run(self, query: Query, catalog: Catalog, tracker: Tracker, root: Path) -> Outcome:
         work = root / "work"
         skills = work / ".agents" / "skills"
-        pid: list[int] = []
-
-        def kill() -> None:
-            for p in pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p, signal.SIGKILL)
-
+        names = frozenset(catalog.names)
         state = CodexStream(
             {n: skills / n for n in catalog.names},
             work,
             tracker,
-            names=frozenset(catalog.names),
-            on_stop=kill,
+            names=names,
             otel_tools=self.otel,
         )
+        seq = Sequencer(state.activate, lambda tool, args: CodexStream.call_skill(tool, args, names))
+        state.seq = seq
         model = tracker.options.model or self.model
         timeout = min(self.timeout_s, tracker.options.timeout_s)  # the runtime's and the study's limits
-
-        def started(p: int) -> None:
-            pid.append(p)
-            self.pids.append(p)
-
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         async with contextlib.AsyncExitStack() as stack:
             otlp = None
             receiver = None
             if self.otel:
                 receiver = await stack.enter_async_context(OtlpReceiver(state.record_otel))
                 otlp = receiver.endpoint
-            (root / "codex-home" / "config.toml").write_text(self._config(model, otlp), encoding="utf-8")
+            relay = await stack.enter_async_context(self._metered(seq, "responses", timeout))
+            endpoint = relay.base_url if relay is not None else self.base_url
+            config = self._config(model, otlp, endpoint)
+            (root / "codex-home" / "config.toml").write_text(config, encoding="utf-8")
             result = await run_json_lines(
                 self._command(query, model),
-                env=self._env(root),
+                env=self._env(root, relayed=relay is not None),
                 cwd=work,
                 on_event=state.feed,
                 timeout_s=timeout,
                 kill_grace_s=0.0,
-                on_start=started,
+                on_start=self.pids.append,
+                stop=seq.ending,
             )
             if receiver is not None and not state.stopped and not result.timed_out:
                 await receiver.drain()
+            seq.finish()
+            if relay is not None:
+                await relay.settle(max(deadline - loop.time(), 1.0))
+            usage, turns, unknown = self._figures(relay, state.usage, state.turns, state.stopped)
         self.signals.update(state.signals)
         self.outside |= state.outside
-        error = state.error or unloaded(result.stderr, skills, frozenset(catalog.names))
+        error = state.error or unloaded(result.stderr, skills, names)
         if result.timed_out:
             error = f"codex did not finish within {timeout:g}s"
         elif error is None and not state.stopped and result.returncode != 0:
             error = f"codex exited with {result.describe()}"
         return Outcome.from_tracker(
             tracker,
-            turns=state.turns,
+            turns=turns,
             error=self._scrub(error) if error else None,
-            usage=state.usage,
-            cost_usd=cost_of(state.usage, self.settings.price_for(model)),
+            usage=usage,
+            cost_usd=None if unknown else cost_of(usage, self.settings.price_for(model)),
             resolved_model=model,
             tool_calls=state.tool_calls,
             final_text=state.answer(),

@@ -18,10 +18,13 @@ One probe is one process, in a fresh folder of its own (``_skillcli.SkillCliRunt
 - **Activation.** ``tool.execution_complete`` (``success``) of a ``skill`` call whose
   ``tool.execution_start`` named ``arguments.skill``. The group is SIGKILLed as soon as the tracker says
   stop.
-- **Listing.** Every skill in full at the end of the system prompt (no budget, no truncation).
+- **Listing.** Every skill it accepts in full at the end of the system prompt, XML-escaped (no budget,
+  no truncation); a skill with a name or description it refuses is left out
+  (:func:`~skillreach.skills.agent_listing.copilot_listing`, ``listing_warning``).
 - **Usage.** Copilot CLI's JSON output carries no token counts (its ``result`` event has
-  ``premiumRequests`` and durations only): a probe's usage is unknown (zero) and its cost is recorded as
-  unknown (``None``), never $0. The estimate before the first probe is the only figure, and says so.
+  ``premiumRequests`` and durations only): the probe's relay (:mod:`runtimes._relay`) reads them from
+  the responses it served. Without the relay (``relay = false``) usage is unknown and the cost is
+  recorded as unknown (``None``), never $0.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, ClassVar
 
 from skillreach.errors import ConfigError
 from skillreach.models import Catalog, Query
+from skillreach.runtimes._relay import Wire
 from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream
 from skillreach.settings import Settings
 from skillreach.study.contract import RuntimeOptions, Tracker
@@ -49,6 +53,7 @@ class CopilotStream(SkillToolStream):
     builtin: set[str] = field(default_factory=set)
     """Skills Copilot loaded from outside the workspace (``session.skills_loaded``, source not project)."""
     _calls: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    skill_tool: ClassVar[tuple[str, str]] = ("skill", "skill")
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -69,6 +74,7 @@ class CopilotStream(SkillToolStream):
                 name = str(args.get("skill") or "")
                 if data.get("success"):
                     return self.skill(name)
+                self.skill_failed(name)
                 if name in self.names and self.error is None:
                     result = data.get("result") or data.get("error") or {}
                     why = result.get("content") if isinstance(result, dict) else result
@@ -103,6 +109,8 @@ class CopilotRuntime(SkillCliRuntime):
     reports_usage: ClassVar[bool] = False
     Options: ClassVar[type[RuntimeOptions]] = CopilotOptions
     program: ClassVar[str] = "copilot"
+    packages: ClassVar[tuple[str, ...]] = ("@github/copilot",)
+    version_line: ClassVar[str] = "GitHub Copilot CLI {version}."
     install_hint: ClassVar[str] = (
         "install it with `npm install @github/copilot@1.0.102` (into a folder) and pass copilot_path=…"
     )
@@ -122,6 +130,7 @@ class CopilotRuntime(SkillCliRuntime):
         extra_args: list[str] | None = None,
         extra_env: dict[str, str] | None = None,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         super().__init__(
             model,
@@ -137,35 +146,46 @@ class CopilotRuntime(SkillCliRuntime):
             extra_args=extra_args,
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
+            relay=relay,
         )
         if not self.model:
             raise ConfigError(
                 "the copilot runtime runs Copilot CLI with your own provider (BYOK), which needs an explicit "
                 "model: pass --model (or model = … in the study's config)"
             )
-        self.wire_api = wire_api
+        self.wire_api_option = wire_api
         self.builtin: set[str] = set()
         """Built-in skills Copilot listed beside the catalog (reported, never scored)."""
 
     def listing_warning(self, catalog: Catalog) -> str | None:
-        return (
+        dropped = self.listing(catalog).dropped
+        line = (
             f"Copilot CLI also lists its built-in skills ({', '.join(BUILTIN_SKILLS)}) beside the catalog; "
             "loading one counts as no catalog skill"
         )
+        if dropped:
+            line += (
+                f"; it leaves out {len(dropped)} of the catalog's skills ({', '.join(dropped[:5])}"
+                f"{', …' if len(dropped) > 5 else ''}): see `skillreach listing --agent copilot`"
+            )
+        return line
 
-    def env(self, root: Path, model: str | None) -> dict[str, str]:
-        env = super().env(root, model)
+    def wire_api(self) -> Wire:
+        return "responses" if self.wire_api_option == "responses" else "chat"
+
+    def env(self, root: Path, model: str | None, base_url: str) -> dict[str, str]:
+        env = super().env(root, model, base_url)
         env.update(
             COPILOT_HOME=str(root / "home" / ".copilot"),
             COPILOT_OFFLINE="true",
-            COPILOT_PROVIDER_BASE_URL=self.base_url,
+            COPILOT_PROVIDER_BASE_URL=base_url,
             COPILOT_PROVIDER_API_KEY=self._key or "",
             COPILOT_AUTO_UPDATE="false",
         )
         if model:
             env["COPILOT_MODEL"] = model
-        if self.wire_api:
-            env["COPILOT_PROVIDER_WIRE_API"] = self.wire_api
+        if self.wire_api_option:
+            env["COPILOT_PROVIDER_WIRE_API"] = self.wire_api_option
         env.update(self.extra_env)
         return env
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillreach.models import Catalog, Query, Usage
+from skillreach.runtimes._relay import Wire
 from skillreach.runtimes._skillcli import SkillCliOptions, SkillCliRuntime, SkillToolStream, as_int
 from skillreach.settings import Settings
 from skillreach.study.contract import RuntimeOptions
@@ -51,6 +52,7 @@ class GeminiStream(SkillToolStream):
     """Gemini CLI's ``--output-format stream-json`` events."""
 
     _calls: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    skill_tool: ClassVar[tuple[str, str]] = ("activate_skill", "name")
 
     def feed(self, event: dict[str, Any]) -> bool:
         kind = event.get("type")
@@ -66,6 +68,7 @@ class GeminiStream(SkillToolStream):
                 name = str(params.get("name") or "")
                 if event.get("status") == "success":
                     return self.skill(name)
+                self.skill_failed(name)
                 if name in self.names and self.error is None:
                     why = event.get("error") or event.get("output") or "failed"
                     if isinstance(why, dict):
@@ -106,11 +109,16 @@ class GeminiCliOptions(SkillCliOptions):
     """The name of the environment variable holding the key (passed as ``GEMINI_API_KEY``, never written)."""
 
 
+GEMINI_API = "https://generativelanguage.googleapis.com"
+
+
 class GeminiCliRuntime(SkillCliRuntime):
     name: ClassVar[str] = "gemini-cli"
     request_tokens: ClassVar[int | None] = 12_100
     Options: ClassVar[type[RuntimeOptions]] = GeminiCliOptions
     program: ClassVar[str] = "gemini"
+    wire: ClassVar[Wire] = "gemini"
+    packages: ClassVar[tuple[str, ...]] = ("@google/gemini-cli",)
     Stream: ClassVar[type[SkillToolStream]] = GeminiStream
     default_model: ClassVar[str | None] = "gemini-2.5-flash"
     """Never Gemini CLI's own ``auto``: that routes each prompt with a classifier request first."""
@@ -132,6 +140,7 @@ class GeminiCliRuntime(SkillCliRuntime):
         extra_args: list[str] | None = None,
         extra_env: dict[str, str] | None = None,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         super().__init__(
             model,
@@ -139,6 +148,7 @@ class GeminiCliRuntime(SkillCliRuntime):
             path=gemini_path,
             path_option="gemini_path",
             base_url=base_url,
+            default_base_url=GEMINI_API,
             env_key=env_key,
             api_key=api_key,
             concurrency=concurrency,
@@ -146,6 +156,7 @@ class GeminiCliRuntime(SkillCliRuntime):
             extra_args=extra_args,
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
+            relay=relay,
         )
 
     def listing_warning(self, catalog: Catalog) -> str | None:
@@ -160,18 +171,18 @@ class GeminiCliRuntime(SkillCliRuntime):
             "security": {"auth": {"selectedType": "gemini-api-key"}},
         }
 
-    def write_config(self, root: Path, model: str | None) -> None:
+    def write_config(self, root: Path, model: str | None, base_url: str) -> None:
         gemini = root / "home" / ".gemini"
         gemini.mkdir(parents=True, exist_ok=True)
         (gemini / "settings.json").write_text(json.dumps(self.settings_json(), indent=2), encoding="utf-8")
         (root / "policy.toml").write_text(POLICY, encoding="utf-8")
 
-    def env(self, root: Path, model: str | None) -> dict[str, str]:
-        env = super().env(root, model)
+    def env(self, root: Path, model: str | None, base_url: str) -> dict[str, str]:
+        env = super().env(root, model, base_url)
         env["GEMINI_CLI_HOME"] = str(root / "home")
         env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
-        if self.base_url:
-            env["GOOGLE_GEMINI_BASE_URL"] = self.base_url
+        if base_url:
+            env["GOOGLE_GEMINI_BASE_URL"] = base_url
         env["GEMINI_API_KEY"] = self._key or ""
         return env
 

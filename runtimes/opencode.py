@@ -67,6 +67,8 @@ class OpenCodeStream(SkillToolStream):
                 name = str(args.get("name") or "")
                 if state.get("status") == "completed":
                     return self.skill(name)
+                if state.get("status") == "error":
+                    self.skill_failed(name)
                 if name in self.names and self.error is None:
                     why = state.get("error") or "error"
                     self.error = f"opencode: the skill tool failed on {name!r}: {why}"
@@ -112,6 +114,7 @@ class OpenCodeRuntime(SkillCliRuntime):
     request_tokens: ClassVar[int | None] = 7_700
     Options: ClassVar[type[RuntimeOptions]] = OpenCodeOptions
     program: ClassVar[str] = "opencode"
+    packages: ClassVar[tuple[str, ...]] = ("opencode-ai",)
     Stream: ClassVar[type[SkillToolStream]] = OpenCodeStream
     install_hint: ClassVar[str] = (
         "install it with `npm install opencode-ai@1.18.33` (into a folder) and pass opencode_path=…"
@@ -134,6 +137,7 @@ class OpenCodeRuntime(SkillCliRuntime):
         extra_args: list[str] | None = None,
         extra_env: dict[str, str] | None = None,
         keep_workdirs: bool = False,
+        relay: bool = True,
     ) -> None:
         import os
 
@@ -151,6 +155,7 @@ class OpenCodeRuntime(SkillCliRuntime):
             extra_args=extra_args,
             extra_env=extra_env,
             keep_workdirs=keep_workdirs,
+            relay=relay,
         )
         self.context_window = context_window
         self.max_output_tokens = max_output_tokens
@@ -162,7 +167,7 @@ class OpenCodeRuntime(SkillCliRuntime):
             return "ripgrep (rg) is not on PATH: the skill tool downloads it, and fails offline"
         return None
 
-    def config(self, model: str | None) -> dict[str, Any]:
+    def config(self, model: str | None, base_url: str | None = None) -> dict[str, Any]:
         model_id = model or "default"
         if not re.fullmatch(r"[^\s/]+(/[^\s]+)?", model_id):
             raise ConfigError(f"model {model_id!r} cannot be an OpenCode model id")
@@ -177,7 +182,7 @@ class OpenCodeRuntime(SkillCliRuntime):
                 self.provider: {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "skillreach",
-                    "options": {"baseURL": self.base_url, "apiKey": f"{{env:{self.env_key}}}"},
+                    "options": {"baseURL": base_url or self.base_url, "apiKey": f"{{env:{self.env_key}}}"},
                     "models": {
                         model_id: {
                             "name": model_id,
@@ -189,11 +194,12 @@ class OpenCodeRuntime(SkillCliRuntime):
             },
         }
 
-    def write_config(self, root: Path, model: str | None) -> None:
-        (root / "opencode.json").write_text(json.dumps(self.config(model), indent=2), encoding="utf-8")
+    def write_config(self, root: Path, model: str | None, base_url: str) -> None:
+        config = self.config(model, base_url)
+        (root / "opencode.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
 
-    def env(self, root: Path, model: str | None) -> dict[str, str]:
-        env = super().env(root, model)
+    def env(self, root: Path, model: str | None, base_url: str) -> dict[str, str]:
+        env = super().env(root, model, base_url)
         env.update(QUIET_ENV)
         env["OPENCODE_CONFIG"] = str(root / "opencode.json")
         env.update(self.extra_env)

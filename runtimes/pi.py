@@ -100,6 +100,9 @@ class PiRuntime:
     cached_listing: ClassVar[bool] = False
     batch_mode: ClassVar[bool] = False
     wants_all_probes: bool = False
+    packages: ClassVar[tuple[str, ...]] = ("@mariozechner/pi-coding-agent",)
+    """The npm package ``pi`` ships in (its version is read from its ``package.json``)."""
+    version_line: ClassVar[str] = "{version}"
 
     def __init__(
         self,
@@ -143,7 +146,8 @@ class PiRuntime:
         return None
 
     async def version(self) -> str | None:
-        return await program_version(self.executable)
+        """pi's version: from its npm package's ``package.json`` when it has one, else ``pi --version``."""
+        return await program_version(self.executable, packages=self.packages, line=self.version_line)
 
     def _cost(self, state: PiStream) -> float | None:
         """The price table's cost (as for every runtime), else the cost pi computed itself."""

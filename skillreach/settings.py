@@ -188,7 +188,8 @@ class Settings(BaseSettings):
 
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     """USD per million tokens by model-id prefix (``input``, ``output``, ``cache_write``,
-    ``cache_read``); the longest matching prefix prices a model."""
+    ``cache_read``); the longest matching prefix prices a model. A table given (``[prices."m"]``) adds
+    to the list prices of the Claude models, or replaces one of them, never the whole table."""
     gates: GateConfig = Field(default_factory=GateConfig)
     """Allowed change per metric of a gate (new − baseline); see ``gates.*``."""
     live_gates: LiveGateConfig = Field(default_factory=LiveGateConfig)
@@ -207,6 +208,12 @@ class Settings(BaseSettings):
         if isinstance(value, bool) and info.field_name in _NUMBER_FIELDS:
             raise ValueError(f"{str(value).lower()} is not a number; write a number")
         return value
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_added(cls, prices: dict[str, Price]) -> dict[str, Price]:
+        """``[prices."m"]`` adds to the default table (Claude Code's probes keep their prices)."""
+        return {**DEFAULT_PRICES, **prices}
 
     @field_validator("alert_webhooks")
     @classmethod

@@ -269,7 +269,7 @@ async def estimate_spend(config: StudyConfig, inputs: StudyInputs, plan: StudyPl
         paid=capability(config.runtime, "paid"),
         cached_listing=capability(config.runtime, "cached_listing"),
         request_tokens=request_tokens(config.runtime),
-        reports_usage=reports_usage(config.runtime),
+        reports_usage=reports_usage(config.runtime, config.runtime_options),
     )
     if estimate is None:
         return None

@@ -22,6 +22,8 @@ from skillreach.skills.agent_listing import (
     codex_budget,
     codex_listing,
     codex_listing_text,
+    copilot_listing,
+    copilot_listing_text,
     listing_for,
 )
 
@@ -206,7 +208,7 @@ def test_listing_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["listing", str(tmp_path), "--context-window", "-1"]) == 2
 
 
-@pytest.mark.parametrize("agent", ["gemini-cli", "opencode", "copilot"])
+@pytest.mark.parametrize("agent", ["gemini-cli", "opencode"])
 def test_the_agents_with_a_skill_tool_list_the_catalog_as_it_is(
     agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -244,3 +246,54 @@ def test_listing_command_for_claude_code(tmp_path: Path, capsys: pytest.CaptureF
     assert full.startswith(f"{CLAUDE_CODE_HEADER}\n\n- skill-00: Handle chores")
     assert full.endswith("\n- skill-39\n")
     assert main(["listing", str(tmp_path), "--agent", "opencode", "--model", "x"]) == 2
+
+
+def test_copilot_lists_what_it_accepts_xml_escaped_as_in_the_capture() -> None:
+    """The entries of the request Copilot CLI 1.0.102 sent, byte for byte (its built-in skills follow
+    them), and the rules read off its requests: escaped descriptions (``github&apos;s``), names and
+    descriptions it refuses dropped."""
+    import re
+
+    capture = CAPTURES / "copilot-first-request.json"
+    if not capture.is_file():
+        pytest.skip("../shared/design/agent-clis is not present beside the checkout")
+    system = next(
+        m["content"] for m in json.loads(capture.read_text())["body"]["messages"] if m["role"] == "system"
+    )
+    entry = (
+        r"<skill>\n  <name>[^<]*</name>\n  <description>.*?</description>\n"
+        r"  <location>project</location>\n</skill>"
+    )
+    sent = re.findall(entry, system, flags=re.S)
+    assert len(sent) == 2
+    skills = [
+        skill(
+            "pdf-report",
+            "Build a one-page PDF report from a CSV file. "
+            "Use when the user asks for a PDF summary of tabular data.",
+        ),
+        skill(
+            "git-changelog",
+            "Write a CHANGELOG.md entry from recent git commits. "
+            "Use when the user asks to update the changelog.",
+        ),
+    ]
+    assert copilot_listing_text(copilot_listing(skills)) == "\n".join(sent)
+    odd = [
+        skill("apos", 'The service\'s <health> & "status"\n'),
+        skill("under_score", "a name it refuses"),
+        skill("x" * 65, "too long a name"),
+        skill("long", "y" * 1025),
+        skill("wide", "\U0001f600" * 513),  # 1,026 UTF-16 units
+        skill("ok-" + "z" * 61, "z" * 1024),
+    ]
+    listing = copilot_listing(odd)
+    assert listing.dropped == ["long", "under_score", "wide", "x" * 65]
+    assert [s.name for s in listing.skills if not s.dropped] == ["apos", "ok-" + "z" * 61]
+    assert listing.lines[0] == (
+        "<skill>\n  <name>apos</name>\n  <description>"
+        "The service&apos;s &lt;health&gt; &amp; &quot;status&quot;\n"
+        "</description>\n  <location>project</location>\n</skill>"
+    )
+    assert listing.skills[0].description == "The service&apos;s &lt;health&gt; &amp; &quot;status&quot;\n"
+    assert "4 skills dropped" in listing.summary()

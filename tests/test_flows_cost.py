@@ -195,7 +195,7 @@ def test_an_agent_cli_is_estimated_with_its_own_prompt_in_tokens_or_dollars(
 ) -> None:
     """The agent CLIs send thousands of tokens of their own with every request: without a price the
     estimate is in tokens; with one, in dollars that count those tokens; Copilot CLI's line says it
-    reports no token counts."""
+    reports no token counts when it runs without the probe's relay."""
     import asyncio
 
     from skillreach.study.cost import estimate_tokens
@@ -226,6 +226,11 @@ def test_an_agent_cli_is_estimated_with_its_own_prompt_in_tokens_or_dollars(
                              turns_per_probe=1.5, cached=False)
     assert with_own is not None
     assert f"${with_own:.2f}" in line
+    # the probe's relay measures what every agent CLI is served, Copilot CLI's too; only without it
+    # do Copilot CLI's probes record no usage or cost, and the line says so
     silent = "the copilot CLI reports no token counts, so its probes record no usage or cost"
+    assert silent not in line
+    assert silent not in got["line"]
+    unrelayed = priced.model_copy(update={"runtime_options": {"relay": False}})
+    line = asyncio.run(estimate_spend.fn(unrelayed, inputs, plan))["line"]
     assert (silent in line) is (runtime == "copilot")
-    assert (silent in got["line"]) is (runtime == "copilot")

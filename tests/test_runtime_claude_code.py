@@ -103,7 +103,8 @@ async def test_early_exit_ends_the_whole_process_group(
     assert out.early_exit
     assert elapsed < 10  # not the stub's 30 s sleep
     entry = log_lines(log)[0]
-    assert entry["pid"] == entry["pgid"] == entry["sid"]  # its own session and group
+    # its own session and group: the supervisor's, which it runs under (runtimes/_reaper.py)
+    assert entry["pgid"] == entry["sid"] == rt.pids[0]
     assert not alive(entry["pid"])
     assert not alive(entry["child"])  # the grandchild in its group was ended too
     assert not any("survived" in e for e in log_lines(log))

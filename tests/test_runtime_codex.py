@@ -261,7 +261,8 @@ async def test_a_catalog_skill_codex_cannot_load_fails_the_probe(
     fake.write_text(FAKE_CODEX.format(python=sys.executable))
     fake.chmod(0o755)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    rt = CodexRuntime(codex_path=str(fake), settings=Settings(), otel=False)
+    # no relay: this stand-in calls no model, the usage is the one it prints
+    rt = CodexRuntime(codex_path=str(fake), settings=Settings(), otel=False, relay=False)
     out, _ = await probe(rt, folder_catalog(tmp_path), query("make a pdf", "pdf"), timeout_s=30)
     await rt.aclose()
     assert out.error == (

@@ -21,10 +21,16 @@ from skillreach.skills.agent_listing import codex_listing, codex_listing_text
 from tests.fakes.kit import folder_catalog, probe, query
 from tests.fakes.responses_api import (
     ResponsesAPI,
+    ResponsesReply,
     ResponsesScript,
+    function_call,
     listing_of,
+    message,
+    query_of,
+    skill_read,
+    turn_of,
 )
-from tests.helpers.clis import real_codex
+from tests.helpers.clis import Orphans, real_codex
 from tests.helpers.codex_study import killed_half_way_and_resumed
 
 pytestmark = pytest.mark.realcli
@@ -206,3 +212,60 @@ async def test_real_codex_past_its_timeout_is_ended_with_its_group(codex: str, t
     assert out.invoked == []
     assert took < 7
     assert not any(alive(pid) for pid in rt.pids)
+
+
+# ------------------------------------------------------------------------- nothing left behind
+
+
+async def test_fifty_early_stops_of_codex_in_a_row_leave_no_process(codex: str, tmp_path: Path) -> None:
+    """Each response runs a long command in Codex's sandbox (``codex-linux-sandbox`` and ``bwrap``, in a
+    session of their own) beside the target's read: the probe stops at the read while they run, and none
+    of them may outlive it (they lived 18-20 minutes when only the process group was ended)."""
+    from skillreach.models import Query, QueryKind
+    from skillreach.runtimes.codex import CodexRuntime
+    from skillreach.study.contract import ProbeOptions
+    from skillreach.study.runner import ListSink, run_probes
+
+    catalog = folder_catalog(tmp_path)
+    names = sorted(catalog.names)
+
+    def responder(body: dict[str, object]) -> ResponsesReply:
+        if turn_of(body) == 0:
+            target = names[int(query_of(body).split()[-1]) % len(names)]
+            return ResponsesReply(
+                [function_call("exec_command", {"cmd": "sleep 60"}), skill_read(body, target)]
+            )
+        return ResponsesReply([message("Done.")])
+
+    queries = [
+        Query(
+            id=f"q{i:02d}",
+            text=f"stop number {i}",
+            expected_skill=names[i % len(names)],
+            kind=QueryKind.implicit,
+        )
+        for i in range(50)
+    ]
+    with Orphans() as orphans:
+        with ResponsesAPI(responder) as api:
+            rt = CodexRuntime(
+                "fake-model", codex_path=codex, settings=Settings(), base_url=api.base_url, api_key="sk-test"
+            )
+            sink = ListSink()
+            t0 = time.monotonic()
+            try:
+                await run_probes(
+                    rt, catalog, [(q, 1) for q in queries], options=ProbeOptions(timeout_s=120.0), sink=sink,
+                    concurrency=4, fingerprint="fifty-stops",
+                )  # fmt: skip
+            finally:
+                await rt.aclose()
+            took = time.monotonic() - t0
+        left = orphans.left(within_s=5.0)
+    records = sorted(sink.records, key=lambda r: r.query_id)
+    assert [r.error for r in records if r.error] == []
+    assert [r.invoked for r in records] == [(q.expected_skill,) for q in queries]
+    assert all(r.early_exit for r in records)
+    assert len(api.requests) == 50  # stopped at the read: never the request after it
+    assert left == []
+    print(f"\n50 early stops of codex at concurrency 4: {took:.1f}s, nothing left behind")

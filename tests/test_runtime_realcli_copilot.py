@@ -95,3 +95,66 @@ def test_real_copilot_through_skillreach_run_killed_half_way_and_resumed(
             model="fake-model",  # BYOK needs an explicit model
         )
     print("\n" + line)
+
+
+# ------------------------------------------------------------------------------- the listing
+
+TRICKY = {
+    "apos": 'description: Check the service\'s health & <b>status</b> "now" > then',
+    "folded": "description: >\n  A folded description\n  over two lines, with 'quotes'.\n",
+    "literal": "description: |\n  Line one\n  Line two\twith a tab\n",
+    "unicode": 'description: "Café – naïve résumé ✓ 😀 \\u00a0nbsp"',
+    "spaces": "description: '   leading and trailing spaces   '",
+    "control": 'description: "bell\\a and amp &amp; already"',
+    "when": "description: Use it.\nwhen_to_use: When asked.",
+    "long": "description: " + ("word " * 300).strip(),
+}
+
+
+async def test_copilot_listing_is_what_the_real_copilot_sends_byte_for_byte(
+    copilot: str, tmp_path: Path
+) -> None:
+    """``skillreach listing --agent copilot --full`` against the request the real Copilot CLI sent for the
+    same skills: XML-escaped descriptions (``service&apos;s``), line breaks and spaces kept, sorted by
+    name, the over-long description's skill left out."""
+    import re
+    import subprocess
+
+    from skillreach.models import Catalog
+    from skillreach.runtimes.copilot import CopilotRuntime
+    from skillreach.skills.discovery import discover
+    from tests.helpers.cli_study import SKILLREACH
+
+    root = tmp_path / "skills"
+    for name, front in TRICKY.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(f"---\nname: {name}\n{front}\n---\nBody of {name}.\n")
+    catalog = Catalog(id="tricky", skills=tuple(discover([root]).skills))
+    assert sorted(catalog.names) == sorted(TRICKY)
+    with OpenAIChat() as api:
+        rt = CopilotRuntime("fake-model", copilot_path=copilot, settings=Settings(), base_url=api.base_url,
+                            api_key="zq-test-key-987654")  # fmt: skip
+        out, _ = await probe(rt, catalog, query("hello", None), timeout_s=120)
+        await rt.aclose()
+    assert out.error is None, out.error
+    system = "\n".join(
+        str(m.get("content")) for m in api.requests[0]["messages"] if m.get("role") == "system"
+    )
+    sent = re.findall(
+        r"<skill>\n  <name>[^<]*</name>\n  <description>.*?</description>\n  <location>project</location>\n"
+        r"</skill>",
+        system,
+        flags=re.S,
+    )
+    shown = subprocess.run(
+        [str(SKILLREACH), "listing", str(root), "--agent", "copilot", "--full"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert shown.stdout == "\n".join(sent) + "\n"
+    assert "service&apos;s health &amp; &lt;b&gt;status&lt;/b&gt; &quot;now&quot; &gt; then" in shown.stdout
+    assert "<name>long</name>" not in system  # Copilot leaves it out, and the listing says so
+    summary = subprocess.run(
+        [str(SKILLREACH), "listing", str(root), "--agent", "copilot"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "dropped (1): not in the listing at all\n  long" in summary.stdout

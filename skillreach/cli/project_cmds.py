@@ -129,8 +129,7 @@ def queries_yaml(skills: list[tuple[str, str]]) -> str:
             f"    expected_skill: {name}",
             "    kind: implicit",
             f"  - id: {name}-contextual-01",
-            "    text: "
-            + _quoted(f"Here is what I have so far (pasted below). Take it from here: {ask}."),
+            "    text: " + _quoted(f"Here is what I have so far (pasted below). Take it from here: {ask}."),
             f"    expected_skill: {name}",
             "    kind: contextual",
         ]
@@ -326,12 +325,17 @@ def config_show_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="The configuration as JSON on stdout alone."),
 ) -> None:
-    """The resolved configuration and where each value came from (flag, file, environment, default)."""
-    from skillreach.settings import load_settings, read_config_file, setting_rows
+    """The resolved configuration and where each value came from (flag, file, environment, default).
+
+    The file is read as ``run --config`` reads it: a study file's own keys (``runtime_options``,
+    ``skills``, ``queries``, …) are accepted, checked as ``run`` checks them and shown with the file as
+    their source."""
+    from skillreach.settings import read_config_file, setting_rows
+    from skillreach.study.config import STUDY_ONLY_KEYS
 
     flags = _parse_set(sets)
-    settings = load_settings(config, **flags)
     file_values = read_config_file(config) if config is not None else {}
+    settings, study = _resolved(config, flags, file_values)
     env = {k.upper(): k for k in os.environ}
     rows = []
     for row in setting_rows():
@@ -354,6 +358,10 @@ def config_show_cmd(
         elif top == "alert_webhooks":
             value = f"{len(value)} webhook(s)"
         rows.append({"key": row.key, "value": _jsonable(value), "source": source})
+    for key in sorted(STUDY_ONLY_KEYS):
+        if key in file_values or key in flags:
+            source = "flag" if key in flags else f"file {config}"
+            rows.append({"key": key, "value": _jsonable(study.get(key)), "source": source})
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str, ensure_ascii=False))
         return
@@ -371,8 +379,36 @@ def config_show_cmd(
         for entry, val in entries:
             name = r["key"] if entry is None else f"{r['key']}.{entry}"
             text = val if isinstance(val, str) else json.dumps(val, default=str, ensure_ascii=False)
-            table.add_row(name, text, r["source"])
+            source = r["source"]
+            if entry is not None and entry not in (file_values.get("prices") or {}) and "prices" not in flags:
+                source = "default"  # a file's prices add to the default table: those rows are the defaults
+            table.add_row(name, text, source)
     make_console().print(table)
+
+
+def _resolved(
+    config: Path | None, flags: dict[str, Any], file_values: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The settings and the study keys of ``config`` resolved as ``run --config`` resolves them (a study
+    file's ``runtime_options`` checked against its runtime, or each ``[runtime_options.<agent>]`` table
+    against that agent's)."""
+    from skillreach.errors import ConfigError
+    from skillreach.runtimes import REGISTRY, check_runtime_options
+    from skillreach.study.config import STUDY_ONLY_KEYS, StudyConfig
+
+    study_flags = {k: v for k, v in flags.items() if k in STUDY_ONLY_KEYS}
+    setting_flags = {k: v for k, v in flags.items() if k not in STUDY_ONLY_KEYS}
+    cfg = StudyConfig.build(config, **setting_flags, **study_flags)
+    options = cfg.runtime_options
+    tables = {k: v for k, v in options.items() if k in REGISTRY and isinstance(v, dict)}
+    shared = {k: v for k, v in options.items() if k not in tables}
+    try:
+        for name in tables or ([cfg.runtime] if cfg.runtime in REGISTRY else []):
+            check_runtime_options(name, {**shared, **tables.get(name, {})})
+    except ConfigError as exc:
+        raise ConfigError(f"{config}: {exc.message}" if config is not None else exc.message) from exc
+    study = {key: getattr(cfg, key, file_values.get(key)) for key in STUDY_ONLY_KEYS}
+    return cfg.settings(), study
 
 
 def configuration_markdown() -> str:
@@ -391,7 +427,7 @@ def configuration_markdown() -> str:
         "Every setting, its type, default, environment variable and what it does. Precedence, highest",
         "first: **command-line flag > config file (`--config FILE`, TOML or YAML) > environment",
         "(`SKILLREACH_<KEY>`) > default**. A config file may hold these keys at its top level or under a",
-        "`[skillreach]` table; an unknown key is refused with a \"did you mean\" and the valid keys.",
+        '`[skillreach]` table; an unknown key is refused with a "did you mean" and the valid keys.',
         "`skillreach init` writes `skillreach.toml` with every key commented out at its default;",
         "`skillreach config show --config FILE` prints the resolved values and where each came from.",
         "Study files (`run --config`) may also hold `skills`, `queries`, `out` and `runtime_options`.",

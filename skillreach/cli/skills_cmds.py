@@ -204,12 +204,14 @@ def listing_cmd(  # noqa: PLR0917 - a typer command
     context window, which descriptions are shortened (and to what) and which skills are dropped — a
     dropped skill can never be activated, whatever its description says; for Claude Code, whose listing
     is capped at 1 % of the context window, which skills are listed by name alone (their description
-    never reaches the model). Gemini CLI, OpenCode and Copilot CLI list every skill as it is."""
+    never reaches the model). Gemini CLI and OpenCode list every skill as it is; Copilot CLI every skill
+    it accepts, its description XML-escaped (``--full``: its entries byte for byte)."""
     from skillreach.errors import InputError
     from skillreach.skills.agent_listing import (
         CODEX_FALLBACK_CONTEXT_WINDOW,
         claude_code_listing_text,
         codex_listing_text,
+        copilot_listing_text,
         listing_for,
     )
     from skillreach.skills.discovery import load_skills
@@ -252,14 +254,22 @@ def listing_cmd(  # noqa: PLR0917 - a typer command
             typer.echo(codex_listing_text(listing, root))
         elif agent is Agent.claude_code:
             typer.echo(claude_code_listing_text(listing))
+        elif agent is Agent.copilot:
+            typer.echo(copilot_listing_text(listing))
         else:
             typer.echo("\n".join(listing.lines))
         return
     typer.echo(listing.summary())
-    if agent in (Agent.gemini_cli, Agent.opencode, Agent.copilot):
+    if agent in (Agent.gemini_cli, Agent.opencode):
         typer.echo(
             f"{agent.value} lists every skill with its whole description (no budget, no truncation): "
             "the catalog as it is"
+        )
+    elif agent is Agent.copilot:
+        typer.echo(
+            "copilot lists every skill it accepts with its whole description, XML-escaped (no budget, no "
+            "truncation); it leaves out a skill whose name is not lowercase letters, digits and single "
+            "hyphens (64 at most) or whose description is empty or over 1,024 characters"
         )
     bare = set(listing.name_only) if agent is Agent.claude_code else set()
     shortened = [s for s in listing.skills if s.shortened and s.name not in bare]

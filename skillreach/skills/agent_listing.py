@@ -26,10 +26,18 @@ still fits in what is left gets it back. **No skill is ever dropped**: a skill l
 still be activated, but its description never reaches the model. Skills with
 ``disable-model-invocation: true`` are not listed at all.
 
-**Gemini CLI** (0.61.0, ``renderAgentSkills``: the system instruction and the ``activate_skill`` enum),
-**OpenCode** (1.18.33: the system prompt, sorted by name) and **Copilot CLI** (1.0.102: the system prompt)
-list every enabled skill in full, with no budget and no truncation: this module reports their listing
-unchanged.
+**Gemini CLI** (0.61.0, ``renderAgentSkills``: the system instruction and the ``activate_skill`` enum) and
+**OpenCode** (1.18.33: the system prompt, sorted by name) list every enabled skill in full, with no budget
+and no truncation: this module reports their listing unchanged.
+
+**Copilot CLI** (1.0.102; the rule read off the requests it sent, :func:`copilot_listing`) has no budget
+either, but it is stricter about what it lists and says it in XML: at the end of its system prompt, one
+``<skill>`` entry per skill, sorted by name, the description XML-escaped (``&``, ``<``, ``>``, ``"`` and
+``'`` as ``&amp;``, ``&lt;``, ``&gt;``, ``&quot;``, ``&apos;``: the model reads ``service&apos;s``) and
+otherwise as written (line breaks, surrounding spaces and control characters kept), then its own
+built-in skills. A skill whose name is not lowercase letters and digits in single-hyphen groups (at most
+64 characters), or whose description is not a non-empty string of at most 1,024 UTF-16 units, is left
+out without a word: **dropped**, it can never be activated.
 
 :func:`codex_listing` gives the lines, what was shortened and what was dropped; :func:`codex_listing_text`
 the ``<skills_instructions>`` block exactly as Codex sends it; :func:`claude_code_listing` and
@@ -60,6 +68,8 @@ __all__ = [
     "codex_budget",
     "codex_listing",
     "codex_listing_text",
+    "copilot_listing",
+    "copilot_listing_text",
     "listing_for",
 ]
 
@@ -401,6 +411,53 @@ def claude_code_listing_text(listing: AgentListing) -> str:
     return f"{CLAUDE_CODE_HEADER}\n\n" + "\n".join(listing.lines)
 
 
+COPILOT_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+COPILOT_MAX_NAME = 64
+COPILOT_MAX_DESCRIPTION = 1024
+_XML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"})
+
+
+def _copilot_refuses(skill: Skill) -> bool:
+    """Copilot CLI 1.0.102 leaves the skill out of its listing (and out of reach)."""
+    written = skill.frontmatter.get("description", skill.description)
+    return (
+        not COPILOT_NAME.fullmatch(skill.name)
+        or len(skill.name) > COPILOT_MAX_NAME
+        or not isinstance(written, str)
+        or not skill.description
+        or _js_len(skill.description) > COPILOT_MAX_DESCRIPTION
+    )
+
+
+def _copilot_entry(skill: Skill) -> str:
+    return (
+        f"<skill>\n  <name>{skill.name}</name>\n  <description>{skill.description.translate(_XML)}"
+        "</description>\n  <location>project</location>\n</skill>"
+    )
+
+
+def copilot_listing(skills: Sequence[Skill]) -> AgentListing:
+    """The catalog as Copilot CLI lists it: each skill's ``<skill>`` entry, as sent, sorted by name; the
+    skills it refuses dropped (see the module's docstring)."""
+    ordered = sorted(skills, key=lambda s: _js(s.name))
+    listed: list[ListedSkill] = []
+    lines: list[str] = []
+    for skill in ordered:
+        if _copilot_refuses(skill):
+            listed.append(ListedSkill(skill.name, "", len(skill.description), dropped=True))
+            continue
+        shown = skill.description.translate(_XML)
+        listed.append(ListedSkill(skill.name, shown, len(shown)))
+        lines.append(_copilot_entry(skill))
+    return AgentListing("copilot", tuple(listed), "none", tuple(lines))
+
+
+def copilot_listing_text(listing: AgentListing) -> str:
+    """The catalog's ``<skill>`` entries exactly as Copilot CLI sends them (inside its
+    ``<available_skills>`` block, before its built-in skills' entries)."""
+    return "\n".join(listing.lines)
+
+
 def listing_for(
     agent: str, skills: Sequence[Skill], *, context_window: int | None = None, model: str | None = None
 ) -> AgentListing:
@@ -409,6 +466,8 @@ def listing_for(
         return codex_listing(skills, context_window=context_window)
     if agent == "claude-code":
         return claude_code_listing(skills, model=model, context_window=context_window)
+    if agent == "copilot":
+        return copilot_listing(skills)
     if agent in AGENTS:
         ordered = sorted(skills, key=lambda s: s.name)
         listed = tuple(ListedSkill(s.name, s.description, len(s.description)) for s in ordered)

@@ -133,6 +133,12 @@ class StudyConfig(Frozen):
     database_url: SecretStr | None = Field(default=None, exclude=True, repr=False)
     alert_webhooks: tuple[SecretStr, ...] = Field(default=(), exclude=True, repr=False)
 
+    @field_validator("prices")
+    @classmethod
+    def _prices_added(cls, prices: dict[str, Price]) -> dict[str, Price]:
+        """A study's prices add to the default table, as the settings' do (never replace it)."""
+        return {**DEFAULT_PRICES, **prices}
+
     @field_validator("runtime_options")
     @classmethod
     def _no_secrets(cls, v: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ the listing from the prompt cache or has a half-price batch mode are the runtime
 sends its own system prompt and tool definitions with every request, thousands of tokens the catalog
 does not show: its runtime says how many (``request_tokens``, measured from the first request the CLI
 sent), and without a price for its model the estimate is said in tokens. A CLI that reports no token
-counts (``reports_usage`` false: Copilot CLI) records no usage or cost per probe, which the line says.
+counts (``reports_usage`` false: Copilot CLI without the probe's relay) records no usage or cost per
+probe, which the line says.
 """
 
 from __future__ import annotations

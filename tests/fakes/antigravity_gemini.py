@@ -33,6 +33,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["GeminiAPI", "first_user_text", "model_turns", "skill_locations"]
@@ -58,6 +59,16 @@ def first_user_text(body: dict[str, Any]) -> str:
         if c.get("role") == "user":
             return _texts(c)
     return ""
+
+
+def gemini_usage(u: dict[str, Any]) -> Usage:
+    """A response's ``usageMetadata`` as a probe records it."""
+    cached = int(u.get("cachedContentTokenCount") or 0)
+    return Usage(
+        input_tokens=int(u.get("promptTokenCount") or 0) - cached,
+        output_tokens=int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
+        cache_read_input_tokens=cached,
+    )
 
 
 def model_turns(body: dict[str, Any]) -> int:
@@ -92,6 +103,17 @@ class GeminiAPI(LocalServer):
         self.model_version = model_version
         self.paths: list[str] = []
         self.keys: list[str | None] = []
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every response answered, in order, as a probe records it (cached
+        content as cache reads, thoughts as output)."""
+
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
+        total = Usage()
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _handler(self)
@@ -182,6 +204,8 @@ def _handler(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
                 self._error(400, "* GenerateContentRequest.contents: contents is not specified")
                 return
             reply = api.responder(body)
+            with api._lock:
+                api.served.append((body, gemini_usage(reply.get("usageMetadata") or {})))
             if m.group(2) == "generateContent":
                 self._json(200, reply)
                 return

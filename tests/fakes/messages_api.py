@@ -69,6 +69,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from skillreach.models import Usage
+
 __all__ = [
     "DEFAULT_ALIASES",
     "Call",
@@ -79,6 +81,7 @@ __all__ = [
     "count_tokens",
     "query_text",
     "request_text",
+    "served_usage",
     "skill_call",
     "text_reply",
     "tool_call",
@@ -236,6 +239,19 @@ class ScriptResponder:
 # ------------------------------------------------------------------------------------------- tokens
 
 
+def served_usage(api: MessagesAPI, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+    """What ``api`` served (to the requests ``query`` picks, or all), summed as a probe records usage."""
+    total = Usage()
+    for body, usage in list(api.served):
+        if query is None or query(body):
+            total = total + usage
+    return total
+
+
+def _as_usage(u: dict[str, Any]) -> Usage:
+    return Usage(**{k: int(u.get(k) or 0) for k in Usage.model_fields})
+
+
 def count_tokens(obj: Any) -> int:
     """The stand-in's token estimate: ceil(len(compact JSON) / 4), at least 1."""
     text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
@@ -335,6 +351,9 @@ class MessagesAPI:
         self.batch_polls = batch_polls
         self.require_key = require_key
         self.requests: list[dict[str, Any]] = []
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every message answered, in order: what a client was served and
+        billed."""
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.batches: dict[str, dict[str, Any]] = {}
@@ -502,6 +521,8 @@ class MessagesAPI:
         elif isinstance(raw, list):
             reply = Reply(raw)
         elif isinstance(raw, dict):
+            with self._lock:
+                self.served.append((body, _as_usage(raw.get("usage") or {})))
             return raw, 0.0
         else:  # pragma: no cover - a test's mistake
             raise TypeError(f"responder returned {type(raw).__name__}")
@@ -520,6 +541,8 @@ class MessagesAPI:
             "stop_sequence": None,
             "usage": usage,
         }
+        with self._lock:
+            self.served.append((body, _as_usage(usage)))
         return message, reply.delay
 
 

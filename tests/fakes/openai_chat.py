@@ -40,6 +40,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = ["OpenAIChat", "completion", "first_user_text", "sse_chunks", "tool_call"]
@@ -88,6 +89,16 @@ def completion(
             "completion_tokens_details": {"reasoning_tokens": 0},
         },
     }
+
+
+def chat_usage(u: dict[str, Any]) -> Usage:
+    """A completion's ``usage`` as a probe records it (cached prompt tokens as cache reads)."""
+    cached = int((u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return Usage(
+        input_tokens=int(u.get("prompt_tokens") or 0) - cached,
+        output_tokens=int(u.get("completion_tokens") or 0),
+        cache_read_input_tokens=cached,
+    )
 
 
 def first_user_text(body: dict[str, Any]) -> str:
@@ -173,6 +184,17 @@ class OpenAIChat(LocalServer):
         self.delay_s = delay_s
         self.require_key = require_key
         self.headers: list[dict[str, str]] = []
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every completion answered, in order: what a client was served, as a
+        probe records it (cached prompt tokens as cache reads)."""
+
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
+        total = Usage()
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
@@ -245,6 +267,8 @@ def _make_handler(api: OpenAIChat) -> type[BaseHTTPRequestHandler]:
             if api.delay_s:
                 time.sleep(api.delay_s)
             reply = api.responder(body)
+            with api._lock:
+                api.served.append((body, chat_usage(reply.get("usage") or {})))
             if body.get("stream"):
                 include = bool((body.get("stream_options") or {}).get("include_usage"))
                 self.send_bytes(200, sse_chunks(reply, include_usage=include), "text/event-stream")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from skillreach.models import Usage
 from tests.fakes._server import JSONHandler, LocalServer
 
 __all__ = [
@@ -197,6 +198,17 @@ class ResponsesAPI(LocalServer):
         self.other_paths: list[str] = []
         self.stamps: list[float] = []
         """``time.monotonic()`` of each /responses request, in order."""
+        self.served: list[tuple[dict[str, Any], Usage]] = []
+        """(request body, usage) of every streamed response answered, in order, as a probe records it
+        (cached input as cache reads)."""
+
+    def served_usage(self, query: Callable[[dict[str, Any]], bool] | None = None) -> Usage:
+        """What was served (to the requests ``query`` picks, or all), summed as a probe records usage."""
+        total = Usage()
+        for body, usage in list(self.served):
+            if query is None or query(body):
+                total = total + usage
+        return total
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _make_handler(self)
@@ -229,6 +241,8 @@ class ResponsesAPI(LocalServer):
             "total_tokens": input_tokens + reply.output_tokens,
         }
         response = {**base, "status": "completed", "output": reply.items, "usage": usage}
+        with self._lock:
+            self.served.append((body, Usage(input_tokens=input_tokens, output_tokens=reply.output_tokens)))
         emit("response.completed", {"response": response})
         return b"".join(out)
 

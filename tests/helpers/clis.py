@@ -3,6 +3,7 @@ tests skip, never pass, without them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ __all__ = [
     "CLAUDE_CACHE",
     "CODEX_CACHE",
     "PI_CACHE",
+    "Orphans",
     "real_claude",
     "real_codex",
     "real_copilot",
@@ -126,3 +128,68 @@ def _hold_hooks_alive() -> list[str]:
         if sys.executable in cmd and "hold-%d" in cmd and state not in ("Z", "X"):
             left.append(cmd)
     return left
+
+
+class Orphans:
+    """Every process a test starts stays findable (Linux): the test process becomes a child subreaper
+    (``prctl(PR_SET_CHILD_SUBREAPER)``), so a process left behind by an agent CLI — even one in a session
+    of its own whose parent has died — is handed to it instead of ``init``, and :meth:`left` finds it by
+    walking the parent links in ``/proc``. Used as a context manager; the flag is cleared on exit and the
+    ended orphans handed over are reaped."""
+
+    def __enter__(self) -> Orphans:
+        import ctypes
+        import sys
+
+        if not sys.platform.startswith("linux"):
+            import pytest
+
+            pytest.skip("the process tree is walked in /proc (Linux)")
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._libc.prctl(36, 0, 0, 0, 0)
+        self._reap()
+
+    @staticmethod
+    def _reap() -> None:
+        for pid, state, _ in _tree(os.getpid()):
+            if state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    def left(self, within_s: float = 5.0) -> list[str]:
+        """Command lines of the descendants of this process still alive after up to ``within_s`` (zombies
+        handed over are reaped meanwhile): what an ended probe left behind."""
+        import time
+
+        deadline = time.monotonic() + within_s
+        while True:
+            self._reap()
+            alive = [f"{pid} {cmd}" for pid, state, cmd in _tree(os.getpid()) if state not in ("Z", "X")]
+            if not alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(0.1)
+
+
+def _tree(root: int) -> list[tuple[int, str, str]]:
+    """(pid, state, command line) of every process below ``root``, from ``/proc``."""
+    children: dict[int, list[tuple[int, str, str]]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            tail = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(tail[1]), []).append((int(proc.name), tail[0], cmd[:200]))
+    found: list[tuple[int, str, str]] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child[0])
+    return found

@@ -1,6 +1,7 @@
 """The database behind the service (SQLite or PostgreSQL): probe records, artifacts, baselines and
 catalog snapshots (``database``), changed only by the numbered Alembic migrations in ``migrations``;
 ``live``: the events agents recorded in production and the per-file cursors of ``skillreach ingest``;
+``dashboard``: what ``skillreach ui`` reads (per-study skill points, the pages' indexed queries);
 ``limits``: every wait with an end (PostgreSQL connect and statement timeouts, a bounded retry of disk
 errors, one line for a database error).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from skillreach.store.alert_log import alert_key, mute, muted_by, mutes, sent_within, unmute
 from skillreach.store.copy import copy_store, upgrade_store
+from skillreach.store.dashboard import IndexedStudyRow, SkillPointRow
 from skillreach.store.database import (
     AlertMuteRow,
     AlertRow,
@@ -36,8 +38,10 @@ __all__ = [
     "BaselineRow",
     "CatalogEntryRow",
     "CatalogSnapshotRow",
+    "IndexedStudyRow",
     "ModelSnapshotRow",
     "ProbeRow",
+    "SkillPointRow",
     "Store",
     "StudyLock",
     "StudyRow",

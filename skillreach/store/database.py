@@ -62,7 +62,7 @@ __all__ = [
 
 log = logging.getLogger("skillreach.store.database")
 
-HEAD = "0003"
+HEAD = "0005"
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

@@ -32,18 +32,30 @@ from sqlalchemy import (
     delete,
     exists,
     func,
+    literal,
     select,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from skillreach.store.database import AlertRow, Base, BaselineRow, ProbeRow, Store, StudyRow, _now
+from skillreach.store.database import (
+    AlertRow,
+    ArtifactRow,
+    Base,
+    BaselineRow,
+    ProbeRow,
+    Store,
+    StudyRow,
+    _now,
+)
 
 __all__ = [
     "BREACH_EVENTS",
     "IndexedStudyRow",
     "SkillPointRow",
     "StudyFilter",
+    "agent_studies",
     "alerts_of",
+    "artifact_path",
     "index_progress",
     "latest_points",
     "pending_studies",
@@ -158,19 +170,21 @@ def skill_points(store: Store, skill: str, *, limit: int = 1000) -> list[SkillPo
 
 
 def latest_points(store: Store, *, kinds: Collection[str] | None = None,
-                  skills: Collection[str] | None = None) -> dict[str, SkillPointRow]:
-    """Every skill's newest point (of a study of one of ``kinds``, when given)."""
+                  skills: Collection[str] | None = None, gated: bool = False) -> dict[str, SkillPointRow]:
+    """Every skill's newest point (of a study of one of ``kinds``, when given; ``gated``: whose study
+    gated the skill)."""
     newest = select(SkillPointRow.skill, func.max(SkillPointRow.at).label("at"))
+    conditions = []
     if kinds is not None:
-        newest = newest.where(SkillPointRow.kind.in_(list(kinds)))
+        conditions.append(SkillPointRow.kind.in_(list(kinds)))
     if skills is not None:
-        newest = newest.where(SkillPointRow.skill.in_(list(skills)))
-    sub = newest.group_by(SkillPointRow.skill).subquery()
+        conditions.append(SkillPointRow.skill.in_(list(skills)))
+    if gated:
+        conditions.append(SkillPointRow.verdict.is_not(None))
+    sub = newest.where(*conditions).group_by(SkillPointRow.skill).subquery()
     stmt = select(SkillPointRow).join(
         sub, (SkillPointRow.skill == sub.c.skill) & (SkillPointRow.at == sub.c.at)
-    ).order_by(SkillPointRow.id)
-    if kinds is not None:
-        stmt = stmt.where(SkillPointRow.kind.in_(list(kinds)))
+    ).where(*conditions).order_by(SkillPointRow.id)
     with store.session() as s:
         return {row.skill: row for row in s.scalars(stmt)}  # a tie on time: the last row read wins
 
@@ -276,3 +290,24 @@ def probe_row(store: Store, study_id: str, query_id: str, attempt: int) -> Probe
                                   ProbeRow.attempt == attempt)
     with store.session() as s:
         return s.scalars(stmt).first()
+
+
+# ---------------------------------------------------------------------------------- artifacts, agents
+
+
+def artifact_path(store: Store, digest: str) -> str | None:
+    """Where the artifact of this digest was written (the newest row of it; the digest is indexed)."""
+    stmt = (select(ArtifactRow.path).where(ArtifactRow.digest == digest)
+            .order_by(ArtifactRow.created_at.desc(), ArtifactRow.id.desc()).limit(1))
+    with store.session() as s:
+        return s.scalar(stmt)
+
+
+def agent_studies(store: Store, *, limit: int = 200) -> list[StudyRow]:
+    """The newest finished studies whose folder is named after their runtime (``OUT/<runtime>``: what
+    ``skillreach run --runtime a,b,…`` writes), newest first."""
+    named = StudyRow.out_dir.like(literal("%/").concat(StudyRow.runtime))
+    stmt = (select(StudyRow).where(StudyRow.status == "done", named)
+            .order_by(StudyRow.created_at.desc(), StudyRow.id).limit(limit))
+    with store.session() as s:
+        return list(s.scalars(stmt))

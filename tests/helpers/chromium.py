@@ -102,7 +102,8 @@ class Browser:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if self.js("performance.timeOrigin") != before and self.js("document.readyState") == "complete":
+                moved = self.js("performance.timeOrigin") != before
+                if moved and self.js("document.readyState") == "complete":
                     return
             except RuntimeError:
                 pass

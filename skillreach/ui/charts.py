@@ -117,7 +117,8 @@ class _Scale:
 
 def _ticks(scale: _Scale, t0: datetime, t1: datetime) -> tuple[tuple[float, str], ...]:
     span = (t1 - t0).total_seconds()
-    fmt = "%H:%M" if span < 2 * 86400 else "%m-%d" if span < 300 * 86400 else "%Y-%m"
+    fmt = ("%H:%M:%S" if span < 3600 else "%H:%M" if span < 2 * 86400 else "%m-%d" if span < 300 * 86400
+           else "%Y-%m")
     out = []
     for i in range(5):
         t = t0 + (t1 - t0) * (i / 4)
@@ -193,7 +194,7 @@ def history_chart(
     bounds = []
     for prev, seg in itertools.pairwise(segs):
         x = round((scale.x(prev.end) + scale.x(seg.start)) / 2, 2)
-        bounds.append(Boundary(x, seg.label, _short(seg.label)))
+        bounds.append(Boundary(x, seg.label, _short("; ".join(seg.pins.short_changes_from(prev.pins)), 40)))
     bar_view = None
     if bar is not None:
         pins, value, ci, label = bar

@@ -70,6 +70,11 @@ class Pins:
         now, then = dict(self.items()), dict(before.items())
         return [f"{k} {then[k]} → {now[k]}" for k, _ in self.items() if now[k] != then[k]]
 
+    def short_changes_from(self, before: Pins) -> list[str]:
+        """The same, naming only the new value (``model → b``): a chart's label."""
+        now, then = dict(self.items()), dict(before.items())
+        return [f"{k} → {now[k]}" for k, _ in self.items() if now[k] != then[k]]
+
 
 @dataclass(frozen=True)
 class HistoryPoint:

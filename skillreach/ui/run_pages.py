@@ -55,6 +55,12 @@ class RunRow:
     breaches: int
     alerts: int
 
+    @property
+    def folder(self) -> str:
+        """The study folder's last two parts (``runs/study-fake-…``)."""
+        parts = Path(self.study.out_dir).parts
+        return "/".join(parts[-2:])
+
 
 def verdict_of(row: Any, breaches: int) -> str:
     """As ``skillreach status`` says it: breached or ok when done, else the study's status."""

@@ -126,7 +126,7 @@ def skill_rows(ctx: UiContext, only: str | None = None) -> list[SkillRow]:
     gated = latest_points(ctx.store, skills=wanted, gated=True)
     live = ctx.sources.live()
     names = {only} if only is not None else (
-        set(bars) | set(waiting) | set(latest) | set(store_skills(ctx.store)))
+        set(bars) | set(waiting) | set(latest) | set(store_skills(ctx.store)) | set(ctx.sources.catalog()))
     rows: list[SkillRow] = []
     for name in sorted(names):
         row = SkillRow(name)
@@ -147,7 +147,8 @@ def skill_rows(ctx: UiContext, only: str | None = None) -> list[SkillRow]:
         if name in live.drops:
             row.verdicts.append(Verdict("live", live.drops[name].sentence()))
         if row.bar is None and name not in waiting:
-            row.verdicts.append(Verdict("no bar", "no baseline recorded"))
+            row.verdicts.append(Verdict("no bar", "no baseline recorded" if row.latest is not None else
+                                        "no study measured it yet: no query expects it"))
         row.live = live.shares.get(name)
         row.priority = min([PRIORITY.get(v.kind, 8) for v in row.verdicts], default=9)
         rows.append(row)
@@ -211,7 +212,8 @@ def skill_view(ctx: UiContext, name: str) -> dict[str, Any]:
     rows = skill_rows(ctx, only=name)
     row = rows[0]
     points = [point_of(p) for p in skill_points(ctx.store, name)]
-    if not points and row.bar is None and not row.verdicts[:1] and row.live is None:
+    known = name in ctx.sources.catalog() or name in ctx.sources.baselines.candidates()
+    if not points and row.bar is None and row.live is None and not known:
         raise NotFoundError(f"skill {name!r}: no study measured it and no baseline names it")
     segs: list[Segment] = segments(points)
     markers = markers_for(name, ctx.sources.catalog_changes())

@@ -322,17 +322,35 @@ class Sources:
 
     # git -------------------------------------------------------------------------------------------------
 
+    def _heads(self) -> tuple[str, ...]:
+        heads = []
+        for d in self.skills_dirs:
+            raw = _git(d, "rev-parse", "HEAD")
+            heads.append(raw.decode().strip() if raw else "")
+        return tuple(heads)
+
+    def catalog(self) -> list[str]:
+        """The skills under the skills folders now (``discover``, as every command finds them)."""
+        from skillreach.skills.discovery import discover
+
+        if not self.skills_dirs:
+            return []
+
+        def make() -> list[str]:
+            try:
+                return sorted({s.name for s in discover(self.skills_dirs).skills})
+            except SkillreachError:
+                return []
+
+        return self.timed.get(("catalog", self._heads()), make)
+
     def catalog_changes(self) -> list[Any]:
         """Every SKILL.md added, edited or removed under the skills folders (their git history)."""
         from skillreach.live.catalog import catalog_changes
 
         if not self.skills_dirs:
             return []
-        heads = []
-        for d in self.skills_dirs:
-            raw = _git(d, "rev-parse", "HEAD")
-            heads.append(raw.decode().strip() if raw else "")
-        return self.timed.get(("changes", tuple(heads)), lambda: catalog_changes(self.skills_dirs))
+        return self.timed.get(("changes", self._heads()), lambda: catalog_changes(self.skills_dirs))
 
     # live --------------------------------------------------------------------------------------------------
 

@@ -62,7 +62,8 @@ def test_segments_break_at_every_pin_and_never_join_across_one() -> None:
     assert [s.change for s in segs] == [
         (), ("model m-1 → m-2",), ("runtime fake 1.0 → fake 1.1",), ("rubric none → rrrrrrrr",),
         ("corpus aaaaaaaa → bbbbbbbb",),
-        ("model m-2 → m-1", "corpus bbbbbbbb → aaaaaaaa", "rubric rrrrrrrr → none", "runtime fake 1.1 → fake 1.0"),
+        ("model m-2 → m-1", "corpus bbbbbbbb → aaaaaaaa", "rubric rrrrrrrr → none",
+         "runtime fake 1.1 → fake 1.0"),
     ]  # back to the first pins: a segment of its own, never the first one continued
     assert segments([]) == []
 
@@ -78,19 +79,24 @@ def test_the_chart_draws_one_group_per_segment_the_bar_over_its_pins_and_the_mar
                           markers=markers, bar=(a, 0.88, (0.8, 0.95), "bar alpha@1"))
     assert len(chart.segments) == 2
     first, second = chart.segments
-    assert len(first.lines) == 1 and len(first.lines[0].split()) == 3  # one polyline of three points
-    assert len(first.bands) == 1 and not first.whiskers
-    assert not second.lines and len(second.whiskers) == 1  # a lone point: its interval as a whisker
+    assert len(first.lines) == 1
+    assert len(first.lines[0].split()) == 3
+    assert len(first.bands) == 1
+    assert not first.whiskers
+    assert not second.lines
+    assert len(second.whiskers) == 1
     assert len(chart.boundaries) == 1
     assert chart.boundaries[0].short == "model → m-2"
     assert first.x1 < chart.boundaries[0].x < second.x0  # between the segments, on neither line
-    assert chart.bar is not None and chart.bar.x1 <= first.x1 + 4  # the bar spans its own pins' segment
+    assert chart.bar is not None
+    assert chart.bar.x1 <= first.x1 + 4
     assert [m.own for m in chart.markers] == [True, False]
     ys = [d.y for d in first.dots]
     assert ys[0] < ys[1]  # 0.9 is drawn above 0.8 (SVG y grows downwards)
     assert chart.measured == 4
     empty = history_chart("compliance", "Compliance", segs, span=time_span([p.at for p in points]))
-    assert empty.measured == 0 and empty.note
+    assert empty.measured == 0
+    assert empty.note
 
 
 # ---------------------------------------------------------------------------------------- the store
@@ -127,7 +133,9 @@ def _study(store: Store, sid: str, *, kind: str = "study", runtime: str = "fake"
         store.finish_study(sid, status=status)
 
 
-def _row(skill: str, at: datetime, value: float, *, kind: str = "study", verdict: str | None = None) -> dict[str, Any]:
+def _row(
+    skill: str, at: datetime, value: float, *, kind: str = "study", verdict: str | None = None
+) -> dict[str, Any]:
     return {"skill": skill, "at": at, "kind": kind, "model": "m", "runtime": "fake", "runtime_version": None,
             "corpus_version": "sha256:" + "a" * 64, "rubric_version": None, "skill_version": None,
             "metrics": {"activation": {"value": value, "ci95": [0.0, 1.0], "n": 4, "cases": 4}},
@@ -136,7 +144,8 @@ def _row(skill: str, at: datetime, value: float, *, kind: str = "study", verdict
 
 def test_the_dashboards_queries_page_filter_and_pick_the_newest(store: Store) -> None:
     for i in range(7):
-        _study(store, f"st-{i}", kind="compliance" if i % 2 else "study", status="done" if i < 6 else "failed")
+        _study(store, f"st-{i}", kind="compliance" if i % 2 else "study",
+               status="done" if i < 6 else "failed")
     store.add_alert({"event": "skillreach.gate.breached", "skill": "beta", "metric": "activation"},
                     study_id="st-3")
     store.add_alert({"event": "skillreach.gate.inconclusive", "skill": "beta", "metric": "activation"},
@@ -152,13 +161,15 @@ def test_the_dashboards_queries_page_filter_and_pick_the_newest(store: Store) ->
     assert [p.metrics["activation"]["value"] for p in skill_points(store, "alpha")] == [0.5, 0.7, 0.6]
     assert [p.study_id for p in skill_points(store, "alpha", limit=2)] == ["st-2", "st-3"]  # the newest
     newest = latest_points(store)
-    assert newest["alpha"].study_id == "st-3" and newest["beta"].study_id == "st-1"
+    assert newest["alpha"].study_id == "st-3"
+    assert newest["beta"].study_id == "st-1"
     assert latest_points(store, kinds=["study"])["alpha"].study_id == "st-2"
     assert latest_points(store, gated=True)["alpha"].study_id == "st-1"
     save_points(store, "st-1", [_row("alpha", T0, 0.4, kind="compliance")])  # read again: replaced
-    assert [p.metrics["activation"]["value"] for p in skill_points(store, "alpha")][0] == 0.4
+    assert next(p.metrics["activation"]["value"] for p in skill_points(store, "alpha")) == 0.4
     rows, total = studies_page(store, StudyFilter(), offset=0, limit=3)
-    assert total == 7 and len(rows) == 3
+    assert total == 7
+    assert len(rows) == 3
     assert [r.id for r in studies_page(store, StudyFilter(kind="compliance"))[0]] == ["st-5", "st-3", "st-1"]
     assert [r.id for r in studies_page(store, StudyFilter(verdict="breached"))[0]] == ["st-3"]
     assert "st-3" not in {r.id for r in studies_page(store, StudyFilter(verdict="ok"))[0]}
@@ -168,7 +179,8 @@ def test_the_dashboards_queries_page_filter_and_pick_the_newest(store: Store) ->
     from skillreach.store import forget_before
 
     forget_before(store, datetime.now(UTC) + timedelta(days=1))  # gc: the points go with their studies
-    assert skill_points(store, "alpha") == [] and index_progress(store) == (0, 0)
+    assert skill_points(store, "alpha") == []
+    assert index_progress(store) == (0, 0)
 
 
 # ------------------------------------------------------------------------ points = baseline record's
@@ -222,7 +234,8 @@ def test_hostile_names_are_text_on_every_page(tmp_path: Path) -> None:
 
     with running_ui(tmp_path, log=tmp_path / "ui.log") as ui:
         pages = {p: ui.get(p) for p in ("/", "/runs", "/runs/st-h", "/runs/st-f", "/decisions", "/agents",
-                                        f"/skills/{quote(HOSTILE, safe='')}", "/runs?verdict=" + quote(HOSTILE))}
+                                        f"/skills/{quote(HOSTILE, safe='')}",
+                                        "/runs?verdict=" + quote(HOSTILE))}
     for path, resp in pages.items():
         body = resp.text
         assert "<script>window.__pwned" not in body, path
@@ -249,7 +262,8 @@ def test_a_port_in_use_or_a_bad_host_header_is_one_line(tmp_path: Path) -> None:
         out = subprocess.run([str(SKILLREACH), "ui", "--port", str(port)], cwd=tmp_path, capture_output=True,
                              text=True, timeout=120, check=False)
     assert out.returncode == 2
-    assert out.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in out.stderr
+    assert out.stderr.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
     with running_ui(tmp_path, log=tmp_path / "ui.log") as ui:
         rebound = ui.get("/", headers={"Host": "attacker.example"})  # a DNS-rebinding page

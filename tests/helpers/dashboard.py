@@ -53,8 +53,8 @@ def git(repo: Path, *args: str) -> str:
 
 def _skill(root: Path, name: str, desc: str) -> None:
     (root / name).mkdir(parents=True, exist_ok=True)
-    (root / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: '{desc}'\n---\n# {name}\n\nSteps.\n",
-                                          encoding="utf-8")
+    text = f"---\nname: {name}\ndescription: '{desc}'\n---\n# {name}\n\nSteps.\n"
+    (root / name / "SKILL.md").write_text(text, encoding="utf-8")
 
 
 def _script(path: Path, names: list[str], *, thief: bool) -> Path:
@@ -108,9 +108,10 @@ def make_team(root: Path) -> Team:
     queries[0]["checks"] = {"requires": [{"tool": "Bash", "pattern": "make chart"}],
                             "forbids": [{"tool": "Bash", "pattern": "rm -rf"}],
                             "output": [{"contains": "Chart ready"}]}
-    queries.append({"id": "alpha-4", "text": f"{HOSTILE} draw a chart of these numbers", "expected_skill": "alpha",
-                    "kind": "implicit"})
-    queries.append({"id": "oos-0", "text": "what is the weather", "expected_skill": None, "kind": "out_of_scope"})
+    queries.append({"id": "alpha-4", "text": f"{HOSTILE} draw a chart of these numbers",
+                    "expected_skill": "alpha", "kind": "implicit"})
+    queries.append({"id": "oos-0", "text": "what is the weather", "expected_skill": None,
+                    "kind": "out_of_scope"})
     (repo / "evals").mkdir(parents=True)
     (repo / "evals" / "queries.yaml").write_text(json.dumps({"catalog_id": "all", "queries": queries}))
     git(repo, "init", "-q", "-b", "main")
@@ -149,7 +150,8 @@ def make_team(root: Path) -> Team:
     runs["r3"] = _study_id(repo / "runs" / "r3")
     # and a study across agents, of a catalog of its own
     agents = repo / "agents"
-    for name, desc in (("one", "Bake bread and pastry at home."), ("two", "Repair bicycles and their gears.")):
+    for name, desc in (("one", "Bake bread and pastry at home."),
+                       ("two", "Repair bicycles and their gears.")):
         _skill(agents / "skills", name, desc)
     aq = [{"id": f"{n}-{i}", "text": f"help me {w} {i}", "expected_skill": n, "kind": "implicit"}
           for n, w in (("one", "bake bread"), ("two", "repair bicycles")) for i in range(3)]

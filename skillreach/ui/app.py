@@ -13,8 +13,8 @@ candidate accepted as its skill's bar.
    not the dashboard's) is refused before anything else.
 
 Every response carries a Content-Security-Policy with no script source at all (the pages have no
-script), ``frame-ancestors 'self'``, ``nosniff`` and ``no-referrer``; the ``Host`` header must name the
-dashboard (a DNS-rebinding page cannot read it).
+script), ``frame-ancestors 'self'``, ``nosniff`` and a same-origin referrer policy; the ``Host`` header
+must name the dashboard (a DNS-rebinding page cannot read it).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ MAX_NAME, MAX_REASON = 80, 500
 CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'self'; base-uri 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-           "Referrer-Policy": "no-referrer", "X-Frame-Options": "SAMEORIGIN", "Cache-Control": "no-store"}
+           "Referrer-Policy": "same-origin", "X-Frame-Options": "SAMEORIGIN", "Cache-Control": "no-store"}
 
 
 def csrf_value(token: str) -> str:
@@ -228,7 +228,7 @@ def create_app(ctx: UiContext, *, token: str | None = None, allowed_hosts: list[
         site = request.headers.get("sec-fetch-site")
         origin = request.headers.get("origin")
         if (site and site not in ("same-origin", "none")) or (
-                origin and urlsplit(origin).netloc != request.headers.get("host")):
+                origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host")):
             return refuse(request, "refused: the request came from another site")
         if not session(request):
             return refuse(request, "refused: the request does not carry this session's token; open the "

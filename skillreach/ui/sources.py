@@ -238,12 +238,13 @@ class Baselines:
         return out
 
     def candidates(self) -> dict[str, tuple[Any, str]]:
-        """skill → (its candidate record, where it waits)."""
-        waiting = self.tree(candidates=True)
-        out: dict[str, tuple[Any, str]] = {s: (r, "working tree") for s, r in waiting.items()}
-        name = self.branch_name or "branch"
-        out.update({s: (r, f"branch {name}") for s, r in self.branch(candidates=True).items()})
-        return out
+        """skill → (its candidate record, where it waits): the service branch's once it exists (it
+        forked from the working tree's and is where ``baseline accept`` decides), else the working
+        tree's — as ``baseline status`` and ``baseline accept`` read them."""
+        if self._load_tip().sha is not None:
+            name = self.branch_name or "branch"
+            return {s: (r, f"branch {name}") for s, r in self.branch(candidates=True).items()}
+        return {s: (r, "working tree") for s, r in self.tree(candidates=True).items()}
 
 
 # ------------------------------------------------------------------------------------------------ live

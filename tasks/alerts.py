@@ -14,7 +14,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.service.alerts import GATE_BREACHED, send_alert
+from skillreach.service.alerts import GATE_BREACHED, send_alert, with_ui_link
 from skillreach.store import alert_key
 from skillreach.study import StudyConfig
 from skillreach.tasks._context import api_url, in_prefect_run, logger, store_for
@@ -84,7 +84,7 @@ async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict
     out: list[str] = []
     window = repeat_window(config)
     with store_for(config) as store:
-        for payload in breaches:
+        for payload in [with_ui_link(p, config.ui_url) for p in breaches]:
             key = alert_key(payload)
             silenced = _silenced(store, key, window, config.reason)
             row = store.add_alert({**payload, "trigger": config.reason}, study_id=study_id, key=key,

@@ -270,3 +270,20 @@ def test_a_port_in_use_or_a_bad_host_header_is_one_line(tmp_path: Path) -> None:
         assert rebound.status_code == 400
         assert ui.get("/runs/st-none").status_code == 404
         assert ui.get("/?token=guess").status_code == 403  # read-only: no token opens anything
+
+
+def test_status_links_the_dashboard_and_each_study_on_it(tmp_path: Path) -> None:
+    """``ui_url`` (the setting): ``skillreach status`` names the dashboard and each last study's page."""
+    _sr("run", "--out", "runs/demo", cwd=tmp_path)
+    env = {**os.environ, "SKILLREACH_UI_URL": "http://dash.example.invalid:8420/", "PREFECT_API_URL": ""}
+    out = subprocess.run([str(SKILLREACH), "status", "--json"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["dashboard"] == "http://dash.example.invalid:8420/"
+    study = json.loads((tmp_path / "runs" / "demo" / "study.json").read_text(encoding="utf-8"))["study_id"]
+    assert found["studies"]["study"]["dashboard"] == f"http://dash.example.invalid:8420/runs/{study}"
+    text = subprocess.run([str(SKILLREACH), "status"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False).stdout
+    assert "dashboard: http://dash.example.invalid:8420/" in text
+    assert f"http://dash.example.invalid:8420/runs/{study}" in text

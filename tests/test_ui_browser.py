@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.helpers.chromium import CHROMIUM, Browser, chromium
-from tests.helpers.dashboard import HOSTILE, SKILLREACH, Team, make_team, running_ui
+from tests.helpers.dashboard import HOSTILE, SKILLREACH, UI_URL, Team, make_team, running_ui
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
                                 reason="no Chromium on this machine (apt-get install chromium)")
@@ -175,6 +175,16 @@ def test_the_agents_matrix(team: Team, ui: Any, browser: Browser, shots: Path) -
         assert word in matrix
     assert "0.67 [0.21, 0.94]" in matrix  # fake sent one of two's three cases to one
     _shot(browser, shots, "agents")
+
+
+def test_an_alert_links_to_the_skills_page_on_the_dashboard(team: Team, ui: Any, browser: Browser) -> None:
+    """The ``ui_url`` setting: the breach's webhook message and its stored payload name beta's page."""
+    assert len(team.alerts) == 1
+    text = team.alerts[0]["body"]["text"]
+    assert "lost 3 of 4 cases to delta" in text
+    assert f"dashboard: {UI_URL}/skills/beta" in text
+    browser.goto(ui.url + "/skills/beta")
+    assert "gate.breached" in browser.js("document.querySelector('#alerts').innerText")
 
 
 def _post_accept(url: str, **kw: Any) -> httpx.Response:

@@ -35,6 +35,7 @@ __all__ = [
     "send_alert",
     "slack_message",
     "webhook_label",
+    "with_ui_link",
 ]
 
 GATE_BREACHED = "skillreach.gate.breached"
@@ -155,11 +156,24 @@ def notice_payload(event: str, *, skill: str, message: str, run_link: str, study
             "baseline_id": baseline_id, "run_link": run_link, "study_id": study_id, **extra}
 
 
+def with_ui_link(payload: Mapping[str, Any], ui_url: str | None) -> dict[str, Any]:
+    """The payload with ``ui_url``: the dashboard's page of its skill (``skillreach ui``; the setting
+    ``ui_url`` says where people open it), or its first page for an alert about every skill."""
+    if not ui_url:
+        return dict(payload)
+    from urllib.parse import quote
+
+    skill = payload.get("skill")
+    page = f"/skills/{quote(str(skill), safe='')}" if skill and skill != "*" else "/"
+    return {**payload, "ui_url": ui_url.rstrip("/") + page}
+
+
 def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks). The line
     names the cause when the payload carries one (``cause_detail``: ``lost 4 of 4 cases to delta``) and
     the next step (``next_step``)."""
     step = f"; next: {payload['next_step']}" if payload.get("next_step") else ""
+    step += f"; dashboard: {payload['ui_url']}" if payload.get("ui_url") else ""
     if "message" in payload and "delta" not in payload:
         text = f"skillreach {payload.get('event', 'notice')}: {payload['skill']}: {payload['message']}{step}"
         return {"text": f"{text} — {payload.get('run_link', '')}",

@@ -53,7 +53,7 @@ __all__ = [
     "IndexedStudyRow",
     "SkillPointRow",
     "StudyFilter",
-    "agent_studies",
+    "agent_folders",
     "alerts_of",
     "artifact_path",
     "index_progress",
@@ -63,7 +63,9 @@ __all__ = [
     "probe_row",
     "save_points",
     "skill_points",
+    "skill_runtimes",
     "store_skills",
+    "studies_in",
     "studies_page",
     "study_alert_counts",
 ]
@@ -161,32 +163,49 @@ def index_progress(store: Store) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------- points
 
 
-def skill_points(store: Store, skill: str, *, limit: int = 1000) -> list[SkillPointRow]:
-    """The skill's newest ``limit`` points, oldest first."""
-    stmt = (select(SkillPointRow).where(SkillPointRow.skill == skill)
-            .order_by(SkillPointRow.at.desc(), SkillPointRow.id.desc()).limit(limit))
+def skill_points(
+    store: Store, skill: str, *, runtime: str | None = None, limit: int = 1000
+) -> list[SkillPointRow]:
+    """The skill's newest ``limit`` points (of one runtime, when given), oldest first."""
+    stmt = select(SkillPointRow).where(SkillPointRow.skill == skill)
+    if runtime is not None:
+        stmt = stmt.where(SkillPointRow.runtime == runtime)
+    stmt = stmt.order_by(SkillPointRow.at.desc(), SkillPointRow.id.desc()).limit(limit)
     with store.session() as s:
         return list(reversed(list(s.scalars(stmt))))
+
+
+def skill_runtimes(store: Store, skill: str) -> list[tuple[str, int, datetime]]:
+    """(runtime, points, newest) of every runtime that measured the skill, the newest first."""
+    newest = func.max(SkillPointRow.at)
+    stmt = (select(SkillPointRow.runtime, func.count(), newest).where(SkillPointRow.skill == skill)
+            .group_by(SkillPointRow.runtime).order_by(newest.desc()))
+    with store.session() as s:
+        return [(str(r), int(n), at) for r, n, at in s.execute(stmt)]
 
 
 def latest_points(store: Store, *, kinds: Collection[str] | None = None,
                   skills: Collection[str] | None = None, gated: bool = False) -> dict[str, SkillPointRow]:
     """Every skill's newest point (of a study of one of ``kinds``, when given; ``gated``: whose study
-    gated the skill)."""
-    newest = select(SkillPointRow.skill, func.max(SkillPointRow.at).label("at"))
+    gated the skill). One ``ORDER BY at DESC LIMIT 1`` per skill, on the (skill, at) index: the newest
+    rows are read first and the first that matches ends the search (a ``GROUP BY`` joined back would
+    read every point of every skill)."""
     conditions = []
     if kinds is not None:
         conditions.append(SkillPointRow.kind.in_(list(kinds)))
-    if skills is not None:
-        conditions.append(SkillPointRow.skill.in_(list(skills)))
     if gated:
         conditions.append(SkillPointRow.verdict.is_not(None))
-    sub = newest.where(*conditions).group_by(SkillPointRow.skill).subquery()
-    stmt = select(SkillPointRow).join(
-        sub, (SkillPointRow.skill == sub.c.skill) & (SkillPointRow.at == sub.c.at)
-    ).where(*conditions).order_by(SkillPointRow.id)
+    out: dict[str, SkillPointRow] = {}
     with store.session() as s:
-        return {row.skill: row for row in s.scalars(stmt)}  # a tie on time: the last row read wins
+        names = list(skills) if skills is not None else list(
+            s.scalars(select(SkillPointRow.skill).distinct()))
+        for name in names:
+            stmt = (select(SkillPointRow).where(SkillPointRow.skill == name, *conditions)
+                    .order_by(SkillPointRow.at.desc(), SkillPointRow.id.desc()).limit(1))
+            row = s.scalars(stmt).first()
+            if row is not None:
+                out[name] = row
+    return out
 
 
 def store_skills(store: Store) -> list[str]:
@@ -303,11 +322,23 @@ def artifact_path(store: Store, digest: str) -> str | None:
         return s.scalar(stmt)
 
 
-def agent_studies(store: Store, *, limit: int = 200) -> list[StudyRow]:
-    """The newest finished studies whose folder is named after their runtime (``OUT/<runtime>``: what
-    ``skillreach run --runtime a,b,…`` writes), newest first."""
+def agent_folders(store: Store, *, limit: int = 50) -> list[str]:
+    """The folders of finished studies named after their runtime (``OUT/<runtime>``: what ``skillreach run
+    --runtime a,b,…`` writes), the newest first (one row per folder, however many studies wrote it)."""
     named = StudyRow.out_dir.like(literal("%/").concat(StudyRow.runtime))
-    stmt = (select(StudyRow).where(StudyRow.status == "done", named)
-            .order_by(StudyRow.created_at.desc(), StudyRow.id).limit(limit))
+    newest = func.max(StudyRow.created_at)
+    stmt = (select(StudyRow.out_dir).where(StudyRow.status == "done", named).group_by(StudyRow.out_dir)
+            .order_by(newest.desc()).limit(limit))
     with store.session() as s:
-        return list(s.scalars(stmt))
+        return [str(d) for d in s.scalars(stmt)]
+
+
+def studies_in(store: Store, out_dirs: Collection[str]) -> list[StudyRow]:
+    """The newest finished study of each of these folders."""
+    stmt = (select(StudyRow).where(StudyRow.status == "done", StudyRow.out_dir.in_(list(out_dirs)))
+            .order_by(StudyRow.created_at.desc(), StudyRow.id))
+    with store.session() as s:
+        out: dict[str, StudyRow] = {}
+        for row in s.scalars(stmt):
+            out.setdefault(row.out_dir, row)
+    return list(out.values())

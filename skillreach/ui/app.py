@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from skillreach._io.redact import redact_text
+from skillreach._io.redact import redact_text, secret_values
 from skillreach.errors import InputError, NotFoundError, SkillreachError
 from skillreach.reports import fmt_num, fmt_rate
 from skillreach.ui.context import UiContext, when
@@ -66,10 +66,14 @@ def csrf_value(token: str) -> str:
     return hmac.new(token.encode(), b"skillreach-ui-csrf", sha256).hexdigest()
 
 
+_PAGE = threading.local()
+"""The secret values of the page being rendered (read once per page, not once per text)."""
+
+
 def _finalize(value: Any) -> Any:
     """Every text a template prints goes through the one redaction (then autoescape)."""
     if isinstance(value, str) and not isinstance(value, Markup):
-        return redact_text(value)
+        return redact_text(value, getattr(_PAGE, "values", None))
     return value
 
 
@@ -156,9 +160,13 @@ def create_app(ctx: UiContext, *, token: str | None = None, allowed_hosts: list[
 
     def render(request: Request, name: str, data: dict[str, Any], status: int = 200) -> HTMLResponse:
         ok = session(request)
-        page = _env().get_template(name).render(
-            **data, nav=name.split(".", maxsplit=1)[0], writes=writes, session=ok,
-            csrf=csrf_value(token) if ok and token else "", args=request.query_params)
+        _PAGE.values = secret_values()
+        try:
+            page = _env().get_template(name).render(
+                **data, nav=name.split(".", maxsplit=1)[0], writes=writes, session=ok,
+                csrf=csrf_value(token) if ok and token else "", args=request.query_params)
+        finally:
+            _PAGE.values = None
         return HTMLResponse(page, status_code=status)
 
     def failure(request: Request, exc: BaseException, status: int | None = None) -> HTMLResponse:
@@ -190,7 +198,8 @@ def create_app(ctx: UiContext, *, token: str | None = None, allowed_hosts: list[
 
     @page
     def skill(request: Request) -> tuple[str, dict[str, Any]]:
-        return "skill.html.j2", skill_pages.skill_view(ctx, request.path_params["name"])
+        runtime = request.query_params.get("runtime")
+        return "skill.html.j2", skill_pages.skill_view(ctx, request.path_params["name"], runtime)
 
     @page
     def runs(request: Request) -> tuple[str, dict[str, Any]]:

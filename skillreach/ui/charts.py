@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from skillreach.ui.history import Marker, Pins, Segment
+from skillreach.ui.history import HistoryPoint, Marker, Pins, Segment
 
 __all__ = ["Chart", "history_chart", "series_chart", "time_span"]
 
@@ -132,6 +132,34 @@ def _yticks(scale: _Scale, percent: bool) -> tuple[tuple[float, str], ...]:
     return tuple((scale.y(v), fmt.format(v)) for v in steps)
 
 
+BUCKET_PX = 4.0
+"""Points closer than this on the time axis are drawn as one (their mean, the union of their intervals,
+a title naming how many studies): a chart of ten thousand studies has a point per pixel it can show."""
+
+
+def _buckets(
+    seg: Segment, metric: str, scale: _Scale
+) -> list[list[tuple[HistoryPoint, float, tuple[float, float] | None, int]] | None]:
+    """The segment's measured points grouped by :data:`BUCKET_PX` of the axis, in order; ``None`` where a
+    study did not measure the metric (the line breaks there)."""
+    out: list[list[tuple[HistoryPoint, float, tuple[float, float] | None, int]] | None] = []
+    key: int | None = None
+    for p in seg.points:
+        value, ci, n = p.value(metric)
+        if value is None:
+            out.append(None)
+            key = None
+            continue
+        k = int((scale.x(p.at) - scale.x0) // BUCKET_PX)
+        group = out[-1] if out else None
+        if group is not None and k == key:
+            group.append((p, value, ci, n))
+        else:
+            out.append([(p, value, ci, n)])
+            key = k
+    return out
+
+
 def _segment_view(seg: Segment, metric: str, scale: _Scale, link: str) -> SegmentView:
     lines: list[str] = []
     bands: list[str] = []
@@ -152,18 +180,30 @@ def _segment_view(seg: Segment, metric: str, scale: _Scale, link: str) -> Segmen
             whiskers.append((x, scale.y(ci[1]), scale.y(ci[0])))  # type: ignore[index]
         run.clear()
 
-    for p in seg.points:
-        value, ci, n = p.value(metric)
-        if value is None:
+    for group in _buckets(seg, metric, scale):
+        if group is None:
             close()
             continue
-        x, y = scale.x(p.at), scale.y(value)
+        x = scale.x(group[-1][0].at) if len(group) == 1 else round(
+            sum(scale.x(p.at) for p, _, _, _ in group) / len(group), 2)
+        value = sum(v for _, v, _, _ in group) / len(group)
+        cis = [c for _, _, c, _ in group if c is not None]
+        ci = (min(c[0] for c in cis), max(c[1] for c in cis)) if len(cis) == len(group) else None
+        y = scale.y(value)
         run.append((x, y, ci))
-        shown = f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-        title = f"{p.at:%Y-%m-%d %H:%M} · {shown} · {n} probes · {p.kind} {p.study_id}"
-        if p.verdict:
-            title += f" · gate: {p.verdict}"
-        dots.append(Dot(x, y, title, link.format(study=p.study_id), p.verdict))
+        last = group[-1][0]
+        verdict = next((p.verdict for p, _, _, _ in group if p.verdict == "breach"), last.verdict)
+        if len(group) == 1:
+            shown = f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+            title = f"{last.at:%Y-%m-%d %H:%M} · {shown} · {group[0][3]} probes · {last.kind} {last.study_id}"
+        else:
+            low, high = min(v for _, v, _, _ in group), max(v for _, v, _, _ in group)
+            title = (f"{len(group)} studies {group[0][0].at:%Y-%m-%d %H:%M} – {last.at:%Y-%m-%d %H:%M} · "
+                     f"mean {value:.3f} (from {low:.3f} to {high:.3f}) · the newest: {last.kind} "
+                     f"{last.study_id}")
+        if verdict:
+            title += f" · gate: {verdict}"
+        dots.append(Dot(x, y, title, link.format(study=last.study_id), verdict))
     close()
     pins = ", ".join(f"{k} {v}" for k, v in seg.pins.items())
     return SegmentView(seg.index, seg.label, pins, scale.x(seg.start), scale.x(seg.end), tuple(lines),

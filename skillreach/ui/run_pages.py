@@ -13,10 +13,11 @@ from typing import Any
 from skillreach.errors import InputError, NotFoundError, SkillreachError
 from skillreach.store.dashboard import (
     StudyFilter,
-    agent_studies,
+    agent_folders,
     alerts_of,
     probe_page,
     probe_row,
+    studies_in,
     studies_page,
     study_alert_counts,
 )
@@ -265,8 +266,8 @@ def agents_view(ctx: UiContext) -> dict[str, Any]:
     from skillreach.author.diff import load_arm
     from skillreach.reports.agents import render_agent_matrix_html
 
-    for row in agent_studies(ctx.store):
-        base = Path(row.out_dir).parent
+    for out_dir in agent_folders(ctx.store):
+        base = Path(out_dir).parent
         if not (base / "agents.html").is_file():
             continue
         names = sorted(p.name for p in base.iterdir() if (p / "artifact.json").is_file())
@@ -280,8 +281,9 @@ def agents_view(ctx: UiContext) -> dict[str, Any]:
             matrix = ctx.sources.memo.get(key, make)
         except SkillreachError as exc:
             return {"title": "Agents", "folder": base, "problem": exc.message, "report": None, "runs": []}
-        studies = {r.runtime: r for r in agent_studies(ctx.store) if Path(r.out_dir).parent == base}
+        studies = {Path(r.out_dir).name: r for r in studies_in(ctx.store, [str(base / n) for n in names])}
+        newest = max((r.created_at for r in studies.values()), default=None)
         return {"title": "Agents", "folder": base, "problem": None, "matrix": matrix,
-                "report": embed_report(render_agent_matrix_html(matrix)), "when": when(row.created_at),
+                "report": embed_report(render_agent_matrix_html(matrix)), "when": when(newest),
                 "runs": [(n, studies.get(n)) for n in names]}
     return {"title": "Agents", "folder": None, "problem": None, "report": None, "runs": []}

@@ -67,8 +67,23 @@ def build(settings: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, w
     token = secrets.token_urlsafe(24) if writes else None
     indexer = Indexer(store, interval_s=index_interval_s)
     app = create_app(ctx, token=token, allowed_hosts=_allowed_hosts(host, getattr(settings, "ui_url", None)),
-                     background=indexer)
+                     background=_Background(indexer, ctx.sources))
     return Dashboard(app, ctx, token, indexer, host, port)
+
+
+class _Background:
+    """What reads while the dashboard serves: the run folders into the history, the live events."""
+
+    def __init__(self, indexer: Any, sources: Any) -> None:
+        self.indexer, self.sources = indexer, sources
+
+    def start(self) -> None:
+        self.indexer.start()
+        self.sources.start_live()
+
+    def stop(self) -> None:
+        self.sources.stop_live()
+        self.indexer.stop()
 
 
 def _server(d: Dashboard) -> Any:

@@ -10,7 +10,14 @@ from typing import Any
 
 from skillreach.errors import SkillreachError
 from skillreach.models import NO_SKILL
-from skillreach.store.dashboard import alerts_of, index_progress, latest_points, skill_points, store_skills
+from skillreach.store.dashboard import (
+    alerts_of,
+    index_progress,
+    latest_points,
+    skill_points,
+    skill_runtimes,
+    store_skills,
+)
 from skillreach.ui.charts import Chart, history_chart, series_chart, time_span
 from skillreach.ui.context import UiContext, when
 from skillreach.ui.history import (
@@ -23,6 +30,7 @@ from skillreach.ui.history import (
     point_of,
     segments,
 )
+from skillreach.ui.sources import WEEKS
 
 __all__ = ["decisions_view", "skill_view", "skills_view"]
 
@@ -192,9 +200,11 @@ def _lost_cases(ctx: UiContext, point: HistoryPoint | None) -> list[dict[str, An
     return out
 
 
-def _live_series(ctx: UiContext, name: str, start: datetime,
-                 end: datetime) -> list[tuple[datetime, float | None, str]]:
-    report = ctx.sources.live_weekly(start, end)
+def _live_series(ctx: UiContext, name: str) -> list[tuple[datetime, float | None, str]]:
+    """The skill's weekly live share (``skillreach usage --by week``), as last read."""
+    report = ctx.sources.weekly()
+    if report is None:
+        return []
     shares = report.share_series(name)
     totals = {t.period: t.prompts for t in report.totals}
     out = []
@@ -206,12 +216,19 @@ def _live_series(ctx: UiContext, name: str, start: datetime,
     return out
 
 
-def skill_view(ctx: UiContext, name: str) -> dict[str, Any]:
+def skill_view(ctx: UiContext, name: str, runtime: str | None = None) -> dict[str, Any]:
+    """A skill's page; the history of one runtime at a time (``runtime``; default: the bar's, else the
+    one that measured it last): two agents measure two things, never one series."""
     from skillreach.errors import NotFoundError
 
     rows = skill_rows(ctx, only=name)
     row = rows[0]
-    points = [point_of(p) for p in skill_points(ctx.store, name)]
+    runtimes = skill_runtimes(ctx.store, name)
+    known_rt = [r for r, _, _ in runtimes]
+    if runtime not in known_rt:
+        bar_rt = row.bar.pins.runtime if row.bar is not None else None
+        runtime = bar_rt if bar_rt in known_rt else (known_rt[0] if known_rt else None)
+    points = [point_of(p) for p in skill_points(ctx.store, name, runtime=runtime)] if runtime else []
     known = name in ctx.sources.catalog() or name in ctx.sources.baselines.candidates()
     if not points and row.bar is None and row.live is None and not known:
         raise NotFoundError(f"skill {name!r}: no study measured it and no baseline names it")
@@ -229,10 +246,11 @@ def skill_view(ctx: UiContext, name: str) -> dict[str, Any]:
             bar = (row.bar.pins, f.value, f.ci, f"bar {rec.baseline_id}") if f.value is not None else None
         charts.append(history_chart(metric, METRIC_TITLES[metric], segs, span=span, markers=markers, bar=bar))
     now = datetime.now(UTC)
-    live_start = max(min(times), now - timedelta(days=182)) - timedelta(days=7)
+    live_start = max(min(times), now - timedelta(weeks=WEEKS)) - timedelta(days=7)
     live_span = (live_start, now)
-    share = series_chart("live_share", "Live activation share (per week)",
-                         _live_series(ctx, name, live_start, now), span=live_span, markers=markers)
+    series = [p for p in _live_series(ctx, name) if p[0] >= live_start]
+    share = series_chart("live_share", "Live activation share (per week)", series, span=live_span,
+                         markers=markers)
     frozen = history_chart("activation", "Frozen set: activation", segs, span=live_span, markers=markers)
     latest = points[-1] if points else None
     lost_to, took = _confusion(ctx, latest, name)
@@ -240,7 +258,7 @@ def skill_view(ctx: UiContext, name: str) -> dict[str, Any]:
         "title": name, "row": row, "segments": segs, "charts": charts, "share": share, "frozen": frozen,
         "markers": markers, "latest": latest, "lost_to": lost_to, "took": took,
         "lost_cases": _lost_cases(ctx, latest), "alerts": alerts_of(ctx.store, skill=name, limit=20),
-        "no_skill": NO_SKILL, "points": len(points),
+        "no_skill": NO_SKILL, "points": len(points), "runtime": runtime, "runtimes": runtimes,
     }
 
 

@@ -6,7 +6,8 @@
   read with the readers ``baseline status`` uses; the branch's records in one ``git cat-file --batch``,
   cached by the branch's tip;
 - the catalog's history (``git log`` of the skills' ``SKILL.md`` files), cached by ``HEAD``;
-- the live shares of the live gate's windows (the store's events), cached for a minute.
+- the live shares of the live gate's windows and the weekly shares (the store's events), read again every
+  few minutes in a thread of their own.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from skillreach.errors import InputError, SkillreachError
 
-__all__ = ["Baselines", "FileCache", "LiveView", "RunFolder", "Sources", "TimedCache"]
+__all__ = ["WEEKS", "Baselines", "FileCache", "LiveView", "RunFolder", "Sources", "TimedCache"]
 
 T = TypeVar("T")
+WEEKS = 26
+"""Weeks of live usage a skill's page draws."""
 
 
 class FileCache:
@@ -273,6 +276,9 @@ class Sources:
         self.timed = TimedCache(ttl_s=60.0)
         self.memo = TimedCache(ttl_s=float("inf"), size=16)
         """Values keyed by what they were computed from (a matrix by its artifacts' mtimes)."""
+        self._live_state: tuple[LiveView, Any] | None = None
+        self._live_thread: threading.Thread | None = None
+        self._live_stop = threading.Event()
 
     # run folders ---------------------------------------------------------------------------------------
 
@@ -356,32 +362,56 @@ class Sources:
     # live --------------------------------------------------------------------------------------------------
 
     def live(self) -> LiveView:
-        """The live gate's shares and drops now (cached for a minute)."""
-        return self.timed.get("live", self._live)
+        """The live gate's shares and drops, as last read (:meth:`start_live` reads them again every few
+        minutes, off the pages' path: reading a million live events takes seconds, a page must not)."""
+        state = self._live_state
+        if state is None:
+            return LiveView(None, {}, {}, problem="live usage is being read; reload in a moment")
+        return state[0]
 
-    def _live(self) -> LiveView:
+    def weekly(self) -> Any | None:
+        """``skillreach usage --by week`` over the last :data:`WEEKS` weeks, as last read (``None``:
+        not read yet)."""
+        state = self._live_state
+        return state[1] if state is not None else None
+
+    def read_live(self) -> None:
+        """Read the live events once: the live gate's windows (``usage --gate``) and the weekly shares."""
         from skillreach.live.gate import check_live_gate, live_shares, windows_for
+        from skillreach.live.usage import usage_report
         from skillreach.store.live import load_events
 
         now = datetime.now(UTC)
         windows = windows_for(self.settings.live_gates, now)
+        since = min(windows.reference_start, now - timedelta(weeks=WEEKS))
         try:
-            events = load_events(self.store, since=windows.reference_start, until=now)
-        except Exception as exc:  # a store without live events' table is no dashboard error
-            return LiveView(windows, {}, {}, problem=type(exc).__name__)
+            events = load_events(self.store, since=since, until=now)
+        except Exception as exc:  # a store the live events cannot be read from is no dashboard error
+            self._live_state = (LiveView(windows, {}, {}, problem=type(exc).__name__), None)
+            return
         ref, recent, shares = live_shares(events, windows)
         drops = {d.skill: d for d in check_live_gate(events, self.settings.live_gates, now)}
-        return LiveView(windows, shares, drops, (ref, recent))
+        weekly = usage_report(events, by="week", since=now - timedelta(weeks=WEEKS), until=now)
+        self._live_state = (LiveView(windows, shares, drops, (ref, recent)), weekly)
 
-    def live_weekly(self, since: datetime, until: datetime) -> Any:
-        """``skillreach usage --by week`` over [since, until) (cached for a minute)."""
-        from skillreach.live.usage import usage_report
-        from skillreach.store.live import load_events
+    def start_live(self, interval_s: float = 300.0) -> None:
+        """Read the live events now and every ``interval_s`` seconds, in a thread of their own."""
+        if self._live_thread is not None:
+            return
 
-        def make() -> Any:
-            events = load_events(self.store, since=since, until=until)
-            return usage_report(events, by="week", since=since, until=until)
+        def loop() -> None:
+            while not self._live_stop.is_set():
+                try:
+                    self.read_live()
+                except Exception as exc:  # said on the page, tried again next round
+                    self._live_state = (LiveView(None, {}, {}, problem=type(exc).__name__), None)
+                self._live_stop.wait(interval_s)
 
-        key = ("weekly", since.replace(minute=0, second=0, microsecond=0),
-               until.replace(second=0, microsecond=0))
-        return self.timed.get(key, make)
+        self._live_thread = threading.Thread(target=loop, name="skillreach-ui-live", daemon=True)
+        self._live_thread.start()
+
+    def stop_live(self) -> None:
+        self._live_stop.set()
+        if self._live_thread is not None:
+            self._live_thread.join(timeout=10)
+            self._live_thread = None

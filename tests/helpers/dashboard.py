@@ -25,11 +25,14 @@ from typing import Any
 
 import httpx
 
-__all__ = ["HOSTILE", "Team", "make_team", "running_ui", "sr"]
+from tests.helpers.webhooks import WebhookSink
+
+__all__ = ["HOSTILE", "UI_URL", "Team", "make_team", "running_ui", "sr"]
 
 SKILLREACH = Path(sys.executable).with_name("skillreach")
 HOSTILE = "<script>window.__pwned=1</script>"
 OLD, NEW = "fake-snap-20260101", "fake-snap-20260301"
+UI_URL = "http://dash.example.invalid:8420"
 SKILLS = {
     "alpha": "Convert spreadsheets and CSV tables into charts. Use when the user wants a chart from data.",
     "beta": "Write and fix Dockerfiles and container images. Use for docker build problems.",
@@ -92,6 +95,8 @@ class Team:
     runs: dict[str, str]
     """name → study id: r1 (first bar), r2 (delta added: beta breached), r3 (new model snapshot)."""
     agents: Path
+    alerts: list[dict[str, Any]]
+    """What the webhook received (r2's breach)."""
 
 
 def _study_id(folder: Path) -> str:
@@ -139,7 +144,11 @@ def make_team(root: Path) -> Team:
     _script(repo / "script-1.json", names, thief=True)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "delta: a container skill")
-    sr("run", "--config", str(cfg), "--gate", "--out", "runs/r2", cwd=repo, ok=(1,))  # beta's gate breaches
+    with WebhookSink() as sink:  # beta's gate breaches: one alert, linking to the dashboard
+        env = {"SKILLREACH_UI_URL": UI_URL,
+               "SKILLREACH_ALERT_WEBHOOKS": json.dumps([f"{sink.base_url}/services/T/B/secret"])}
+        sr("run", "--config", str(cfg), "--gate", "--out", "runs/r2", cwd=repo, ok=(1,), env=env)
+    alerts = list(sink.requests)
     runs["r2"] = _study_id(repo / "runs" / "r2")
     # Wednesday: re-baselining keeps beta's drop as a candidate
     sr("baseline", "rebaseline", "--rev", "HEAD", "--config", str(cfg), "--commit", "--in-process", cwd=repo,
@@ -167,7 +176,7 @@ def make_team(root: Path) -> Team:
         f'[runtime_options.fake]\nscript = "{(agents / "script.json").as_posix()}"\n')
     sr("run", "--config", str(agents / "agents.toml"), "--runtime", "fake,keyword", "--out", "agents/matrix",
        cwd=repo)
-    return Team(repo, runs, agents / "matrix")
+    return Team(repo, runs, agents / "matrix", alerts)
 
 
 def _free_port() -> int:

@@ -287,3 +287,38 @@ def test_status_links_the_dashboard_and_each_study_on_it(tmp_path: Path) -> None
                           timeout=300, check=False).stdout
     assert "dashboard: http://dash.example.invalid:8420/" in text
     assert f"http://dash.example.invalid:8420/runs/{study}" in text
+
+
+def test_serve_starts_the_dashboard_beside_and_its_alerts_link_to_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``skillreach serve``'s one call (``dashboard_beside``): the dashboard, read-only, in a thread; the
+    service's environment then names it, so the flow runs' alerts link to it."""
+    import httpx
+
+    from skillreach.ui.server import dashboard_beside
+
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"SKILLREACH_UI_PORT": str(port)}
+    said: list[str] = []
+    thread = dashboard_beside(env, log=said.append)
+    assert thread is not None, said
+    try:
+        assert env["SKILLREACH_UI_URL"] == f"http://127.0.0.1:{port}"
+        deadline = datetime.now(UTC) + timedelta(seconds=60)
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()
+                break
+            except httpx.HTTPError:
+                assert datetime.now(UTC) < deadline, said
+        assert health["writes"] is False  # read-only beside the service
+        assert any("dashboard at" in line for line in said)
+        env2 = {"SKILLREACH_UI_PORT": str(port)}
+        assert dashboard_beside(env2, log=said.append) is None  # the port is taken: one line, no crash
+        assert "SKILLREACH_UI_URL" not in env2
+        assert "dashboard not started" in said[-1]
+    finally:
+        thread.stop()

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_PORT", "Dashboard", "build", "check_port", "serve_foreground", "start_beside"]
+__all__ = ["DEFAULT_PORT", "Dashboard", "build", "check_port", "dashboard_beside", "serve_foreground",
+           "start_beside"]
 
 DEFAULT_PORT = 8420
 log = logging.getLogger("skillreach.ui")
@@ -126,18 +127,51 @@ def check_port(host: str, port: int) -> None:
                               "or --host ADDRESS") from None
 
 
+class Beside(threading.Thread):
+    """The dashboard's server in a daemon thread; :meth:`stop` ends it."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__(target=server.run, name="skillreach-ui", daemon=True)
+        self.server = server
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self.server.should_exit = True
+        self.join(timeout_s)
+
+
 def start_beside(settings: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 log_line: Callable[[str], None] = print) -> threading.Thread | None:
+                 log_line: Callable[[str], None] = print) -> Beside | None:
     """``skillreach serve``'s dashboard: read-only, in a daemon thread (``None`` and one line when it
     cannot start: the service runs without it)."""
     try:
         check_port(host, port)
         d = build(settings, host=host, port=port)
     except Exception as exc:  # the service is worth more than its dashboard
-        log_line(f"dashboard: not started ({getattr(exc, 'message', type(exc).__name__)})")
+        log_line(f"serve: dashboard not started ({getattr(exc, 'message', type(exc).__name__)})")
         return None
     server = _server(d)
-    thread = threading.Thread(target=server.run, name="skillreach-ui", daemon=True)
+    thread = Beside(server)
     thread.start()
-    log_line(f"dashboard: {d.url}/ (read-only; skillreach ui --allow-writes for decisions)")
+    log_line(f"serve: dashboard at {d.url}/ (read-only; skillreach ui --allow-writes for decisions)")
+    return thread
+
+
+def dashboard_beside(env: dict[str, str], *, host: str = "127.0.0.1",
+                     log: Callable[[str], None] = print) -> Beside | None:
+    """``skillreach serve``'s one call: the dashboard, read-only, beside the Prefect UI (port
+    ``SKILLREACH_UI_PORT``, else 8420); the flow runs' alerts link to it (``SKILLREACH_UI_URL`` in
+    ``env``, the service's environment, unless it names another address already)."""
+    from skillreach.errors import SkillreachError
+    from skillreach.settings import load_settings
+
+    try:
+        port = int(env.get("SKILLREACH_UI_PORT") or DEFAULT_PORT)
+        settings = load_settings()
+    except (ValueError, SkillreachError) as exc:
+        log(f"serve: dashboard not started ({getattr(exc, 'message', exc)})")
+        return None
+    thread = start_beside(settings, host=host, port=port, log_line=log)
+    if thread is not None:
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        env.setdefault("SKILLREACH_UI_URL", f"http://{shown}:{port}")
     return thread

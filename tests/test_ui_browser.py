@@ -109,8 +109,10 @@ def test_a_skills_history_has_two_segments_after_the_model_snapshot_moved(
     assert any("delta: added to the catalog" in m for m in marks)
     assert browser.js("document.querySelectorAll('#segments tbody tr').length") == 2
     _unharmed(browser)
-    _shot(browser, shots, "skill")
     browser.goto(ui.url + "/skills/beta")
+    segs = browser.js(f"document.querySelectorAll('#history {chart} g.segment').length")
+    assert segs == 2  # beta too: its drop under the first snapshot, then the new one
+    _shot(browser, shots, "skill")
     lost = browser.js("document.querySelector('#lost').innerText")
     assert "beta-0" in lost
     assert "delta ×1" in lost
@@ -126,6 +128,9 @@ def test_a_probes_trajectory_what_it_was_shown_and_its_checks(team: Team, ui: An
                                                               shots: Path) -> None:
     browser.goto(f"{ui.url}/runs/{team.runs['r2']}")
     assert "breach" in browser.js("document.querySelector('#report').innerText")  # the gate section
+    gate = browser.js("document.querySelector('#gate').innerText")
+    assert "beta" in gate
+    assert "activation -0.750" in gate
     assert browser.js("document.querySelectorAll('#probe-list tbody tr').length") == 14
     _unharmed(browser)
     _shot(browser, shots, "run", max_height=2600)

@@ -118,6 +118,28 @@ def _report(folder: Any) -> tuple[str, str] | None:
     return embed_report(render_html(folder.artifact, gate=gate, not_compared=not_compared, uplift=uplift))
 
 
+def _gate_rows(folder: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """The study's gate (``gate.json``), one row per skill compared: its verdict and each metric's paired
+    difference — the report's gate section, in short, at the top of the page."""
+    if folder.gate is None:
+        return [], []
+    comparisons, not_compared = folder.gate
+    rows = []
+    for c in comparisons:
+        if not isinstance(c, dict):
+            continue
+        results = [r for r in c.get("results") or []
+                   if isinstance(r, dict) and r.get("cohort", "paired") == "paired"]
+        seen = {str(r.get("verdict")) for r in results}
+        worst = next((v for v in ("breach", "drift", "inconclusive") if v in seen), None)
+        verdict = worst or str(c.get("verdict") or "")
+        rows.append({"skill": c.get("skill"), "verdict": verdict, "base": c.get("base_id"),
+                     "metrics": [(r.get("metric"), r.get("mean_diff"), r.get("ci95"), str(r.get("verdict")))
+                                 for r in results]})
+    order = {"breach": 0, "drift": 1, "inconclusive": 2}
+    return sorted(rows, key=lambda r: (order.get(r["verdict"], 3), str(r["skill"]))), list(not_compared)
+
+
 def run_view(ctx: UiContext, study_id: str, params: dict[str, str]) -> dict[str, Any]:
     row = _study(ctx, study_id)
     folder = ctx.sources.run_folder(row.out_dir)
@@ -134,7 +156,9 @@ def run_view(ctx: UiContext, study_id: str, params: dict[str, str]) -> dict[str,
                                                       "cache_read_input_tokens", "output_tokens"))
         shown.append({"query_id": p.query_id, "attempt": p.attempt, "invoked": rec.get("invoked") or [],
                       "turns": rec.get("turns"), "tokens": tokens, "cost": p.cost_usd, "error": p.error})
+    gate, not_compared = _gate_rows(folder)
     return {"title": f"Run {study_id}", "study": row, "folder": folder, "report": _report(folder),
+            "gate": gate, "not_compared": not_compared,
             "deployment": DEPLOYMENTS.get(row.kind, row.kind), "verdict": verdict_of(row, counts[0]),
             "alerts": alerts_of(ctx.store, study_id=study_id, limit=50), "probes": shown, "total": total,
             "offset": offset, "page": PAGE, "flow": flow,

@@ -72,6 +72,16 @@ def build(settings: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, w
     return Dashboard(app, ctx, token, indexer, host, port)
 
 
+def _warm_up() -> None:
+    """Load what the heavier pages compute with (the diff's statistics: ``scipy.stats``, 1–2 s to import)
+    once at start, off the pages' path, so a person's first comparison does not wait for it."""
+    from skillreach.author.diff import diff_arms  # noqa: F401 - imported for its modules
+    from skillreach.reports.diff import render_diff_html  # noqa: F401
+    from skillreach.scoring.distributions import scipy_stats
+
+    scipy_stats()
+
+
 class _Background:
     """What reads while the dashboard serves: the run folders into the history, the live events."""
 
@@ -81,6 +91,7 @@ class _Background:
     def start(self) -> None:
         self.indexer.start()
         self.sources.start_live()
+        threading.Thread(target=_warm_up, name="skillreach-ui-warm-up", daemon=True).start()
 
     def stop(self) -> None:
         self.sources.stop_live()

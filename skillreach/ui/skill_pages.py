@@ -42,6 +42,9 @@ PRIORITY = {"breach": 0, "candidate": 1, "inconclusive": 2, "live": 3, "no bar":
 class Verdict:
     kind: str
     text: str
+    detail: str = ""
+    """Where it was said (a study, a record), shown small."""
+    href: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,13 +104,13 @@ def _lost_line(p: HistoryPoint) -> str:
 
 
 def _cause(ctx: UiContext, skill: str, p: HistoryPoint) -> str:
-    """Why the study's gate said what it said of the skill: the alert it sent (its cause, as the service
-    worded it), else what the record says of the cases it missed."""
+    """Why the study's gate said what it said of the skill: the alert it sent (its metric and cause, as
+    the service worded them), else what the record says of the cases it missed."""
     for a in alerts_of(ctx.store, skill=skill, study_id=p.study_id, limit=10):
         payload = a.payload or {}
         text = payload.get("cause_detail") or payload.get("message")
         if text:
-            return f"{a.metric or ''} {a.event.removeprefix('skillreach.')}: {text}".strip()
+            return f"{a.metric}: {text}" if a.metric else str(text)
     return _lost_line(p)
 
 
@@ -145,18 +148,18 @@ def skill_rows(ctx: UiContext, only: str | None = None) -> list[SkillRow]:
         row.nightly = point_of(nightly[name]) if name in nightly else None
         g = point_of(gated[name]) if name in gated else None
         if g is not None and g.verdict in ("breach", "inconclusive", "drift"):
-            row.verdicts.append(Verdict(g.verdict, f"{g.verdict} in {g.kind} {g.study_id} ({when(g.at)})"
-                                        + (f" — {cause}" if (cause := _cause(ctx, name, g)) else "")))
+            row.verdicts.append(Verdict(g.verdict, _cause(ctx, name, g) or f"{g.verdict} at the last gate",
+                                        f"{g.kind} {g.study_id}, {when(g.at)}", f"/runs/{g.study_id}"))
         if name in waiting:
             cand, where = waiting[name]
             cause = _candidate_cause(ctx, row.bar.record, cand) if row.bar is not None else ""
-            row.verdicts.append(Verdict("candidate", f"candidate {cand.baseline_id} waits on {where}"
-                                        + (f" — {cause}" if cause else "")))
+            said = f"waits for a decision: {cause}" if cause else "waits for a decision"
+            row.verdicts.append(Verdict("candidate", said, f"{cand.baseline_id} on {where}", "/decisions"))
         if name in live.drops:
             row.verdicts.append(Verdict("live", live.drops[name].sentence()))
         if row.bar is None and name not in waiting:
             row.verdicts.append(Verdict("no bar", "no baseline recorded" if row.latest is not None else
-                                        "no study measured it yet: no query expects it"))
+                                        "not measured yet: no query expects it"))
         row.live = live.shares.get(name)
         row.priority = min([PRIORITY.get(v.kind, 8) for v in row.verdicts], default=9)
         rows.append(row)
@@ -246,9 +249,10 @@ def skill_view(ctx: UiContext, name: str, runtime: str | None = None) -> dict[st
             bar = (row.bar.pins, f.value, f.ci, f"bar {rec.baseline_id}") if f.value is not None else None
         charts.append(history_chart(metric, METRIC_TITLES[metric], segs, span=span, markers=markers, bar=bar))
     now = datetime.now(UTC)
-    live_start = max(min(times), now - timedelta(weeks=WEEKS)) - timedelta(days=7)
-    live_span = (live_start, now)
-    series = [p for p in _live_series(ctx, name) if p[0] >= live_start]
+    recent = [t for t in times if t >= now - timedelta(weeks=WEEKS)]
+    series = [p for p in _live_series(ctx, name) if p[1] is not None]
+    live_span = time_span(recent + [p[0] for p in series] or [now])  # where either has something to show
+    series = [p for p in _live_series(ctx, name) if live_span[0] <= p[0] <= live_span[1]]
     share = series_chart("live_share", "Live activation share (per week)", series, span=live_span,
                          markers=markers)
     frozen = history_chart("activation", "Frozen set: activation", segs, span=live_span, markers=markers)

@@ -63,6 +63,7 @@ ALERT_SUBJECT = (
 # Same wording as skillreach.service.alerts.slack_message's "text", rendered by Prefect from the event.
 ALERT_BODY = (
     "{% set step = '; next: ' ~ event.payload.next_step if event.payload.next_step else '' %}"
+    "{% set step = step ~ ('; dashboard: ' ~ event.payload.ui_url if event.payload.ui_url else '') %}"
     "{% if event.payload.message %}skillreach {{ event.event }}: {{ event.payload.skill }}: "
     "{{ event.payload.message }}{{ step }} — {{ event.payload.run_link }}{% else %}"
     "skillreach {{ 'drift' if event.event == 'skillreach.model.drift' else 'gate ' ~ event.payload.verdict }}"

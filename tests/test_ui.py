@@ -322,3 +322,25 @@ def test_serve_starts_the_dashboard_beside_and_its_alerts_link_to_it(tmp_path: P
         assert "dashboard not started" in said[-1]
     finally:
         thread.stop()
+
+
+def test_an_alert_names_the_skills_dashboard_page_in_a_post_and_through_the_automation() -> None:
+    """``ui_url`` is one field of the payload: the direct post and the automation's message say it alike."""
+    import jinja2
+
+    from skillreach.deployments.automations import ALERT_BODY
+    from skillreach.service.alerts import breach_payload, notice_payload, slack_message, with_ui_link
+
+    breach = breach_payload(skill="pdf docs", metric="activation", delta=-0.25, interval=(-0.4, -0.1),
+                            baseline_id="pdf@1", run_link="http://ui/runs/1", gate=-0.05)
+    every = notice_payload("skillreach.baseline.expired", skill="*", message="no baselines yet",
+                           run_link="http://ui/r")
+    for payload, page in ((breach, "/skills/pdf%20docs"), (every, "/")):
+        linked = with_ui_link(payload, "http://dash.example.invalid:8420/")
+        assert linked["ui_url"] == "http://dash.example.invalid:8420" + page
+        text = slack_message(linked)["text"]
+        assert f"dashboard: http://dash.example.invalid:8420{page}" in text
+        rendered = jinja2.Environment().from_string(ALERT_BODY).render(
+            event={"payload": linked, "event": linked["event"]})
+        assert rendered == text
+        assert with_ui_link(payload, None) == payload  # no setting: no field, the message as before

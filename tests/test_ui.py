@@ -26,6 +26,7 @@ from skillreach.store.dashboard import (
     skill_points,
     studies_page,
     study_alert_counts,
+    study_kinds,
 )
 from skillreach.ui.charts import history_chart, time_span
 from skillreach.ui.history import HistoryPoint, Marker, Pins, segments
@@ -175,6 +176,7 @@ def test_the_dashboards_queries_page_filter_and_pick_the_newest(store: Store) ->
     assert "st-3" not in {r.id for r in studies_page(store, StudyFilter(verdict="ok"))[0]}
     assert [r.id for r in studies_page(store, StudyFilter(verdict="failed"))[0]] == ["st-6"]
     assert study_alert_counts(store, ["st-3", "st-4", "st-0"]) == {"st-3": (1, 1), "st-4": (0, 1)}
+    assert study_kinds(store) == ["compliance", "study"]
     store.writing  # noqa: B018 - the store stays usable
     from skillreach.store import forget_before
 

@@ -68,6 +68,7 @@ __all__ = [
     "studies_in",
     "studies_page",
     "study_alert_counts",
+    "study_kinds",
 ]
 
 BREACH_EVENTS = ("skillreach.gate.breached",)
@@ -262,6 +263,12 @@ def studies_page(
         rows = list(s.scalars(rows_stmt.offset(offset).limit(limit)))
         total = int(s.scalar(count_stmt) or 0)
     return rows, total
+
+
+def study_kinds(store: Store) -> list[str]:
+    """Every kind of study in the store (the (kind, created_at) index: one entry per kind read)."""
+    with store.session() as s:
+        return sorted(str(k) for k in s.scalars(select(StudyRow.kind).distinct()))
 
 
 def study_alert_counts(store: Store, study_ids: Iterable[str]) -> dict[str, tuple[int, int]]:

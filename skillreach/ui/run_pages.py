@@ -20,6 +20,7 @@ from skillreach.store.dashboard import (
     studies_in,
     studies_page,
     study_alert_counts,
+    study_kinds,
 )
 from skillreach.ui.context import DEPLOYMENTS, UiContext, embed_report, when
 
@@ -88,7 +89,9 @@ def runs_view(ctx: UiContext, params: dict[str, str]) -> dict[str, Any]:
         out.append(RunRow(r, DEPLOYMENTS.get(r.kind, r.kind), verdict_of(r, b), b, n))
     keep = {k: v for k, v in params.items() if k in FILTERS and v}
     return {"title": "Runs", "rows": out, "total": total, "offset": offset, "page": PAGE, "filters": keep,
-            "deployments": list(DEPLOYMENTS.values()), "verdicts": VERDICTS,
+            "deployments": [*DEPLOYMENTS.values(),
+                            *(k for k in study_kinds(ctx.store) if k not in DEPLOYMENTS)],
+            "verdicts": VERDICTS,
             "prev": max(0, offset - PAGE) if offset else None,
             "next": offset + PAGE if offset + PAGE < total else None}
 

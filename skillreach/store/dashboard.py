@@ -34,6 +34,7 @@ from sqlalchemy import (
     func,
     literal,
     select,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -198,22 +199,38 @@ def latest_points(store: Store, *, kinds: Collection[str] | None = None,
         conditions.append(SkillPointRow.verdict.is_not(None))
     out: dict[str, SkillPointRow] = {}
     with store.session() as s:
-        names = list(skills) if skills is not None else list(
-            s.scalars(select(SkillPointRow.skill).distinct()))
+        names = list(skills) if skills is not None else _point_skills(s)
         for name in names:
             stmt = (select(SkillPointRow).where(SkillPointRow.skill == name, *conditions)
-                    .order_by(SkillPointRow.at.desc(), SkillPointRow.id.desc()).limit(1))
+                    .order_by(SkillPointRow.at.desc()).limit(1))
             row = s.scalars(stmt).first()
             if row is not None:
                 out[name] = row
     return out
 
 
+_SKIP_SCAN = text(
+    "WITH RECURSIVE names(skill) AS ("
+    " SELECT min(skill) FROM {table}"
+    " UNION ALL SELECT (SELECT min(skill) FROM {table} WHERE skill > names.skill) FROM names"
+    " WHERE names.skill IS NOT NULL) SELECT skill FROM names WHERE skill IS NOT NULL"
+)
+
+
+def _distinct_skills(s: Any, table: str) -> list[str]:
+    """The distinct skills of ``table``, one index probe per skill (a recursive skip scan on the
+    ``skill`` index: ``SELECT DISTINCT`` reads every row on PostgreSQL, which has no skip scan)."""
+    return [str(r) for r in s.scalars(text(_SKIP_SCAN.text.format(table=table)))]
+
+
+def _point_skills(s: Any) -> list[str]:
+    return _distinct_skills(s, SkillPointRow.__tablename__)
+
+
 def store_skills(store: Store) -> list[str]:
     """Every skill with a point or a stored baseline."""
     with store.session() as s:
-        named = set(s.scalars(select(SkillPointRow.skill).distinct()))
-        named |= set(s.scalars(select(BaselineRow.skill).distinct()))
+        named = set(_point_skills(s)) | set(_distinct_skills(s, BaselineRow.__tablename__))
     return sorted(named)
 
 

@@ -68,30 +68,36 @@ def build(settings: Any, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, w
     token = secrets.token_urlsafe(24) if writes else None
     indexer = Indexer(store, interval_s=index_interval_s)
     app = create_app(ctx, token=token, allowed_hosts=_allowed_hosts(host, getattr(settings, "ui_url", None)),
-                     background=_Background(indexer, ctx.sources))
+                     background=_Background(indexer, ctx))
     return Dashboard(app, ctx, token, indexer, host, port)
 
 
-def _warm_up() -> None:
+def _warm_up(ctx: Any) -> None:
     """Load what the heavier pages compute with (the diff's statistics: ``scipy.stats``, 1–2 s to import)
-    once at start, off the pages' path, so a person's first comparison does not wait for it."""
+    and read the skills table once (the database's connections and pages, git's), at start, off the
+    pages' path, so a person's first page does not wait for them."""
     from skillreach.author.diff import diff_arms  # noqa: F401 - imported for its modules
     from skillreach.reports.diff import render_diff_html  # noqa: F401
     from skillreach.scoring.distributions import scipy_stats
+    from skillreach.ui.skill_pages import skill_rows
 
+    try:
+        skill_rows(ctx)
+    except Exception as exc:  # the page will say it, in its one line
+        log.info("warm-up: %s", type(exc).__name__)
     scipy_stats()
 
 
 class _Background:
     """What reads while the dashboard serves: the run folders into the history, the live events."""
 
-    def __init__(self, indexer: Any, sources: Any) -> None:
-        self.indexer, self.sources = indexer, sources
+    def __init__(self, indexer: Any, ctx: Any) -> None:
+        self.indexer, self.ctx, self.sources = indexer, ctx, ctx.sources
 
     def start(self) -> None:
         self.indexer.start()
         self.sources.start_live()
-        threading.Thread(target=_warm_up, name="skillreach-ui-warm-up", daemon=True).start()
+        threading.Thread(target=_warm_up, args=(self.ctx,), name="skillreach-ui-warm-up", daemon=True).start()
 
     def stop(self) -> None:
         self.sources.stop_live()

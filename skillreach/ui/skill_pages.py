@@ -131,13 +131,13 @@ def skill_rows(ctx: UiContext, only: str | None = None) -> list[SkillRow]:
     """One row per skill (a bar, a point, a candidate or live usage), sorted by what needs a person."""
     bars = ctx.sources.baselines.bars()
     waiting = ctx.sources.baselines.candidates()
-    wanted = [only] if only is not None else None
-    latest = latest_points(ctx.store, skills=wanted)
-    nightly = latest_points(ctx.store, kinds=["compliance"], skills=wanted)
-    gated = latest_points(ctx.store, skills=wanted, gated=True)
+    known = store_skills(ctx.store) if only is None else [only]
+    latest = latest_points(ctx.store, skills=known)
+    nightly = latest_points(ctx.store, kinds=["compliance"], skills=known)
+    gated = latest_points(ctx.store, skills=known, gated=True)
     live = ctx.sources.live()
     names = {only} if only is not None else (
-        set(bars) | set(waiting) | set(latest) | set(store_skills(ctx.store)) | set(ctx.sources.catalog()))
+        set(bars) | set(waiting) | set(known) | set(ctx.sources.catalog()))
     rows: list[SkillRow] = []
     for name in sorted(names):
         row = SkillRow(name)

@@ -267,7 +267,8 @@ def create_app(ctx: UiContext, *, token: str | None = None, allowed_hosts: list[
         from skillreach.store.dashboard import index_progress
 
         read, total = index_progress(ctx.store)
-        return JSONResponse({"ok": True, "studies_read": read, "studies": total, "writes": writes})
+        return JSONResponse({"ok": True, "studies_read": read, "studies": total, "writes": writes,
+                             "ready": ctx.warmed.is_set()})
 
     routes = [
         Route("/", skills), Route("/skills", skills), Route("/skills/{name:path}", skill),

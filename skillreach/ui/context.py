@@ -4,7 +4,8 @@ written; and the small helpers the pages share (a report rendered by the command
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ class UiContext:
     prefect_ui: str | None = None
     """The Prefect UI a flow run's page is linked to (``PREFECT_UI_URL``)."""
     started: datetime | None = None
+    warmed: threading.Event = field(default_factory=threading.Event)
+    """Set once the start-up reads are done (the skills table once, the live events once)."""
 
     @classmethod
     def build(cls, *, store: Any, settings: Any, baselines_dir: Path, branch: str | None,

@@ -86,6 +86,8 @@ def _warm_up(ctx: Any) -> None:
     except Exception as exc:  # the page will say it, in its one line
         log.info("warm-up: %s", type(exc).__name__)
     scipy_stats()
+    ctx.sources.live_read.wait(300)
+    ctx.warmed.set()
 
 
 class _Background:

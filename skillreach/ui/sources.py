@@ -279,6 +279,8 @@ class Sources:
         self._live_state: tuple[LiveView, Any] | None = None
         self._live_thread: threading.Thread | None = None
         self._live_stop = threading.Event()
+        self.live_read = threading.Event()
+        """Set once the live events were read (whatever they held)."""
 
     # run folders ---------------------------------------------------------------------------------------
 
@@ -405,6 +407,7 @@ class Sources:
                     self.read_live()
                 except Exception as exc:  # said on the page, tried again next round
                     self._live_state = (LiveView(None, {}, {}, problem=type(exc).__name__), None)
+                self.live_read.set()
                 self._live_stop.wait(interval_s)
 
         self._live_thread = threading.Thread(target=loop, name="skillreach-ui-live", daemon=True)

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 from skillreach.errors import InputError, SkillreachError
 
-__all__ = ["WEEKS", "Baselines", "FileCache", "LiveView", "RunFolder", "Sources", "TimedCache"]
+__all__ = ["WEEKS", "Baselines", "FileCache", "LiveView", "RunFolder", "Sources", "TimedCache",
+           "compute_live", "live_reading"]
 
 T = TypeVar("T")
 WEEKS = 26
@@ -279,6 +280,7 @@ class Sources:
         self._live_state: tuple[LiveView, Any] | None = None
         self._live_thread: threading.Thread | None = None
         self._live_stop = threading.Event()
+        self._reader: Any = None
         self.live_read = threading.Event()
         """Set once the live events were read (whatever they held)."""
 
@@ -378,28 +380,29 @@ class Sources:
         return state[1] if state is not None else None
 
     def read_live(self) -> None:
-        """Read the live events once: the live gate's windows (``usage --gate``) and the weekly shares."""
-        from skillreach.live.gate import check_live_gate, live_shares, windows_for
-        from skillreach.live.usage import usage_report
-        from skillreach.store.live import load_events
+        """Read the live events once: the live gate's windows (``usage --gate``) and the weekly shares —
+        in the dashboard's reader process when it has one (:meth:`start_live`), else here."""
+        if self._reader is not None:
+            future = self._reader.submit(live_reading, self.store.url, self.settings.live_gates)
+            self._live_state = future.result(timeout=900)
+        else:
+            self._live_state = compute_live(self.store, self.settings.live_gates)
 
-        now = datetime.now(UTC)
-        windows = windows_for(self.settings.live_gates, now)
-        since = min(windows.reference_start, now - timedelta(weeks=WEEKS))
-        try:
-            events = load_events(self.store, since=since, until=now)
-        except Exception as exc:  # a store the live events cannot be read from is no dashboard error
-            self._live_state = (LiveView(windows, {}, {}, problem=type(exc).__name__), None)
-            return
-        ref, recent, shares = live_shares(events, windows)
-        drops = {d.skill: d for d in check_live_gate(events, self.settings.live_gates, now)}
-        weekly = usage_report(events, by="week", since=now - timedelta(weeks=WEEKS), until=now)
-        self._live_state = (LiveView(windows, shares, drops, (ref, recent)), weekly)
-
-    def start_live(self, interval_s: float = 300.0) -> None:
-        """Read the live events now and every ``interval_s`` seconds, in a thread of their own."""
+    def start_live(self, interval_s: float = 300.0, *, process: bool = True) -> None:
+        """Read the live events now and every ``interval_s`` seconds, in a thread of their own that hands
+        the reading to a process of its own (``process``): a read of a million events holds an interpreter
+        for seconds, and the pages must not wait for its lock."""
         if self._live_thread is not None:
             return
+        if process:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            try:
+                spawn = multiprocessing.get_context("spawn")
+                self._reader = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=_reader_start)
+            except (OSError, ValueError):  # no processes here: the thread reads, as before
+                self._reader = None
 
         def loop() -> None:
             while not self._live_stop.is_set():
@@ -415,6 +418,50 @@ class Sources:
 
     def stop_live(self) -> None:
         self._live_stop.set()
+        if self._reader is not None:
+            self._reader.shutdown(wait=False, cancel_futures=True)
+            self._reader = None
         if self._live_thread is not None:
             self._live_thread.join(timeout=10)
             self._live_thread = None
+
+
+def compute_live(store: Any, gates: Any) -> tuple[LiveView, Any]:
+    """The live gate's view (its windows, every skill's shares, the drops past it: ``usage --gate``) and
+    the weekly shares of the last :data:`WEEKS` weeks (``usage --by week``), from one read of the events."""
+    from skillreach.live.gate import check_live_gate, live_shares, windows_for
+    from skillreach.live.usage import usage_report
+    from skillreach.store.live import load_events
+
+    now = datetime.now(UTC)
+    windows = windows_for(gates, now)
+    since = min(windows.reference_start, now - timedelta(weeks=WEEKS))
+    try:
+        events = load_events(store, since=since, until=now)
+    except Exception as exc:  # a store the live events cannot be read from is no dashboard error
+        return LiveView(windows, {}, {}, problem=type(exc).__name__), None
+    ref, recent, shares = live_shares(events, windows)
+    drops = {d.skill: d for d in check_live_gate(events, gates, now)}
+    weekly = usage_report(events, by="week", since=now - timedelta(weeks=WEEKS), until=now)
+    return LiveView(windows, shares, drops, (ref, recent)), weekly
+
+
+_READER_STORES: dict[str, Any] = {}
+
+
+def _reader_start() -> None:
+    """The reader process leaves Ctrl-C to the dashboard (which stops it): a terminal's interrupt reaches
+    the whole process group, and the reader would otherwise print its own traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def live_reading(url: str, gates: Any) -> tuple[LiveView, Any]:
+    """:func:`compute_live` in the reader process (its store opened once)."""
+    from skillreach.store import Store
+
+    store = _READER_STORES.get(url)
+    if store is None:
+        store = _READER_STORES[url] = Store(url)
+    return compute_live(store, gates)

@@ -346,6 +346,9 @@ def serve(port: int = 4200, pool: str | None = None, log: Callable[[str], None] 
         result = _upsert_in(env)
         log(f"serve: alert automation: {result}")
         log(f"serve: shared rate limits: {_limits_in(env)}")
+        from skillreach.ui.server import dashboard_beside  # the team's dashboard, beside the Prefect UI
+
+        dashboard_beside(env, host=host, log=log)
         log(f"serve: worker on pool {pool!r} — UI at {api.removesuffix('/api')} — Ctrl-C stops everything")
         workers: list[subprocess.Popen[bytes]] = []
 

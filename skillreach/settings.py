@@ -263,6 +263,11 @@ class Settings(BaseSettings):
     """The Messages API model the service generates queries with for a skill added without any (the
     grown set is sealed as a new corpus version); ``None``: such a skill is reported, not generated for."""
 
+    ui_url: str | None = None
+    """Where people open the dashboard (``skillreach ui``, or the one ``skillreach serve`` starts), e.g.
+    ``http://skillreach.internal:8420``: ``skillreach status`` and every alert link to it; ``None``: no
+    link."""
+
     live_sources: str = ""
     """What ``skillreach ingest`` reads when given no PATH: transcript folders
     (``~/.claude/projects``) and OpenTelemetry file exports, separated by ``os.pathsep`` (``:`` on

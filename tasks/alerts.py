@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from skillreach.service.alerts import ALERT_UNDELIVERED, GATE_BREACHED, notice_payload, slack_message
+from skillreach.service.alerts import (
+    ALERT_UNDELIVERED,
+    GATE_BREACHED,
+    notice_payload,
+    slack_message,
+    with_ui_link,
+)
 from skillreach.service.delivery import backoff, channel_of, post_many
 from skillreach.service.verdicts import CLOSING_FAMILIES, Seen, closing_message, decide, finding_of
 from skillreach.store import (
@@ -260,7 +266,8 @@ async def deliver_alerts(config: StudyConfig, study_id: str, breaches: list[dict
     claims: list[Claim] = []
     with store_for(config) as store:
         for raw in breaches:
-            payload = _folded({**raw, "trigger": config.reason}, kind, tracked)
+            linked = with_ui_link(raw, config.ui_url)
+            payload = _folded({**linked, "trigger": config.reason}, kind, tracked)
             delivery, mine = _say(store, payload, channels=channels, config=config, study_id=study_id,
                                   claim=True, tracked=tracked)
             out.append(delivery)

@@ -106,6 +106,7 @@ WINGS: tuple[tuple[str, int], ...] = (
     ("skillreach.store", 6),
     ("skillreach.live", 6),
     ("skillreach.reports", 7),
+    ("skillreach.ui", 8),
     ("skillreach.runtimes", 8),
     ("skillreach.tasks", 9),
     ("skillreach.flows", 10),

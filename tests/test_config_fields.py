@@ -63,6 +63,7 @@ TABLE: dict[str, tuple[str, Any]] = {
     "alert_delivery": ('[alert_delivery]\ntries = 3\nfirst_retry = "5s"', 3),
     "live_sources": ('live_sources = ["/logs/a", "/logs/b"]', os.pathsep.join(["/logs/a", "/logs/b"])),
     "database_statement_timeout_s": ("database_statement_timeout_s = 42.5", 42.5),
+    "ui_url": ('ui_url = "http://dash.example.invalid:8420"', "http://dash.example.invalid:8420"),
 }
 STUDY_FIELD = {"max_cost_usd": "max_cost"}
 

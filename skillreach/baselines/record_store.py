@@ -38,7 +38,7 @@ from skillreach.baselines.records import (
 )
 from skillreach.errors import InputError
 
-__all__ = ["DEFAULT_BRANCH", "BaselineRepo", "Committed"]
+__all__ = ["ACCEPT_WHY", "DEFAULT_BRANCH", "Accepted", "BaselineRepo", "Committed", "accept_candidate"]
 
 DEFAULT_BRANCH = "skillreach/baselines"
 CANDIDATES = "candidates"
@@ -308,3 +308,32 @@ class BaselineRepo:
             return Committed(None, message=message)
         return Committed(self._git("rev-parse", "HEAD"), tuple(r.skill for r in records),
                          tuple(r.skill for r in candidates), tuple(accepted), message, tuple(paths))
+
+
+ACCEPT_WHY = "accepted by a person after a gate breached during re-baselining"
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A candidate accepted as its skill's baseline: the record, the commit, the repository it went to."""
+
+    record: BaselineRecord
+    committed: Committed
+    repo: BaselineRepo
+
+
+def accept_candidate(
+    repos: Sequence[BaselineRepo], skill: str, *, by: str | None = None, reason: str | None = None
+) -> Accepted | None:
+    """``skillreach baseline accept``: the skill's candidate, in the first of ``repos`` where one waits
+    (the service branch, then the working tree), becomes its baseline in its own commit. ``by`` and
+    ``reason`` (the dashboard's decision: who, and why) are added to the commit message's body.
+    ``None`` when no candidate waits."""
+    repo = next((r for r in repos if r.read(skill, candidate=True) is not None), None)
+    cand = repo.read(skill, candidate=True) if repo is not None else None
+    if repo is None or cand is None:
+        return None
+    why = [ACCEPT_WHY, *([f"accepted by: {by}"] if by else []), *([f"reason: {reason}"] if reason else [])]
+    done = repo.commit(subject=f"baseline accept {skill}: candidate {cand.baseline_id} becomes the baseline",
+                       why=why, accept=[skill])
+    return Accepted(cand, done, repo)

@@ -53,6 +53,7 @@ _COMMAND_MODULES = (
     "db_cmds",  # db upgrade|copy
     "gc_cmds",  # gc
     "ingest_cmds",  # ingest
+    "ui_cmds",  # ui
     "project_cmds",  # --version, init, config show|docs — last: it plains every command's help
 )
 

@@ -547,19 +547,17 @@ def accept_cmd(
     working tree.
 
     Exit codes: 0 accepted; 2 no candidate for NAME, or no git work tree."""
+    from skillreach.baselines.record_store import accept_candidate
     from skillreach.errors import NotFoundError
 
     service = _work_tree_repo(baselines_dir, branch=branch)
-    repo = service if service.read(name, candidate=True) is not None else _work_tree_repo(baselines_dir)
-    if repo.read(name, candidate=True) is None:
+    done = accept_candidate([service, _work_tree_repo(baselines_dir)], name)
+    if done is None:
         raise NotFoundError(f"skill {name!r}: no candidate record on {branch} or under "
                             f"{baselines_dir}/candidates; see skillreach baseline status")
-    cand = repo.read(name, candidate=True)
-    done = repo.commit(subject=f"baseline accept {name}: candidate {cand.baseline_id} becomes the baseline",
-                       why=["accepted by a person after a gate breached during re-baselining"], accept=[name])
-    where = branch if repo.branch else "the working tree"
-    _err_console().print(f"accepted {cand.baseline_id} as {name}'s baseline on {where} "
-                         f"(commit {(done.sha or '')[:12]})")
+    where = branch if done.repo.branch else "the working tree"
+    _err_console().print(f"accepted {done.record.baseline_id} as {name}'s baseline on {where} "
+                         f"(commit {(done.committed.sha or '')[:12]})")
 
 
 def _corpus_path(record: BaselineRecord, anchor: Path) -> Path:

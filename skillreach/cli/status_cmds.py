@@ -65,8 +65,9 @@ def last_runs(api: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def last_studies(store: Any, api: str | None) -> dict[str, dict[str, Any]]:
-    """The newest study of each kind in the store: when, verdict, breaches, report, UI link."""
+def last_studies(store: Any, api: str | None, ui: str | None = None) -> dict[str, dict[str, Any]]:
+    """The newest study of each kind in the store: when, verdict, breaches, report, UI link, and its page
+    on the dashboard (``ui``: the setting ``ui_url``)."""
     out: dict[str, dict[str, Any]] = {}
     for kind, deployment in KINDS.items():
         rows = store.studies(kind=kind, limit=1)
@@ -82,6 +83,7 @@ def last_studies(store: Any, api: str | None) -> dict[str, dict[str, Any]]:
             "breaches": breaches, "alerts": len(alerts),
             "report": str(report) if report.is_file() else f"{report} (not written)",
             "link": f"{_ui(api)}/runs/flow-run/{row.flow_run_id}" if api and row.flow_run_id else None,
+            "dashboard": f"{ui.rstrip('/')}/runs/{row.id}" if ui else None,
         }
     return out
 
@@ -102,9 +104,12 @@ def status_cmd(
     found: dict[str, Any] = {"service": _check_server(api, POOL)}
     healthy = str(found["service"].get("server", "")).startswith("healthy")
     found["deployments"] = last_runs(api) if api and healthy else {}
+    ui: str | None = None
     try:
-        with open_store(load_settings()) as store:
-            found["studies"] = last_studies(store, api)
+        settings = load_settings()
+        ui = settings.ui_url
+        with open_store(settings) as store:
+            found["studies"] = last_studies(store, api, ui)
             found["muted"] = [{"key": k, "until": _when(u)} for k, u in mutes(store)]
             found["alerts"] = delivery_counts(store)  # the outbox: pending (retried) and failed alerts
     except SkillreachError as exc:
@@ -116,11 +121,13 @@ def status_cmd(
         found["candidates"] = repo.skills(candidates=True)
     except SkillreachError:
         found["candidates"] = []
+    found["dashboard"] = ui
     if as_json:
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return
     for key, value in found["service"].items():
         print(f"{key}: {value}")
+    print(f"dashboard: {ui}" if ui else "dashboard: not set (skillreach ui serves it; set ui_url to link it)")
     for name in DEPLOYMENTS:
         run = found["deployments"].get(name)
         study = found["studies"].get(name) if isinstance(found["studies"], dict) else None
@@ -137,7 +144,8 @@ def status_cmd(
         if study:
             print(f"  study {study['study']} at {study['when']}: {study['verdict']}, "
                   f"{study['breaches']} breach(es), {study['alerts']} alert(s); report {study['report']}"
-                  + (f" — {study['link']}" if study["link"] else ""))
+                  + (f" — {study['link']}" if study["link"] else "")
+                  + (f" — {study['dashboard']}" if study["dashboard"] else ""))
     if isinstance(found["studies"], dict) and "error" in found["studies"]:
         print(f"store: {found['studies']['error']}")
     waiting = found["candidates"]

@@ -43,6 +43,7 @@ __all__ = [
     "slack_escape",
     "slack_message",
     "webhook_label",
+    "with_ui_link",
 ]
 
 GATE_BREACHED = "skillreach.gate.breached"
@@ -183,13 +184,26 @@ def _notes(payload: Mapping[str, Any]) -> str:
     return "".join(f"; {n}" for n in notes)
 
 
+def with_ui_link(payload: Mapping[str, Any], ui_url: str | None) -> dict[str, Any]:
+    """The payload with ``ui_url``: the dashboard's page of its skill (``skillreach ui``; the setting
+    ``ui_url`` says where people open it), or its first page for an alert about every skill."""
+    if not ui_url:
+        return dict(payload)
+    from urllib.parse import quote
+
+    skill = payload.get("skill")
+    page = f"/skills/{quote(str(skill), safe='')}" if skill and skill != "*" else "/"
+    return {**payload, "ui_url": ui_url.rstrip("/") + page}
+
+
 def slack_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A Slack-compatible webhook body (``text`` for any Slack-like receiver, plus blocks). The line
     names the cause when the payload carries one (``cause_detail``: ``lost 4 of 4 cases to delta``), the
-    next step (``next_step``) and the verdict's history (``notes``: a reminder, what changed). Every
-    value is escaped (:func:`slack_escape`)."""
+    next step (``next_step``), the dashboard's page (``ui_url``) and the verdict's history (``notes``: a
+    reminder, what changed). Every value is escaped (:func:`slack_escape`)."""
     p = {k: slack_escape(v) if isinstance(v, str) else v for k, v in payload.items()}
     step = f"; next: {p['next_step']}" if p.get("next_step") else ""
+    step += f"; dashboard: {p['ui_url']}" if p.get("ui_url") else ""
     notes = slack_escape(_notes(payload))
     link = p.get("run_link", "")
     if str(payload.get("event", "")).startswith(RUN_ENDED) and "message" in p:

@@ -2,6 +2,7 @@
 catalog snapshots (``database``), changed only by the numbered Alembic migrations in ``migrations``;
 ``alert_log``: the alerts' outbox (one send per webhook until a 2xx), their verdicts and the mutes;
 ``live``: the events agents recorded in production and the per-file cursors of ``skillreach ingest``;
+``dashboard``: what ``skillreach ui`` reads (per-study skill points, the pages' indexed queries);
 ``limits``: every wait with an end (PostgreSQL connect and statement timeouts, a bounded retry of disk
 errors, one line for a database error).
 """
@@ -34,6 +35,7 @@ from skillreach.store.alert_log import (
     verdict_of,
 )
 from skillreach.store.copy import copy_store, upgrade_store
+from skillreach.store.dashboard import IndexedStudyRow, SkillPointRow
 from skillreach.store.database import (
     AlertMuteRow,
     AlertRow,
@@ -65,8 +67,10 @@ __all__ = [
     "CatalogSnapshotRow",
     "Claim",
     "Failing",
+    "IndexedStudyRow",
     "ModelSnapshotRow",
     "ProbeRow",
+    "SkillPointRow",
     "Store",
     "StudyLock",
     "StudyRow",

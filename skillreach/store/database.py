@@ -63,7 +63,7 @@ __all__ = [
 
 log = logging.getLogger("skillreach.store.database")
 
-HEAD = "0004"
+HEAD = "0005"
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 

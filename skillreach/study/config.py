@@ -127,6 +127,8 @@ class StudyConfig(Frozen):
     """Retries and the deadline of an alert's posts (see Settings)."""
     live_sources: str = ""
     """What the service's ingest reads (see Settings; ``skillreach ingest`` with no PATH)."""
+    ui_url: str | None = None
+    """The dashboard's address: alerts link to it (see Settings)."""
     database_statement_timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
     """PostgreSQL: a store statement not finished in this many seconds is cancelled (see Settings)."""
     # secrets: used where they are needed, never dumped

@@ -9,13 +9,13 @@ environment variables, and nothing here stores or prints them.
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from skillreach._io.durations import parse_duration
 from skillreach.errors import ConfigError
 from skillreach.models import NonNegative
 
@@ -26,6 +26,7 @@ __all__ = [
     "SettingRow",
     "Settings",
     "load_settings",
+    "parse_duration",
     "read_config_file",
     "setting_rows",
 ]
@@ -294,24 +295,6 @@ def setting_rows() -> list[SettingRow]:
                     )
                 )
     return rows
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30s``, ``15m``, ``24h``, ``7d``, ``2w`` (or plain seconds) as a timedelta; ``ValueError``
-    naming the forms otherwise."""
-    value = str(text).strip().lower()
-    unit = value[-1:] if value[-1:] in _UNITS else "s"
-    number = value[:-1] if value[-1:] in _UNITS else value
-    try:
-        amount = float(number)
-    except ValueError:
-        amount = float("nan")
-    if not amount >= 0 or amount == float("inf"):
-        raise ValueError(f"{text!r} is not a duration; write e.g. 30m, 24h, 7d")
-    return timedelta(seconds=amount * _UNITS[unit])
 
 
 def _suggest(key: str) -> str:

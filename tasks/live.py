@@ -40,15 +40,22 @@ OFFLINE = ("fake", "keyword", "retriever")
 
 
 def _until(value: str | None) -> datetime:
+    from skillreach.live.readers import EARLIEST, LATEST
+
     if not value:
         return datetime.now(UTC)
     try:
         at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        at = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
     except ValueError:
         raise InputError(
             f"until {value!r}: not an ISO date and time; write 2026-12-01T00:00:00+00:00"
         ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        at = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= at < LATEST:
+        raise InputError(f"until {value!r}: out of range; give a time between 1970 and 2200")
+    return at
 
 
 @task(name="ingest_live", cache_policy=NO_CACHE)

@@ -21,9 +21,11 @@ __all__ = ["parse_when", "register"]
 
 
 def parse_when(value: str | None, flag: str, now: datetime) -> datetime | None:
-    """``2026-11-01``, ``2026-11-01T12:00`` (UTC unless it says), or a duration back from now (``30d``)."""
+    """``2026-11-01``, ``2026-11-01T12:00`` (UTC unless it says), or a duration back from now (``30d``,
+    at most a hundred years). A date must lie between 1970 and 2200, the years an event may have."""
+    from skillreach._io.durations import parse_duration
     from skillreach.errors import InputError
-    from skillreach.settings import parse_duration
+    from skillreach.live.readers import EARLIEST, LATEST
 
     if value is None:
         return None
@@ -33,23 +35,33 @@ def parse_when(value: str | None, flag: str, now: datetime) -> datetime | None:
     except ValueError:
         try:
             return now - parse_duration(text)
-        except ValueError:
+        except ValueError as exc:
+            if "longer than" in str(exc):
+                raise InputError(f"{flag}: {exc}") from None
             raise InputError(
                 f"{flag} {value!r}: not a date; write 2026-11-01, 2026-11-01T12:00 or a span back from now "
                 "such as 30d"
             ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    try:
+        at = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        at = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= at < LATEST:
+        raise InputError(f"{flag} {value!r}: out of range; give a date between 1970-01-01 and 2200-01-01")
+    return at
 
 
 def _stale_days(value: str | None) -> int | None:
+    from skillreach._io.durations import parse_duration
     from skillreach.errors import InputError
-    from skillreach.settings import parse_duration
 
     if value is None:
         return None
     try:
         span = parse_duration(value)
-    except ValueError:
+    except ValueError as exc:
+        if "longer than" in str(exc):
+            raise InputError(f"--stale: {exc}") from None
         raise InputError(f"--stale {value!r}: not a span of days; write e.g. 30d") from None
     if span < timedelta(days=1):
         raise InputError(f"--stale {value!r}: less than a day; write e.g. 30d")

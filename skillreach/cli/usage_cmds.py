@@ -81,7 +81,10 @@ def _table(report: UsageReport, drops: list[LiveDrop] | None) -> list[str]:
     ]
     if not report.rows:
         lines.append("no skill activation in the window")
-    width = max([len(s) for s in report.skills] + [5])
+    from skillreach._io.console import escape
+
+    shown = {s: escape(s) for s in report.skills}  # as printed: the columns line up
+    width = max([len(s) for s in shown.values()] + [5])
     header = (
         f"{'skill':<{width}}  {report.by:<10}  {'version':<20}  {'prompts':>7}  {'activ.':>6}  "
         f"{'share':>6}  {'sessions':>8}  {'subagent':>8}"
@@ -98,11 +101,13 @@ def _table(report: UsageReport, drops: list[LiveDrop] | None) -> list[str]:
             version = (r.version or "")[:20]
             subagent = side.get((skill, r.period), 0)
             lines.append(
-                f"{skill:<{width}}  {r.period.isoformat():<10}  {version:<20}  {r.prompts:>7}  "
+                f"{shown[skill]:<{width}}  {r.period.isoformat():<10}  {version:<20}  {r.prompts:>7}  "
                 f"{r.activations:>6}  {_pct(r.share):>6}  {r.sessions:>8}  {subagent:>8}"
             )
         share = total / prompts if prompts else None
-        lines.append(f"{skill:<{width}}  {'all':<10}  {'':<20}  {prompts:>7}  {total:>6}  {_pct(share):>6}")
+        lines.append(
+            f"{shown[skill]:<{width}}  {'all':<10}  {'':<20}  {prompts:>7}  {total:>6}  {_pct(share):>6}"
+        )
     versions: dict[str, list[str]] = {}
     for v in report.versions:
         versions.setdefault(v.skill, []).append(
@@ -164,6 +169,7 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
     Exit codes: 0 done; 1 --gate and a skill's live share fell past live_gates; 2 bad input (a date,
     a span, a folder, a settings file, a store that cannot be opened).
     """
+    from skillreach._io.console import escape, escape_json
     from skillreach._io.redact import redact, redact_text
     from skillreach.errors import InputError
     from skillreach.live.catalog import catalog_changes
@@ -229,12 +235,13 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
             "catalog_changes": [c.model_dump(mode="json") for c in changes],
             "live_gate": None if drops is None else [d.model_dump(mode="json") for d in drops],
         }
-        sys.stdout.write(json.dumps(redact(data, keys=False), indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(redact(data, keys=False), indent=2, ensure_ascii=False)
+        sys.stdout.write(escape_json(text) + "\n")
     else:
         for line in _table(report, drops):
-            print(redact_text(line))
+            print(escape(redact_text(line)))  # skill names and versions come from agents' records
         if html is not None:
-            print(f"wrote {html}")
+            print(escape(f"wrote {html}"))
     if drops:
         raise typer.Exit(1)
 

@@ -135,8 +135,9 @@ class Settings(BaseSettings):
     routing_max_tokens: int = Field(default=256, ge=1)
     """The reply budget of a routing probe's requests (API runtimes; the canary's too): a tool call fits,
     a prose answer stops early. Compliance mode keeps its larger budget."""
-    max_cost_usd: float | None = None
-    """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``)."""
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``; a finite
+    number above 0: NaN or infinity would never be reached)."""
     max_probes: int = Field(default=1_000_000, ge=1)
     """Ceiling on a study's planned probes (queries × attempts): above it ``run`` refuses before
     building anything (``--max-probes``, ``SKILLREACH_MAX_PROBES``)."""

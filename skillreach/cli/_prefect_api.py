@@ -65,8 +65,6 @@ def fetch_json(
 ) -> Any:
     """``path`` of the API at ``api`` (GET, or POST with ``body``): its JSON, of type ``shape``, read
     within ``deadline_s`` in all; an :class:`ApiProblem` otherwise."""
-    import httpx
-
     url = f"{api.rstrip('/')}/{path.lstrip('/')}"
     try:
         status, data = _run(url, "POST" if body is not None else "GET", body, max_bytes, deadline_s)
@@ -74,7 +72,9 @@ def fetch_json(
         raise
     except TimeoutError:
         raise ApiProblem(f"no whole answer within {deadline_s:g} s") from None
-    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+    except Exception as exc:  # whatever the transport raises on what the URL names: a reason, not a crash
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]  # type: ignore[assignment]
         raise ApiProblem(type(exc).__name__) from None
     if not 200 <= status < 300:
         raise ApiProblem(f"answered {status} to {path}", status)

@@ -60,7 +60,7 @@ def last_runs(api: str) -> dict[str, dict[str, Any]]:
         run = runs[0] if isinstance(runs[0], dict) else {}
         state: dict[str, Any] = run["state"] if isinstance(run.get("state"), dict) else {}
         out[name] = {"run": str(run.get("name") or "?")[:200],
-                     "state": str(state.get("name") or state.get("type"))[:40],
+                     "state": str(state.get("name") or state.get("type") or "?")[:40],
                      "when": _when(run.get("start_time") or run.get("expected_start_time")),
                      "link": f"{_ui(api)}/runs/flow-run/{str(run.get('id'))[:64]}"}
     return out

@@ -1311,8 +1311,8 @@ def test_postgres_takes_nul_and_file_names_in_another_encoding(tmp_path: Path, p
     top = tmp_path / "projects"
     odd = os.fsdecode(bytes(top) + b"/caf\xe9")
     lines = [
-        cc_prompt("pg\u0000s", AT, "pg-p1", "text \u0000 kept"),
-        cc_skill_call("pg", AT, "pg-a1", "pg-c1", "bad\u0000name", model="m\u0000x"),
+        cc_prompt("pg\u0000s", AT, "nul-p1", "text \u0000 kept"),
+        cc_skill_call("pg", AT, "nul-a1", "nul-c1", "bad\u0000name", model="m\u0000x"),
         *_good("pg"),
     ]
     _write(Path(odd) / os.fsdecode(b"t\xff.jsonl"), lines)

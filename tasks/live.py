@@ -73,7 +73,9 @@ async def ingest_live(config: StudyConfig, sources: list[str] | None = None) -> 
     with store_for(config) as store:
         summary = ingest_sources(paths, store, skills_root=root)
     data = summary.as_dict()
-    logger().info("ingested %s", data)
+    for line in summary.lines():  # what was skipped, counted and named, readable in the run's log
+        (logger().warning if line.startswith("  skipped") else logger().info)("%s", line.strip())
+    logger().debug("ingested %s", data)
     return {"sources": [str(p) for p in paths], **data}
 
 

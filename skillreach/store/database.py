@@ -43,6 +43,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
 from skillreach.store.limits import OPENED, pg_timeouts
 from skillreach.store.limits import retry_lost_connection as _retry_lost_connection
+from skillreach.store.schema_guard import refuse_newer
 
 __all__ = [
     "AlertRow",
@@ -339,36 +340,6 @@ def _current_revision(conn: Connection) -> str | None:
     return str(rows[0]) if len(rows) == 1 else None
 
 
-def known_revisions() -> frozenset[str]:
-    """The revisions of the migrations this skillreach ships (read from their files' ``revision =``)."""
-    import re
-
-    found = set()
-    for path in (MIGRATIONS / "versions").glob("*.py"):
-        m = re.search(r"^revision\s*=\s*['\"]([^'\"]+)['\"]", path.read_text(encoding="utf-8"), re.M)
-        if m:
-            found.add(m.group(1))
-    return frozenset(found)
-
-
-def _refuse_newer(revision: str | None, url: str) -> None:
-    """A store whose schema a newer skillreach wrote is left as it is: one line, what to do."""
-    if revision is None or revision == HEAD or revision in known_revisions():
-        return
-    shown = make_url(url).render_as_string(hide_password=True)
-    raise ConfigError(
-        f"the store {shown} has schema {revision}, newer than this skillreach {_version()} knows (its "
-        f"newest is {HEAD}): a newer skillreach upgraded it; upgrade skillreach (pip install -U "
-        "skillreach) to use this store — it was left unchanged"
-    )
-
-
-def _version() -> str:
-    from skillreach import __version__
-
-    return __version__
-
-
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest migration. Safe when several processes open the store at once.
     A schema newer than this skillreach's migrations is refused (:class:`ConfigError`), untouched."""
@@ -376,7 +347,7 @@ def migrate(engine: Engine) -> None:
         current = _current_revision(conn)
     if current == HEAD:
         return
-    _refuse_newer(current, engine.url.render_as_string(hide_password=False))
+    refuse_newer(current, engine.url.render_as_string(hide_password=False), HEAD)
     from alembic import command  # only now: importing alembic costs ~0.5 s
 
     backend = engine.dialect.name
@@ -386,7 +357,7 @@ def migrate(engine: Engine) -> None:
             conn.execute(text("SELECT pg_advisory_xact_lock(727311)"))  # one migrator at a time
         current = _current_revision(conn)
         if current != HEAD:
-            _refuse_newer(current, engine.url.render_as_string(hide_password=False))
+            refuse_newer(current, engine.url.render_as_string(hide_password=False), HEAD)
             command.upgrade(_alembic_config(conn), "head")
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from skillreach._io.durations import parse_duration
 from skillreach.errors import ConfigError
 from skillreach.models import NonNegative
 
@@ -27,6 +28,7 @@ __all__ = [
     "SettingRow",
     "Settings",
     "load_settings",
+    "parse_duration",
     "read_config_file",
     "setting_rows",
 ]
@@ -167,8 +169,9 @@ class Settings(BaseSettings):
     routing_max_tokens: int = Field(default=256, ge=1)
     """The reply budget of a routing probe's requests (API runtimes; the canary's too): a tool call fits,
     a prose answer stops early. Compliance mode keeps its larger budget."""
-    max_cost_usd: float | None = None
-    """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``)."""
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Stop a study cleanly once its recorded spend reaches this many USD (``--max-cost``; a finite
+    number above 0: NaN or infinity would never be reached)."""
     max_probes: int = Field(default=1_000_000, ge=1)
     """Ceiling on a study's planned probes (queries × attempts): above it ``run`` refuses before
     building anything (``--max-probes``, ``SKILLREACH_MAX_PROBES``)."""
@@ -343,24 +346,6 @@ def setting_rows() -> list[SettingRow]:
                     )
                 )
     return rows
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> timedelta:
-    """``30s``, ``15m``, ``24h``, ``7d``, ``2w`` (or plain seconds) as a timedelta; ``ValueError``
-    naming the forms otherwise."""
-    value = str(text).strip().lower()
-    unit = value[-1:] if value[-1:] in _UNITS else "s"
-    number = value[:-1] if value[-1:] in _UNITS else value
-    try:
-        amount = float(number)
-    except ValueError:
-        amount = float("nan")
-    if not amount >= 0 or amount == float("inf"):
-        raise ValueError(f"{text!r} is not a duration; write e.g. 30m, 24h, 7d")
-    return timedelta(seconds=amount * _UNITS[unit])
 
 
 def _suggest(key: str) -> str:

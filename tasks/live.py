@@ -40,15 +40,22 @@ OFFLINE = ("fake", "keyword", "retriever")
 
 
 def _until(value: str | None) -> datetime:
+    from skillreach.live.readers import EARLIEST, LATEST
+
     if not value:
         return datetime.now(UTC)
     try:
         at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        at = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
     except ValueError:
         raise InputError(
             f"until {value!r}: not an ISO date and time; write 2026-12-01T00:00:00+00:00"
         ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        at = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= at < LATEST:
+        raise InputError(f"until {value!r}: out of range; give a time between 1970 and 2200")
+    return at
 
 
 @task(name="ingest_live", cache_policy=NO_CACHE)
@@ -66,7 +73,9 @@ async def ingest_live(config: StudyConfig, sources: list[str] | None = None) -> 
     with store_for(config) as store:
         summary = ingest_sources(paths, store, skills_root=root)
     data = summary.as_dict()
-    logger().info("ingested %s", data)
+    for line in summary.lines():  # what was skipped, counted and named, readable in the run's log
+        (logger().warning if line.startswith("  skipped") else logger().info)("%s", line.strip())
+    logger().debug("ingested %s", data)
     return {"sources": [str(p) for p in paths], **data}
 
 

@@ -65,7 +65,7 @@ class OptimizeOptions(BaseModel):
     llm_model: str | None = None
     """The model proposing candidates (``None``: heuristic candidates only)."""
     llm_candidates: int = Field(default=3, ge=1)
-    max_cost: float | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     gate_activation: float = -0.05
     gate_false_activation: float = 0.03
 

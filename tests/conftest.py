@@ -58,6 +58,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # before any test module imports Pref
 
 
 SERIAL_MODULES = frozenset({
+    "tests/test_bad_input_3_serve.py",
     "tests/test_crash_resume.py",
     "tests/test_flows_integration.py",
     "tests/test_live_service.py",

@@ -14,6 +14,16 @@ It masks, wherever they appear in a text:
   what :func:`register_secret` was given (the settings' secret fields: the database URL, the webhooks);
 - the path of a webhook URL (a Slack or Discord hook's path is its token).
 
+:func:`redact_stored` is for text of users' own that is *kept* (prompts stored by ``skillreach ingest
+--keep-prompts``): the above, then every secret the maintained detectors of `detect-secrets
+<https://github.com/Yelp/detect-secrets>`_ find — AWS access keys and secret keys, GitHub, GitLab,
+Slack, Stripe, OpenAI, npm, PyPI, SendGrid, Twilio, Mailchimp, Discord and Telegram tokens, JSON Web
+Tokens, Azure storage, IBM, Artifactory, Cloudant, SoftLayer and Square credentials, a URL's basic-auth
+password, a value assigned to a secret-looking key (``password = …``, ``api_key: …``) — and a PEM or
+PuTTY private key masked whole, from its first line to its last. (Its entropy detectors are not used:
+they would mask every commit hash; nor its public-IP one: an address is no secret.) The detectors load
+on first use (half a second), so the commands that store no user text never pay for them.
+
 :func:`redact` does the same to every string of a structure and blanks the values of secret-looking
 keys. :class:`RedactingFilter` is a :mod:`logging` filter for handlers (message and traceback);
 :func:`install_redaction` redacts every log record of the process as it is made (Prefect's loggers and
@@ -22,6 +32,7 @@ handlers included) and every uncaught traceback (the CLI and the flow runs insta
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -33,6 +44,7 @@ __all__ = [
     "RedactingFilter",
     "install_redaction",
     "redact",
+    "redact_stored",
     "redact_text",
     "register_secret",
     "register_url_password",
@@ -146,6 +158,91 @@ def redact_text(text: str, values: list[str] | None = None) -> str:
     if "sk-" in text:
         text = _PROVIDER_KEY.sub(lambda m: f"{m['pre']}{MASK}", text)
     return text
+
+
+_UNUSED_DETECTORS = frozenset({"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"})
+"""detect-secrets detectors left out: entropy (every commit hash, every UUID) and public IPs (no secret)."""
+_KEYWORD_AS = ("prompt.yaml", "prompt.py")
+"""The file kinds whose rules the keyword detector applies to each line: config (``key = value``,
+``key: value``, unquoted) and code (``key = "value"``)."""
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|^Private-MAC: \S+$", re.M)
+_MIN_GROUP = 8
+"""A detector's match whose capture group is at least this long masks the group (``aws_secret = "…"``:
+the value), else the whole match (``ghp_…``: its group is the prefix)."""
+
+
+@functools.cache
+def _detectors() -> tuple[list[Any], Any, re.Pattern[str], Any]:
+    """detect-secrets' regex detectors, its keyword detector, the keywords it looks for (a line without
+    one is not given to it) and its private-key detector's class."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+
+    classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    regex = [
+        cls()
+        for cls in classes
+        if issubclass(cls, RegexBasedDetector) and cls.__name__ not in _UNUSED_DETECTORS
+    ]
+    words = re.compile("|".join(DENYLIST), re.I)
+    return regex, KeywordDetector(), words, PrivateKeyDetector
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    regex, keyword, words, private_key = _detectors()
+    spans: list[tuple[int, int]] = []
+    for detector in regex:
+        for pattern in detector.denylist:
+            for m in pattern.finditer(text):
+                if isinstance(detector, private_key):  # the whole key: its first line to its last
+                    start = text.rfind("\n", 0, m.start()) + 1
+                    end = _PEM_END.search(text, m.end())
+                    spans.append((start, end.end() if end else len(text)))
+                    continue
+                groups = [i for i in range(1, (m.lastindex or 0) + 1) if m.group(i)]
+                best = max(groups, key=lambda i: m.end(i) - m.start(i), default=0)
+                if best and m.end(best) - m.start(best) >= _MIN_GROUP:
+                    spans.append(m.span(best))
+                else:
+                    spans.append(m.span())
+    if not words.search(text):
+        return spans
+    offset = 0
+    for line in text.split("\n"):
+        if ("=" in line or ":" in line) and words.search(line):
+            for kind in _KEYWORD_AS:
+                for found in keyword.analyze_line(filename=kind, line=line):
+                    value = found.secret_value or ""
+                    if len(value) >= 4:
+                        at = line.find(value)
+                        while at >= 0:
+                            spans.append((offset + at, offset + at + len(value)))
+                            at = line.find(value, at + len(value))
+        offset += len(line) + 1
+    return spans
+
+
+def redact_stored(text: str) -> str:
+    """User text that is stored (prompts kept by ``ingest --keep-prompts``): :func:`redact_text`, then
+    every secret detect-secrets' detectors find masked (see the module doc)."""
+    if not text:
+        return text
+    text = redact_text(text)
+    spans = sorted(_secret_spans(text))
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for begin, end in spans:
+        if end <= pos:
+            continue
+        out.append(text[pos : max(begin, pos)])
+        out.append(MASK)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(value: Any, *, keys: bool = True) -> Any:

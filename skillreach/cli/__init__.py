@@ -17,6 +17,7 @@ from contextlib import nullcontext
 
 import typer
 
+from skillreach._io.console import escape, guard_streams
 from skillreach._io.redact import redact_text
 from skillreach.cli._startup import startup_gc
 from skillreach.errors import SkillreachError
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from skillreach._io.redact import install_redaction
 
     install_redaction()  # every log record (Prefect's too) and uncaught traceback, masked
+    guard_streams()  # and every character printed that could drive the terminal, escaped
     # ``run`` loads its modules with the garbage collector paused, until the study starts (_startup.py)
     paused = startup_gc.paused() if args[:1] == ["run"] else nullcontext()
     try:
@@ -112,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             # In non-standalone mode click returns a command's ``typer.Exit`` code instead of exiting.
             rv = app(args=argv, standalone_mode=False)
     except SkillreachError as exc:
-        print(f"skillreach: error: {redact_text(exc.message)}", file=sys.stderr)
+        print(f"skillreach: error: {_shown(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort outside standalone mode
         return _interrupted()
     except OSError as exc:  # a path the user gave that no command translated: still one line, exit 2
-        print(f"skillreach: error: {redact_text(_os_error_line(exc))}", file=sys.stderr)
+        print(f"skillreach: error: {_shown(_os_error_line(exc))}", file=sys.stderr)
         return 2
     except typer.TyperException as exc:  # usage errors from typer's bundled click: one line too
         message = getattr(exc, "format_message", None)
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         path = getattr(ctx, "command_path", None) or "skillreach"
         text = "; ".join(line.strip() for line in str(message()).splitlines() if line.strip()).rstrip(".")
-        print(f"skillreach: error: {redact_text(text)}; see '{path} --help'", file=sys.stderr)
+        print(f"skillreach: error: {_shown(text)}; see '{path} --help'", file=sys.stderr)
         return int(getattr(exc, "exit_code", 2))
     except ModuleNotFoundError as exc:  # an optional dependency the default install leaves out
         line = missing_extra_line(exc)
@@ -140,11 +142,17 @@ def main(argv: list[str] | None = None) -> int:
         line = _database_error_line(exc)
         if line is None:
             raise
-        print(f"skillreach: error: {redact_text(line)}", file=sys.stderr)
+        print(f"skillreach: error: {_shown(line)}", file=sys.stderr)
         return 2
     if rv == _INTERRUPTED:  # typer turns Ctrl-C inside a command into a bare Exit(130); no command uses 130
         return _interrupted()
     return rv if isinstance(rv, int) else 0
+
+
+def _shown(message: str) -> str:
+    """An error message as printed: redacted, and escaped onto one line (a name in it may hold ESC or a
+    newline)."""
+    return escape(redact_text(message))
 
 
 _EXTRAS = {

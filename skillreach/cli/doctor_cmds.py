@@ -260,33 +260,31 @@ def _check_store(url: str) -> str:
 
 
 def _check_server(api: str | None, pool: str) -> dict[str, str]:
-    """The server's health, then the pool and its workers (REST, two-second timeouts)."""
+    """The server's health, then the pool and its workers (REST; two seconds for each whole answer,
+    bounded in size and checked for its shape: ``PREFECT_API_URL`` may name anything)."""
     if not api:
         return {"server": "PREFECT_API_URL not set: runs are in-process; `skillreach serve` starts one"}
-    import httpx
+    from skillreach.cli._prefect_api import ApiProblem, fetch_json, server_answers
 
     base = api.rstrip("/")
     shown = mask_url(base)
-    try:
-        health = httpx.get(f"{base}/health", timeout=2)
-    except httpx.HTTPError as exc:
-        return {"server": f"no answer at {shown} ({type(exc).__name__}); start it with `skillreach serve`"}
-    if health.status_code != 200:
-        return {"server": f"{shown} answered {health.status_code} to /health"}
+    why = server_answers(base, deadline_s=2, version=False)  # what follows is read as carefully
+    if why is not None:
+        return {"server": f"no answer at {shown} ({why}); start it with `skillreach serve`"}
     found = {"server": f"healthy at {shown}"}
     try:
-        got = httpx.get(f"{base}/work_pools/{pool}", timeout=2)
-        if got.status_code == 404:
+        got = fetch_json(base, f"/work_pools/{pool}", shape=dict)
+        found["work pool"] = f"{pool!r} ({str(got.get('type', '?'))[:40]})"
+        workers = [w for w in fetch_json(base, f"/work_pools/{pool}/workers/filter", body={}, shape=list)
+                   if isinstance(w, dict)]
+    except ApiProblem as exc:
+        if exc.status == 404:
             found["work pool"] = f"{pool!r} missing; `skillreach serve` creates it"
             return found
-        kind = got.json().get("type", "?")
-        found["work pool"] = f"{pool!r} ({kind})"
-        workers = httpx.post(f"{base}/work_pools/{pool}/workers/filter", json={}, timeout=2).json()
-    except (httpx.HTTPError, ValueError) as exc:
-        found.setdefault("work pool", f"cannot read {pool!r} ({type(exc).__name__})")
+        found.setdefault("work pool", f"cannot read {pool!r} ({exc})")
         return found
     online = [w for w in workers if str(w.get("status", "")).upper() == "ONLINE"]
-    last = max((str(w.get("last_heartbeat_time") or "") for w in workers), default="")
+    last = max((str(w.get("last_heartbeat_time") or "")[:40] for w in workers), default="")
     seen = f"{len(workers)} seen, {len(online)} online" + (f", last heartbeat {last}" if last else "")
     found["workers"] = seen if workers else "none seen: no run will start (`skillreach serve` runs one)"
     return found

@@ -69,16 +69,18 @@ def ingest_cmd(
             keep_prompts=keep_prompts,
             progress=not as_json and sys.stderr.isatty(),
         )
+    from skillreach._io.console import escape, escape_json
     from skillreach._io.redact import redact, redact_text
 
     if as_json:
         sys.stdout.write(
-            json.dumps(redact(summary.as_dict(), keys=False), indent=2, ensure_ascii=False) + "\n"
+            escape_json(json.dumps(redact(summary.as_dict(), keys=False), indent=2, ensure_ascii=False))
+            + "\n"
         )
         return
 
     for line in summary.lines():
-        print(redact_text(line))
+        print(escape(redact_text(line)))  # paths named in it are the user's files
 
 
 def register(app: typer.Typer) -> None:

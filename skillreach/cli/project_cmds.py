@@ -3,6 +3,7 @@ skills repository, and seeing the configuration a command would use."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -245,6 +246,120 @@ def _pick_skills(skills_dir: Path) -> list[tuple[str, str]]:
     return [(s.name, s.description) for s in usable[:2]]
 
 
+MAX_GITIGNORE_BYTES = 1 * 2**20
+"""A ``.gitignore`` larger than this is not read (``init`` refuses, naming it)."""
+
+
+def _within(root: Path, rel: Path) -> None:
+    """Refuse a target ``root/rel`` that is a link, is not a regular file, or whose folders lead out of
+    ``root`` (a link) or are files."""
+    from skillreach.errors import InputError
+
+    here = root
+    for part in rel.parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            real = os.path.realpath(here)
+            if not Path(real).is_relative_to(root):
+                raise InputError(
+                    f"{here}: a link out of {root} (to {real}); init writes only inside the repository: "
+                    "remove the link, nothing was written"
+                )
+        if os.path.lexists(here) and not here.is_dir():
+            raise InputError(f"{here}: not a folder; init needs it for {rel.as_posix()}, nothing was written")
+    target = root / rel
+    if target.is_symlink():
+        raise InputError(
+            f"{target}: a link (to {os.readlink(target)}); init never writes through a link: remove it, "
+            "nothing was written"
+        )
+    if os.path.lexists(target) and not target.is_file():
+        raise InputError(f"{target}: not a regular file; remove it, nothing was written")
+
+
+def _gitignore(root: Path) -> tuple[bytes, list[str]] | None:
+    """The new ``.gitignore`` (its bytes as they are, in any encoding, and the missing lines after
+    them) and the lines added; ``None`` when nothing is missing."""
+    from skillreach.errors import InputError
+
+    path = root / ".gitignore"
+    _within(root, Path(".gitignore"))
+    have = b""
+    if path.is_file():
+        size = path.stat().st_size
+        if size > MAX_GITIGNORE_BYTES:
+            raise InputError(
+                f"{path}: {size:,} bytes, larger than a .gitignore init reads (1 MiB); nothing written"
+            )
+        have = path.read_bytes()
+    lines = {line.strip() for line in have.splitlines()}
+    missing = [
+        line for line in IGNORED if line.encode() not in lines and line.rstrip("/").encode() not in lines
+    ]
+    if not missing:
+        return None
+    prefix = b"\n" if have and not have.endswith(b"\n") else b""
+    return have + prefix + "".join(f"{line}\n" for line in missing).encode(), missing
+
+
+def _plan_writes(folder: Path, files: dict[Path, str], *, force: bool) -> list[tuple[Path, bytes, str]]:
+    """Every write of ``init`` as (path inside the folder, bytes, what to say), checked before any is
+    made: no target a link, a folder or a special file, no folder on the way a link out of the
+    repository, no file already there unless ``force``."""
+    from skillreach.errors import InputError
+
+    root = Path(os.path.realpath(folder))
+    for rel in files:
+        _within(root, rel)
+    existing = [p for p in files if os.path.lexists(root / p)]
+    if existing and not force:
+        raise InputError(
+            f"{', '.join(p.as_posix() for p in existing)}: already there, nothing written; "
+            "pass --force to overwrite"
+        )
+    plan = [(rel, text.encode("utf-8"), f"wrote {rel.as_posix()}") for rel, text in files.items()]
+    ignore = _gitignore(root)
+    if ignore is not None:
+        data, missing = ignore
+        plan.append((Path(".gitignore"), data, f"added {', '.join(missing)} to .gitignore"))
+    return plan
+
+
+def _write_all(folder: Path, plan: list[tuple[Path, bytes, str]]) -> list[str]:
+    """Write the plan all or nothing: each file to a new temporary name beside its target, then every
+    one renamed into place; a failure before the renames removes the temporary files and the folders
+    made for them. What to say of each write."""
+    root = Path(os.path.realpath(folder))
+    made: list[Path] = []
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for rel, data, _ in plan:
+            target = root / rel
+            here = root
+            for part in rel.parts[:-1]:
+                here = here / part
+                if not os.path.lexists(here):
+                    here.mkdir()
+                    made.append(here)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.skillreach-init")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+            temps.append((tmp, target))
+            with open(fd, "wb") as fh:
+                fh.write(data)
+            if target.is_file():  # .gitignore and --force: keep the file's own permissions
+                os.chmod(tmp, target.stat().st_mode & 0o7777)
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        for here in reversed(made):
+            with contextlib.suppress(OSError):
+                here.rmdir()
+        raise
+    for tmp, target in temps:
+        os.replace(tmp, target)
+    return [say for _, _, say in plan]
+
+
 def init_cmd(
     folder: Path = typer.Argument(Path("."), help="The skills repository (default: here)."),
     skills: Path | None = typer.Option(
@@ -256,7 +371,8 @@ def init_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
 ) -> None:
     """Set a skills repository up: skillreach.toml, evals/queries.yaml, .gitignore lines and a GitHub
-    workflow. Never overwrites a file without --force."""
+    workflow. Never overwrites a file without --force, never writes through a link or out of FOLDER;
+    writes all of them or none (every target is checked first)."""
     from skillreach.errors import InputError
 
     if not folder.is_dir():
@@ -273,24 +389,9 @@ def init_cmd(
         Path("evals/queries.yaml"): queries_yaml(picked),
         Path(".github/workflows/skillreach.yml"): workflow_yaml(skills_rel, "evals/queries.json", action),
     }
-    existing = [p for p in files if (folder / p).exists()]
-    if existing and not force:
-        raise InputError(
-            f"{', '.join(p.as_posix() for p in existing)}: already there, nothing written; "
-            "pass --force to overwrite"
-        )
-    for rel, text in files.items():
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {rel.as_posix()}")
-    gitignore = folder / ".gitignore"
-    have = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.is_file() else []
-    missing = [line for line in IGNORED if line not in have and line.rstrip("/") not in have]
-    if missing:
-        prefix = "\n" if have and not gitignore.read_text(encoding="utf-8").endswith("\n") else ""
-        with gitignore.open("a", encoding="utf-8") as fh:
-            fh.write(prefix + "".join(f"{line}\n" for line in missing))
-        typer.echo(f"added {', '.join(missing)} to .gitignore")
+    plan = _plan_writes(folder, files, force=force)
+    for line in _write_all(folder, plan):
+        typer.echo(line)
     names = " and ".join(n for n, _ in picked)
     typer.echo(f"example queries for {names}; next:")
     typer.echo(f"  skillreach lint {skills_rel}")

@@ -95,19 +95,15 @@ class _Progress:
 
 
 def prefect_server_up(timeout_s: float = 1.5) -> str | None:
-    """The Prefect API URL when one is configured and healthy, else ``None``."""
-    from prefect.settings import get_current_settings
+    """The Prefect API URL when one is configured and a Prefect server answers its health check there
+    (``true``, whole within ``timeout_s``: a server that drips, floods or answers something else is no
+    server), else ``None``; a URL Prefect cannot read at all is one ConfigError naming the variable."""
+    from skillreach.cli._prefect_api import api_from_settings, server_answers
 
-    url = get_current_settings().api.url
+    url = api_from_settings()
     if not url:
         return None
-    import httpx  # lazily: only the CLI layer talks HTTP
-
-    try:
-        ok = httpx.get(f"{str(url).rstrip('/')}/health", timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
-        return None
-    return str(url) if ok else None
+    return url if server_answers(url, deadline_s=timeout_s) is None else None
 
 
 def has_batch_mode(runtime: str) -> bool:
@@ -314,6 +310,9 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         params = dict(locals())
         _run_across_agents(params)
         return
+    from skillreach.cli._prefect_api import check_api_url
+
+    check_api_url()  # before Prefect is imported: a URL it cannot read is one line, not its noise
     from rich.logging import RichHandler
 
     from skillreach.study import StudyConfig

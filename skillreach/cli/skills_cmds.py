@@ -225,8 +225,13 @@ def listing_cmd(  # noqa: PLR0917 - a typer command
     else:
         window = CODEX_FALLBACK_CONTEXT_WINDOW if context_window is None else (context_window or None)
 
+    from skillreach._io.console import escape, escape_json
+
     def problem(line: str) -> None:
-        print(line, file=sys.stderr)
+        print(escape(line), file=sys.stderr)
+
+    def say(text: str) -> None:  # names and descriptions come from the SKILL.md files
+        typer.echo(escape(text, lines=True))
 
     skills = load_skills(dirs, on_problem=problem)
     listing = listing_for(agent.value, skills, context_window=window, model=model)
@@ -246,27 +251,27 @@ def listing_cmd(  # noqa: PLR0917 - a typer command
                 for s in listing.skills
             ],
         }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(escape_json(json.dumps(payload, ensure_ascii=False, indent=2)) + "\n")
         return
     if full:
         root = "<workspace>/.agents/skills"
         if agent is Agent.codex:
-            typer.echo(codex_listing_text(listing, root))
+            say(codex_listing_text(listing, root))
         elif agent is Agent.claude_code:
-            typer.echo(claude_code_listing_text(listing))
+            say(claude_code_listing_text(listing))
         elif agent is Agent.copilot:
-            typer.echo(copilot_listing_text(listing))
+            say(copilot_listing_text(listing))
         else:
-            typer.echo("\n".join(listing.lines))
+            say("\n".join(listing.lines))
         return
-    typer.echo(listing.summary())
+    say(listing.summary())
     if agent in (Agent.gemini_cli, Agent.opencode):
-        typer.echo(
+        say(
             f"{agent.value} lists every skill with its whole description (no budget, no truncation): "
             "the catalog as it is"
         )
     elif agent is Agent.copilot:
-        typer.echo(
+        say(
             "copilot lists every skill it accepts with its whole description, XML-escaped (no budget, no "
             "truncation); it leaves out a skill whose name is not lowercase letters, digits and single "
             "hyphens (64 at most) or whose description is empty or over 1,024 characters"
@@ -275,22 +280,22 @@ def listing_cmd(  # noqa: PLR0917 - a typer command
     shortened = [s for s in listing.skills if s.shortened and s.name not in bare]
     dropped = [s for s in listing.skills if s.dropped]
     if bare:
-        typer.echo(f"\nby name alone ({len(bare)}): the model sees the name, never the description")
+        say(f"\nby name alone ({len(bare)}): the model sees the name, never the description")
         for s in listing.skills:
             if s.name in bare:
-                typer.echo(f"  {s.name}  ({s.full_length} characters of description left out)")
+                say(f"  {escape(s.name)}  ({s.full_length} characters of description left out)")
     if shortened:
-        typer.echo(
+        say(
             f"\nshortened ({len(shortened)}): characters of the description kept, and what the model sees"
         )
         width = max(len(s.name) for s in shortened)
         for s in shortened:
             shown = json.dumps(s.description, ensure_ascii=False)
-            typer.echo(f"  {s.name:<{width}}  {len(s.description):>4}/{s.full_length:<4}  {shown}")
+            say(f"  {escape(s.name):<{width}}  {len(s.description):>4}/{s.full_length:<4}  {escape(shown)}")
     if dropped:
-        typer.echo(f"\ndropped ({len(dropped)}): not in the listing at all")
+        say(f"\ndropped ({len(dropped)}): not in the listing at all")
         for s in dropped:
-            typer.echo(f"  {s.name}")
+            say(f"  {escape(s.name)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -42,26 +42,27 @@ def _ui(api: str) -> str:
 
 
 def last_runs(api: str) -> dict[str, dict[str, Any]]:
-    """The newest flow run of each deployment of prefect.yaml (REST, two-second timeouts)."""
-    import httpx
+    """The newest flow run of each deployment of prefect.yaml (REST; two seconds for each whole answer,
+    bounded and checked for its shape)."""
+    from skillreach.cli._prefect_api import ApiProblem, fetch_json
 
-    base = api.rstrip("/")
     out: dict[str, dict[str, Any]] = {}
     for name in DEPLOYMENTS:
         body = {"deployments": {"name": {"any_": [name]}}, "sort": "EXPECTED_START_TIME_DESC", "limit": 1}
         try:
-            runs = httpx.post(f"{base}/flow_runs/filter", json=body, timeout=2).json()
-        except (httpx.HTTPError, ValueError) as exc:
-            out[name] = {"error": type(exc).__name__}
+            runs = fetch_json(api, "/flow_runs/filter", body=body, shape=list)
+        except ApiProblem as exc:
+            out[name] = {"error": str(exc)}
             continue
         if not runs:
             out[name] = {"run": None}
             continue
-        run = runs[0]
-        state = run.get("state") or {}
-        out[name] = {"run": run.get("name"), "state": state.get("name") or state.get("type"),
+        run = runs[0] if isinstance(runs[0], dict) else {}
+        state: dict[str, Any] = run["state"] if isinstance(run.get("state"), dict) else {}
+        out[name] = {"run": str(run.get("name") or "?")[:200],
+                     "state": str(state.get("name") or state.get("type") or "?")[:40],
                      "when": _when(run.get("start_time") or run.get("expected_start_time")),
-                     "link": f"{_ui(api)}/runs/flow-run/{run.get('id')}"}
+                     "link": f"{_ui(api)}/runs/flow-run/{str(run.get('id'))[:64]}"}
     return out
 
 
@@ -101,7 +102,7 @@ def status_cmd(
     from skillreach.store import delivery_counts, mutes, open_store
 
     api = os.environ.get("PREFECT_API_URL") or None
-    found: dict[str, Any] = {"service": _check_server(api, POOL)}
+    found: dict[str, Any] = {"service": _check_server(api, POOL)}  # a hostile URL: said, never raised
     healthy = str(found["service"].get("server", "")).startswith("healthy")
     found["deployments"] = last_runs(api) if api and healthy else {}
     ui: str | None = None

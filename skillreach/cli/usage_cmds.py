@@ -21,9 +21,11 @@ __all__ = ["parse_when", "register"]
 
 
 def parse_when(value: str | None, flag: str, now: datetime) -> datetime | None:
-    """``2026-11-01``, ``2026-11-01T12:00`` (UTC unless it says), or a duration back from now (``30d``)."""
+    """``2026-11-01``, ``2026-11-01T12:00`` (UTC unless it says), or a duration back from now (``30d``,
+    at most a hundred years). A date must lie between 1970 and 2200, the years an event may have."""
+    from skillreach._io.durations import parse_duration
     from skillreach.errors import InputError
-    from skillreach.settings import parse_duration
+    from skillreach.live.readers import EARLIEST, LATEST
 
     if value is None:
         return None
@@ -33,23 +35,33 @@ def parse_when(value: str | None, flag: str, now: datetime) -> datetime | None:
     except ValueError:
         try:
             return now - parse_duration(text)
-        except ValueError:
+        except ValueError as exc:
+            if "longer than" in str(exc):
+                raise InputError(f"{flag}: {exc}") from None
             raise InputError(
                 f"{flag} {value!r}: not a date; write 2026-11-01, 2026-11-01T12:00 or a span back from now "
                 "such as 30d"
             ) from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+    try:
+        at = at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        at = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= at < LATEST:
+        raise InputError(f"{flag} {value!r}: out of range; give a date between 1970-01-01 and 2200-01-01")
+    return at
 
 
 def _stale_days(value: str | None) -> int | None:
+    from skillreach._io.durations import parse_duration
     from skillreach.errors import InputError
-    from skillreach.settings import parse_duration
 
     if value is None:
         return None
     try:
         span = parse_duration(value)
-    except ValueError:
+    except ValueError as exc:
+        if "longer than" in str(exc):
+            raise InputError(f"--stale: {exc}") from None
         raise InputError(f"--stale {value!r}: not a span of days; write e.g. 30d") from None
     if span < timedelta(days=1):
         raise InputError(f"--stale {value!r}: less than a day; write e.g. 30d")
@@ -69,7 +81,10 @@ def _table(report: UsageReport, drops: list[LiveDrop] | None) -> list[str]:
     ]
     if not report.rows:
         lines.append("no skill activation in the window")
-    width = max([len(s) for s in report.skills] + [5])
+    from skillreach._io.console import escape
+
+    shown = {s: escape(s) for s in report.skills}  # as printed: the columns line up
+    width = max([len(s) for s in shown.values()] + [5])
     header = (
         f"{'skill':<{width}}  {report.by:<10}  {'version':<20}  {'prompts':>7}  {'activ.':>6}  "
         f"{'share':>6}  {'sessions':>8}  {'subagent':>8}"
@@ -86,11 +101,13 @@ def _table(report: UsageReport, drops: list[LiveDrop] | None) -> list[str]:
             version = (r.version or "")[:20]
             subagent = side.get((skill, r.period), 0)
             lines.append(
-                f"{skill:<{width}}  {r.period.isoformat():<10}  {version:<20}  {r.prompts:>7}  "
+                f"{shown[skill]:<{width}}  {r.period.isoformat():<10}  {version:<20}  {r.prompts:>7}  "
                 f"{r.activations:>6}  {_pct(r.share):>6}  {r.sessions:>8}  {subagent:>8}"
             )
         share = total / prompts if prompts else None
-        lines.append(f"{skill:<{width}}  {'all':<10}  {'':<20}  {prompts:>7}  {total:>6}  {_pct(share):>6}")
+        lines.append(
+            f"{shown[skill]:<{width}}  {'all':<10}  {'':<20}  {prompts:>7}  {total:>6}  {_pct(share):>6}"
+        )
     versions: dict[str, list[str]] = {}
     for v in report.versions:
         versions.setdefault(v.skill, []).append(
@@ -152,6 +169,7 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
     Exit codes: 0 done; 1 --gate and a skill's live share fell past live_gates; 2 bad input (a date,
     a span, a folder, a settings file, a store that cannot be opened).
     """
+    from skillreach._io.console import escape, escape_json
     from skillreach._io.redact import redact, redact_text
     from skillreach.errors import InputError
     from skillreach.live.catalog import catalog_changes
@@ -217,12 +235,13 @@ def usage_cmd(  # noqa: PLR0917 - a typer command
             "catalog_changes": [c.model_dump(mode="json") for c in changes],
             "live_gate": None if drops is None else [d.model_dump(mode="json") for d in drops],
         }
-        sys.stdout.write(json.dumps(redact(data, keys=False), indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(redact(data, keys=False), indent=2, ensure_ascii=False)
+        sys.stdout.write(escape_json(text) + "\n")
     else:
         for line in _table(report, drops):
-            print(redact_text(line))
+            print(escape(redact_text(line)))  # skill names and versions come from agents' records
         if html is not None:
-            print(f"wrote {html}")
+            print(escape(f"wrote {html}"))
     if drops:
         raise typer.Exit(1)
 

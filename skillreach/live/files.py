@@ -7,20 +7,33 @@ a new inode under the old name; truncated or rewritten in place: smaller than th
 first bytes) is read again from the start; its events keep their ids, so nothing is counted twice.
 
 Lines are bounded: one longer than :data:`MAX_LINE_BYTES` is skipped whole (counted, never held in
-memory), and the file is read in blocks of :data:`BLOCK` bytes.
+memory), and the file is read in blocks of :data:`BLOCK` bytes. A file is opened without waiting
+(``O_NONBLOCK``) and read only when ``fstat`` says it is a regular file: a FIFO, socket or device named
+``*.jsonl`` is refused (:class:`NotRegularFile`), never waited on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillreach.store.live import FileCursor
 
-__all__ = ["BLOCK", "HEAD_BYTES", "MAX_LINE_BYTES", "LineBlock", "file_identity", "head_digest", "read_new"]
+__all__ = [
+    "BLOCK",
+    "HEAD_BYTES",
+    "MAX_LINE_BYTES",
+    "LineBlock",
+    "NotRegularFile",
+    "file_identity",
+    "head_digest",
+    "open_regular",
+    "read_new",
+]
 
 BLOCK = 4 * 2**20
 """Bytes read at a time."""
@@ -28,6 +41,23 @@ HEAD_BYTES = 1024
 """The first bytes whose digest tells a rewritten file from the one read before."""
 MAX_LINE_BYTES = 16 * 2**20
 """The longest line read (a transcript line holding a large tool result is a few MiB at most)."""
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or folder where a file of lines was expected."""
+
+
+def open_regular(path: Path) -> int:
+    """A descriptor of ``path`` opened for reading without waiting (a FIFO with no writer would block an
+    ordinary ``open`` for ever); :class:`NotRegularFile` unless it is a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def file_identity(st: os.stat_result) -> str:
@@ -70,11 +100,14 @@ def _start(path: Path, fh: object, st: os.stat_result, old: FileCursor | None) -
     return old.offset, old.lines, False
 
 
-def read_new(path: Path, old: FileCursor | None, state_out: list[ReadState]) -> Iterator[LineBlock]:
+def read_new(
+    path: Path, old: FileCursor | None, state_out: list[ReadState], *, key: str | None = None
+) -> Iterator[LineBlock]:
     """The complete lines of ``path`` past ``old`` (or from the start when the file is new, rotated or
     truncated), block by block. When the iteration ends, ``state_out`` holds the new cursor (offset just
-    past the last newline read) and how many bytes were read."""
-    with open(path, "rb") as fh:
+    past the last newline read; its path ``key``, the file's resolved path, else ``path``) and how many
+    bytes were read. :class:`NotRegularFile` when ``path`` is not a regular file (nothing read)."""
+    with open(open_regular(path), "rb") as fh:
         st = os.fstat(fh.fileno())
         offset, lineno, restarted = _start(path, fh, st, old)
         fh.seek(offset)
@@ -126,5 +159,5 @@ def read_new(path: Path, old: FileCursor | None, state_out: list[ReadState]) -> 
         head_len = min(consumed, HEAD_BYTES)
         fh.seek(0)
         head = head_digest(fh.read(head_len))
-    cursor = FileCursor(str(path), file_identity(st), head, head_len, consumed, lineno)
+    cursor = FileCursor(key or str(path), file_identity(st), head, head_len, consumed, lineno)
     state_out.append(ReadState(cursor, restarted, st.st_size - offset))

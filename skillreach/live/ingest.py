@@ -3,7 +3,12 @@
 Each PATH is a file or a folder (its ``*.jsonl``, ``*.json`` and ``*.ndjson`` files, recursively). A
 file is an OTLP JSON export when its first bytes say so (``{"resourceLogs"``/``{"resourceSpans"``),
 else a Claude Code transcript. Its events belong to the source ``<kind>:<PATH>`` (``claude-code:`` or
-``otlp:`` and the PATH as given, made absolute). Per file: only the bytes past its cursor are read
+``otlp:`` and the PATH resolved: a folder named through a link is the folder it names). A file is known
+by its identity (device and inode): one reached twice — through a linked folder given as another PATH,
+a folder inside another PATH, a hard link — is read once, and its cursor is keyed by its resolved path,
+so a later run reaching it another way goes on from where the first stopped. Only regular files are
+read: a FIFO, socket or device named ``*.jsonl`` is skipped, counted and named, never waited on (the
+hourly ingest would hang on it). Per file: only the bytes past its cursor are read
 (:mod:`skillreach.live.files`), the events are stored in batches (one transaction each, duplicates
 ignored), then the cursor — so a crash between the two re-reads lines whose events are already stored,
 and adds nothing twice. Skill calls get the version of the skill as it was then
@@ -13,15 +18,23 @@ and adds nothing twice. Skill calls get the version of the skill as it was then
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError
-from skillreach.live.files import ReadState, read_new
-from skillreach.live.readers import OtlpReader, Problems, TranscriptReader, is_otlp
+from skillreach.live.files import NotRegularFile, ReadState, open_regular, read_new
+from skillreach.live.readers import (
+    NUL_REPLACED,
+    OtlpReader,
+    Problems,
+    TranscriptReader,
+    display_path,
+    is_otlp,
+)
 from skillreach.live.versions import VersionResolver
 from skillreach.store.database import Store
 from skillreach.store.live import Batch, load_cursors, save_batch, unanswered_calls
@@ -29,6 +42,8 @@ from skillreach.store.live import Batch, load_cursors, save_batch, unanswered_ca
 __all__ = ["SUFFIXES", "IngestSummary", "SourceSummary", "ingest_sources", "source_files"]
 
 SUFFIXES = (".jsonl", ".json", ".ndjson")
+CLEANED = frozenset({NUL_REPLACED})
+"""Reasons a line was kept with its text cleaned, not skipped."""
 FLUSH_EVENTS = 20_000
 """Events held before they are stored (one transaction)."""
 
@@ -49,6 +64,10 @@ class SourceSummary:
     """The first such line of each reason (file:line)."""
     reread: int = 0
     """Files read again from the start (rotated or truncated since the last run)."""
+    skipped_files: Mapping[str, int] = field(default_factory=dict)
+    """Files not read, by reason (not a regular file, unreadable, reached twice)."""
+    first_skipped_file: Mapping[str, str] = field(default_factory=dict)
+    """The first such file of each reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +94,12 @@ class IngestSummary:
 
     @property
     def skipped(self) -> int:
-        return sum(sum(s.skipped.values()) for s in self.sources)
+        """Lines not read (the lines kept with their text cleaned are not counted here)."""
+        return sum(n for s in self.sources for reason, n in s.skipped.items() if reason not in CLEANED)
+
+    @property
+    def skipped_files(self) -> int:
+        return sum(sum(s.skipped_files.values()) for s in self.sources)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +108,7 @@ class IngestSummary:
             "events_added": self.events_added,
             "hidden": self.hidden,
             "skipped": self.skipped,
+            "skipped_files": self.skipped_files,
             "sources": [
                 {
                     "source": s.source,
@@ -94,6 +119,8 @@ class IngestSummary:
                     "skipped": dict(s.skipped),
                     "first_skipped": dict(s.first_skipped),
                     "reread": s.reread,
+                    "skipped_files": dict(s.skipped_files),
+                    "first_skipped_file": dict(s.first_skipped_file),
                 }
                 for s in self.sources
             ],
@@ -109,8 +136,12 @@ class IngestSummary:
                 f"{s.source}: {s.files} file(s), {_size(s.bytes_read)} read, "
                 f"{s.events_added} event(s) added{again}"
             )
+            for reason, n in sorted(s.skipped_files.items()):
+                first = s.first_skipped_file.get(reason, "?")
+                out.append(f"  skipped {n} file(s): {reason} (first: {first})")
             for reason, n in sorted(s.skipped.items()):
-                out.append(f"  skipped {n} line(s): {reason} (first: {s.first_skipped.get(reason, '?')})")
+                verb = "cleaned" if reason in CLEANED else "skipped"
+                out.append(f"  {verb} {n} line(s): {reason} (first: {s.first_skipped.get(reason, '?')})")
         if self.hidden:
             out.append(
                 f"{self.hidden} skill call(s) with the skill's name hidden by their source "
@@ -130,25 +161,61 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def source_files(path: Path) -> list[Path]:
-    """The files a PATH names: itself, or a folder's JSON lines files (recursively, sorted)."""
+NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
+TWICE = "the same file reached again (a link): read once"
+
+
+def _unreadable(exc: OSError) -> str:
+    return f"unreadable ({exc.strerror or type(exc).__name__})"
+
+
+def source_files(path: Path, skipped: list[tuple[str, Path]] | None = None) -> list[Path]:
+    """The files a PATH names: itself, or a folder's JSON lines files (recursively, sorted; folders
+    reached through a link are not entered). A special file among them (FIFO, socket, device) or one
+    that cannot be looked at is left out, and put in ``skipped`` (reason, path) when given."""
     if path.is_file():
         return [path]
     if not path.is_dir():
+        what = "not a regular file or folder" if path.exists() else "no such file or folder"
         raise InputError(
-            f"{path}: no such file or folder; name a transcript folder (~/.claude/projects), "
+            f"{path}: {what}; name a transcript folder (~/.claude/projects), "
             "an OpenTelemetry file export, or set SKILLREACH_LIVE_SOURCES"
         )
     found: list[Path] = []
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        found.extend(Path(root, f) for f in sorted(files) if f.endswith(SUFFIXES))
+    stack = [path]  # depth first, in name order, without recursion (a tree 2,000 folders deep is fine)
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if skipped is not None:
+                skipped.append((f"folder {_unreadable(exc)}", folder))
+            continue
+        below: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    below.append(Path(entry.path))
+                    continue
+                if not entry.name.endswith(SUFFIXES):
+                    continue
+                mode = entry.stat().st_mode  # a link: what it names
+            except OSError as exc:
+                if skipped is not None:
+                    skipped.append((_unreadable(exc), Path(entry.path)))
+                continue
+            if stat.S_ISREG(mode):
+                found.append(Path(entry.path))
+            elif not stat.S_ISDIR(mode) and skipped is not None:
+                skipped.append((NOT_REGULAR, Path(entry.path)))
+        stack.extend(reversed(below))
     return found
 
 
 def _kind(path: Path) -> str:
     try:
-        with open(path, "rb") as fh:
+        with open(open_regular(path), "rb") as fh:
             head = fh.read(64)
     except OSError:
         return "claude-code"
@@ -164,6 +231,7 @@ class _Tally:
         self.hidden = 0
         self.reread = 0
         self.problems = Problems()
+        self.files_skipped = Problems()
 
     def summary(self) -> SourceSummary:
         return SourceSummary(
@@ -175,6 +243,8 @@ class _Tally:
             dict(self.problems.counts),
             dict(self.problems.first),
             self.reread,
+            dict(self.files_skipped.counts),
+            dict(self.files_skipped.first),
         )
 
 
@@ -219,11 +289,45 @@ def _progress(total: int, enabled: bool) -> Any:
     )
 
 
-def _plan(sources: Sequence[Path]) -> Iterator[tuple[str, Path]]:
+@dataclass(frozen=True, slots=True)
+class _File:
+    source: str
+    path: Path
+    key: str
+    """The file's resolved path: its cursor's key."""
+
+
+def _plan(sources: Sequence[Path], tallies: dict[str, _Tally]) -> list[_File]:
+    """Every file to read, once each (by device and inode), under the first source that reaches it."""
+    plan: list[_File] = []
+    seen: set[tuple[int, int]] = set()
+    left_out: set[str] = set()  # the special files named already (each once, however reached)
     for root in sources:
-        absolute = Path(os.path.abspath(root))
-        for f in source_files(absolute):
-            yield f"{_kind(f)}:{absolute}"[:512], f
+        resolved = Path(os.path.realpath(root))
+        skipped: list[tuple[str, Path]] = []
+        files = source_files(resolved, skipped)
+        label = display_path(str(resolved))
+        for f in files:
+            source = f"{_kind(f)}:{label}"[:512]
+            tally = tallies.setdefault(source, _Tally(source))
+            try:
+                st = f.stat()
+            except OSError as exc:
+                tally.files_skipped.add(_unreadable(exc), display_path(str(f)))
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                tally.files_skipped.add(TWICE, display_path(str(f)))
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            plan.append(_File(source, f, display_path(os.path.realpath(f))))
+        skipped = [(r, f) for r, f in skipped if os.path.realpath(f) not in left_out]
+        if skipped:  # files left out of the walk: counted under the folder's first source
+            left_out.update(os.path.realpath(f) for _, f in skipped)
+            source = next((p.source for p in plan if p.path.is_relative_to(resolved)), f"claude-code:{label}")
+            tally = tallies.setdefault(source[:512], _Tally(source[:512]))
+            for reason, f in skipped:
+                tally.files_skipped.add(reason, display_path(str(f)))
+    return plan
 
 
 def ingest_sources(
@@ -248,48 +352,54 @@ def _ingest(
     keep_prompts: bool,
     progress: bool,
 ) -> IngestSummary:
-    plan = list(_plan(sources))
-    cursors = load_cursors(store, [str(f) for _, f in plan])
-    versions = VersionResolver(skills_root)
     tallies: dict[str, _Tally] = {}
+    plan = _plan(sources, tallies)
+    cursors = load_cursors(store, [p.key for p in plan])
+    versions = VersionResolver(skills_root)
     total = 0
-    for _, f in plan:
+    for p in plan:
         try:
-            size = f.stat().st_size
+            size = p.path.stat().st_size
         except OSError:
             continue
-        old = cursors.get(str(f))
+        old = cursors.get(p.key)
         total += max(0, size - (old.offset if old else 0))
     bar = _progress(total, progress)
     task = bar.add_task("ingest", total=total) if bar is not None else None
     if bar is not None:
         bar.start()
     batch = Batch()
-    calls = unanswered_calls(store, {source for source, _ in plan if source.startswith("claude-code:")})
+    calls = unanswered_calls(store, {p.source for p in plan if p.source.startswith("claude-code:")})
     try:
-        for source, f in plan:
-            tally = tallies.setdefault(source, _Tally(source))
+        for p in plan:
+            source, f = p.source, p.path
+            tally = tallies[source]
             tally.files += 1
+            shown = display_path(str(f))
             reader: TranscriptReader | OtlpReader
             if source.startswith("otlp:"):
-                reader = OtlpReader(source, str(f), keep_prompts=keep_prompts, problems=tally.problems)
+                reader = OtlpReader(source, shown, keep_prompts=keep_prompts, problems=tally.problems)
             else:
                 reader = TranscriptReader(
-                    source, str(f), keep_prompts=keep_prompts, problems=tally.problems, skill_calls=calls
+                    source, shown, keep_prompts=keep_prompts, problems=tally.problems, skill_calls=calls
                 )
             state: list[ReadState] = []
             try:
-                for block in read_new(f, cursors.get(str(f)), state):
+                for block in read_new(f, cursors.get(p.key), state, key=p.key):
                     for n in block.too_long:
-                        tally.problems.add("line longer than 16 MiB", f"{f}:{n}")
+                        tally.problems.add("line longer than 16 MiB", f"{shown}:{n}")
                     reader.feed(block.lines, block.first_line)
                     _take(reader, batch, versions, tally)
                     if len(batch) >= FLUSH_EVENTS:
                         batch = _store(store, batch, tallies)
                     if bar is not None and task is not None:
                         bar.advance(task, sum(len(x) + 1 for x in block.lines))
+            except NotRegularFile:  # replaced by a FIFO since the walk looked
+                tally.files -= 1
+                tally.files_skipped.add(NOT_REGULAR, shown)
+                continue
             except OSError as exc:
-                tally.problems.add(f"unreadable ({exc.strerror or type(exc).__name__})", str(f))
+                tally.files_skipped.add(_unreadable(exc), shown)
                 continue
             _take(reader, batch, versions, tally)
             if state:  # stored with (or after) the file's last events

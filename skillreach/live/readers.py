@@ -19,7 +19,13 @@ Most lines say nothing about prompts or skills (assistant text, other tools' tra
 skips them before any decoding. A line that is decoded is bounded (:func:`skillreach._io.json.
 check_values`: depth and integer digits); a bad one is counted by reason and named once (file:line).
 Events are plain dicts of :class:`~skillreach.live.events.LiveEvent`'s fields (no validation per event
-on the hot path); prompt text is kept only with ``keep_prompts``, redacted.
+on the hot path); prompt text is kept only with ``keep_prompts``, redacted (secrets masked by
+:func:`skillreach._io.redact.redact_stored`).
+
+One bad line stops nothing: a time out of range (before :data:`EARLIEST` or from :data:`LATEST` on,
+``0001-01-01T00:00:00+01:00`` included, whose UTC time is not even a date) skips its line, counted and
+named; a NUL character (``\u0000``, which PostgreSQL text cannot hold) in any text of a line is replaced
+by U+FFFD, the line kept and counted.
 """
 
 from __future__ import annotations
@@ -33,16 +39,50 @@ from typing import Any
 import orjson
 
 from skillreach._io.json import MAX_DEPTH, check_values
-from skillreach._io.redact import redact_text
+from skillreach._io.redact import redact_stored, redact_text
 from skillreach.live.events import UNKNOWN_VERSION
 from skillreach.store.live import SkillCallUpdate
 
-__all__ = ["HIDDEN_NAMES", "OtlpReader", "Problems", "TranscriptReader", "is_otlp"]
+__all__ = [
+    "EARLIEST",
+    "HIDDEN_NAMES",
+    "LATEST",
+    "NUL_REPLACED",
+    "OUT_OF_RANGE",
+    "OtlpReader",
+    "Problems",
+    "TranscriptReader",
+    "display_path",
+    "is_otlp",
+]
 
 HIDDEN_NAMES = frozenset({"custom_skill", ""})
 """Skill names a source reports when it hides the real one."""
 MAX_TEXT = 100_000
 _LIMIT = 256
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+"""The earliest time an event may have (an agent's clock set to 0 is no event time)."""
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+"""No event is this late (``9999-12-31T23:59:59-01:00`` is past what a date holds in UTC)."""
+OUT_OF_RANGE = "timestamp out of range (1970 to 2200)"
+NUL_REPLACED = "NUL characters (\\u0000) replaced by U+FFFD"
+_NUL_ESCAPE = b"\\u0000"
+_TOO_FAR = datetime(1, 1, 1, tzinfo=UTC)
+"""What a time whose UTC conversion overflows reads as: out of range."""
+
+
+def display_path(path: str) -> str:
+    """A path as text any database and terminal takes: bytes that are not UTF-8 (a file name in another
+    encoding) written as ``\\xNN``."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
+
+
+def in_range(at: datetime) -> bool:
+    return EARLIEST <= at < LATEST
 
 
 class Problems:
@@ -102,13 +142,18 @@ def _decode(line: bytes, where: str, problems: Problems) -> Any:
 
 
 def _time(value: Any) -> datetime | None:
+    """An ISO time in UTC; ``None`` when it is not one. A time whose UTC conversion overflows (year 0,
+    year 10000) comes back as year 1: out of range (:func:`in_range`)."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:
         at = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    try:
+        return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    except OverflowError:
+        return _TOO_FAR
 
 
 def _str(value: Any, limit: int = _LIMIT) -> str | None:
@@ -150,7 +195,43 @@ def _clean(text: str | None) -> str | None:
 
 
 def _prompt_text(text: str | None, keep: bool) -> str | None:
-    return redact_text(text[:MAX_TEXT]) if keep and text else None
+    return redact_stored(text[:MAX_TEXT]) if keep and text else None
+
+
+def _denul(value: Any) -> Any:
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+class _Marks:
+    """How many events, updates and folders a reader held before a line: what the line added is what
+    :meth:`clean` looks at."""
+
+    __slots__ = ("dirs", "events", "updates")
+
+    def __init__(self, reader: Any) -> None:
+        self.events = len(reader.events)
+        self.updates = len(reader.updates)
+        self.dirs = len(getattr(reader, "dirs_later", ()))
+
+    def clean(self, reader: Any) -> bool:
+        """NUL characters replaced in every text the line added (events in place, so the calls held
+        open by id see it); whether it added anything."""
+        for ev in reader.events[self.events :]:
+            for k, v in ev.items():
+                if type(v) is str and "\x00" in v:
+                    ev[k] = _denul(v)
+        reader.updates[self.updates :] = [
+            SkillCallUpdate(*(_denul(getattr(u, f)) for f in u.__slots__))
+            for u in reader.updates[self.updates :]
+        ]
+        dirs = getattr(reader, "dirs_later", None)
+        if dirs is not None:
+            dirs[self.dirs :] = [(_denul(a), b, _denul(c)) for a, b, c in dirs[self.dirs :]]
+        return (
+            len(reader.events) > self.events
+            or len(reader.updates) > self.updates
+            or (dirs is not None and len(dirs) > self.dirs)
+        )
 
 
 def is_otlp(head: bytes) -> bool:
@@ -221,7 +302,14 @@ class TranscriptReader:
             elif line.find(b'"user"', 0, _HEAD) < 0 and b'"Skill"' not in line:  # not a prompt, meta
                 continue  # line or Skill call (an unusual layout is decoded: the decoder decides)
             obj = _decode(line, f"{self.path}:{n}", self.problems)
-            if obj is not None:
+            if obj is None:
+                continue
+            if _NUL_ESCAPE in line:  # PostgreSQL text holds no NUL: replaced, the line kept
+                marks = _Marks(self)
+                self._line(obj, n)
+                if marks.clean(self):
+                    self.problems.add(NUL_REPLACED, f"{self.path}:{n}")
+            else:
                 self._line(obj, n)
 
     def _line(self, obj: dict[str, Any], n: int) -> None:
@@ -234,6 +322,9 @@ class TranscriptReader:
         at = _time(obj.get("timestamp"))
         if at is None:
             self.problems.add("no valid timestamp", f"{self.path}:{n}")
+            return
+        if not in_range(at):
+            self.problems.add(OUT_OF_RANGE, f"{self.path}:{n}")
             return
         session = _str(obj.get("sessionId")) or ""
         prompt_id = _str(obj.get("promptId"))
@@ -346,7 +437,7 @@ class TranscriptReader:
             return
         if call_id is None:  # the call was read by an earlier run: the session's last call gets it
             at = _time(obj.get("timestamp"))
-            if at is not None:
+            if at is not None and in_range(at):
                 self.dirs_later.append((_str(obj.get("sessionId")) or "", at, folder))
             return
         ev = self._open.get(call_id)
@@ -463,6 +554,7 @@ class OtlpReader:
         self.updates: list[SkillCallUpdate] = []
         self._models: dict[str, str] = {}  # session → the model of its last API request
         self._open: dict[str, dict[str, Any]] = {}  # this batch's skill calls, by id
+        self._where = path  # file:line of the line being read
 
     def drained(self) -> None:
         self.events = []
@@ -477,12 +569,16 @@ class OtlpReader:
                 continue
             if not any(w in line for w in _OTLP_WORDS):
                 continue
-            obj = _decode(line, f"{self.path}:{n}", self.problems)
+            self._where = f"{self.path}:{n}"
+            obj = _decode(line, self._where, self.problems)
             if obj is None:
                 continue
             digest = hashlib.sha256(line).hexdigest()[:24]
+            marks = _Marks(self) if _NUL_ESCAPE in line else None
             self._logs(obj.get("resourceLogs"), digest)
             self._spans(obj.get("resourceSpans"), digest)
+            if marks is not None and marks.clean(self):
+                self.problems.add(NUL_REPLACED, self._where)
 
     def _logs(self, resource_logs: Any, digest: str) -> None:
         for i, (rec, resource) in enumerate(_otlp_items(resource_logs, "scopeLogs", "logRecords"), 1):
@@ -514,7 +610,10 @@ class OtlpReader:
             or _nanos(rec.get("observedTimeUnixNano"))
         )
         if at is None:
-            self.problems.add("a log record without a valid time", self.path)
+            self.problems.add("a log record without a valid time", self._where)
+            return
+        if not in_range(at):
+            self.problems.add(OUT_OF_RANGE, self._where)
             return
         agent = _agent(resource, name)
         session = _str(a.get("session.id")) or _str(a.get("conversation.id")) or ""
@@ -599,7 +698,10 @@ class OtlpReader:
             return
         at = _nanos(span.get("startTimeUnixNano"))
         if at is None:
-            self.problems.add("a span without a valid start time", self.path)
+            self.problems.add("a span without a valid start time", self._where)
+            return
+        if not in_range(at):
+            self.problems.add(OUT_OF_RANGE, self._where)
             return
         status = span.get("status")
         code = status.get("code") if isinstance(status, dict) else None

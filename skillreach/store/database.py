@@ -43,6 +43,7 @@ from skillreach.errors import ConfigError
 from skillreach.models import ProbeRecord
 from skillreach.store.limits import OPENED, pg_timeouts
 from skillreach.store.limits import retry_lost_connection as _retry_lost_connection
+from skillreach.store.schema_guard import refuse_newer
 
 __all__ = [
     "AlertRow",
@@ -341,10 +342,13 @@ def _current_revision(conn: Connection) -> str | None:
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest migration. Safe when several processes open the store at once."""
+    """Bring the schema to the newest migration. Safe when several processes open the store at once.
+    A schema newer than this skillreach's migrations is refused (:class:`ConfigError`), untouched."""
     with engine.connect() as conn:
-        if _current_revision(conn) == HEAD:
-            return
+        current = _current_revision(conn)
+    if current == HEAD:
+        return
+    refuse_newer(current, engine.url.render_as_string(hide_password=False), HEAD)
     from alembic import command  # only now: importing alembic costs ~0.5 s
 
     backend = engine.dialect.name
@@ -352,7 +356,9 @@ def migrate(engine: Engine) -> None:
     with engine.connect().execution_options(**opts) as conn, conn.begin():
         if backend == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(727311)"))  # one migrator at a time
-        if _current_revision(conn) != HEAD:
+        current = _current_revision(conn)
+        if current != HEAD:
+            refuse_newer(current, engine.url.render_as_string(hide_password=False), HEAD)
             command.upgrade(_alembic_config(conn), "head")
 
 

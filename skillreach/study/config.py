@@ -93,7 +93,7 @@ class StudyConfig(Frozen):
     """Refuse an ``out`` folder holding probes of another configuration (``skillreach run`` sets it,
     unless ``--force``; studies that reuse a working folder — ``check``, ``optimize`` — leave it off)."""
     # what it costs, how it is judged and gated
-    max_cost: float | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     judge_model: str | None = None
     """The rubric judge; ``None``: the offline fake judge for offline runtimes (see grading)."""

@@ -471,26 +471,46 @@ def _record(
     started: float,
     runtime_version: str | None = None,
 ) -> ProbeRecord:
-    return ProbeRecord(
-        query_id=query.id,
-        attempt=attempt,
-        invoked=tuple(outcome.invoked),
-        error=redact_text(outcome.error) if outcome.error else outcome.error,  # a key echoed back
-        turns=outcome.turns,
-        early_exit=outcome.early_exit,
-        runtime=runtime.name,
-        runtime_version=runtime_version,
-        model=options.model or getattr(runtime, "model", None),
-        resolved_model=outcome.resolved_model,
-        usage=outcome.usage,
-        cost_usd=outcome.cost_usd,
-        duration_ms=round((time.perf_counter() - started) * 1000),
-        fingerprint=fp,
-        retrieved=tuple(outcome.retrieved) if outcome.retrieved is not None else None,
-        tool_calls=tuple(outcome.tool_calls),
-        final_text=outcome.final_text,
-        finished_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-    )
+    """The probe's record; an outcome the record refuses (a runtime or its agent reporting a negative,
+    NaN or absurd cost, say) is this probe's error — its figures unknown, never the end of the run."""
+    from pydantic import ValidationError
+
+    provenance: dict[str, Any] = {
+        "query_id": query.id,
+        "attempt": attempt,
+        "runtime": runtime.name,
+        "runtime_version": runtime_version,
+        "model": options.model or getattr(runtime, "model", None),
+        "duration_ms": round((time.perf_counter() - started) * 1000),
+        "fingerprint": fp,
+        "finished_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }
+    try:
+        return ProbeRecord(
+            **provenance,
+            invoked=tuple(outcome.invoked),
+            error=redact_text(outcome.error) if outcome.error else outcome.error,  # a key echoed back
+            turns=outcome.turns,
+            early_exit=outcome.early_exit,
+            resolved_model=outcome.resolved_model,
+            usage=outcome.usage,
+            cost_usd=outcome.cost_usd,
+            retrieved=tuple(outcome.retrieved) if outcome.retrieved is not None else None,
+            tool_calls=tuple(outcome.tool_calls),
+            final_text=outcome.final_text,
+        )
+    except ValidationError as exc:
+        bad = exc.errors()[0]
+        field = ".".join(str(p) for p in bad["loc"]) or "the outcome"
+        value = repr(bad.get("input"))[:80]
+        log.info("runtime %s reported an invalid %s on query %s: %s", runtime.name, field, query.id, value)
+        return ProbeRecord(
+            **provenance,
+            error=redact_text(
+                f"the runtime reported an invalid {field} ({value}: {bad['msg']}); the probe's result and "
+                "cost are unknown"
+            ),
+        )
 
 
 async def runtime_version(runtime: Runtime) -> str | None:

@@ -227,6 +227,20 @@ class DirectPost:
             self._loop = loop
         return self._session
 
+    def _timeout_error(self, cause: Exception) -> anthropic.APITimeoutError:
+        """The SDK's own timeout error for this cause: later SDKs name the host and the phase."""
+        make = getattr(self._client, "_make_timeout_error", None)
+        if make is not None:
+            return make(self._request, cause)  # type: ignore[no-any-return]
+        return anthropic.APITimeoutError(request=self._request)
+
+    def _connection_error(self, cause: Exception) -> anthropic.APIConnectionError:
+        """The SDK's own connection error for this cause: later SDKs say which host failed and why."""
+        make = getattr(self._client, "_make_connection_error", None)
+        if make is not None:
+            return make(self._request, cause)  # type: ignore[no-any-return]
+        return anthropic.APIConnectionError(request=self._request)
+
     async def post(self, body: bytes) -> bytes:
         """The response body of a 2xx; the SDK's exception otherwise."""
         session = self._open()
@@ -240,9 +254,9 @@ class DirectPost:
                 with self._map_exceptions():
                     raise failure
             except httpx2.TimeoutException as exc:
-                raise anthropic.APITimeoutError(request=self._request) from exc
+                raise self._timeout_error(exc) from exc
             except Exception as exc:
-                raise anthropic.APIConnectionError(request=self._request) from exc
+                raise self._connection_error(exc) from exc
         if status >= 400:
             response = httpx2.Response(status, headers=raw_headers, content=data, request=self._request)
             raise self._client._make_status_error_from_response(response)

@@ -76,7 +76,7 @@ import orjson
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._anthropic_common import translate_error, usage_of
+from skillreach.runtimes._anthropic_common import translate_error, usage_of, within_deadline
 from skillreach.runtimes._ratelimit import limiter
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import (
@@ -486,6 +486,7 @@ class AnthropicRuntime:
             if not (first.api_key or first.auth_token or getattr(first, "_token_cache", None)):
                 raise ConfigError(_NO_KEY)
         self.client = self._clients[0]
+        self._messages_url = str(getattr(self.client, "base_url", "") or "").rstrip("/") + "/v1/messages"
         self._next_client = itertools.cycle(self._clients)
         self._direct: DirectPost | None = None
         if direct and client is None and self.http == "aiohttp" and DirectPost.available(self.client):
@@ -535,14 +536,16 @@ class AnthropicRuntime:
                 await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
             if self._direct is not None:
-                raw = await self._direct.post(body)
+                exchange = self._direct.post(body)
             else:
-                raw = await next(self._next_client).post(
+                exchange = next(self._next_client).post(
                     "/v1/messages",
                     content=body,
                     cast_to=bytes,
                     options={"headers": {"content-type": "application/json"}, "timeout": self.timeout_s},
                 )
+            # timeout_s bounds the whole exchange, not each read: a reply dripped a byte at a time ends
+            raw = await within_deadline(self.timeout_s, exchange, self._messages_url)
         try:
             message: dict[str, Any] = orjson.loads(raw)
         except ValueError as exc:
@@ -632,7 +635,8 @@ class AnthropicRuntime:
         """``GET /v1/models/{id}``; ``None`` when the server has no Models API (404 or 405: told apart
         from a wrong model by the Messages request that follows)."""
         try:
-            return await self.client.models.retrieve(model)
+            url = str(self.client.base_url).rstrip("/") + f"/v1/models/{model}"
+            return await within_deadline(self.timeout_s, self.client.models.retrieve(model), url)
         except anthropic.APIStatusError as exc:
             if exc.status_code not in (404, 405):
                 raise

@@ -114,6 +114,9 @@ def _walk(a: Any, b: Any, path: str, out: dict[str, Any], tol: float) -> None:
             _walk(a[key], b[key], f"{path}.{key}", out, tol)
     elif isinstance(a, float) and isinstance(b, float):
         out["numbers"] += 1
+        if math.isnan(b) and not math.isnan(a):
+            out["was_nan"].append(path)  # the other revision's answer was nan (scipy's far-tail nct)
+            return
         if math.isinf(a) or math.isinf(b) or math.isnan(a) or math.isnan(b):
             same = a == b or (math.isnan(a) and math.isnan(b))
             diff = 0.0 if same else math.inf
@@ -149,11 +152,16 @@ def main() -> None:
         other = json.loads(args.against.read_text())
         if (other["n"], other["seed"]) != (args.n, args.seed):
             raise SystemExit(f"{args.against} holds n={other['n']} seed={other['seed']}: pass the same")
-        out: dict[str, Any] = {"numbers": 0, "exact": 0, "max": (0.0, ""), "beyond": [], "unequal": []}
+        out: dict[str, Any] = {"numbers": 0, "exact": 0, "max": (0.0, ""), "beyond": [], "unequal": [],
+                               "was_nan": []}
         _walk(json.loads(json.dumps(rows)), other["rows"], "", out, args.tol)
         print(f"against {args.against}: {out['exact']} verdicts, counts and decisions compared, "
               f"{len(out['unequal'])} unequal; {out['numbers']} numbers compared, {len(out['beyond'])} "
               f"beyond {args.tol:g}; largest difference {out['max'][0]:.3g} ({out['max'][1] or '-'})")
+        if out["was_nan"]:
+            keys = sorted({p.rsplit(".", 1)[-1] for p in out["was_nan"]})
+            print(f"  {len(out['was_nan'])} numbers were nan in {args.against} and are numbers now "
+                  f"({', '.join(keys)}): a nan the other revision answered, not a difference of value")
         for line in (out["unequal"] + out["beyond"])[:20]:
             print("  " + line)
         if out["unequal"] or out["beyond"]:

@@ -48,12 +48,14 @@ pytest: $(STAMP)
 # The newest releases of the packages we bound or lean on (prefect, anthropic, openai, sqlalchemy),
 # past our upper bounds (uv's --override), in a throw-away venv, then the suite (or PYTEST_ARGS, e.g.
 # PYTEST_ARGS=tests/test_prefect_adapter.py): an upgrade that breaks us is found before users find it.
+# An override replaces every requirement of its package, extras included: sqlalchemy keeps [asyncio]
+# (greenlet, which Prefect's server needs and SQLAlchemy 2.1 no longer installs by itself).
 LATEST := .venv-latest
 test-latest:
 	rm -rf $(LATEST)
 	$(PY) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --disable-pip-version-check uv
-	printf 'prefect\nanthropic[aiohttp]\nopenai\nsqlalchemy\n' > $(LATEST)/latest.txt
+	printf 'prefect\nanthropic[aiohttp]\nopenai\nsqlalchemy[asyncio]\n' > $(LATEST)/latest.txt
 	$(LATEST)/bin/uv pip install --quiet --python $(LATEST)/bin/python --upgrade \
 		--override $(LATEST)/latest.txt -e '.[test]'
 	$(LATEST)/bin/python -c "from importlib.metadata import version as v; \

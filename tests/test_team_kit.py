@@ -44,7 +44,7 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds
     src = base / "src"
     shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        ".venv*", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
         "runs", ".hypothesis",
     ))
     _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(src)], src, dict(os.environ))
@@ -487,7 +487,7 @@ def test_precommit_installs_the_hooks_itself_from_the_repository_at_a_commit(
     assert shutil.which("skillreach", path=env["PATH"]) is None, "skillreach must come from pre-commit's env"
     hooks_repo = tmp_path / "skillreach"
     shutil.copytree(REPO, hooks_repo, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        ".venv*", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
         "runs", ".hypothesis",
     ))
     _run(["git", "init", "-q", "-b", "main", str(hooks_repo)], tmp_path, env)

@@ -26,7 +26,16 @@ Seconds are converted to the quiet machine's two ways: wall seconds by the refer
 (the issue's goal), and CPU seconds (user + sys of the process) by the reference's CPU time, steadier
 when other work shares the cores (the run is one busy thread: on a quiet machine its wall ≈ its CPU).
 
-Usage: ``python bench/demo_time.py [--skip-ephemeral] [--skip-server]``
+``--fresh-clone REV [REV ...]`` measures instead what a newcomer's first command costs: for each
+revision, ``git clone`` of this repository into an empty folder, ``git checkout REV``, then ``make demo``
+there — creating ``.venv``, installing what that revision's Makefile installs for the demo, and running
+it — timed by wall and by the CPU of every process it started, with the load average before and after
+and the packages the venv ended with. The installer's cache (uv's, ``~/.cache/uv``) is the machine's own,
+as on a developer's machine after any earlier install; ``--cold-cache`` gives each clone an empty one
+(every wheel downloaded: the network's speed then counts too).
+
+Usage: ``python bench/demo_time.py [--skip-ephemeral] [--skip-server]``,
+``python bench/demo_time.py --fresh-clone main HEAD [--cold-cache]``
 """
 
 from __future__ import annotations
@@ -113,11 +122,52 @@ def _wait_health(api: str, timeout_s: float = 180) -> float:
     raise SystemExit("the Prefect server did not become healthy")
 
 
+def fresh_clone(revs: list[str], *, cold_cache: bool) -> None:
+    """``make demo`` in a fresh clone of each revision (see the module's docstring)."""
+    results: list[tuple[str, str, float, float, tuple[float, float], int]] = []
+    for rev in revs:
+        sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        work = Path(tempfile.mkdtemp(prefix="skillreach-fresh-clone-"))
+        try:
+            clone = work / "skillreach"
+            subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True)
+            subprocess.run(["git", "-C", str(clone), "checkout", "-q", sha], check=True)
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("PREFECT_", "VIRTUAL_ENV", "SKILLREACH_"))}
+            env.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
+            if cold_cache:
+                env["UV_CACHE_DIR"] = str(work / "uv-cache")
+                env["PIP_NO_CACHE_DIR"] = "1"
+            load_before = os.getloadavg()[0]
+            dt = _timed(["make", "demo"], env, clone)
+            load_after = os.getloadavg()[0]
+            site = next((clone / ".venv" / "lib").glob("python3*/site-packages"))
+            packages = len(list(site.glob("*.dist-info")))
+            results.append((rev, sha, dt, CPU[dt], (load_before, load_after), packages))
+            print(f"make demo, fresh clone of {rev} ({sha}): {dt:.1f} s wall, {CPU[dt]:.1f} s CPU, "
+                  f"load {load_before:.1f} → {load_after:.1f}, {packages} packages in .venv", flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    cache = "an empty installer cache" if cold_cache else "the machine's installer cache"
+    print(f"\n| revision | make demo, fresh clone ({cache}) | CPU | load (1 min) before → after | packages |")
+    print("|---|---|---|---|---|")
+    for rev, sha, dt, cpu, (lb, la), packages in results:
+        print(f"| {rev} ({sha}) | {dt:.1f} s | {cpu:.1f} s | {lb:.1f} → {la:.1f} | {packages} |")
+    print(f"{os.cpu_count()} CPUs; goal: make demo on a fresh clone ≤ 60 s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-ephemeral", action="store_true", help="skip the temporary-server cases (~1 min)")
     ap.add_argument("--skip-server", action="store_true", help="skip the running-server case")
+    ap.add_argument("--fresh-clone", nargs="+", metavar="REV",
+                    help="instead: time `make demo` in a fresh clone of each revision")
+    ap.add_argument("--cold-cache", action="store_true", help="with --fresh-clone: an empty installer cache")
     args = ap.parse_args()
+    if args.fresh_clone:
+        fresh_clone(args.fresh_clone, cold_cache=args.cold_cache)
+        return
     rows: list[tuple[str, float]] = []
     ref, ref_cpu = reference_us_per_line(), reference_us_per_line(clock=time.process_time)
     work = Path(tempfile.mkdtemp(prefix="skillreach-demo-time-"))

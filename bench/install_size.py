@@ -101,7 +101,7 @@ def build_wheel(work: Path) -> Path:
         src,
         symlinks=True,
         ignore=shutil.ignore_patterns(
-            ".venv",
+            ".venv*",  # .venv and make test-latest's .venv-latest
             ".git",
             "build",
             "dist",

@@ -1,5 +1,10 @@
-"""Automations cannot be declared in prefect.yaml: they are upserted here, idempotently (delete every
-automation of the name, then create it).
+"""The automations, upserted from Python, idempotently (delete every automation of the name, then create
+it). Prefect can declare automations in a file (``prefect automation create --from-file`` takes YAML or
+JSON; ``prefect.yaml``'s deployment triggers cover only automations that run a deployment), but not
+these: each alert automation names the ids of the notification blocks it sends to, blocks made at
+upsert time from ``SKILLREACH_ALERT_WEBHOOKS`` (their URLs kept in the blocks' secrets, never in a file
+that would show them), and the CLI creates a second copy of an automation each time it runs where
+``skillreach serve`` must replace its own. Python makes the blocks and the automations in one step.
 
 ``skillreach-crash-zombie-runs``: Prefect's documented answer to "zombie" runs. Flow runs of deployments
 send ``prefect.flow-run.heartbeat`` events (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, set by ``skillreach

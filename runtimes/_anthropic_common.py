@@ -6,6 +6,10 @@ generator.
   dropped connections; ``x-should-retry`` overrides, ``retry-after`` is kept) or
   :class:`~skillreach.errors.ProbeFailed` (a 4xx: not worth one), the text ``HTTP <status> <type>:
   <the API's message>``; ``None`` for an exception that is not the SDK's.
+- :func:`within_deadline`: one whole exchange with the API (connecting, sending, every byte of the
+  reply) bounded by one deadline, the SDK's ``APITimeoutError`` past it. The SDK's timeout (httpx's and
+  aiohttp's) bounds each read, so a server that drips its reply a byte at a time would hold a probe
+  for ever; ``SKILLREACH_TIMEOUT_S`` is the whole exchange's.
 - :func:`usage_of`: the one reader of a message's ``usage`` (an SDK object or the API's JSON), cache
   tokens included; the claude CLI's stream-json carries the same shape.
 
@@ -14,13 +18,17 @@ The SDK is imported only when an error is translated: ``usage_of`` serves the cl
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from skillreach.errors import ProbeFailed
 from skillreach.models import Usage
 from skillreach.runtimes._skilltool import classify_sdk_error, error_detail
 
-__all__ = ["api_message", "describe", "translate_error", "usage_of"]
+__all__ = ["api_message", "describe", "translate_error", "usage_of", "within_deadline"]
+
+T = TypeVar("T")
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -36,6 +44,23 @@ def translate_error(exc: BaseException) -> ProbeFailed | None:
     import anthropic
 
     return classify_sdk_error(exc, anthropic, describe)
+
+
+async def within_deadline(seconds: float, call: Awaitable[T], url: str) -> T:
+    """``await call`` (one exchange with ``url``) for at most ``seconds`` in all; past that the call is
+    cancelled and the SDK's own ``APITimeoutError`` raised, which :func:`translate_error` makes a
+    transient "the request timed out" (retried like any timeout)."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await call
+    except TimeoutError as exc:
+        import anthropic
+        import httpx2
+
+        raise anthropic.APITimeoutError(
+            request=httpx2.Request("POST", url),
+            message=f"no complete reply from {url} within {seconds:g} s (the deadline of the whole exchange)",
+        ) from exc
 
 
 def api_message(exc: BaseException) -> str:

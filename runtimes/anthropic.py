@@ -76,7 +76,7 @@ import orjson
 
 from skillreach.errors import ConfigError, ProbeFailed, TransientProbeError
 from skillreach.models import Catalog, Query, Usage
-from skillreach.runtimes._anthropic_common import translate_error, usage_of
+from skillreach.runtimes._anthropic_common import translate_error, usage_of, within_deadline
 from skillreach.runtimes._ratelimit import limiter
 from skillreach.runtimes._retry import RetryPolicy, retrying
 from skillreach.runtimes._skilltool import (
@@ -105,9 +105,11 @@ __all__ = [
     "AnthropicOptions",
     "AnthropicRuntime",
     "DirectPost",
+    "SdkInternals",
     "classify_error",
     "cost_of",
     "estimate_request_tokens",
+    "sdk_internals",
     "skill_tool",
 ]
 
@@ -156,26 +158,57 @@ class RuntimeStats:
     errors: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class SdkInternals:
+    """What :class:`DirectPost` takes from the SDK beyond its public API, so that its errors are the
+    SDK's own: the SDK's aiohttp exception map and the client's builders of a status error (from a
+    response), a timeout error and a connection error (naming host and reason)."""
+
+    map_aiohttp_exceptions: Callable[[], Any]
+    status_error: Callable[[Any], Exception]
+    timeout_error: Callable[[Any, Exception], Exception]
+    connection_error: Callable[[Any, Exception], Exception]
+
+
+def sdk_internals(client: Any) -> SdkInternals | None:
+    """The one place this runtime reaches past the ``anthropic`` SDK's public API (for the direct path);
+    ``None`` when the installed SDK no longer has one of them, or the client refreshes credentials or
+    runs middleware of its own (then requests take the SDK's public path, ``client.post``).
+    ``tests/test_runtime_anthropic_sdk.py`` fails when an SDK release moves any of them."""
+    if getattr(client, "_custom_auth", None) is not None or getattr(client, "_middleware", None):
+        return None
+    if not (getattr(client, "api_key", None) or getattr(client, "auth_token", None)):
+        return None
+    try:
+        import aiohttp  # noqa: F401
+        import httpx2  # noqa: F401
+        from anthropic._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
+    except ImportError:
+        return None
+    builders = [getattr(client, name, None) for name in (
+        "_make_status_error_from_response", "_make_timeout_error", "_make_connection_error")]
+    if not all(callable(b) for b in builders):
+        return None
+    return SdkInternals(map_aiohttp_exceptions, *builders)  # type: ignore[arg-type]
+
+
 class DirectPost:
     """``POST /v1/messages`` on one shared aiohttp session (keep-alive, ``connections`` in the pool),
     with the URL and headers the SDK ``client`` sends (auth, ``anthropic-version``, its user agent and
     platform headers, custom headers), read from it once.
 
-    Errors are the SDK's: a 4xx/5xx is built by the client from the response
-    (``_make_status_error_from_response``, so the status, body and ``retry-after`` /
-    ``x-should-retry`` headers reach :func:`classify_error` as on the SDK's path); an aiohttp failure
-    goes through the SDK's own aiohttp exception map and is raised as ``APITimeoutError`` /
-    ``APIConnectionError`` from it, as the SDK's request path does. The session is made on first use
-    in the running event loop (a new loop gets a new one).
+    Errors are the SDK's, built by its own code (:func:`sdk_internals`): a 4xx/5xx from the response
+    (so the status, body and ``retry-after`` / ``x-should-retry`` headers reach :func:`classify_error`
+    as on the SDK's path); an aiohttp failure through the SDK's aiohttp exception map, raised as
+    ``APITimeoutError`` / ``APIConnectionError`` as the SDK's request path does. The session is made on
+    first use in the running event loop (a new loop gets a new one).
     """
 
-    def __init__(self, client: Any, connections: int, timeout_s: float) -> None:
+    def __init__(self, client: Any, connections: int, timeout_s: float, internals: SdkInternals) -> None:
         import httpx2
-        from anthropic._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
 
         self._httpx = httpx2
-        self._map_exceptions = map_aiohttp_exceptions
-        self._client = client
+        self._sdk = internals
         self.url = str(client.base_url).rstrip("/") + "/v1/messages"
         headers = {k.lower(): v for k, v in client.default_headers.items() if isinstance(v, str)}
         headers.update(
@@ -192,23 +225,6 @@ class DirectPost:
         self._request = httpx2.Request("POST", self.url)  # what the SDK's exceptions carry
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    @staticmethod
-    def available(client: Any) -> bool:
-        """Whether the direct path can send what the SDK would: aiohttp and the SDK's httpx2 layer are
-        importable, the credentials are a static key or token (OAuth credentials refresh inside the
-        SDK), and the client has no middleware."""
-        if getattr(client, "_custom_auth", None) is not None or getattr(client, "_middleware", None):
-            return False
-        if not (getattr(client, "api_key", None) or getattr(client, "auth_token", None)):
-            return False
-        try:
-            import aiohttp  # noqa: F401
-            import httpx2  # noqa: F401
-            from anthropic._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions  # noqa: F401
-        except ImportError:
-            return False
-        return True
 
     def _open(self) -> Any:
         import aiohttp
@@ -227,20 +243,6 @@ class DirectPost:
             self._loop = loop
         return self._session
 
-    def _timeout_error(self, cause: Exception) -> anthropic.APITimeoutError:
-        """The SDK's own timeout error for this cause: later SDKs name the host and the phase."""
-        make = getattr(self._client, "_make_timeout_error", None)
-        if make is not None:
-            return make(self._request, cause)  # type: ignore[no-any-return]
-        return anthropic.APITimeoutError(request=self._request)
-
-    def _connection_error(self, cause: Exception) -> anthropic.APIConnectionError:
-        """The SDK's own connection error for this cause: later SDKs say which host failed and why."""
-        make = getattr(self._client, "_make_connection_error", None)
-        if make is not None:
-            return make(self._request, cause)  # type: ignore[no-any-return]
-        return anthropic.APIConnectionError(request=self._request)
-
     async def post(self, body: bytes) -> bytes:
         """The response body of a 2xx; the SDK's exception otherwise."""
         session = self._open()
@@ -251,15 +253,15 @@ class DirectPost:
                 status, raw_headers = resp.status, resp.raw_headers
         except Exception as failure:
             try:  # the SDK's aiohttp exception map, entered only when a request failed
-                with self._map_exceptions():
+                with self._sdk.map_aiohttp_exceptions():
                     raise failure
             except httpx2.TimeoutException as exc:
-                raise self._timeout_error(exc) from exc
+                raise self._sdk.timeout_error(self._request, exc) from exc
             except Exception as exc:
-                raise self._connection_error(exc) from exc
+                raise self._sdk.connection_error(self._request, exc) from exc
         if status >= 400:
             response = httpx2.Response(status, headers=raw_headers, content=data, request=self._request)
-            raise self._client._make_status_error_from_response(response)
+            raise self._sdk.status_error(response)
         return data
 
     async def aclose(self) -> None:
@@ -486,10 +488,13 @@ class AnthropicRuntime:
             if not (first.api_key or first.auth_token or getattr(first, "_token_cache", None)):
                 raise ConfigError(_NO_KEY)
         self.client = self._clients[0]
+        self._messages_url = str(getattr(self.client, "base_url", "") or "").rstrip("/") + "/v1/messages"
         self._next_client = itertools.cycle(self._clients)
         self._direct: DirectPost | None = None
-        if direct and client is None and self.http == "aiohttp" and DirectPost.available(self.client):
-            self._direct = DirectPost(self.client, concurrency or s.concurrency, self.timeout_s)
+        wanted = direct and client is None and self.http == "aiohttp"
+        internals = sdk_internals(self.client) if wanted else None
+        if internals is not None:
+            self._direct = DirectPost(self.client, concurrency or s.concurrency, self.timeout_s, internals)
 
     @property
     def request_path(self) -> str:
@@ -535,14 +540,16 @@ class AnthropicRuntime:
                 await self._itpm.acquire(estimate_request_tokens(params))
             self.stats.requests += 1
             if self._direct is not None:
-                raw = await self._direct.post(body)
+                exchange = self._direct.post(body)
             else:
-                raw = await next(self._next_client).post(
+                exchange = next(self._next_client).post(
                     "/v1/messages",
                     content=body,
                     cast_to=bytes,
                     options={"headers": {"content-type": "application/json"}, "timeout": self.timeout_s},
                 )
+            # timeout_s bounds the whole exchange, not each read: a reply dripped a byte at a time ends
+            raw = await within_deadline(self.timeout_s, exchange, self._messages_url)
         try:
             message: dict[str, Any] = orjson.loads(raw)
         except ValueError as exc:
@@ -632,7 +639,8 @@ class AnthropicRuntime:
         """``GET /v1/models/{id}``; ``None`` when the server has no Models API (404 or 405: told apart
         from a wrong model by the Messages request that follows)."""
         try:
-            return await self.client.models.retrieve(model)
+            url = str(self.client.base_url).rstrip("/") + f"/v1/models/{model}"
+            return await within_deadline(self.timeout_s, self.client.models.retrieve(model), url)
         except anthropic.APIStatusError as exc:
             if exc.status_code not in (404, 405):
                 raise

@@ -4,7 +4,9 @@ Key and endpoint come from ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` as the
 ``client`` passed in). One request per graded answer: the prompt of ``skillreach/templates/judge.j2``
 as the user message, no tools (the SDK of this project takes no ``temperature``). Transient failures
 (429, 529, 5xx, timeouts, dropped connections) are retried by the SDK (``max_retries``, honouring
-``retry-after``); what still fails becomes :class:`~skillreach.errors.ProbeFailed` (the probe stays
+``retry-after``); ``timeout_s`` is a deadline for the whole grading, the SDK's retries included (the
+SDK's own timeout bounds each read: a reply dripped a byte at a time would never end); what still
+fails becomes :class:`~skillreach.errors.ProbeFailed` (the probe stays
 ungraded). Keys never reach messages.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillreach.runtimes._anthropic_common import translate_error, usage_of
+from skillreach.runtimes._anthropic_common import translate_error, usage_of, within_deadline
 from skillreach.study.judge import JudgeRequest, JudgeResult, parse_grade
 
 __all__ = ["DEFAULT_JUDGE_MODEL", "AnthropicJudge"]
@@ -51,12 +53,14 @@ class AnthropicJudge:
     async def grade(self, request: JudgeRequest) -> JudgeResult:
         client = self._get_client()
         try:
-            message = await client.messages.create(
+            create = client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=SYSTEM,
                 messages=[{"role": "user", "content": request.prompt}],
             )
+            url = str(getattr(client, "base_url", "") or "").rstrip("/") + "/v1/messages"
+            message = await within_deadline(self._timeout_s, create, url)
         except Exception as exc:
             err = translate_error(exc)  # the one map of the SDK's errors (runtime, judge, generator)
             if err is None:

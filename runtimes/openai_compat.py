@@ -222,7 +222,17 @@ class OpenAICompatRuntime:
     async def _create_once(self, request: dict[str, Any]) -> Any:
         async with self._sem:
             await self._rpm.acquire(1)
-            return await self._get_client().chat.completions.create(**request)
+            client = self._get_client()
+            # timeout_s bounds the whole exchange, not each read: a reply dripped a byte at a time ends
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    return await client.chat.completions.create(**request)
+            except TimeoutError as exc:
+                import httpx2
+                import openai
+
+                url = str(client.base_url).rstrip("/") + "/chat/completions"
+                raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from exc
 
     @property
     def endpoint(self) -> tuple[str, str]:

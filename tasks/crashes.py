@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from skillreach.study.config import StudyConfig
 from skillreach.tasks._context import logger, store_for
+from skillreach.tasks._prefect_adapter import force_flow_run_state, force_task_run_state
 
 __all__ = ["crash_children", "crash_studies", "crash_task_runs", "reconcile_finished", "run_tree"]
 
@@ -37,7 +38,7 @@ async def crash_children(flow_run_id: str, message: str) -> list[str]:
                 seen.append(str(child.id))
                 todo.append(child.id)
                 if child.state is None or child.state.type.value not in _FINAL:
-                    await client.set_flow_run_state(child.id, Crashed(message=message), force=True)
+                    await force_flow_run_state(client, child.id, Crashed(message=message))
                     logger().warning("child run %s (%s) marked Crashed", child.name, child.id)
     return seen
 
@@ -78,7 +79,7 @@ async def reconcile_finished(config: StudyConfig, flow_run_ids: list[str]) -> li
         for run_id in flow_run_ids:
             run = await client.read_flow_run(UUID(run_id))
             if run.state is None or run.state.type.value != "COMPLETED":
-                await client.set_flow_run_state(run.id, Completed(message=message), force=True)
+                await force_flow_run_state(client, run.id, Completed(message=message))
     logger().warning("%s", message)
     return done
 
@@ -97,7 +98,7 @@ async def crash_task_runs(flow_run_ids: list[str], message: str) -> int:
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[UUID(i) for i in flow_run_ids])))
         for run in runs:
             if run.state is None or run.state.type.value not in _FINAL:
-                await client.set_task_run_state(run.id, Crashed(message=message), force=True)
+                await force_task_run_state(client, run.id, Crashed(message=message))
                 n += 1
     if n:
         logger().warning("%d task run(s) of the crashed runs marked Crashed", n)

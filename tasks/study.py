@@ -51,6 +51,7 @@ from skillreach.tasks._context import (
     set_progress,
     store_for,
 )
+from skillreach.tasks._prefect_adapter import force_task_run_state, task_workers_serving
 
 __all__ = [
     "assemble_catalog",
@@ -657,11 +658,7 @@ async def task_workers_seen() -> int:
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
-        response = await client._client.post(  # no public client method for /task_workers/filter in 3.9
-            "/task_workers/filter", json={"task_worker_filter": {"task_keys": [probe_batch_remote.task_key]}}
-        )
-        response.raise_for_status()
-        return len(response.json())
+        return await task_workers_serving(client, [probe_batch_remote.task_key])
 
 
 async def use_task_workers(config: StudyConfig) -> int:
@@ -755,8 +752,8 @@ async def probe_on_workers(
             return False
         if time.monotonic() - suspect.setdefault(i, time.monotonic()) < CRASH_AFTER_S:
             return False  # starting (the lock comes first thing) or finishing: look again
-        await client.set_task_run_state(
-            future.task_run_id, Crashed(message="its worker stopped (its store lock is free)"), force=True
+        await force_task_run_state(
+            client, future.task_run_id, Crashed(message="its worker stopped (its store lock is free)")
         )
         return True
 
@@ -795,8 +792,8 @@ async def probe_on_workers(
             if run is not None and run.state is not None and run.state.is_running():
                 continue
             with contextlib.suppress(Exception):
-                await client.set_task_run_state(
-                    future.task_run_id, Cancelled(message="the study's cost cap was reached"), force=True
+                await force_task_run_state(
+                    client, future.task_run_id, Cancelled(message="the study's cost cap was reached")
                 )
             del futures[i]
 
@@ -844,7 +841,7 @@ async def probe_on_workers(
                         for i in waiting:
                             future, tries = futures[i]
                             held = Cancelled(message="held by a worker that stopped")
-                            await client.set_task_run_state(future.task_run_id, held, force=True)
+                            await force_task_run_state(client, future.task_run_id, held)
                             resubmit(i, tries)
                         progress = time.monotonic()
             if capped:

@@ -64,6 +64,7 @@ SERIAL_MODULES = frozenset({
     "tests/test_live_service.py",
     "tests/test_operator_alerts.py",
     "tests/test_operator_week.py",
+    "tests/test_prefect_adapter.py",
     "tests/test_realserver.py",
     "tests/test_scale_out.py",
     "tests/test_team_kit.py",
@@ -112,45 +113,3 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if (name.startswith("SKILLREACH_") and name not in _KEEP) or name.startswith(_PROVIDER):
             monkeypatch.delenv(name, raising=False)
-
-
-def hide_scipy() -> dict[str, Any]:
-    """Make ``import scipy`` (and every submodule) fail, as in an install without the ``fast`` extra;
-    returns what to put back (:func:`restore_modules`)."""
-    import sys
-
-    saved = {k: v for k, v in sys.modules.items() if k == "scipy" or k.startswith("scipy.")}
-    saved.setdefault("scipy", None)
-    for name in saved:
-        sys.modules[name] = None  # type: ignore[assignment]
-    return saved
-
-
-def restore_modules(saved: dict[str, Any]) -> None:
-    import sys
-
-    for name, module in saved.items():
-        if module is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = module
-
-
-@pytest.fixture(scope="module", params=["scipy", "without scipy"])
-def scipy_or_not(request: pytest.FixtureRequest) -> str:
-    """Each test of a module that uses it runs with scipy and again with it hidden (the default install,
-    where BM25's sparse products and the distributions fall back to numpy and the standard library).
-    Hidden while the test itself runs (:func:`pytest_runtest_call`), never while another test does."""
-    return str(request.param)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
-    callspec = getattr(item, "callspec", None)
-    hidden = callspec is not None and callspec.params.get("scipy_or_not") == "without scipy"
-    saved = hide_scipy() if hidden else None
-    try:
-        yield
-    finally:
-        if saved is not None:
-            restore_modules(saved)

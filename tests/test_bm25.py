@@ -25,8 +25,6 @@ from skillreach.skills.bm25 import (
 )
 from skillreach.skills.discovery import discover
 
-pytestmark = pytest.mark.usefixtures("scipy_or_not")  # each test with scipy and without it
-
 WORDS = ["pdf", "word", "deploy", "rollback", "schema", "query", "index", "config", "push", "release"]
 
 
@@ -311,12 +309,3 @@ def test_index_of_texts_falls_back_text_by_text_for_non_ascii() -> None:
     assert _ascii_codes(texts[2:3]) is not None  # the path taken at once
     assert _ascii_codes(texts) is None
     assert _ascii_codes(texts[2:]) is None
-
-
-def test_the_sparse_backend_is_scipy_or_numpy(scipy_or_not: str) -> None:
-    """The tests of this module run with scipy's sparse matrices and again with skillreach's numpy ones."""
-    from skillreach.skills._sparse import sparse
-
-    want = "scipy.sparse" if scipy_or_not == "scipy" else "skillreach.skills._sparse"
-    assert sparse().__name__ == want
-    assert type(BM25Index(["pdf tools", "deploy"]).tf).__module__.startswith(want)

@@ -363,6 +363,19 @@ def test_power_agrees_with_statsmodels() -> None:
         assert t_test_power(-effect, sd, k) >= 0.8 > t_test_power(-effect, sd, k - 1)
 
 
+def test_power_is_a_probability_where_scipys_noncentral_t_answers_nan() -> None:
+    """Some scipy releases (1.15, 1.16) answer nan for the noncentral t cdf in far tails (P(T ≤ c) at
+    df 1, nc 70; P(T ≤ −c) once below 1.5e-14; 1.17 does not): with any of them the power stays in
+    [0, 1], never falls as cases are added, and the cases needed are found where the first k already has
+    the power (a nan there made the search skip to 3)."""
+    for effect, sd in ((0.5, 0.01), (0.3, 0.02), (0.2, 0.05), (0.05, 0.001), (0.05, 0.3)):
+        powers = [t_test_power(effect, sd, k) for k in (2, 3, 4, 5, 8, 13, 40, 150, 300, 1000, 5000)]
+        assert all(0.0 <= p <= 1.0 for p in powers), powers
+        assert powers == sorted(powers), powers
+    assert required_cases(0.5, 0.01) == 2
+    assert required_cases(0.05, 0.001) == 2
+
+
 def test_more_spread_needs_more_cases() -> None:
     cases_needed = [required_cases(-0.05, sd) for sd in (0.05, 0.1, 0.2, 0.4)]
     assert all(c is not None for c in cases_needed)

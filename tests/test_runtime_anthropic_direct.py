@@ -19,7 +19,7 @@ import pytest
 
 from skillreach.models import Catalog, Query, Skill
 from skillreach.runtimes._retry import RetryPolicy
-from skillreach.runtimes.anthropic import AnthropicRuntime, DirectPost
+from skillreach.runtimes.anthropic import AnthropicRuntime, DirectPost, sdk_internals
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.study.probe_log import read_probes
@@ -63,9 +63,9 @@ def test_auto_takes_the_direct_path_and_the_sdk_path_stays_reachable() -> None:
     assert runtime("http://127.0.0.1:9", http="httpx").request_path == "SDK (httpx)"
     # OAuth credentials refresh inside the SDK: only a static key or token takes the direct path
     client = anthropic.AsyncAnthropic(api_key=KEY, base_url="http://127.0.0.1:9")
-    assert DirectPost.available(client)
+    assert sdk_internals(client) is not None
     client._custom_auth = object()
-    assert not DirectPost.available(client)
+    assert sdk_internals(client) is None
 
 
 def test_runtimes_share_one_verifying_tls_context() -> None:
@@ -125,7 +125,9 @@ async def test_a_failure_is_the_sdks_exception(fault: dict[str, Any]) -> None:
         client = anthropic.AsyncAnthropic(
             api_key=KEY, base_url=api.base_url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
         )
-        direct = DirectPost(client, 4, 30.0)
+        internals = sdk_internals(client)
+        assert internals is not None
+        direct = DirectPost(client, 4, 30.0, internals)
         status = fault.pop("status")
         api.inject(status, **fault)
         ours = await _raised(lambda: direct.post(body.encode()))

@@ -147,8 +147,9 @@ async def test_gives_up_after_max_retries_as_an_error() -> None:
 
 
 async def test_timeout_is_retried_then_reported() -> None:
-    with OpenAIChat(plan={"x": ["pdf"]}, delay_s=0.5) as api:
-        rt = runtime(api, max_retries=1, timeout_s=0.1)
+    # the timeout is the whole exchange's (connect, send, reply): 0.5 s lets a loaded machine send it
+    with OpenAIChat(plan={"x": ["pdf"]}, delay_s=3.0) as api:
+        rt = runtime(api, max_retries=1, timeout_s=0.5)
         out, _ = await probe(rt, q("x", "pdf"))
         await rt.aclose()
     assert out.error is not None

@@ -13,8 +13,6 @@ from statsmodels.stats.proportion import proportion_confint
 
 from skillreach.scoring.intervals import Z95, clustered_wilson, icc_anova, paired_t_interval, wilson
 
-pytestmark = pytest.mark.usefixtures("scipy_or_not")  # each test with scipy and without it
-
 
 def test_z_is_the_spec_constant() -> None:
     assert Z95 == 1.959963984540054
@@ -136,10 +134,3 @@ def test_paired_t_degenerate() -> None:
     with pytest.raises(ValueError, match="at least one"):
         paired_t_interval([])
     assert math.isfinite(paired_t_interval([0.0, 1.0])[2])
-
-
-def test_the_distributions_are_scipys_or_ours(scipy_or_not: str) -> None:
-    """The tests of this module run with scipy's distributions and again with skillreach's own."""
-    from skillreach.scoring.distributions import scipy_stats
-
-    assert (scipy_stats() is None) == (scipy_or_not == "without scipy")

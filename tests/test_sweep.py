@@ -10,6 +10,7 @@ import io
 import json
 import math
 import random
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -287,3 +288,30 @@ def test_a_size_holds_exactly_its_skills_when_one_skill_nests_another(tmp_path: 
     link_farm(tmp_path / "b", ["child", "parent"], folders)
     farm = discover([tmp_path / "b"], follow_outside=True)  # the farm's links lead outside it
     assert sorted(s.name for s in farm.skills) == ["child", "parent"]
+
+
+def test_kneedle_port_equals_kneed() -> None:
+    kneed = pytest.importorskip("kneed")
+    from skillreach.author.sweep import kneedle_decreasing_concave
+
+    rng = random.Random(1)
+    found = 0
+    for trial in range(1500):
+        n = rng.randint(3, 12)
+        sizes = sorted(rng.sample(range(2, 5000), n))
+        x = [math.log(s) for s in sizes]
+        if trial % 3 == 0:
+            y = sorted((rng.random() for _ in range(n)), reverse=True)
+        elif trial % 3 == 1:
+            y = [1 - (s / 5000) ** rng.uniform(0.3, 4) + rng.gauss(0, 0.02) for s in sizes]
+        else:
+            y = [round(rng.random(), 2) for _ in range(n)]
+        if max(y) == min(y):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = kneed.KneeLocator(x, y, curve="concave", direction="decreasing", S=1.0).knee
+        got = kneedle_decreasing_concave(x, y)
+        assert got == want, (x, y)
+        found += got is not None
+    assert found > 1000  # most curves have a knee: the comparison is not of Nones

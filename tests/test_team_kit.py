@@ -44,7 +44,7 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds
     src = base / "src"
     shutil.copytree(REPO, src, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        ".venv*", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
         "runs", ".hypothesis",
     ))
     _run([str(UV), "build", "--wheel", "--quiet", "-o", str(dist), str(src)], src, dict(os.environ))
@@ -301,11 +301,13 @@ def test_example_workflow_is_what_init_writes() -> None:
 # -- the lean default install ----------------------------------------------------------------------
 
 OPTIONAL = (
-    "numba", "llvmlite", "pyarrow", "scipy", "psycopg", "google.antigravity", "anthropic", "aiohttp",
-    "openai", "kneed", "sklearn", "statsmodels",
+    "numba", "llvmlite", "pyarrow", "psycopg", "google.antigravity", "openai", "kneed", "sklearn",
+    "statsmodels",
 )
-"""What the default install leaves out (extras fast, postgres, antigravity, anthropic, openai; the tests'
-own)."""
+"""What the default install leaves out (extras fast, postgres, antigravity, openai; the tests' own)."""
+DEFAULT = ("scipy", "anthropic", "aiohttp")
+"""What the design card puts in it: the statistics and sparse products, the anthropic runtime's SDK and
+its transport."""
 
 _FALLBACKS = r"""
 import json, sys
@@ -323,9 +325,6 @@ a = art.read_artifact(out / "artifact.json")
 art._ARROW_ROWS = 1
 again = art.write_artifact(a, out / "again.json")
 assert art.read_artifact(out / "again.json").digest == a.digest
-# scipy missing: BM25's sparse products are skillreach's numpy ones
-from skillreach.skills._sparse import sparse
-assert sparse().__name__ == "skillreach.skills._sparse"
 # numba missing: the compiled screen asked for is the sparse screen, the same rivals
 skills = load_skills([sys.argv[2]])
 fast = rivals(skills, top=3, compiled=True)
@@ -345,6 +344,9 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
                     "and u.find_spec('google') is not None and u.find_spec(m) is None)))", *OPTIONAL],
                    tmp_path, env).stdout.split()
     assert set(missing) == set(OPTIONAL), f"the default install pulls in {set(OPTIONAL) - set(missing)}"
+    present = _run([py, "-c", "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] "
+                    "if u.find_spec(m) is not None))", *DEFAULT], tmp_path, env).stdout.split()
+    assert present == list(DEFAULT), f"the default install lacks {set(DEFAULT) - set(present)}"
     site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
                      env).stdout.strip())
     # what du counts of the venv pip filled, bytecode and pip's own copy of itself included
@@ -367,20 +369,33 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
     assert _run([py, "-c", _FALLBACKS, str(ex), str(skills_dir)], tmp_path, env).stdout.strip() == (
         "fallbacks ok"
     )
-    # a statistics command without scipy: McNemar's exact test and the intervals are skillreach's own
+    # a statistics command: McNemar's exact test and the intervals, scipy's
     _run([sr, "run", "--runtime", "retriever", "--out", "exr"], tmp_path, env)
     compared = _run([sr, "diff", "ex", "exr", "--vary", "runtime"], tmp_path, env).stdout
     assert "McNemar exact p = " in compared, compared
     # a runtime whose SDK is an extra: one line naming it, exit 2
-    for runtime, extra in (("anthropic", "anthropic"), ("openai-compatible", "openai")):
+    for runtime, extra in (("openai-compatible", "openai"),):
         keyed = {**env, "ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-test"}
         args = [sr, "run", "--runtime", runtime, "--model", "m", "--out", f"sdk-{runtime}"]
         sdk = _run(args, tmp_path, keyed, check=False)
         assert sdk.returncode == 2, sdk.stderr
         assert sdk.stderr.strip().splitlines()[-1].endswith(f"pip install 'skillreach[{extra}]'"), sdk.stderr
         assert "Traceback" not in sdk.stderr
+    # the design card's runtime with no extra: a study through the anthropic runtime from the wheel
+    from tests.fakes.messages_api import MessagesAPI
+
+    with MessagesAPI() as api:
+        keyed = {**env, "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": api.base_url}
+        _run([sr, "run", "--runtime", "anthropic", "--model", "claude-sonnet-4-5", "--out", "sdk-anthropic"],
+             tmp_path, keyed)
+        assert api.calls, "the anthropic runtime sent nothing"
+    probed = (tmp_path / "sdk-anthropic" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert probed
+    assert all(json.loads(line).get("error") is None for line in probed), probed[:2]
     doctor = json.loads(_run([sr, "doctor", "--json"], tmp_path, env).stdout)
-    assert "pip install 'skillreach[anthropic]'" in json.dumps(doctor), doctor
+    assert "pip install 'skillreach[openai]'" in json.dumps(doctor), doctor
+    anthropic_status = next(r for r in doctor["runtimes"] if r["name"] == "anthropic")
+    assert anthropic_status["detail"].startswith("anthropic installed"), anthropic_status  # no extra
     # PostgreSQL without its driver: one line naming the extra
     pg = {**env, "SKILLREACH_DATABASE_URL": "postgresql+psycopg://u:secret@127.0.0.1:1/x"}
     worker = _run([sr, "worker"], tmp_path, pg, check=False)
@@ -472,7 +487,7 @@ def test_precommit_installs_the_hooks_itself_from_the_repository_at_a_commit(
     assert shutil.which("skillreach", path=env["PATH"]) is None, "skillreach must come from pre-commit's env"
     hooks_repo = tmp_path / "skillreach"
     shutil.copytree(REPO, hooks_repo, symlinks=True, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
+        ".venv*", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".skillreach", ".prefect",
         "runs", ".hypothesis",
     ))
     _run(["git", "init", "-q", "-b", "main", str(hooks_repo)], tmp_path, env)

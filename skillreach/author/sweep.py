@@ -31,9 +31,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -350,22 +350,13 @@ def _sla(curve: Sequence[tuple[int, float, Interval | None]], level: float) -> S
     return SlaSize(level=level, size=float(curve[-1][0]), beyond=True)
 
 
-def _relative_extrema(values: np.ndarray, compare: Callable[[Any, Any], Any]) -> np.ndarray:
-    """Indices where ``compare(v[i], v[i − 1])`` and ``compare(v[i], v[i + 1])``, the ends compared with
-    themselves on the missing side (scipy's ``argrelextrema``, order 1, mode ``clip``)."""
-    n = values.size
-    locs = np.arange(n)
-    plus = values[np.clip(locs + 1, 0, n - 1)]
-    minus = values[np.clip(locs - 1, 0, n - 1)]
-    return np.flatnonzero(compare(values, plus) & compare(values, minus))
-
-
 def kneedle_decreasing_concave(
     x: Sequence[float], y: Sequence[float], sensitivity: float = 1.0
 ) -> float | None:
     """The knee of a decreasing concave curve by Kneedle (Satopää et al. 2011), offline, no smoothing:
     kneed 0.9's ``KneeLocator(x, y, curve="concave", direction="decreasing", S=sensitivity).knee``
-    (ported: kneed needs scipy; ``tests/test_distributions.py`` holds the two equal on 1,500 curves)."""
+    (ported when scipy, which kneed needs, was not a dependency; its relative extrema are scipy's
+    ``argrelextrema`` now, as in kneed). ``tests/test_sweep.py`` holds the two equal on 1,500 curves."""
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     if xs.size != ys.size:
@@ -374,8 +365,10 @@ def kneedle_decreasing_concave(
     y_norm = np.flip((ys - ys.min()) / (ys.max() - ys.min()))  # decreasing concave → increasing concave
     x_norm = np.flip(1 - x_norm)  # mirror x by value too, keeping ascending order
     diff = y_norm - x_norm
-    maxima = _relative_extrema(diff, np.greater_equal)
-    minima = _relative_extrema(diff, np.less_equal)
+    from scipy.signal import argrelextrema
+
+    maxima = argrelextrema(diff, np.greater_equal, order=1, mode="clip")[0]
+    minima = argrelextrema(diff, np.less_equal, order=1, mode="clip")[0]
     if not maxima.size:
         return None
     thresholds = diff[maxima] - sensitivity * np.abs(np.diff(x_norm).mean())

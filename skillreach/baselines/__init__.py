@@ -2,7 +2,7 @@
 their store in git (``record_store``), paired comparison and gates (``gates``), staged
 (group-sequential) comparison (``sequential``) and the re-baselining rules (``rebaseline``).
 
-``sequential`` loads numpy (and scipy, where the fast extra installs it) and is imported by path.
+``sequential`` loads numpy and scipy and is imported by path.
 """
 
 from __future__ import annotations

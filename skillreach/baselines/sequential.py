@@ -1,5 +1,5 @@
 """Stop probing when the gate's answer is known: a group-sequential gate (spec/metrics.md
-"Staged comparison"). Pure: numpy, and scipy's distributions where installed (else ours).
+"Staged comparison"). Pure: numpy and scipy (its normal and t distributions, Brent's root finder).
 
 The fixed gate probes every case, then tests the paired differences once. The staged gate probes the
 cases in ``K`` planned stages (looks) and, after each, tests the paired statistic against a
@@ -42,7 +42,6 @@ from skillreach.baselines.gates import HIGHER_IS_WORSE, Verdict, gate_verdict
 from skillreach.baselines.records import BaselineRecord, case_rates
 from skillreach.errors import ConfigError
 from skillreach.models import QuerySet
-from skillreach.scoring.distributions import brentq, norm_cdf, norm_isf, norm_pdf, norm_ppf, norm_sf, t_isf
 
 __all__ = [
     "ALPHA",
@@ -81,8 +80,10 @@ def obf_spent(t: float, alpha: float = ALPHA) -> float:
     O'Brien–Fleming-type function, 2 − 2Φ(z₁₋α/4 / √t), as gsDesign ``sfLDOF`` and ldbounds do."""
     if t <= 0:
         return 0.0
-    z = norm_isf(alpha / 4)
-    return float(2 * (2 - 2 * norm_cdf(z / math.sqrt(min(1.0, t)))))
+    from scipy.stats import norm  # ~1 s to import: loaded where a staged gate is planned
+
+    z = float(norm.isf(alpha / 4))
+    return float(2 * (2 - 2 * norm.cdf(z / math.sqrt(min(1.0, t)))))
 
 
 def _check_fractions(fractions: Sequence[float]) -> None:
@@ -98,6 +99,9 @@ def _check_fractions(fractions: Sequence[float]) -> None:
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     _check_fractions(fractions)
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
     out: list[float] = []
     # density of the score S(t) ~ Brownian motion on the continuation region of the previous look
     grid: np.ndarray | None = None
@@ -107,7 +111,7 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
         spend = obf_spent(t, alpha) - obf_spent(prev_t, alpha)
         dt = t - prev_t
         if grid is None or dens is None:
-            c = norm_ppf(1 - spend / 2) if spend > 0 else math.inf
+            c = float(norm.ppf(1 - spend / 2)) if spend > 0 else math.inf
         else:
             g, f, step = grid, dens, grid[1] - grid[0]
             sd = math.sqrt(dt)
@@ -122,22 +126,22 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
                 sp: float = spend,
             ) -> float:
                 """P(crossing ±b now, not before) − the α this look may spend."""
-                tail = norm_cdf((-b - g) / sd) + norm_sf((b - g) / sd)
+                tail = norm.cdf((-b - g) / sd) + norm.sf((b - g) / sd)
                 return float(np.trapezoid(f * tail, dx=dx)) - sp
 
             if spend <= 0:
                 c = math.inf
             else:
-                b = brentq(excess, 1e-6, 40.0, xtol=1e-10)
+                b = float(brentq(excess, 1e-6, 40.0, xtol=1e-10))
                 c = b / math.sqrt(t)
         out.append(c)
         b_abs = c * math.sqrt(t) if math.isfinite(c) else 12.0 * math.sqrt(t)
         new_grid = np.linspace(-b_abs, b_abs, _GRID)
         if grid is None or dens is None:
-            new_dens = norm_pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
+            new_dens = norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
         else:
             sd = math.sqrt(dt)
-            kernel = norm_pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
+            kernel = norm.pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
             new_dens = np.trapezoid(kernel * dens[None, :], dx=grid[1] - grid[0], axis=1)
         grid, dens, prev_t = new_grid, new_dens, t
     return tuple(out)
@@ -153,7 +157,9 @@ def _t_critical(z: float, df: int) -> float:
     """The paired-t critical value with the same two-sided tail as the z boundary ``z``."""
     if not math.isfinite(z):
         return math.inf
-    return t_isf(float(norm_sf(z)), df)
+    from scipy.stats import norm, t
+
+    return float(t.isf(float(norm.sf(z)), df))
 
 
 # ---------------------------------------------------------------------------------------- stages

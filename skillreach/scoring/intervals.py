@@ -89,9 +89,9 @@ def paired_t_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (k - 1))
     if sd == 0:
         return mean, mean, mean
-    from skillreach.scoring.distributions import t_ppf  # scipy's (~1 s to import) or ours
+    from scipy.stats import t as student_t  # ~1 s to import: loaded where a t interval is asked for
 
-    t = t_ppf(0.5 + confidence / 2.0, k - 1)
+    t = float(student_t.ppf(0.5 + confidence / 2.0, k - 1))
     half = t * sd / math.sqrt(k)
     return mean, mean - half, mean + half
 

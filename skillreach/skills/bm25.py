@@ -16,8 +16,7 @@ digits (so hyphens, underscores, slashes and apostrophes split: ``pdf-to-markdow
 ``markdown``), then a small English stopword list (:data:`STOPWORDS`) is removed (so ``to`` goes). No
 stemming.
 
-The vectorised path builds, with :mod:`scipy.sparse` (or, without scipy, the same operations in numpy:
-:mod:`skillreach.skills._sparse`, the same float64 sums), the document-term frequency matrix, the BM25
+The vectorised path builds, with :mod:`scipy.sparse`, the document-term frequency matrix, the BM25
 weight matrix ``W[d, t]`` (the per-term summand above) and the query-term count matrix ``Q[q, t]``; all
 query-vs-document scores are ``Q @ Wᵀ``. The vocabulary is sorted, so every score is computed in the
 same order whatever the order of the corpus. Tests hold it equal to :class:`LuceneBM25` within 1e-9.
@@ -53,7 +52,6 @@ from rank_bm25 import BM25Okapi
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.models import Skill
-from skillreach.skills._sparse import sparse
 
 if TYPE_CHECKING:  # scipy.sparse costs ~0.5 s to import: only the functions that build an index load it
     import scipy.sparse as sp
@@ -233,7 +231,7 @@ class BM25Index:
     """A sparse BM25 index over ``documents`` (texts, or token lists already made by :func:`tokenize`)."""
 
     def __init__(self, documents: Sequence[str | Sequence[str]], *, k1: float = K1, b: float = B) -> None:
-        sparse_mod = sparse()
+        import scipy.sparse as sparse_mod  # ~0.5 s to import: loaded where an index is built
 
         self.k1 = k1
         self.b = b
@@ -296,7 +294,7 @@ class BM25Index:
 
     def query_matrix(self, queries: Sequence[str | Sequence[str]]) -> sp.csr_matrix:
         """``Q[q, t]``: how many times query q says term t (terms outside the vocabulary dropped)."""
-        sparse_mod = sparse()
+        import scipy.sparse as sparse_mod  # ~0.5 s to import: loaded where an index is built
 
         rows: list[int] = []
         cols: list[int] = []
@@ -336,7 +334,7 @@ class BM25Index:
         threshold for big inputs (≥ 1,000 × 1,000) and uses the sparse product alone otherwise; ``0``
         forces the sparse product alone.
         """
-        sparse_mod = sparse()
+        import scipy.sparse as sparse_mod  # ~0.5 s to import: loaded where an index is built
 
         given = isinstance(queries, sparse_mod.csr_matrix)
         q: sp.csr_matrix = queries if given else self.query_matrix(queries)
@@ -356,7 +354,7 @@ class BM25Index:
 
     def _split(self, dense_df: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
         """(high-df columns, their dense weights ``n_docs × H``, ``Wᵀ`` with those rows emptied)."""
-        sparse_mod = sparse()
+        import scipy.sparse as sparse_mod  # ~0.5 s to import: loaded where an index is built
 
         cached = self._splits.get(dense_df)
         if cached is None:
@@ -493,12 +491,9 @@ def _accumulate(dense: np.ndarray, sparse: sp.csr_matrix) -> None:
 
     scipy's own kernel behind ``toarray``, which adds into its output; ``toarray(out=…)`` zeroes the
     output first, and the zero-fill and the extra ``+=`` pass cost ~1 ns a cell (~2.5 s at 50,000
-    skills). The public path is kept for a scipy that moves the kernel.
+    skills). The public path is kept for a scipy that moves the kernel (``tests/test_bm25_rivals.py``
+    fails then, so the slower path is noticed).
     """
-    add_into = getattr(sparse, "add_into", None)
-    if add_into is not None:  # without scipy: skillreach.skills._sparse adds a product into dense itself
-        add_into(dense)
-        return
     try:
         from scipy.sparse._sparsetools import csr_todense
     except ImportError:  # pragma: no cover - the kernel has been there since scipy 0.7
@@ -530,7 +525,7 @@ class _Screen:
         *,
         compiled: bool = False,
     ) -> None:
-        sparse_mod = sparse()
+        import scipy.sparse as sparse_mod  # ~0.5 s to import: loaded where an index is built
 
         n = index.n_docs
         # groups of groups for big catalogs: the partition of the pooled maxima is 16× smaller

@@ -115,7 +115,8 @@ class Advice(Frozen):
         if self.cases_needed is None:
             return f"more {self.role} cases for {self.skill} cannot decide it (over {MAX_CASES:,} needed)"
         add = max(1, self.cases_needed - self.cases)
-        return f"add about {add} {self.role} cases for {self.skill} (now {self.cases})"
+        cases = "case" if add == 1 else "cases"
+        return f"add about {add} {self.role} {cases} for {self.skill} (now {self.cases})"
 
 
 class CaseChanges(Frozen):

@@ -79,7 +79,8 @@ class TakeTest(Frozen):
     def victims(self) -> str:
         """``2 of release-notes' 5, 2 of azd-publish's 5``."""
         return ", ".join(
-            f"{len(ids)} of {owner}'s {self.owners.get(owner, len(ids))}"
+            f"{len(ids)} of {owner}{chr(39) if owner.endswith('s') else chr(39) + 's'} "
+            f"{self.owners.get(owner, len(ids))}"
             for owner, ids in sorted(self.taken.items(), key=lambda p: (-len(p[1]), p[0]))
         )
 

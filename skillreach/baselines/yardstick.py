@@ -87,28 +87,28 @@ class QuerySetChange(Frozen):
     def any(self) -> bool:
         return bool(self.relabelled or self.removed or self.changed or self.added)
 
-    def relabel_lines(self, accepted: set[str] | None = None) -> list[str]:
+    def relabel_lines(self, accepted: set[str], *, taken: bool = False) -> list[str]:
         """``evals/queries.yaml: 3 cases relabelled from release-notes to azd-publish (a, b, c)``, one per
-        pair of labels; ``accepted``: only those a person accepted (``None``: only those not accepted)."""
+        pair of labels: those not ``accepted`` (``taken``: only those accepted)."""
         pairs: dict[tuple[str | None, str | None], list[str]] = {}
         for qid, pair in sorted(self.relabelled.items()):
             pairs.setdefault(pair, []).append(qid)
         out = []
         for (old, new), ids in pairs.items():
-            if _accepted(accepted, old, new) != (accepted is not None):
+            if _accepted(accepted, old, new) != taken:
                 continue
             out.append(f"{self.path}: {_cases(len(ids))} relabelled from {_label(old)} to {_label(new)} "
                        f"({_ids(ids)})")
         return out
 
-    def removal_lines(self, accepted: set[str] | None = None) -> list[str]:
+    def removal_lines(self, accepted: set[str], *, taken: bool = False) -> list[str]:
         by: dict[str | None, list[str]] = {}
         for qid, skill in sorted(self.removed.items()):
             by.setdefault(skill, []).append(qid)
         return [
             f"{self.path}: {_cases(len(ids))} of {_label(skill)} removed ({_ids(ids)})"
             for skill, ids in by.items()
-            if _accepted(accepted, skill) == (accepted is not None)
+            if _accepted(accepted, skill) == taken
         ]
 
     def note_lines(self) -> list[str]:
@@ -127,7 +127,7 @@ class QuerySetChange(Frozen):
         return out
 
 
-def _accepted(accepted: set[str] | None, *skills: str | None) -> bool:
+def _accepted(accepted: set[str], *skills: str | None) -> bool:
     if not accepted:
         return False
     return ACCEPT_ALL in accepted or any(s in accepted for s in skills if s is not None)
@@ -169,7 +169,7 @@ class Yardstick(Frozen):
         """One line per change that fails the check (not accepted)."""
         out: list[str] = []
         for qs in self.query_sets:
-            out += qs.relabel_lines() + qs.removal_lines()
+            out += qs.relabel_lines(self._accepted) + qs.removal_lines(self._accepted)
         out += [
             r.line() for r in self.records
             if r.status in ("deleted", "edited") and not _accepted(self._accepted, r.skill)
@@ -180,7 +180,7 @@ class Yardstick(Frozen):
         """The changes a person accepted, as the summary states them."""
         out: list[str] = []
         for qs in self.query_sets:
-            out += qs.relabel_lines(self._accepted) + qs.removal_lines(self._accepted)
+            out += qs.relabel_lines(self._accepted, taken=True) + qs.removal_lines(self._accepted, taken=True)
         out += [
             r.line() for r in self.records
             if r.status in ("deleted", "edited") and _accepted(self._accepted, r.skill)

@@ -109,7 +109,7 @@ def not_ok_lines(results: Sequence[dict[str, Any]]) -> list[str]:
             out += [r["message"], f"  {r['advice']}"]
         elif st == "new":
             out.append(r["message"])
-        elif st not in ("ok", "accepted") and "message" in r:
+        elif st not in ("ok", "accepted", "yardstick") and "message" in r:  # the yardstick: its own line
             out.append(f"{r['skill']}: {st}: {r['message']}")
     return out
 

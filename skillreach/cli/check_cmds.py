@@ -126,6 +126,12 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
     model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
     out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
+    max_cost: float | None = typer.Option(
+        None,
+        "--max-cost",
+        metavar="USD",
+        help="Stop the check's studies once they spent this many USD (beats max_cost in --config).",
+    ),
     strict: bool = typer.Option(
         False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."
     ),
@@ -372,10 +378,11 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     for index, g in enumerate(groups.values()):
         spent, probed, every = _check_group(
             index, g, sets[g.qrel], ctx=_Ctx(
-                config=config, dirs=dirs, out=out, edits=edits, found=found, records=records, scope=scope,
-                rivals_k=rivals_k, gates=gates, strict=strict, staged=staged, looks=looks, adaptive=adaptive,
-                max_probes=max_probes, in_process=in_process, as_json=as_json, verbose=verbose,
-                console=console, say=say, skill_files=changes.skill_files, added=set(added), top=top,
+                config=config, dirs=dirs, out=out, max_cost=max_cost, edits=edits, found=found,
+                records=records, scope=scope, rivals_k=rivals_k, gates=gates, strict=strict, staged=staged,
+                looks=looks, adaptive=adaptive, max_probes=max_probes, in_process=in_process, as_json=as_json,
+                verbose=verbose, console=console, say=say, skill_files=changes.skill_files, added=set(added),
+                top=top,
             ), results=results, lines=lines,
         )
         probes_spent += spent
@@ -441,6 +448,7 @@ class _Ctx:
     config: Path | None
     dirs: list[Path]
     out: Path | None
+    max_cost: float | None
     edits: list[Any]
     found: list[Any]
     records: dict[str, BaselineRecord]
@@ -525,6 +533,7 @@ def _check_group(
     cfg = StudyConfig.build(
         ctx.config, skills=tuple(ctx.dirs), queries=qpath, runtime=g.runtime, model=model_flag,
         attempts=g.runs, compliance=needs_compliance or None, out=out, gate=False,
+        **({"max_cost": ctx.max_cost} if ctx.max_cost is not None else {}),
     )
     ctx.say(f"probing {len(probed)} of {len(qs.queries)} cases of {g.qrel} (runtime {g.runtime}, model "
             f"{g.model}, {g.runs} runs per case) for {', '.join(names + g.added)}")

@@ -323,6 +323,13 @@ def test_a_steal_of_two_of_five_from_two_neighbours_fails_pooled_even_lenient(
     assert steps[CHECK]["rc"] == 1, steps[CHECK]["out"]
     assert "canvas-design takes 4 cases from its neighbours" in steps[CHECK]["stdout"]
     assert probes_of(clone) <= 0.6 * FULL_STUDY
+    # staged, lenient: the take is tested on what the stages probed, and fails all the same
+    staged = skillreach(
+        clone, "check", "--changed", "--skills", "skills", "--staged", "--lenient", "--in-process", "--json"
+    )
+    assert staged.returncode == 1, staged.stdout + staged.stderr
+    results = json.loads(staged.stdout)["results"]
+    assert [r["skill"] for r in results if r["status"] == "takes"] == ["canvas-design"], results
 
 
 # -- 5. a broadened description over a grown corpus ---------------------------------------------------

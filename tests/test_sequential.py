@@ -285,7 +285,7 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     assert len(probes) == st["probes_used"] < 80  # the later stages were never probed
     assert main([*args, "--staged", "--verbose"]) == 1  # for a person: tables, the saving, one line
     captured = capsys.readouterr()
-    assert "staged gate" in captured.out
+    assert "deploy: staged gate" in captured.out  # each table names the skill it gates
     assert f"{st['probes_saved']} probes saved" in captured.out
     assert "check: gate failed for deploy" in captured.err
 

@@ -102,8 +102,6 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool, *, f
     return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
 
 
-
-
 def check_cmd(  # noqa: PLR0917 - a typer command
     changed: bool = typer.Option(False, "--changed", help="Check the skills changed in git since --since."),
     since: str | None = typer.Option(
@@ -505,7 +503,7 @@ def _check_group(
     from skillreach.baselines.records import record_baseline
     from skillreach.baselines.scope import losses, within
     from skillreach.cli._check_output import annotate, victim_line
-    from skillreach.cli._check_plan import group_out, metrics_sentence, scope_cases
+    from skillreach.cli._check_plan import group_out, scope_cases
     from skillreach.errors import RefusedError
     from skillreach.queries.sets import write_query_set
     from skillreach.reports.gates import print_comparison
@@ -554,6 +552,11 @@ def _check_group(
             for level, title, msg in staged_annotations(name, st, strict=ctx.strict):
                 lines.append(annotate(level, ctx.skill_files.get(name), title, msg))
         spent = sum(int(e.get("staged", {}).get("probes_used", 0)) for e in results[-len(g.members):])
+        staged_out = cfg.out or Path(".skillreach") / "check"
+        if (staged_out / "artifact.json").is_file():  # what the stages probed: the take is tested on it
+            art = _read_artifact_any(staged_out / "artifact.json")
+            _score_added(art, qpath, g.added, judge, ctx=ctx, results=results)
+            _takes(art, probe_set, ctx, results, lines)
         return spent, len(probed), len(qs.queries)
     art = _run_study(cfg, judge, ctx.in_process)
     if ctx.adaptive:
@@ -594,16 +597,26 @@ def _check_group(
                     f"95% CI {ci}, gate {gr.gate:+.2f}, {gr.k} cases" + (f". {gr.note}" if gr.note else "")
                 )
                 lines.append(annotate(level, skill_file, f"skillreach gate: {gr.verdict.value}", msg))
-    for name in g.added:
+    _score_added(art, qpath, g.added, judge, ctx=ctx, results=results)
+    _takes(art, probe_set, ctx, results, lines)
+    _gate_report(out, art, comparisons)
+    return len(art.outcomes), len(probed), len(qs.queries)
+
+
+def _score_added(
+    art: Any, qpath: Path, added: list[str], judge: str | None, *, ctx: _Ctx, results: list[dict[str, Any]]
+) -> None:
+    """Each added skill scored on its own cases, not gated (its baseline is recorded on merge)."""
+    from skillreach.baselines.records import record_baseline
+    from skillreach.cli._check_plan import metrics_sentence
+
+    for name in added:
         where = _find_skill_folder(name, ctx.dirs)
         rec = record_baseline(art, qpath, name, skill_folder=where, judge_model=judge)
         msg = (f"{name}: a new skill, scored, not gated: {metrics_sentence(rec)}; its baseline is recorded "
                "on merge")
         figures = {m: v.model_dump(mode="json") if v else None for m, v in rec.metrics.items()}
         results.append({"skill": name, "status": "new", "message": msg, "metrics": figures})
-    _takes(art, probe_set, ctx, results, lines)
-    _gate_report(out, art, comparisons)
-    return len(art.outcomes), len(probed), len(qs.queries)
 
 
 def _takes(art: Any, probe_set: Any, ctx: _Ctx, results: list[dict[str, Any]], lines: list[str]) -> None:

@@ -387,9 +387,10 @@ def test_a_broadened_description_fails_on_new_cases_until_the_body_follows(tmp_p
             assert "sk-ant-test-not-a-key" not in check["out"] + summary
             # the cohorts by corpus history, in the check's report.html: old cases 9 of 9, new 0 of 6
             page = (clone / ".skillreach" / "check" / "report.html").read_text(encoding="utf-8")
-            assert 'data-gate-skill="release-notes" data-gate-metric="compliance" data-gate-cohort="new cases" ' \
-                'data-verdict="breach"' in page
-            assert ">baseline corpus<" in page and ">new cases<" in page  # both cohorts in the quality table
+            row = 'data-gate-metric="compliance" data-gate-cohort="new cases" data-verdict="breach"'
+            assert f'data-gate-skill="release-notes" {row}' in page
+            assert ">baseline corpus<" in page  # both cohorts in the quality table
+            assert ">new cases<" in page
             gate = json.loads((clone / ".skillreach" / "check" / "gate.json").read_text(encoding="utf-8"))
             (cmp,) = gate["comparisons"]
             cohorts = cmp["cohorts"]["compliance"]

@@ -397,6 +397,19 @@ def test_a_broadened_description_fails_on_new_cases_until_the_body_follows(tmp_p
             assert (cohorts["baseline_cases"]["value"], cohorts["baseline_cases"]["cases"]) == (1.0, 9)
             assert (cohorts["new_cases"]["value"], cohorts["new_cases"]["cases"]) == (0.0, 6)
 
+            # the action's max-cost input beats max_cost_usd in the config file, both ways
+            (tmp_path / "cap.toml").write_text("max_cost_usd = 0.000001\n", encoding="utf-8")
+            steps, _ = action(clone, tmp_path, config=str(tmp_path / "cap.toml"), max_cost="100", **env_keys)
+            assert steps[CHECK]["ran"], {k: (v["rc"], v["out"][-800:]) for k, v in steps.items()}
+            assert "--max-cost leaves" not in steps[CHECK]["out"], steps[CHECK]["out"]
+            assert "release-notes: compliance (new cases) breach" in steps[CHECK]["stdout"]
+            steps, _ = action(clone, tmp_path, config=str(tmp_path / "cap.toml"), **env_keys)
+            assert "--max-cost leaves" in steps[CHECK]["out"], steps[CHECK]["out"]
+            (tmp_path / "roomy.toml").write_text("max_cost_usd = 100\n", encoding="utf-8")
+            roomy = str(tmp_path / "roomy.toml")
+            steps, _ = action(clone, tmp_path, config=roomy, max_cost="0.000001", **env_keys)
+            assert "--max-cost leaves" in steps[CHECK]["out"], steps[CHECK]["out"]
+
             # the body gains the missing branch: the agent now does what the new cases require
             release_skill(clone, broad=True, hotfix_rule=True)
             git(clone, "commit", "-q", "-am", "release-notes: the hotfix branch")

@@ -128,7 +128,7 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         None,
         "--max-cost",
         metavar="USD",
-        help="Stop the check's studies once they spent this many USD (beats max_cost in --config).",
+        help="Stop the check's studies once they spent this many USD (beats max_cost_usd in --config).",
     ),
     strict: bool = typer.Option(
         False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."

@@ -281,6 +281,28 @@ def test_a_record_deleted_alone_fails(team: Path, tmp_path: Path) -> None:
     assert "— accepted by --accept.**" in summary.splitlines()[0]
 
 
+def test_a_record_edited_by_hand_is_named_tampered_and_fails(team: Path, tmp_path: Path) -> None:
+    """A pull request that lowers a bar in a record without its digest: the base's record is the judge,
+    and the change is named twice — the yardstick line and the tampered line."""
+
+    def lower(repo: Path) -> None:
+        path = repo / "baselines" / "theme-factory.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["metrics"]["activation"]["value"] = 0.2
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    clone = pull_request(team, "lower-bar", lower, tmp_path / "lower")
+    steps, summary = action(clone, tmp_path)
+    check = steps[CHECK]
+    assert check["rc"] == 1, check["out"]
+    line = "baselines/theme-factory.json: edited — and its digest does not match its content"
+    assert f"Yardstick changed: {line} — not accepted." in check["stdout"], check["out"]
+    assert "tampered: baselines/theme-factory.json" in check["stdout"]
+    assert summary.splitlines()[0].startswith(f"**Yardstick changed: {line}")
+    assert "- Tampered: baselines/theme-factory.json" in summary
+    assert "Traceback" not in check["out"]
+
+
 # -- 4. a steal of two of five from each of two neighbours --------------------------------------------
 
 

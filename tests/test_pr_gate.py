@@ -481,6 +481,10 @@ def test_a_benign_rewording_passes_with_few_probes_and_a_short_log(team: Path, t
     # staged, it never fails a skill it did not change
     staged = skillreach(clone, "check", "--changed", "--skills", "skills", "--staged", "--in-process")
     assert staged.returncode == 0, staged.stdout + staged.stderr
+    probed = re.search(r"staged: probed (\d+) of", staged.stdout + staged.stderr)
+    assert probed, staged.stdout + staged.stderr
+    assert int(probed.group(1)) == probes_of(clone)
+    assert f"({probes_of(clone)} probes, --scope affected)" in staged.stdout + staged.stderr  # counted once
 
 
 # -- the base revision must be there, and a record is only ever its own skill's -------------------------

@@ -551,8 +551,10 @@ def _check_group(
             results.append(entry)
             for level, title, msg in staged_annotations(name, st, strict=ctx.strict):
                 lines.append(annotate(level, ctx.skill_files.get(name), title, msg))
-        spent = sum(int(e.get("staged", {}).get("probes_used", 0)) for e in results[-len(g.members):])
         staged_out = cfg.out or Path(".skillreach") / "check"
+        log = staged_out / "probes.jsonl"  # the group's probes, once (each skill's entry counts them all)
+        lines_ = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+        spent = sum(1 for ln in lines_ if ln.strip())
         if (staged_out / "artifact.json").is_file():  # what the stages probed: the take is tested on it
             art = _read_artifact_any(staged_out / "artifact.json")
             _score_added(art, qpath, g.added, judge, ctx=ctx, results=results)

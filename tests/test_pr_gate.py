@@ -485,6 +485,11 @@ def test_a_benign_rewording_passes_with_few_probes_and_a_short_log(team: Path, t
     assert probed, staged.stdout + staged.stderr
     assert int(probed.group(1)) == probes_of(clone)
     assert f"({probes_of(clone)} probes, --scope affected)" in staged.stdout + staged.stderr  # counted once
+    wide = skillreach(clone, "check", "--changed", "--skills", "skills", "--staged", "--scope", "all",
+                      "--in-process")
+    # every skill gated, staged: the seven the rewording did not touch are never failed for want of a look
+    assert wide.returncode == 0, wide.stdout + wide.stderr
+    assert "8 skills gated on 48 of 48 cases" in wide.stdout + wide.stderr
 
 
 # -- the base revision must be there, and a record is only ever its own skill's -------------------------

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("SKILLREACH_TEST_SHARED") or REPO.parent / "shared")
+"""``../shared`` beside the checkout; ``SKILLREACH_TEST_SHARED`` names it for a checkout elsewhere (a git
+worktree of its own)."""
 CORPORA = SHARED / "corpora"
 EXAMPLE = REPO / "skillreach" / "example"
 

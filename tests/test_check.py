@@ -5,8 +5,9 @@ infrastructure work too, and the corpus says so (infra cases expect ``deploy``).
 with the narrow description: the agent rarely reaches ``deploy`` on the infra cases, but when it does
 deploy the web service it follows the skill's rules (``make preflight`` first, never ``--force``). The
 description is broadened and committed; with it the agent now reaches ``deploy`` on the infra cases —
-activation rises — but on that new work it skips the preflight and forces: compliance falls on the new
-cases alone. Reproduced with the fake runtime (its script stands for the agent's behaviour under each
+activation rises — but on that new work it skips the preflight and forces: compliance falls on the work
+it newly reaches (the baseline corpus cohort: those cases were in the corpus all along). Reproduced
+with the fake runtime (its script stands for the agent's behaviour under each
 description), probed in process, recorded, committed, and gated by ``check --changed`` and by
 ``baseline compare``.
 """
@@ -227,6 +228,8 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
             "--config",
             str(repo / "ci" / "broad.yaml"),
             "--in-process",
+            "--scope",
+            "all",  # the whole set: step 4 records the study of it by hand
             "--annotations",
             "--out",
             str(repo / "out" / "check"),
@@ -235,10 +238,12 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     captured = capsys.readouterr()
     assert code == 1, captured.out + captured.err
     annotations = [line for line in captured.out.splitlines() if line.startswith("::")]
+    # the infra cases were in the corpus when the baseline was recorded (it never reached them): they are
+    # the baseline corpus cohort, compared unpaired with the baseline's rate (spec: cohorts by history)
     assert any(
         line.startswith(
             "::error file=skills/deploy/SKILL.md,title=skillreach gate%3A breach::"
-            "deploy: compliance (new cases)"
+            "deploy: compliance (baseline corpus)"
         )
         for line in annotations
     ), annotations
@@ -252,11 +257,13 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
         )
         for line in annotations
     ), annotations
-    assert "smallest breach activation " in captured.out  # before probing: what the cases can show
+    assert "deploy: compliance (baseline corpus) breach" in captured.out  # quiet: what is not ok
+    assert "smallest breach activation " not in captured.out  # --verbose says more
     text = summary.read_text(encoding="utf-8")
     assert "## skillreach check" in text
     assert "| deploy | activation | paired |" in text
-    assert "| deploy | compliance | new cases |" in text
+    assert "| deploy | compliance | baseline corpus |" in text
+    assert text.startswith("**Yardstick unchanged")
     assert "**Exit 1**" in text
 
     # 4. the same by hand: record the new study, compare with the stored baseline
@@ -298,16 +305,18 @@ def test_broadened_description_raises_activation_and_lowers_compliance_on_new_ca
     assert comp_paired["mean_diff"] == pytest.approx((-0.75 - 1.0 - 1.0) / 13)
     assert comp_paired["ci95"][1] == pytest.approx(-0.0404, abs=1e-4)
     assert comp_paired["verdict"] == "breach"
-    fresh = rows[("compliance", "new cases")]
-    assert fresh["k"] == 7  # infra cases the baseline never measured compliance on
+    fresh = rows[("compliance", "baseline corpus")]
+    assert fresh["k"] == 7  # infra cases of the corpus the baseline never measured compliance on
     assert fresh["mean_diff"] < -0.5
     assert fresh["mean_diff"] == pytest.approx(3 / 28 - 42 / 43)  # against the baseline's pooled value
     assert fresh["verdict"] == "breach"
+    assert ("compliance", "new cases") not in rows  # no case was added since the record
     coh = cmp["cohorts"]["compliance"]
-    # web: 39 of 40 comply; infra0/4/8: 1 of 12 → 40/52; the seven new infra cases: 3 of 28
-    assert coh["baseline_cases"]["value"] == pytest.approx(40 / 52)
-    assert coh["new_cases"]["value"] == pytest.approx(3 / 28)
-    assert coh["new_cases"]["cases"] == 7
+    # every case was in the corpus when the baseline was recorded: web 39 of 40, infra0/4/8 1 of 12, the
+    # seven others 3 of 28
+    assert coh["baseline_cases"]["value"] == pytest.approx(43 / 80)
+    assert coh["baseline_cases"]["cases"] == 20
+    assert coh["new_cases"] is None
     new = read_baseline(new_path)
     assert new.skill_version == "git:" + git(repo, "rev-parse", "HEAD:skills/deploy")
     assert new.skill_version != base.skill_version
@@ -366,11 +375,12 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
     capsys.readouterr()
     # nothing changed since HEAD
     assert main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process"]) == 0
-    assert "no skill changed; nothing to check" in capsys.readouterr().out
-    # a new skill: every skill with a baseline is re-checked; deploy against its baseline (same
-    # behaviour: ok); dns, the changed skill, has none at the base revision: not a pass unless
-    # --allow-missing (pdf has none either, but nothing changed it: not gated)
+    assert "; no skill changed" in capsys.readouterr().out
+    # a new skill has a way through: scored (here it has no case yet), never "missing a baseline"; its
+    # neighbours are gated against theirs. pdf, edited, has no baseline at the base revision: not a pass
+    # unless --allow-missing
     write_skill(repo / "skills", "dns", "Change DNS records.")
+    write_skill(repo / "skills", "pdf", "Merge PDF files.", "# pdf\n\nOne more rule.\n")
     args = [
         "check",
         "--changed",
@@ -393,14 +403,17 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
         annotations = [x for x in lines if x.startswith("::")]
         payload = json.loads("\n".join(x for x in lines if not x.startswith("::")))
         assert code == expected, captured.err
-        assert payload["checked"] == ["deploy", "dns"]
         status = {r["skill"]: r["status"] for r in payload["results"]}
-        assert status == {"deploy": "ok", "dns": "no baseline"}
+        assert status.pop("deploy", "ok") == "ok"  # gated when the new skill's description reaches it
+        assert status == {"dns": "new", "pdf": "no baseline"}
+        new = next(r for r in payload["results"] if r["skill"] == "dns")
+        assert "nothing to score; add its cases, its baseline is recorded on merge" in new["message"]
         assert any(
-            a.startswith(f"::{level} file=skills/dns/SKILL.md,title=skillreach%3A no baseline::")
-            and "baseline rebaseline --rev main --skills dns" in a
+            a.startswith(f"::{level} file=skills/pdf/SKILL.md,title=skillreach%3A no baseline::")
+            and "baseline rebaseline --rev main --skills pdf" in a
             for a in annotations
         ), annotations
+        assert not any("skills/dns" in a for a in annotations)
 
 
 def test_check_expired_baseline_is_not_compared(
@@ -409,8 +422,10 @@ def test_check_expired_baseline_is_not_compared(
     repo = make_repo(tmp_path)
     monkeypatch.chdir(repo)
     record_and_commit(repo, run_study(repo, "narrow", "out/narrow"))
-    # every case of deploy's corpus is edited: none of the baseline's positive cases survives, so the
-    # stored baseline is expired (a case added would only make it stale, and it would still be gated)
+    # every case of deploy's corpus is edited on main after the record: none of the baseline's positive
+    # cases survives, so the stored baseline is expired (a case added would only make it stale, and it
+    # would still be gated). A pull request's own edit of the cases is never the judge: they are read at
+    # the base revision.
     qs = corpus()
     edited = tuple(
         q.model_copy(update={"text": q.text + ", now"}) if q.expected_skill == "deploy" else q
@@ -419,6 +434,7 @@ def test_check_expired_baseline_is_not_compared(
     write_query_set(
         seal(QuerySet(catalog_id="story", queries=edited), source="t"), repo / "evals" / "queries.json"
     )
+    git(repo, "commit", "-q", "-am", "evals: every deploy case reworded")
     write_skill(repo / "skills", "deploy", BROAD, BODY)
     capsys.readouterr()
     code = main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--in-process", "--json"])
@@ -453,12 +469,13 @@ def test_check_gates_a_stale_baseline_on_the_cases_it_shares(
     write_skill(repo / "skills", "deploy", BROAD, BODY)
     capsys.readouterr()
     code = main(["check", "--changed", "--since", "HEAD", "--skills", "skills", "--config",
-                 str(repo / "ci" / "broad.yaml"), "--in-process", "--json"])
+                 str(repo / "ci" / "broad.yaml"), "--in-process", "--json", "--scope", "all"])
     captured = capsys.readouterr()
     assert code in (0, 1), captured.err
-    result = json.loads(captured.out)["results"][0]
+    result = next(r for r in json.loads(captured.out)["results"] if r["skill"] == "deploy")
     assert result["status"] in ("ok", "inconclusive", "breach"), result
-    assert "deploy: 1 case added since recorded" in captured.err
+    assert "baselines stale: deploy (1 case added since recorded)" in captured.err
+    assert "Yardstick changed: evals/queries.json: 2 cases added (1 for deploy, 1 for pdf)." in captured.err
     cases = result["comparison"]["cases"]
     assert "web99" in cases["added_positive"]
     assert "pdf99" in cases["added"]
@@ -501,11 +518,11 @@ def test_check_fails_on_a_changed_skill_that_does_not_parse(
 
 
 def test_annotation_escaping() -> None:
-    from skillreach.cli.check_cmds import _annotate
+    from skillreach.cli._check_output import annotate
 
-    line = _annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
+    line = annotate("warning", "skills/a,b/SKILL.md", "t: x", "50% done\nnext")
     assert line == "::warning file=skills/a%2Cb/SKILL.md,title=t%3A x::50%25 done%0Anext"
-    assert _annotate("error", None, "t", "m") == "::error title=t::m"
+    assert annotate("error", None, "t", "m") == "::error title=t::m"
 
 
 def test_in_process_study_grades_rubrics_with_the_fake_judge(

@@ -202,3 +202,32 @@ def test_doctor_checks_that_the_service_answers(monkeypatch: pytest.MonkeyPatch,
     assert "not created yet" in out
     assert "none: alerts are stored, not sent" in out
     assert "study.toml: atempts" in out
+
+
+def test_doctor_names_the_extra_and_sees_an_agent_cli_only_where_it_is(tmp_path: Path) -> None:
+    """The table says which extra installs a missing SDK (``skillreach[anthropic]``, never a bare
+    ``skillreach``: the brackets are text, not markup), and an agent CLI that is not on PATH is not
+    usable (``codex │ no``, not ``yes`` because its module imports)."""
+    blocked = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'anthropic':\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from skillreach.cli import main\n"
+        "raise SystemExit(main(['doctor']))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLREACH_HOME": str(tmp_path / "home")}
+    proc = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines() if line.count("│") >= 5}
+    assert "pip install 'skillreach[anthropic]'" in rows["anthropic"], rows["anthropic"]
+    for name, program in (("codex", "codex"), ("gemini-cli", "gemini"), ("opencode", "opencode"),
+                          ("copilot", "copilot")):
+        cells = [c.strip() for c in rows[name].split("│")]
+        assert cells[2] == "no", rows[name]
+        assert f"'{program}' not found on PATH" in cells[5]

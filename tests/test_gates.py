@@ -455,15 +455,18 @@ def test_smallest_breach_is_the_least_that_breaches(k: int, gate: float) -> None
 # ----------------------------------------------------------------------------------------- cohorts
 
 
-def test_new_cases_cohort_catches_compliance_drop_on_newly_reached_cases() -> None:
+def test_cases_of_the_baseline_corpus_it_never_rated_stay_in_that_cohort() -> None:
+    """Spec "Comparing …": a broadened description now reaches eight cases the baseline listed but
+    never activated on; their compliance is the *baseline corpus* cohort (unpaired against the
+    baseline's rate), not new cases."""
     old = [f"old{i}" for i in range(8)]
-    new_cases = [f"new{i}" for i in range(8)]
-    acts_base = {**{c: [1, 1, 1, 1] for c in old}, **{c: [0, 0, 0, 0] for c in new_cases}}
+    reached = [f"reach{i}" for i in range(8)]
+    acts_base = {**{c: [1, 1, 1, 1] for c in old}, **{c: [0, 0, 0, 0] for c in reached}}
     comp_base = {c: [True, True, True, True] for c in old}
-    acts_new = {c: [1, 1, 1, 1] for c in old + new_cases}
+    acts_new = {c: [1, 1, 1, 1] for c in old + reached}
     comp_new = {
         **{c: [True, True, True, True] for c in old},
-        **{c: [False, False, True, False] for c in new_cases},
+        **{c: [False, False, True, False] for c in reached},
     }
     base = make_record(acts_base, compliance=comp_base)
     new = make_record(acts_new, compliance=comp_new, bid="n")
@@ -471,17 +474,42 @@ def test_new_cases_cohort_catches_compliance_drop_on_newly_reached_cases() -> No
     assert _result(cmp, "activation").verdict is Verdict.ok  # activation rose
     assert _result(cmp, "activation").mean_diff == pytest.approx(0.5)
     assert _result(cmp, "compliance").verdict is Verdict.ok  # the old cases still comply
-    fresh = _result(cmp, "compliance", "new cases")
-    assert fresh.k == 8
-    assert fresh.mean_diff == pytest.approx(-0.75)
-    assert fresh.verdict is Verdict.breach
+    corpus = _result(cmp, "compliance", "baseline corpus")
+    assert corpus.k == 8
+    assert corpus.mean_diff == pytest.approx(-0.75)
+    assert corpus.verdict is Verdict.breach
+    assert not [r for r in cmp.results if r.cohort == "new cases"]
     assert cmp.exit_code == 1
     coh = cmp.cohorts["compliance"]
     assert coh["baseline_cases"] is not None
-    assert coh["baseline_cases"]["value"] == 1.0
+    assert coh["baseline_cases"]["value"] == pytest.approx((32 + 8) / 64)
+    assert coh["baseline_cases"]["cases"] == 16
+    assert coh["new_cases"] is None
+
+
+def test_cases_added_since_the_record_form_the_new_cases_cohort() -> None:
+    """The issue's split: nine cases in the corpus when the baseline was recorded comply, six added
+    since do not — a clear breach on the new cases cohort alone."""
+    old = [f"old{i}" for i in range(9)]
+    added = [f"added{i}" for i in range(6)]
+    base = make_record({c: [1] for c in old}, compliance={c: [True] for c in old})
+    new = make_record(
+        {c: [1] for c in old + added},
+        compliance={**{c: [True] for c in old}, **{c: [False] for c in added}},
+        bid="n",
+    )
+    cmp = compare(base, new)
+    assert _result(cmp, "compliance").verdict is Verdict.ok
+    fresh = _result(cmp, "compliance", "new cases")
+    assert (fresh.k, fresh.new, fresh.base) == (6, 0.0, 1.0)
+    assert fresh.verdict is Verdict.breach
+    assert not [r for r in cmp.results if r.cohort == "baseline corpus"]
+    coh = cmp.cohorts["compliance"]
+    assert coh["baseline_cases"] is not None
     assert coh["new_cases"] is not None
-    assert coh["new_cases"]["value"] == pytest.approx(0.25)
-    assert coh["new_cases"]["cases"] == 8
+    assert (coh["baseline_cases"]["value"], coh["baseline_cases"]["cases"]) == (1.0, 9)
+    assert (coh["new_cases"]["value"], coh["new_cases"]["cases"]) == (0.0, 6)
+    assert cmp.exit_code == 1
 
 
 def test_metric_without_data_is_na() -> None:

@@ -73,7 +73,10 @@ def test_an_edit_that_takes_a_neighbours_cases_fails_naming_the_neighbour(
     git(team, "checkout", "-q", "main")
     clone = fresh_clone(team, "steal", tmp_path / "ci")
     victim = "algorithmic-art: activation 1.000 → 0.375 (lost 5 of 8 cases to canvas-design) — breach"
-    for scope in ("all", "neighbours"):
+    take = (
+        "canvas-design takes 5 cases from its neighbours (5 of algorithmic-art's 8; none given back) of "
+    )
+    for scope in ("affected", "all", "neighbours"):
         res = skillreach(clone, *CHECK, "--scope", scope)
         assert res.returncode == 1, res.stdout + res.stderr
         assert victim in res.stdout
@@ -84,10 +87,19 @@ def test_an_edit_that_takes_a_neighbours_cases_fails_naming_the_neighbour(
             for a in annotations(res.stdout)
         ), annotations(res.stdout)
         assert "Traceback" not in res.stderr
+        # the take fails in its own right, naming the thief's SKILL.md and how to narrow it
+        assert take in res.stdout
+        assert "one-sided McNemar mid-p 0.016 — a significant take" in res.stdout
+        assert (
+            "narrow the description in skills/canvas-design/SKILL.md: add 'Not for particle, randomness, "
+            "seeded — use algorithmic-art.'" in res.stdout
+        )
     gated = "every skill with a baseline is re-gated (4)"
-    assert gated in skillreach(clone, *CHECK).stdout
-    near = skillreach(clone, *CHECK, "--scope", "neighbours")
+    assert gated in skillreach(clone, *CHECK, "--scope", "all", "-v").stdout
+    near = skillreach(clone, *CHECK, "--scope", "neighbours", "-v")
     assert "their neighbours: algorithmic-art, canvas-design" in near.stdout
+    cheap = skillreach(clone, *CHECK)  # the default: what the change reaches
+    assert "check: 2 skills gated on 16 of 38 cases (16 probes, --scope affected) → exit 1" in cheap.stdout
 
 
 def test_scope_neighbours_regates_a_skill_a_base_confusion_pair_links(tmp_path: Path) -> None:
@@ -118,7 +130,7 @@ def test_scope_neighbours_regates_a_skill_a_base_confusion_pair_links(tmp_path: 
     rivals = {s["name"]: {r["name"] for r in s["rivals"]} for s in json.loads(overlap.stdout)["skills"]}
     assert "systematic-debugging" not in rivals["canvas-design"]
     assert "canvas-design" not in rivals["systematic-debugging"]
-    res = skillreach(clone, *CHECK, "--scope", "neighbours")
+    res = skillreach(clone, *CHECK, "--scope", "neighbours", "-v")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "their neighbours: algorithmic-art, canvas-design, systematic-debugging" in res.stdout
     assert "(cases of → taken by): systematic-debugging → canvas-design" in res.stdout
@@ -140,20 +152,27 @@ def test_scope_neighbours_regates_a_skill_a_base_confusion_pair_links(tmp_path: 
         path.write_text(json.dumps(data, indent=2) + "\n")
     git(repo, "commit", "-q", "-am", "baselines: as written before taken_by")
     old = pull_request("exports-old-records")
-    res = skillreach(old, *CHECK, "--scope", "neighbours")
+    res = skillreach(old, *CHECK, "--scope", "neighbours", "-v")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "their neighbours: algorithmic-art, canvas-design\n" in res.stdout
     assert "confusion pairs" not in res.stdout
-    assert "probing algorithmic-art, canvas-design:" in res.stdout
-    every = skillreach(old, *CHECK)  # --scope all still re-gates it
+    assert re.search(r"^probing \d+ of 44 cases of evals/queries.yaml .* for algorithmic-art, canvas-design$",
+                     res.stdout, re.M), res.stdout
+    every = skillreach(old, *CHECK, "--scope", "all")  # --scope all still re-gates it
     assert every.returncode == 1, every.stdout + every.stderr
     assert victim in every.stdout
+    # and so does the default: the new description's BM25 reach finds the export cases
+    reach = skillreach(old, *CHECK)
+    assert reach.returncode == 1, reach.stdout + reach.stderr
+    # gated on the cases the change reaches: the five lost are among them
+    assert re.search(r"^systematic-debugging: activation [01]\.\d+ → 0\.\d+ \(lost 5 of \d+ cases to "
+                     r"canvas-design\) — breach$", reach.stdout, re.M), reach.stdout
 
 
-def test_staged_check_pairs_cases_by_content(team: Path, tmp_path: Path) -> None:
-    """``check --staged`` pairs a case only with the base record's case of the same id and content: a
-    pull request that rewords one of algorithmic-art's cases and takes its other cases is gated on the
-    seven cases left as they were."""
+def test_staged_check_reads_the_cases_at_the_base(team: Path, tmp_path: Path) -> None:
+    """``check --staged`` probes the cases as they are at the base revision: a pull request that rewords
+    one of algorithmic-art's cases and takes its other cases is gated on all eight as the base has them
+    (the rewording is named, never the judge)."""
     git(team, "checkout", "-q", "-B", "steal-reworded", "main")
     edit_description(team / "skills" / "canvas-design" / "SKILL.md", STEAL)
     queries = team / "evals" / "queries.yaml"
@@ -164,16 +183,23 @@ def test_staged_check_pairs_cases_by_content(team: Path, tmp_path: Path) -> None
     git(team, "commit", "-q", "-am", "canvas-design: generative art too; a case reworded")
     git(team, "checkout", "-q", "main")
     clone = fresh_clone(team, "steal-reworded", tmp_path / "ci")
-    for scope in ("all", "neighbours"):
+    for scope in ("affected", "all", "neighbours"):
         res = skillreach(clone, "check", "--changed", "--since", "origin/main", "--skills", "skills",
                          "--in-process", "--staged", "--json", "--scope", scope)
         assert res.returncode == 1, res.stdout + res.stderr
-        by = {r["skill"]: r for r in json.loads(res.stdout)["results"]}
+        payload = json.loads(res.stdout)
+        by = {r["skill"]: r for r in payload["results"]}
         staged = {m["metric"]: m for m in by["algorithmic-art"]["staged"]["metrics"]}
-        assert staged["activation"]["planned_cases"] == 7  # algorithmic-art-1 changed: not paired
+        assert staged["activation"]["planned_cases"] == 8  # as at the base: the rewording is not the judge
         assert staged["activation"]["verdict"] == "breach"
-        assert all(look["cases"] <= 7 for look in staged["activation"]["looks"])
-        assert by["algorithmic-art"]["comparison"]["cases"]["changed"] == ["algorithmic-art-1"]
+        assert by["algorithmic-art"]["comparison"]["cases"]["changed"] == []
+        (change,) = payload["yardstick"]["query_sets"]
+        assert change["changed"] == ["algorithmic-art-1"]
+    quiet = skillreach(clone, *CHECK, "--staged")
+    assert (
+        "Yardstick changed: evals/queries.yaml: 1 case changed (algorithmic-art-1): gated as they are at the "
+        "base revision." in quiet.stdout
+    ), quiet.stdout
 
 
 def test_a_pull_request_cannot_lower_its_own_bar(team: Path, tmp_path: Path) -> None:
@@ -197,15 +223,24 @@ def test_a_pull_request_cannot_lower_its_own_bar(team: Path, tmp_path: Path) -> 
     git(team, "commit", "-q", "-am", "algorithmic-art: new direction; its baseline goes")
     git(team, "checkout", "-q", "main")
     clone = fresh_clone(team, "wreck", tmp_path / "ci")
-    res = skillreach(clone, *CHECK)
+    res = skillreach(clone, *CHECK, "--scope", "all")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "this change touches the baseline records" in res.stdout
-    assert "D baselines/algorithmic-art.json" in res.stdout
+    # the yardstick change is named, in one line, and fails by itself
+    assert (
+        "Yardstick changed: baselines/algorithmic-art.json: deleted; baselines/canvas-design.json: edited "
+        "— not accepted." in res.stdout
+    ), res.stdout
     # gated against main's records: the deleted one still holds, the rewritten one is not read
     victim = r"^algorithmic-art: activation 1\.000 → 0\.\d+ \(lost \d of 8 cases to "
     assert re.search(victim, res.stdout, re.M)
     assert "no baseline" not in res.stdout
-    assert res.stderr.strip() == "skillreach: error: check: gate failed for algorithmic-art"
+    assert res.stderr.strip() == (
+        "skillreach: error: check: gate failed for algorithmic-art, baselines/algorithmic-art.json, "
+        "baselines/canvas-design.json"
+    )
+    verbose = skillreach(clone, *CHECK, "--scope", "all", "-v")
+    assert "this change touches the baseline records" in verbose.stdout
+    assert "D baselines/algorithmic-art.json" in verbose.stdout
 
 
 def test_a_new_query_expires_nothing_and_the_next_edit_is_gated(team: Path, tmp_path: Path) -> None:
@@ -217,7 +252,8 @@ def test_a_new_query_expires_nothing_and_the_next_edit_is_gated(team: Path, tmp_
     clone = fresh_clone(team, "more-cases", tmp_path / "ci")
     res = skillreach(clone, *CHECK)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "no skill changed; nothing to check" in res.stdout
+    assert "; no skill changed" in res.stdout
+    assert "Yardstick changed: evals/queries.yaml: 1 case added (1 for systematic-debugging)." in res.stdout
     status = skillreach(clone, "baseline", "status")
     assert status.returncode == 0, status.stderr
     assert "expired" not in status.stdout + status.stderr
@@ -226,9 +262,12 @@ def test_a_new_query_expires_nothing_and_the_next_edit_is_gated(team: Path, tmp_
     md = clone / "skills" / "test-driven-development" / "SKILL.md"
     md.write_text(md.read_text() + "\n\nOne more rule.\n", encoding="utf-8")
     git(clone, "commit", "-q", "-am", "test-driven-development: one more rule")
-    res = skillreach(clone, *CHECK)
+    res = skillreach(clone, *CHECK, "-v")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "probing test-driven-development:" in res.stdout
+    assert (
+        "probing 8 of 39 cases of evals/queries.yaml (runtime keyword, model keyword, 1 runs per case) for "
+        "test-driven-development" in res.stdout
+    )
     assert "routing table changed" not in res.stdout
 
 

@@ -207,7 +207,7 @@ def test_run_and_report_show_compliance_quality_judge_and_gate(
     alpha_line = next(line for line in md.splitlines() if line.startswith("| alpha | 0.000 ["))
     assert f"[{c1.ci95[0]:.3f}, {c1.ci95[1]:.3f}] | 8 / 4 |" in alpha_line
     assert f"{q1.value:.3f} [{q1.ci95[0]:.3f}, {q1.ci95[1]:.3f}] | 8 / 4 |" in md
-    assert "| ↳ cases of the baseline |" in md
+    assert "| ↳ baseline corpus |" in md
     assert re.search(
         r"\| alpha \| compliance \| paired \| 1\.000 \| 0\.000 \| -1\.000 \[-1\.000, -0\.541\] "
         r"\| -0\.05 \| \*\*breach\*\* \|",

@@ -278,21 +278,22 @@ def test_check_changed_staged_stops_early_on_a_clear_drop(
     st = entry["staged"]
     assert st["looks_taken"] < st["looks_planned"]
     assert st["probes_saved"] > 0
-    assert st["probes_planned"] == 88  # 44 cases × 2 runs
+    assert st["probes_planned"] == 80  # deploy's 40 cases × 2 runs: the pdf cases are out of the edit's reach
     assert any("activation (staged) breach at look" in line for line in lines if line.startswith("::error"))
     assert "staged: probed" in captured.err
     probes = (repo / "out" / "check" / "probes.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(probes) == st["probes_used"] < 88  # the later stages were never probed
-    assert main([*args, "--staged"]) == 1  # the same, for a person: tables, the saving, one error line
+    assert len(probes) == st["probes_used"] < 80  # the later stages were never probed
+    assert main([*args, "--staged", "--verbose"]) == 1  # for a person: tables, the saving, one line
     captured = capsys.readouterr()
-    assert "staged gate" in captured.out
+    assert "deploy: staged gate" in captured.out  # each table names the skill it gates
     assert f"{st['probes_saved']} probes saved" in captured.out
     assert "check: gate failed for deploy" in captured.err
 
 
-def test_staged_gate_carries_the_new_cases_cohort() -> None:
-    """A broadened description reaches cases the baseline never did, and breaks the rules there: the
-    staged gate breaches on ``compliance (new cases)`` as the fixed gate does."""
+def test_staged_gate_carries_the_cohorts_by_corpus_history() -> None:
+    """A broadened description reaches cases the baseline listed but never activated on, and breaks the
+    rules there: the staged gate breaches on ``compliance (baseline corpus)`` as the fixed gate does;
+    cases added since the record are ``compliance (new cases)``."""
     old = {f"web{i:02d}": [1, 1] for i in range(20)}
     infra = {f"inf{i:02d}": [0, 0] for i in range(20)}
     base = make_record({**old, **infra}, compliance={c: [True, True] for c in old}, bid="deploy@base")
@@ -304,9 +305,33 @@ def test_staged_gate_carries_the_new_cases_cohort() -> None:
     )
     st = staged_from_records(base, new, {"activation": -0.05, "compliance": -0.05})  # type: ignore[arg-type]
     by = {m.metric: m for m in st.metrics}
+    assert by["compliance (baseline corpus)"].planned_cases == 20
+    assert by["compliance (baseline corpus)"].verdict is Verdict.breach
+    assert "compliance (new cases)" not in by
+    assert st.verdict is Verdict.breach
+    # the same twenty cases added to the corpus since the record: the new cases cohort
+    grown = make_record(old, compliance={c: [True, True] for c in old}, bid="deploy@base")
+    st = staged_from_records(grown, new, {"activation": -0.05, "compliance": -0.05})  # type: ignore[arg-type]
+    by = {m.metric: m for m in st.metrics}
     assert by["compliance (new cases)"].planned_cases == 20
     assert by["compliance (new cases)"].verdict is Verdict.breach
-    assert st.verdict is Verdict.breach
+    assert "compliance (baseline corpus)" not in by
+
+
+def test_a_metric_whose_cases_all_came_early_is_decided_at_its_own_last_look() -> None:
+    """A check group's stages split every member's cases: a skill whose cases all fall in the first
+    looks is decided by the fixed rule once they are all probed, never left undecided (the issue: a
+    benign rewording failed on ten unchanged skills "inconclusive")."""
+    from skillreach.baselines.sequential import staged_compare
+
+    order = [f"c{i:02d}" for i in range(40)]
+    mine = order[:8]  # all in the first of four stages
+    st = staged_compare({"activation": dict.fromkeys(mine, 0.0)}, {"activation": -0.05}, order,
+                        dict.fromkeys(order, 1), looks=4)
+    (act,) = st.metrics
+    assert act.verdict is Verdict.ok
+    assert act.decided_at == 1
+    assert st.verdict is Verdict.ok
 
 
 def test_real_entry_point_staged_compare(tmp_path: Path) -> None:

@@ -17,12 +17,11 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.helpers.action import run_action
 
 UV = Path(sys.executable).with_name("uv")
 PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
 SKILLS = ("canvas-design", "brand-guidelines", "mcp-builder")
-ALLOWED_USES = {"actions/setup-python", "actions/cache"}
-"""What the action's ``uses:`` steps may be: set-up a script run on this machine does not need."""
 
 
 def _run(
@@ -100,69 +99,6 @@ def _repo(corpora: Path, root: Path, env: dict[str, str]) -> Path:
     return root
 
 
-# -- the action's steps as a script ----------------------------------------------------------------
-
-_EXPR = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
-
-
-def _condition(cond: str | None, inputs: dict[str, str], failed: bool) -> bool:
-    """The few ``if:`` forms the action uses: ``always()``, ``inputs.X == 'v'``, ``inputs.X != ''``."""
-    if cond is None:
-        return not failed
-    if cond.strip() == "always()":
-        return True
-    m = re.fullmatch(r"inputs\.([\w-]+) (==|!=) '([^']*)'", cond.strip())
-    assert m, f"the test runner does not know the condition {cond!r}; teach it"
-    same = inputs[m.group(1)] == m.group(3)
-    return not failed and (same if m.group(2) == "==" else not same)
-
-
-def run_action(
-    inputs: dict[str, str], cwd: Path, env: dict[str, str], runner_temp: Path
-) -> list[dict[str, Any]]:
-    """Every step of ``action.yml`` as GitHub runs a composite action's ``run:`` steps (bash -eo pipefail),
-    the ``uses:`` set-up steps skipped. Returns each step's name, whether it ran, exit code and output."""
-    spec = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
-    assert spec["runs"]["using"] == "composite"
-    unknown = set(inputs) - set(spec["inputs"])
-    assert not unknown, f"the action has no inputs {unknown}"
-    values = {k: str(v.get("default", "")) for k, v in spec["inputs"].items()} | inputs
-    context = {"github.action_path": str(REPO), "github.action_ref": "test", "runner.os": "Linux"}
-
-    def expand(text: str) -> str:
-        def one(m: re.Match[str]) -> str:
-            key = m.group(1)
-            if key.startswith("inputs."):
-                return values[key.removeprefix("inputs.")]
-            return context[key]
-
-        return _EXPR.sub(one, text)
-
-    results: list[dict[str, Any]] = []
-    failed = False
-    for step in spec["runs"]["steps"]:
-        if "uses" in step:
-            assert step["uses"].split("@")[0] in ALLOWED_USES, step["uses"]
-            results.append({"name": step["name"], "ran": False, "rc": None, "out": ""})
-            continue
-        if not _condition(step.get("if"), values, failed):
-            results.append({"name": step["name"], "ran": False, "rc": None, "out": ""})
-            continue
-        assert "${{" not in step["run"], f"{step['name']}: inputs reach a script through env: only"
-        assert step["shell"] == "bash"
-        step_env = {**env, "RUNNER_TEMP": str(runner_temp)}
-        step_env.update({k: expand(str(v)) for k, v in step.get("env", {}).items()})
-        proc = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-            check=False, cwd=cwd, env=step_env, capture_output=True, text=True, timeout=600,
-        )
-        failed = failed or proc.returncode != 0
-        results.append(
-            {"name": step["name"], "ran": True, "rc": proc.returncode, "out": proc.stdout + proc.stderr}
-        )
-    return results
-
-
 def test_wheel_init_action_and_precommit_on_real_skills(
     kit: dict[str, Any], corpora: Path, tmp_path: Path
 ) -> None:
@@ -215,7 +151,7 @@ def test_wheel_init_action_and_precommit_on_real_skills(
         assert by_name[name]["rc"] == 0, report
     assert "skillreach " in by_name["Install skillreach"]["out"]
     check_out = by_name["Check changed skills against their baselines"]["out"]
-    assert "probing canvas-design" in check_out, report
+    assert "1 skill gated on 7 of 7 cases (7 probes, --scope all) → exit 0" in check_out, report  # quiet
     assert "sk-ant-test-not-a-key" not in report
     text = summary.read_text(encoding="utf-8")
     assert "## skillreach check" in text

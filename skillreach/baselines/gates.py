@@ -14,10 +14,12 @@
    ≥ 0; **ok** otherwise. False activation (higher is worse) mirrors it with g ≥ 0. A metric with no
    paired case is **n/a** (not gated; the reason is said). Every *ok* says what it rules out: ``rules
    out a drop larger than N points`` (N from −lo; nothing when lo ≤ −1), or a rise (from hi).
-4. **Cohorts.** Compliance and task quality of positive cases the baseline did not rate for them —
-   added or changed since, or never reached under the baseline (a broadened description pulls in new
-   work) — form the *new cases* cohort, gated with the same gate on their mean rate − the baseline's
-   pooled value: Newcombe's interval with φ = 0 against the baseline's pooled interval.
+4. **Cohorts by corpus history.** Compliance and task quality of positive cases that are not paired
+   fall in two cohorts: the *baseline corpus* (identical to a case the baseline lists, but it never
+   rated it for the metric: it never activated there — a broadened description now reaches old work)
+   and the *new cases* (added or changed since the record). Each is gated with the metric's gate on
+   its mean rate − the baseline's pooled value: Newcombe's interval with φ = 0 against the baseline's
+   pooled interval.
 5. Exit 1 on any breach; inconclusive fails only under ``strict``; otherwise 0.
 
 **Smallest breach** (:func:`smallest_breach`): the fewest of a metric's k cases that, moving fully
@@ -113,7 +115,8 @@ class Advice(Frozen):
         if self.cases_needed is None:
             return f"more {self.role} cases for {self.skill} cannot decide it (over {MAX_CASES:,} needed)"
         add = max(1, self.cases_needed - self.cases)
-        return f"add about {add} {self.role} cases for {self.skill} (now {self.cases})"
+        cases = "case" if add == 1 else "cases"
+        return f"add about {add} {self.role} {cases} for {self.skill} (now {self.cases})"
 
 
 class CaseChanges(Frozen):
@@ -145,9 +148,15 @@ class CaseChanges(Frozen):
         return bool(self.added or self.changed or self.removed)
 
 
+Cohort = Literal["paired", "baseline corpus", "new cases"]
+"""``paired``: the identical cases rated in both records; ``baseline corpus``: cases of the baseline's
+corpus it could not rate for the metric (compliance, task quality), unpaired against its rate; ``new
+cases``: cases added or changed since the record, against the same rate."""
+
+
 class GateResult(Frozen):
     metric: str
-    cohort: Literal["paired", "new cases"] = "paired"
+    cohort: Cohort = "paired"
     gate: float
     base: float | None
     new: float | None
@@ -492,7 +501,7 @@ def check_pins(base: BaselineRecord, new: BaselineRecord, *, drift: bool = False
 def _result(
     metric: str,
     *,
-    cohort: Literal["paired", "new cases"],
+    cohort: Cohort,
     gate: float,
     new_groups: list[list[float]],
     base_groups: list[list[float]] | None,
@@ -609,37 +618,15 @@ def compare(
             )
         if metric not in ("compliance", "task_quality"):
             continue
-        fresh = sorted(k for k in ng if k not in paired and new.per_case[k].role == "positive")
-        if fresh:
-            if bm is None:
+        positive = [k for k in ng if k not in paired and new.per_case[k].role == "positive"]
+        split_ids: tuple[tuple[Cohort, list[str]], ...] = (
+            ("baseline corpus", sorted(k for k in positive if k in same)),  # in the corpus, never rated
+            ("new cases", sorted(k for k in positive if k not in same)),  # added or changed since
+        )
+        for cohort, ids in split_ids:
+            if ids:
                 results.append(
-                    GateResult(
-                        metric=metric,
-                        cohort="new cases",
-                        gate=gate,
-                        base=None,
-                        new=_mean([sum(ng[i]) / len(ng[i]) for i in fresh]),
-                        k=len(fresh),
-                        mean_diff=None,
-                        ci95=None,
-                        sd=None,
-                        verdict=Verdict.na,
-                        note="the baseline has no value to compare new cases with",
-                    )
-                )
-            else:
-                results.append(
-                    _result(
-                        metric,
-                        cohort="new cases",
-                        gate=gate,
-                        new_groups=[ng[i] for i in fresh],
-                        base_groups=None,
-                        base_side=(bm.value, bm.ci95[0], bm.ci95[1]),
-                        base_value=bm.value,
-                        new_value=_mean([sum(ng[i]) / len(ng[i]) for i in fresh]),
-                        skill=new.skill,
-                    )
+                    _unpaired(metric, cohort, gate=gate, values=ng, ids=ids, pooled=bm, skill=new.skill)
                 )
         dropped = sorted(k for k in bg if k in same and k not in ng)
         if dropped:
@@ -655,7 +642,7 @@ def compare(
         )
     cohorts: dict[str, dict[str, dict[str, Any] | None]] = {}
     for metric in ("compliance", "task_quality"):
-        split = cohort_split(new, _only(base, same), metric)
+        split = cohort_split(new, base, metric)
         cohorts[metric] = {
             k: (v.model_dump(mode="json") if v is not None else None) for k, v in split.items()
         }
@@ -681,6 +668,32 @@ def compare(
     )
 
 
-def _only(record: BaselineRecord, ids: set[str]) -> BaselineRecord:
-    """``record`` with only the cases in ``ids`` (what a cohort split calls the baseline's cases)."""
-    return record.model_copy(update={"per_case": {k: v for k, v in record.per_case.items() if k in ids}})
+def _unpaired(
+    metric: str,
+    cohort: Cohort,
+    *,
+    gate: float,
+    values: Mapping[str, list[float]],
+    ids: Sequence[str],
+    pooled: Any,
+    skill: str,
+) -> GateResult:
+    """A cohort compared unpaired with the baseline's pooled value (``pooled``: its MetricValue)."""
+    mean_new = _mean([sum(values[i]) / len(values[i]) for i in ids])
+    if pooled is None:
+        return GateResult(
+            metric=metric, cohort=cohort, gate=gate, base=None, new=mean_new, k=len(ids), mean_diff=None,
+            ci95=None, sd=None, verdict=Verdict.na,
+            note=f"the baseline has no value to compare the {cohort} cohort with",
+        )
+    return _result(
+        metric,
+        cohort=cohort,
+        gate=gate,
+        new_groups=[values[i] for i in ids],
+        base_groups=None,
+        base_side=(pooled.value, pooled.ci95[0], pooled.ci95[1]),
+        base_value=pooled.value,
+        new_value=mean_new,
+        skill=skill,
+    )

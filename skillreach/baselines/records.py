@@ -458,15 +458,20 @@ def case_rates(per_case: Mapping[str, CaseOutcomes], metric: str) -> dict[str, f
 def cohort_split(
     record: BaselineRecord, reference: BaselineRecord | None, metric: str = "compliance"
 ) -> dict[str, MetricValue | None]:
-    """``metric`` of ``record`` by cohort: cases the reference measured it on vs cases new since.
+    """``metric`` of ``record`` by cohort, split by the corpus's history (spec/metrics.md "Comparing a
+    new record with a baseline"): the cases of the reference's corpus (the record lists every case it
+    rated: same id, same content) vs the cases added or changed since it was recorded.
 
-    A case is *new* when the reference has no value of ``metric`` for it: a case added to the corpus
-    since, or one the reference never reached (a broadened description pulls in work it did not).
+    A case the reference could not rate for ``metric`` (it never activated there) stays in the
+    *baseline corpus* cohort: a broadened description that now reaches old work is judged on that work
+    as the old corpus, and only cases new to the corpus form ``new_cases``.
     """
-    known = set(case_values(reference.per_case, metric)) if reference is not None else set()
+    known = (
+        {k: c.digest for k, c in reference.per_case.items()} if reference is not None else {}
+    )
     ours = case_values(record.per_case, metric)
-    old = {k: record.per_case[k] for k in ours if k in known}
-    new = {k: record.per_case[k] for k in ours if k not in known}
+    old = {k: record.per_case[k] for k in ours if k in known and known[k] == record.per_case[k].digest}
+    new = {k: record.per_case[k] for k in ours if k not in old}
     return {"baseline_cases": metric_value(old, metric), "new_cases": metric_value(new, metric)}
 
 
@@ -840,19 +845,56 @@ def resolve_since(anchor: str | os.PathLike[str], since: str | None) -> tuple[st
     top = git_toplevel(where)
     if top is None:
         raise InputError(f"{anchor}: not inside a git work tree; skillreach check --changed needs git")
+    cut = shallow_boundary(top)
     if since is not None:
         commit = git_output(["rev-parse", "--verify", "--quiet", f"{since}^{{commit}}"], top)
         if not commit:
-            raise InputError(f"--since {since}: no such revision in {top}; fetch it or pass another")
+            raise InputError(
+                f"--since {since}: no such revision in {top}; fetch it or pass another"
+                + (f" ({SHALLOW_ADVICE})" if cut is not None else "")
+            )
+        _refuse_at_the_cut(top, commit, cut, f"--since {since}")
         return commit, f"--since {since}"
     for upstream in ("origin/main", "origin/master"):
         base = git_output(["merge-base", upstream, "HEAD"], top)
         if base:
+            _refuse_at_the_cut(top, base, cut, f"the merge-base with {upstream}")
             return base, f"merge-base with {upstream}"
+    if cut is not None:  # HEAD~1 of a shallow clone is no pull request's base
+        raise InputError(f"{top}: a shallow clone without the base branch's history: {SHALLOW_ADVICE}")
     prev = git_output(["rev-parse", "--verify", "--quiet", "HEAD~1^{commit}"], top)
     if prev:
         return prev, "HEAD~1 (no origin/main to take a merge-base with)"
     raise InputError(f"{top}: no base revision (no origin/main, no HEAD~1); pass --since REV")
+
+
+SHALLOW_ADVICE = (
+    "fetch more history (`git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout) so that the "
+    "base revision is in the clone"
+)
+
+
+def shallow_boundary(top: Path) -> set[str] | None:
+    """The commits a shallow clone is cut at (their parents are missing), ``None`` in a full clone."""
+    if git_output(["rev-parse", "--is-shallow-repository"], top) != "true":
+        return None
+    path = git_output(["rev-parse", "--git-path", "shallow"], top)
+    try:
+        text = (top / path).read_text(encoding="ascii", errors="replace") if path else ""
+    except OSError:
+        text = ""
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def _refuse_at_the_cut(top: Path, base: str, cut: set[str] | None, what: str) -> None:
+    """In a shallow clone, refuse a base whose history is cut off: the diff against it would say what
+    the clone lacks, not what the pull request changed."""
+    if cut is None:
+        return
+    if base in cut or git_output(["merge-base", "--is-ancestor", base, "HEAD"], top) is None:
+        raise InputError(
+            f"{top}: a shallow clone: {what} ({base[:12]}) is cut off from HEAD; {SHALLOW_ADVICE}"
+        )
 
 
 def changed_skills(skill_dirs: Sequence[str | os.PathLike[str]], since: str) -> ChangeSet:

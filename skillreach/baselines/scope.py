@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from skillreach.baselines.records import (
     BaselineRecord,
     ChangeSet,
@@ -40,16 +42,19 @@ __all__ = [
     "Scope",
     "SkillEdit",
     "base_records",
+    "case_takers",
     "classify_edits",
     "confusion_links",
     "linked_by_confusion",
     "losses",
     "neighbourhood_cases",
     "neighbours",
+    "reachable_cases",
     "skills_to_gate",
+    "within",
 ]
 
-Scope = Literal["all", "neighbours"]
+Scope = Literal["affected", "all", "neighbours"]
 EditKind = Literal["added", "removed", "description", "body"]
 MAX_RECORD_BYTES = 64 * 2**20
 """A base record larger than this is refused (records are a few hundred KiB at most)."""
@@ -60,6 +65,8 @@ class SkillEdit(Frozen):
     how: EditKind
     file: str | None = None
     """The SKILL.md relative to the git top (``None`` for a removed skill)."""
+    base_description: str | None = None
+    """The description at the base revision (a description edit), for the boundary of a take."""
 
     @property
     def routing(self) -> bool:
@@ -91,12 +98,15 @@ def classify_edits(changes: ChangeSet, top: Path, rev: str) -> list[SkillEdit]:
         file = changes.skill_files.get(name)
         base_text = git_output(["show", f"{rev}:{file}"], top) if file else None
         now = (top / file).read_text(encoding="utf-8", errors="replace") if file else None
+        before_desc: str | None = None
         if base_text is None or now is None:
             how: EditKind = "description"  # moved or unreadable: treat it as a routing change
         else:
             before, after = _frontmatter_of(base_text), _frontmatter_of(now)
             how = "body" if before is not None and before == after else "description"
-        edits.append(SkillEdit(name=name, how=how, file=file))
+            if before is not None and isinstance(before[1], str):
+                before_desc = before[1]
+        edits.append(SkillEdit(name=name, how=how, file=file, base_description=before_desc))
     return sorted(edits, key=lambda e: e.name)
 
 
@@ -109,6 +119,8 @@ class BaseRecords(Frozen):
     """Base records that could not be read (one line each)."""
     changed_here: tuple[str, ...] = ()
     """Record files the pull request adds, edits or deletes (``M baselines/x.json``): not used."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """Record file (relative to the git top) at the base → the skill it holds."""
 
 
 def base_records(top: Path, rev: str, folder: str | os.PathLike[str]) -> BaseRecords:
@@ -116,6 +128,7 @@ def base_records(top: Path, rev: str, folder: str | os.PathLike[str]) -> BaseRec
     rel = Path(os.path.relpath(Path(folder).resolve(), top.resolve())).as_posix()
     listing = git_output(["ls-tree", "-z", "--name-only", f"{rev}:{rel}"], top) if rel != ".." else None
     records: dict[str, BaselineRecord] = {}
+    files: dict[str, str] = {}
     problems: list[str] = []
     for name in sorted(p for p in (listing or "").split("\0") if p.endswith(".json")):
         where = f"{rev[:12]}:{rel}/{name}"
@@ -132,13 +145,20 @@ def base_records(top: Path, rev: str, folder: str | os.PathLike[str]) -> BaseRec
         except SkillreachError as exc:
             problems.append(exc.message)
             continue
+        if rec.skill != Path(name).stem:  # a skill is only ever gated against its own record
+            problems.append(
+                f"{where}: holds the record of {rec.skill!r}, not of {Path(name).stem!r}; a skill's record "
+                f"is {rel}/<skill>.json — move it, or re-record it"
+            )
+            continue
         records[rec.skill] = rec
+        files[f"{rel}/{name}"] = rec.skill
     diff = git_output(["diff", "--name-status", "--no-renames", rev, "--", rel], top) or ""
     untracked = git_output(["ls-files", "--others", "--exclude-standard", "--", rel], top) or ""
     changed = [" ".join(line.split("\t")) for line in diff.splitlines() if line.strip()]
     changed += [f"A {p}" for p in untracked.splitlines() if p.strip()]
     return BaseRecords(rev=rev, folder=rel, records=records, problems=tuple(problems),
-                       changed_here=tuple(changed))
+                       changed_here=tuple(changed), files=files)
 
 
 def neighbours(edited: Iterable[str], skills: Sequence[Skill], k: int) -> set[str]:
@@ -265,3 +285,79 @@ def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:
     subset = QuerySet(catalog_id=query_set.catalog_id, queries=kept)
     source = query_set.provenance.source or "query set"
     return seal(subset, source=f"{source} (neighbours of {', '.join(sorted(names))})")
+
+
+def _top_k(text: str, skills: Sequence[Skill], k: int) -> set[str]:
+    """The skills among the top ``k`` BM25 matches of ``text`` (a positive score only)."""
+    from skillreach.skills.bm25 import rank
+
+    return {name for name, score in rank(text, skills)[:k] if score > 0}
+
+
+def reachable_cases(
+    query_set: QuerySet,
+    edits: Sequence[SkillEdit],
+    *,
+    skills_now: Sequence[Skill],
+    skills_base: Sequence[Skill],
+    taken_from: Mapping[str, Mapping[str, set[str]]],
+    k: int,
+) -> dict[str, str]:
+    """The cases ``--scope affected`` (the default) probes, each with why: what a change can reach.
+
+    - a body-only edit: the skill's own cases;
+    - a routing edit (description, added, removed): the edited skills' own cases; every case whose
+      top ``k`` BM25 matches include an edited skill under the new descriptions (the new text reaches
+      it) or under the base's (the old text reached it, and may let go of it); every case a base record
+      says an edited skill took (``taken_from``: case owner → case → the skills that took it).
+
+    Cases out of every edited skill's reach are not probed: they are gated when a change reaches them.
+    """
+    routing = {e.name for e in edits if e.routing}
+    body = {e.name for e in edits if not e.routing}
+    edited_now = [s for s in skills_now if s.name in routing]
+    out: dict[str, str] = {}
+    for q in query_set.queries:
+        owner = q.expected_skill
+        if owner in routing or owner in body:
+            out[q.id] = f"a case of {owner}"
+            continue
+        if not routing:
+            continue
+        takers = (taken_from.get(owner or "", {}) or {}).get(q.id, set()) & routing
+        if takers:
+            out[q.id] = f"taken by {min(takers)} at the base"
+            continue
+        near = _top_k(q.text, skills_now, k) & routing if edited_now else set()
+        if near:
+            out[q.id] = f"{min(near)}'s new description reaches it"
+            continue
+        before = _top_k(q.text, skills_base, k) & routing if skills_base else set()
+        if before:
+            out[q.id] = f"{min(before)}'s description at the base reached it"
+    return out
+
+
+def case_takers(records: Mapping[str, BaselineRecord]) -> dict[str, dict[str, set[str]]]:
+    """Per skill with a record, per positive case: the skills that took it in the study the record was
+    recorded from (:func:`confusion_links` by case)."""
+    return {
+        name: {q: {t for t in c.taken_by if t != name} for q, c in rec.per_case.items() if c.taken_by}
+        for name, rec in records.items()
+    }
+
+
+def within(record: BaselineRecord, ids: Iterable[str], *, keep: Iterable[str] = ()) -> BaselineRecord:
+    """``record`` (in memory, not sealed) with only the cases ``ids`` and ``keep`` (cases that left the
+    corpus since it was recorded, which a comparison lists): what a check that probed ``ids`` compares
+    with. Activation and false activation are recomputed over the cases kept, so that both sides of the
+    table are the same cases; compliance and task quality keep the record's pooled values, the rate the
+    unpaired cohorts are compared with."""
+    from skillreach.baselines.records import metric_value
+
+    wanted = set(ids) | set(keep)
+    per_case = {q: c for q, c in record.per_case.items() if q in wanted}
+    metrics = dict(record.metrics)
+    for m in ("activation", "false_activation"):
+        metrics[m] = metric_value(per_case, m)
+    return record.model_copy(update={"per_case": per_case, "metrics": metrics})

@@ -234,8 +234,6 @@ def sequential_metric(
     for number, t, diffs in looks:
         if t > 0 and (not kept or t > kept[-1][1]) and len(diffs) > 0:
             kept.append((number, min(1.0, t), diffs))
-    if final and looks and kept and kept[-1][0] != looks[-1][0]:
-        final = False  # the last look brought nothing new: the metric was finished at its own last look
     if not kept:
         verdict = Verdict.na if final or planned_cases == 0 else None
         return MetricSequence(
@@ -248,7 +246,9 @@ def sequential_metric(
         n = len(arr)
         crit = _t_critical(crits[i], max(1, n - 1))
         mean, lo, hi, sd = _interval(arr, crit)
-        is_last = final and i == len(kept) - 1
+        # every planned case probed (t = 1), or the plan's last look: the fixed rule decides — a metric
+        # whose cases all came in earlier stages is finished at its own last look, never left undecided
+        is_last = t >= 1.0 or (final and i == len(kept) - 1)
         decision: Literal["ok", "breach", "go on", "inconclusive"]
         if is_last:
             decision = gate_verdict(metric, gate, mean, lo, hi).value  # type: ignore[assignment]
@@ -461,12 +461,15 @@ def staged_from_records(
         }
         pooled = base.metrics.get(m)
         if m in ("compliance", "task_quality") and pooled is not None:
-            cohort = f"{m} (new cases)"
-            fresh = sorted(c for c in positives if c not in planned[m])
-            if fresh:
-                all_gates[cohort] = gates[m]
-                planned[cohort] = fresh
-                case_diffs[cohort] = {c: n[c] - pooled.value for c in fresh if c in n}
+            unpaired = sorted(c for c in positives if c not in planned[m])
+            for cohort, fresh in (  # by the corpus's history, as the fixed gate splits them
+                (f"{m} (baseline corpus)", [c for c in unpaired if c in identical]),
+                (f"{m} (new cases)", [c for c in unpaired if c not in identical]),
+            ):
+                if fresh:
+                    all_gates[cohort] = gates[m]
+                    planned[cohort] = fresh
+                    case_diffs[cohort] = {c: n[c] - pooled.value for c in fresh if c in n}
     runs = max(1, new.runs_per_case or base.runs_per_case)
     probes = {  # a case the set probed now no longer holds is never probed
         c: (new.per_case[c].probes if c in new.per_case else runs if c in current else 0)

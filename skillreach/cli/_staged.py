@@ -70,7 +70,7 @@ def staged_outcome(
         console = Console(soft_wrap=True)
         console.print("[dim]fixed design, for reference (the staged verdict decides the exit code):[/]")
         print_comparison(cmp, console)
-        print_staged(st, console)
+        print_staged(st, console, new.skill)
     failure = staged_failure(new.skill, st, strict=strict)
     if not as_json:
         code = 0 if failure is None else 1
@@ -133,7 +133,7 @@ def staged_check_group(
             entries.append((name, {"skill": name, "status": "refused", "message": exc.message}, st))
             continue
         if not quiet:
-            print_staged(st, console)
+            print_staged(st, console, name)
         status = st.verdict.value if st.verdict is not None else "inconclusive"
         entries.append(
             (

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from skillreach._io.console import make_console, strip_control
+from skillreach._io.console import make_console
 from skillreach.cli.baseline_cmds import (
     _corpus_path,
     _find_skill_folder,
     _gates,
     _read_artifact_any,
-    _record_expiry,
 )
 
 if TYPE_CHECKING:
@@ -84,37 +84,6 @@ def _adaptive(
     return art
 
 
-def _neighbourhood_file(qpath: Path, members: list[str], out: Path | None) -> Path:
-    """The query set ``--scope neighbours`` probes (:func:`~skillreach.baselines.scope.neighbourhood_cases`),
-    written beside the check's study folder."""
-    from skillreach.baselines.scope import neighbourhood_cases
-    from skillreach.queries.sets import load_query_set, write_query_set
-
-    folder = (out or Path(".skillreach") / "check").with_name((out or Path("check")).name + "-scope")
-    return write_query_set(neighbourhood_cases(load_query_set(qpath), members), folder / "queries.json")
-
-
-def _victim_line(name: str, cmp: Any, loss: Any) -> str | None:
-    """``algorithmic-art: activation 0.500 → 0.000 (lost 2 of 2 cases to canvas-design) — breach`` when
-    the skill's activation fell past its gate (breach or inconclusive), else ``None``."""
-    from skillreach.reports.gates import fmt_value
-
-    drop = next(
-        (
-            r
-            for r in cmp.results
-            if r.metric == "activation" and r.verdict.value in ("breach", "inconclusive")
-        ),
-        None,
-    )
-    if drop is None:
-        return None
-    return (
-        f"{name}: activation {fmt_value(drop.base)} → {fmt_value(drop.new)} ({loss.sentence()}) — "
-        f"{drop.verdict.value}"
-    )
-
-
 def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool, *, fresh: bool = True) -> Any:
     """One study of ``check``, by the study flow (tracked by Prefect when a server answers and
     ``in_process`` is off). A check probes afresh: the folder's earlier probes and grades are dropped
@@ -133,24 +102,6 @@ def _run_study(cfg: StudyConfig, judge_model: str | None, in_process: bool, *, f
     return result.artifact if result.artifact is not None else _read_artifact_any(result.artifact_path)
 
 
-def _annotate(level: str, file: str | None, title: str, message: str) -> str:
-    """A GitHub workflow command (``::error file=…,title=…::message``), values escaped as GitHub asks;
-    control characters (a carriage return included) are dropped, not escaped."""
-
-    def prop(v: str) -> str:
-        return (
-            strip_control(v)
-            .replace("%", "%25")
-            .replace("\n", "%0A")
-            .replace(":", "%3A")
-            .replace(",", "%2C")
-        )
-
-    msg = strip_control(message).replace("%", "%25").replace("\n", "%0A")
-    props = ([f"file={prop(file)}"] if file else []) + [f"title={prop(title)}"]
-    return f"::{level} {','.join(props)}::{msg}"
-
-
 def check_cmd(  # noqa: PLR0917 - a typer command
     changed: bool = typer.Option(False, "--changed", help="Check the skills changed in git since --since."),
     since: str | None = typer.Option(
@@ -161,17 +112,40 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     ),
     skills: list[Path] = typer.Option([], "--skills", help="Folder(s) of skills (default: ./skills)."),
     baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+    queries: Path | None = typer.Option(
+        None,
+        "--queries",
+        help="The query set of skills without a record yet (an added skill's cases); default: the sets "
+        "the base records name.",
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="Study/settings file (runtime options, gates)."
     ),
     runtime: str | None = typer.Option(None, "--runtime", help="Override the baselines' runtime."),
     model: str | None = typer.Option(None, "--model", help="Override the baselines' model."),
     out: Path | None = typer.Option(None, "--out", help="Study folder (default: .skillreach/check)."),
+    max_cost: float | None = typer.Option(
+        None,
+        "--max-cost",
+        metavar="USD",
+        help="Stop the check's studies once they spent this many USD (beats max_cost_usd in --config).",
+    ),
     strict: bool = typer.Option(
         False, "--strict", help="An inconclusive gate fails (the default for check; kept for scripts)."
     ),
     lenient: bool = typer.Option(
-        False, "--lenient", help="An inconclusive gate passes (exit 0); a breach still fails."
+        False,
+        "--lenient",
+        help="An inconclusive gate passes (exit 0); a breach, or a significant take of neighbours' cases, "
+        "still fails.",
+    ),
+    accept: list[str] = typer.Option(
+        [],
+        "--accept",
+        metavar="SKILL",
+        help="A person accepts this pull request's change of SKILL's yardstick (relabelled or removed "
+        "cases, its record deleted or edited); repeatable, '*' for all. Also a 'Skillreach-Accept: SKILL' "
+        "commit trailer.",
     ),
     gate: list[str] = typer.Option(
         [], "--gate", metavar="METRIC=VALUE", help="Override a gate (repeatable)."
@@ -185,6 +159,9 @@ def check_cmd(  # noqa: PLR0917 - a typer command
         help="GitHub annotations (default: when GITHUB_ACTIONS is set).",
     ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON on stdout alone."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Print everything (every table); by default only what is not ok."
+    ),
     staged: bool = typer.Option(
         False,
         "--staged",
@@ -192,14 +169,15 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     ),
     looks: int = typer.Option(4, "--looks", min=1, help="Planned looks of --staged."),
     scope: str = typer.Option(
-        "all",
+        "affected",
         "--scope",
-        help="What an edited description re-gates: all (every skill with a baseline, one study) or "
-        "neighbours (the edited skills, their BM25 rivals both ways and the skills the base records' "
-        "confusion pairs link to them).",
+        help="What a change re-probes: affected (default: the edited skills' cases and every case the "
+        "change can reach — BM25 top-k of the new and the old descriptions, the base records' confusion "
+        "pairs), all (every case, every skill with a baseline, one study) or neighbours (the edited "
+        "skills, their BM25 rivals both ways and the skills the confusion pairs link to them).",
     ),
     rivals_k: int = typer.Option(
-        3, "--rivals", min=1, help="Rivals per edited skill under --scope neighbours."
+        3, "--rivals", min=1, help="BM25 top-k of a case (affected) or rivals per edited skill (neighbours)."
     ),
     adaptive: bool = typer.Option(
         False,
@@ -213,48 +191,48 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     allow_missing: bool = typer.Option(
         False,
         "--allow-missing",
-        help="A changed skill without a baseline at the base revision passes (record it after the merge).",
+        help="An edited skill without a baseline at the base revision passes (record it after the merge). "
+        "A skill the change adds never needs it: it is scored, not gated.",
     ),
 ) -> None:
     """Re-probe what a change can affect and gate it against the baselines of the base revision.
 
-    An edited description, an added or a removed skill changes the routing table: every skill with a
-    baseline is re-gated (--scope neighbours: the edited skills, their rivals and the skills the base
-    records' confusion pairs link to them); a body-only edit
-    re-gates that skill. The records are read as they are at the base revision, never from the change.
+    The yardstick — query sets, labels and baseline records — is read as it is at the base revision;
+    a change that relabels or removes cases, or deletes or edits a record, fails unless a person
+    accepts it (--accept, or a Skillreach-Accept trailer). An edited description or an added skill is
+    gated on what it can reach, its neighbours against their records, and its take of their cases is
+    tested pooled; an added skill is scored (its baseline is recorded on merge).
 
-    Exit codes: 0 every gate ok; 1 a breach, an inconclusive gate (unless --lenient), a changed skill
-    without a baseline (unless --allow-missing) or a SKILL.md that does not parse; 2 bad input; 3 not
-    compared (pins differ, or records or their query set unreadable).
+    Exit codes: 0 every gate ok; 1 a breach, an inconclusive gate (unless --lenient), a significant
+    take, a yardstick change not accepted, an edited skill without a baseline (unless --allow-missing)
+    or a SKILL.md that does not parse; 2 bad input (a shallow clone without the base revision
+    included); 3 not compared (pins differ, or records or their query set unreadable).
     """
-    from skillreach.baselines.gates import compare
-    from skillreach.baselines.records import changed_skills, git_toplevel, record_baseline, resolve_since
-    from skillreach.baselines.scope import (
-        base_records,
-        classify_edits,
-        confusion_links,
-        losses,
-        skills_to_gate,
-    )
+    from skillreach.baselines.records import changed_skills, git_toplevel, resolve_since
+    from skillreach.baselines.scope import base_records, classify_edits, confusion_links, skills_to_gate
+    from skillreach.baselines.yardstick import TRAILER, accepted_by_trailers
+    from skillreach.cli._check_output import annotate, failing, not_ok_lines, step_summary, undecided
+    from skillreach.cli._check_plan import Group, merge_pins, read_yardstick
     from skillreach.errors import GateFailed, InputError, RefusedError
-    from skillreach.reports.gates import print_comparison
     from skillreach.skills.discovery import discover
-    from skillreach.study import StudyConfig
 
-    if scope not in ("all", "neighbours", "neighbors"):
-        raise InputError(f"--scope {scope!r}: pass all or neighbours")
+    if scope not in ("affected", "all", "neighbours", "neighbors"):
+        raise InputError(f"--scope {scope!r}: pass affected, all or neighbours")
     if adaptive and staged:
         raise InputError("--adaptive adds attempts after a full stage; --staged stops early: pass one")
     if adaptive and max_probes is None:
         raise InputError("--adaptive needs a budget: pass --max-probes N (the probes the check may spend)")
-
     if not changed:
         raise InputError("skillreach check needs --changed (the only mode so far)")
     if strict and lenient:
         raise InputError("--strict and --lenient contradict each other; pass one")
-    # A merge gate: an inconclusive result is not a pass unless asked for.
-    strict = not lenient
+    strict = not lenient  # a merge gate: an inconclusive result is not a pass unless asked for
     console = make_console(stderr=as_json)
+
+    def say(text: str, *, always: bool = False) -> None:
+        if verbose or always:
+            console.print(text, markup=False, highlight=False)
+
     dirs = list(skills) or [Path("skills")]
     for d in dirs:
         if not d.is_dir():
@@ -263,69 +241,84 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     top = git_toplevel(dirs[0].resolve())
     assert top is not None  # resolve_since refused a folder outside git
     changes = changed_skills(dirs, rev)
-    console.print(f"comparing with {rev[:12]} ({how})")
     base = base_records(top, rev, baselines_dir)
     edits = classify_edits(changes, top, rev)
-    edited_files = {e.name: e.file for e in edits}
+    trailers = accepted_by_trailers(top, rev)
+    accepted = sorted({*accept, *trailers})
+    accepted_how = " and ".join(
+        w for w, on in (("--accept", bool(accept)), (f"a {TRAILER} trailer", bool(trailers))) if on
+    )
+    ys, sets = read_yardstick(top, rev, base, queries=queries, accepted=accepted, accepted_how=accepted_how)
+    agreed = ys.skills_accepted()
     routing = [e for e in edits if e.routing]
     found = discover(dirs).skills
-    taken_from = confusion_links(base.records)
-    to_check = skills_to_gate(
-        edits,
-        base.records,
-        scope="all" if scope == "all" else "neighbours",
-        skills=found,
-        rivals_k=rivals_k,
-        taken_from=taken_from,
+    present = {s.name for s in found}
+    added = sorted(e.name for e in edits if e.how == "added" and e.name in present)
+    records = {n: r for n, r in base.records.items() if n not in agreed}
+    what = "; ".join(
+        f"{kind}: {', '.join(e.name for e in edits if e.how == kind)}"
+        for kind in ("description", "added", "removed", "body")
+        if any(e.how == kind for e in edits)
     )
+    say(f"check: compared with {rev[:12]} ({how})" + (f"; {what}" if what else "; no skill changed"),
+        always=True)
+    taken_from = confusion_links(records)
+    if scope in ("neighbours", "neighbors", "all"):
+        candidates = skills_to_gate(
+            edits, records, scope="all" if scope == "all" else "neighbours", skills=found, rivals_k=rivals_k,
+            taken_from=taken_from,
+        )
+    else:  # affected: every skill with a record; who is gated is known once the cases are chosen
+        candidates = sorted(set(records) & present) if routing else sorted(
+            e.name for e in edits if e.name in present
+        )
     if routing:
-        what = "; ".join(
-            f"{how_}: {', '.join(e.name for e in routing if e.how == how_)}"
-            for how_ in ("description", "added", "removed")
-            if any(e.how == how_ for e in routing)
+        kinds = "; ".join(
+            f"{k}: {', '.join(e.name for e in routing if e.how == k)}"
+            for k in ("description", "added", "removed")
+            if any(e.how == k for e in routing)
         )
-        whom = (
-            f"every skill with a baseline is re-gated ({len(to_check)})"
-            if scope == "all"
-            else f"re-gating the edited skills and their neighbours: {', '.join(to_check) or 'none'}"
-        )
-        console.print(f"routing table changed ({what}) — {whom}")
-        edited = {e.name for e in routing}
+        whom = {
+            "all": f"every skill with a baseline is re-gated ({len(candidates)})",
+            "affected": "re-probing the edited skills' cases and every case the change can reach",
+        }.get(scope, f"re-gating the edited skills and their neighbours: {', '.join(candidates) or 'none'}")
+        say(f"routing table changed ({kinds}) — {whom}")
+        edited_names = {e.name for e in routing}
         pairs = sorted(
-            f"{truth} → {taker}"
-            for truth, takers in taken_from.items()
-            for taker in takers
-            if truth in edited or taker in edited
+            f"{truth} → {taker}" for truth, takers in taken_from.items() for taker in takers
+            if truth in edited_names or taker in edited_names
         )
         if scope != "all" and pairs:
-            console.print(
-                f"confusion pairs in the records at {rev[:12]} linking the edited skills (cases of → taken "
-                f"by): {', '.join(pairs)}",
-                markup=False,
-                highlight=False,
-            )
+            say(f"confusion pairs in the records at {rev[:12]} linking the edited skills (cases of → taken "
+                f"by): {', '.join(pairs)}")
     if base.changed_here:
-        console.print(
-            f"this change touches the baseline records ({', '.join(base.changed_here)}): the gate reads "
-            f"them as they are at {rev[:12]}, never from the change"
-        )
+        say(f"this change touches the baseline records ({', '.join(base.changed_here)}): the gate reads them "
+            f"as they are at {rev[:12]}, never from the change")
     gates = _gates(config, gate)
-    broken = [
-        {"skill": path, "status": "unparseable", "message": f"{path}:{line}: {what}"}
-        for path, line, what in changes.problems
-    ]
-    broken += [{"skill": base.folder, "status": "refused", "message": msg} for msg in base.problems]
     do_annotate = annotations if annotations is not None else os.environ.get("GITHUB_ACTIONS") == "true"
-    results: list[dict[str, Any]] = list(broken)
-    lines: list[str] = [
-        _annotate("error", path, "skillreach: SKILL.md does not parse", f"line {line}: {what}")
-        for path, line, what in changes.problems
+    results: list[dict[str, Any]] = [
+        {"skill": path, "status": "unparseable", "message": f"{path}:{line}: {what_}"}
+        for path, line, what_ in changes.problems
     ]
-    if not edits and not broken:
-        console.print("no skill changed; nothing to check")
+    results += [{"skill": base.folder, "status": "refused", "message": msg} for msg in base.problems]
+    lines: list[str] = [
+        annotate("error", path, "skillreach: SKILL.md does not parse", f"line {line}: {what_}")
+        for path, line, what_ in changes.problems
+    ]
+    for fail in ys.failures():
+        file = fail.split(":", 1)[0]
+        msg = f"{fail}: the base revision's yardstick is the judge; " + (
+            "if a person asked for it, pass --accept SKILL (or a Skillreach-Accept: SKILL trailer) and "
+            "re-record the baseline in this pull request"
+        )
+        results.append({"skill": file, "status": "yardstick", "message": msg})
+        lines.append(annotate("error", file, "skillreach: the yardstick changed", msg))
+    for name in sorted(agreed):
+        results.append({"skill": name, "status": "accepted", "message": f"its yardstick changes in this pull "
+                        f"request, accepted by {accepted_how or 'a person'}; not gated against the base"})
     rebaseline_hint = f"skillreach baseline rebaseline --rev {rev[:12]} --commit"
-    missing = sorted(e.name for e in edits if e.how != "removed" and e.name not in base.records)
-    for name in missing:
+    for name in sorted(e.name for e in edits if e.how in ("description", "body") and e.name not in records
+                       and e.name not in agreed):
         level = "warning" if allow_missing else "error"
         msg = (
             f"no baseline for {name} at {rev[:12]}"
@@ -334,167 +327,334 @@ def check_cmd(  # noqa: PLR0917 - a typer command
             "--commit`" + ("" if allow_missing else "; --allow-missing lets it pass until then")
         )
         results.append({"skill": name, "status": "no baseline", "message": msg})
-        lines.append(_annotate(level, changes.skill_files.get(name), "skillreach: no baseline", msg))
-    # group by the pins a study needs
-    groups: dict[tuple[str, str, str, int], list[tuple[str, BaselineRecord]]] = {}
-    for name in to_check:
-        if name not in base.records:
+        lines.append(annotate(level, changes.skill_files.get(name), "skillreach: no baseline", msg))
+    groups: dict[tuple[str, str, str, int], Group] = {}
+    stale: list[str] = []
+    for name in candidates:
+        rec = records.get(name)
+        if rec is None:
             continue
-        rec = base.records[name]
         skill_file = changes.skill_files.get(name)
-        qpath = _corpus_path(rec, top)
-        if not qpath.is_file():
+        qrel = rec.corpus_path or _corpus_path(rec, top).as_posix()
+        if qrel not in sets:
             msg = (
                 f"{name}: the query set its baseline names, {rec.corpus_path}, is missing in this checkout; "
                 "commit it, or re-record the baseline with --queries FILE"
             )
             results.append({"skill": name, "status": "refused", "message": msg})
-            lines.append(_annotate("error", skill_file, "skillreach: query set missing", msg))
+            lines.append(annotate("error", skill_file, "skillreach: query set missing", msg))
             continue
-        reasons, stale = _record_expiry(rec, qpath, model=model, judge_model=None)
+        reasons, stale_here = _expiry(rec, sets[qrel], model=model)
         if reasons:
             msg = (
                 f"baseline {rec.baseline_id} is expired ({'; '.join(reasons)}); not compared: "
                 f"re-baseline with `{rebaseline_hint} --skills {name}`"
             )
             results.append({"skill": name, "status": "expired", "message": msg})
-            lines.append(_annotate("error", skill_file, "skillreach: baseline expired", msg))
+            lines.append(annotate("error", skill_file, "skillreach: baseline expired", msg))
             continue
-        if stale:
-            console.print(f"{name}: {'; '.join(stale)} (gated on the cases it shares with the baseline)",
-                          markup=False, highlight=False)
-        key = (str(qpath), runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
-        groups.setdefault(key, []).append((name, rec))
-    for (full_qpath, rt, mdl, runs), members in groups.items():
-        qpath_s = full_qpath
-        if scope != "all" and routing:
-            qpath_s = str(_neighbourhood_file(Path(full_qpath), [n for n, _ in members], out))
-        needs_compliance = any(
-            r.metrics.get("compliance") is not None or r.metrics.get("task_quality") is not None
-            for _, r in members
+        if stale_here:
+            stale.append(f"{name} ({'; '.join(stale_here)})")
+        key = (qrel, runtime or rec.runtime.name, model or rec.model, rec.runs_per_case)
+        merge_pins(groups, key).members.append((name, rec))
+    for name in added:
+        home = next(
+            (g for g in groups.values() if any(q.expected_skill == name for q in sets[g.qrel].queries)), None
         )
-        model_flag = None if rt in ("fake", "keyword", "retriever") and mdl == rt else mdl
-        cfg = StudyConfig.build(
-            config,
-            skills=tuple(dirs),
-            queries=Path(qpath_s),
-            runtime=rt,
-            model=model_flag,
-            attempts=runs,
-            compliance=needs_compliance or None,
-            out=out or Path(".skillreach") / "check",  # the documented default, with or without Prefect
-            gate=False,  # gated here, against the committed baselines
-        )
-        console.print(
-            f"probing {', '.join(n for n, _ in members)}: {qpath_s}, runtime {rt}, model {mdl}, "
-            f"{runs} runs per case"
-        )
-        for name, rec in members:
-            console.print(f"  {name}: smallest breach {_smallest_breaches(rec, gates)}", markup=False,
-                          highlight=False)
-        if staged:
-            from skillreach.cli._staged import staged_annotations, staged_check_group
-
-            for name, entry, st in staged_check_group(
-                cfg,
-                members,
-                Path(qpath_s),
-                gates,
-                looks=looks,
-                strict=strict,
-                folder_of=lambda n: _find_skill_folder(n, dirs),
-                console=console,
-                quiet=as_json,
-                in_process=in_process,
-            ):
-                results.append(entry)
-                for level, title, msg in staged_annotations(name, st, strict=strict):
-                    lines.append(_annotate(level, changes.skill_files.get(name), title, msg))
+        if home is None:
+            home = _home_for_added(name, sets, groups, queries=queries, top=top, runtime=runtime, model=model)
+        if home is None:
+            results.append({"skill": name, "status": "new", "message": (
+                f"{name}: a new skill with no case in "
+                f"{', '.join(sets) or 'any query set (pass --queries FILE)'}: nothing to score; add its "
+                "cases, its baseline is recorded on merge")})
             continue
-        art = _run_study(cfg, members[0][1].judge_model, in_process)
-        if adaptive:
-            assert max_probes is not None
-            art = _adaptive(
-                cfg, members, art, Path(qpath_s), gates, strict=strict, dirs=dirs, budget=max_probes,
-                console=console, in_process=in_process,
-            )
-        for name, rec in members:
-            folder = _find_skill_folder(name, dirs)
-            new = record_baseline(art, Path(qpath_s), name, skill_folder=folder, judge_model=rec.judge_model)
-            skill_file = changes.skill_files.get(name)
-            try:
-                cmp = compare(rec, new, gates, strict)
-            except RefusedError as exc:
-                results.append({"skill": name, "status": "refused", "message": exc.message})
-                lines.append(_annotate("error", skill_file, "skillreach: comparison refused", exc.message))
-                continue
-            loss = losses(rec, new, art.outcomes)
-            victim = _victim_line(name, cmp, loss)
-            if victim is not None:
-                for taker in loss.taken_by:
-                    if edited_files.get(taker):
-                        title = "skillreach: takes a neighbour's cases"
-                        lines.append(_annotate("error", edited_files[taker], title, victim))
-            if not as_json:
-                print_comparison(cmp, console)
-            results.append(
-                {"skill": name, "status": cmp.verdict.value, "comparison": cmp.model_dump(mode="json")}
-                | ({"victim": victim} if victim else {})
-            )
-            for g in cmp.results:
-                if g.verdict.value in ("breach", "inconclusive"):
-                    level = "error" if g.verdict.value == "breach" or strict else "warning"
-                    ci = f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]" if g.ci95 else ""
-                    msg = (
-                        f"{name}: {g.metric} ({g.cohort}) {g.verdict.value}: Δ {g.mean_diff:+.3f}, "
-                        f"95% CI {ci}, gate {g.gate:+.2f}, {g.k} cases" + (f". {g.note}" if g.note else "")
-                    )
-                    lines.append(_annotate(level, skill_file, f"skillreach gate: {g.verdict.value}", msg))
+        home.added.append(name)
+    probes_spent = 0
+    cases_probed = 0
+    cases_all = 0
+    for index, g in enumerate(groups.values()):
+        spent, probed, every = _check_group(
+            index, g, sets[g.qrel], ctx=_Ctx(
+                config=config, dirs=dirs, out=out, max_cost=max_cost, edits=edits, found=found,
+                records=records, scope=scope, rivals_k=rivals_k, gates=gates, strict=strict, staged=staged,
+                looks=looks, adaptive=adaptive, max_probes=max_probes, in_process=in_process, as_json=as_json,
+                verbose=verbose, console=console, say=say, skill_files=changes.skill_files, added=set(added),
+                top=top,
+            ), results=results, lines=lines,
+        )
+        probes_spent += spent
+        cases_probed += probed
+        cases_all += every
     statuses = [r["status"] for r in results]
-
-    def failing(st: str) -> bool:
-        return st in ("breach", "unparseable") or (strict and st == "inconclusive") or (
-            st == "no baseline" and not allow_missing
-        )
-
-    if any(failing(st) for st in statuses):
+    if any(failing(st, strict=strict, allow_missing=allow_missing) for st in statuses):
         code = 1
     elif "refused" in statuses or "expired" in statuses:
         code = 3
     else:
         code = 0
+    gated = [r["skill"] for r in results if "comparison" in r or "staged" in r]
+    probes_line = (
+        f"{len(gated)} skill{'' if len(gated) == 1 else 's'} gated on {cases_probed} of {cases_all} cases "
+        f"({probes_spent} probes, --scope {scope})" if groups else "nothing probed"
+    )
     if do_annotate:
         for line in lines:
             print(line)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write(strip_control(_step_summary(rev, how, edits, base.changed_here, results, code=code)))
+            fh.write(step_summary(
+                rev=rev, how=how, headline=ys.headline(), routing=f"Changed: {what}." if what else "",
+                stale=stale, tampered=ys.tampered(), results=results, probes=f"{probes_line}.", code=code,
+                verbose=verbose,
+            ))
     if as_json:
-        payload = {"since": rev, "how": how, "checked": to_check, "results": results, "exit_code": code}
+        payload = {"since": rev, "how": how, "checked": gated, "yardstick": ys.model_dump(mode="json"),
+                   "accepted": sorted(agreed), "stale": stale, "results": results, "probes": probes_spent,
+                   "exit_code": code}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    else:
-        for r in results:
-            if r.get("victim"):
-                console.print(r["victim"], markup=False, highlight=False)
-        for r in results:
-            if r["status"] in ("no baseline", "expired", "refused", "unparseable"):
-                console.print(f"[yellow]{r['skill']}: {r['status']}[/]: {r['message']}")
-        console.print(f"check: exit {code}")
-    failed = [str(r["skill"]) for r in results if failing(r["status"])]
+    # what is not ok, one line each (on stderr beside --json)
+    if ys.changed:
+        say(ys.headline(), always=True)
+    if stale:
+        say(f"baselines stale: {'; '.join(stale)} (gated on the cases they share with the base)", always=True)
+    if ys.tampered():
+        say(f"tampered: {', '.join(ys.tampered())} (digest does not match the content; never read)",
+            always=True)
+    for line in not_ok_lines(results):
+        say(line, always=True)
+    say(f"check: {probes_line} → exit {code}", always=True)
+    failed = sorted({str(r["skill"]) for r in results
+                     if failing(r["status"], strict=strict, allow_missing=allow_missing)})
     if code == 1:
-        undecided = _undecided(results)
+        pending = undecided(results)
         raise GateFailed(
             f"check: gate failed for {', '.join(failed)}"
-            + (
-                f"; inconclusive: {undecided}; pass --lenient to let an inconclusive gate pass"
-                if undecided
-                else ""
-            )
+            + (f"; inconclusive: {pending}; pass --lenient to let an inconclusive gate pass"
+               if pending else "")
         )
     if code == 3:
         held = [f"{r['skill']} ({r['status']})" for r in results if r["status"] in ("refused", "expired")]
         raise RefusedError(f"check: not compared: {', '.join(held)}; re-baseline with `{rebaseline_hint}`")
+
+
+@dataclass
+class _Ctx:
+    """What every group of a check shares."""
+
+    config: Path | None
+    dirs: list[Path]
+    out: Path | None
+    max_cost: float | None
+    edits: list[Any]
+    found: list[Any]
+    records: dict[str, BaselineRecord]
+    scope: str
+    rivals_k: int
+    gates: Any
+    strict: bool
+    staged: bool
+    looks: int
+    adaptive: bool
+    max_probes: int | None
+    in_process: bool
+    as_json: bool
+    verbose: bool
+    console: Any
+    say: Any
+    skill_files: dict[str, str]
+    added: set[str]
+    top: Path
+
+
+def _expiry(rec: BaselineRecord, qs: Any, *, model: str | None) -> tuple[list[str], list[str]]:
+    """(why ``rec`` is expired against the set the check probes, what makes it stale)."""
+    from skillreach.baselines.records import current_rubric_version, expiry, staleness
+
+    rubric = current_rubric_version(qs, rec.skill, rec.judge_model)
+    return expiry(rec, query_set=qs, model=model, rubric=rubric), staleness(rec, qs)
+
+
+def _home_for_added(
+    name: str, sets: dict[str, Any], groups: dict[tuple[str, str, str, int], Any], *, queries: Path | None,
+    top: Path, runtime: str | None, model: str | None,
+) -> Any:
+    """The group an added skill's cases are probed in when no gated skill's study holds them: a group of
+    the set that has its cases, on the pins of the first group (or --runtime/--model)."""
+    from skillreach.cli._check_plan import merge_pins
+
+    qrel = next((r for r, qs in sets.items() if any(q.expected_skill == name for q in qs.queries)), None)
+    if qrel is None:
+        return None
+    pins = next(iter(groups.values()), None)
+    rt = runtime or (pins.runtime if pins is not None else None)
+    mdl = model or (pins.model if pins is not None else None)
+    if rt is None:
+        return None
+    return merge_pins(groups, (qrel, rt, mdl or rt, pins.runs if pins is not None else 1))
+
+
+def _check_group(
+    index: int, g: Any, qs: Any, *, ctx: _Ctx, results: list[dict[str, Any]], lines: list[str]
+) -> tuple[int, int, int]:
+    """Probe one group's cases and gate its members; returns (probes, cases probed, cases in its set)."""
+    from skillreach.baselines.gates import compare
+    from skillreach.baselines.records import record_baseline
+    from skillreach.baselines.scope import losses, within
+    from skillreach.cli._check_output import annotate, victim_line
+    from skillreach.cli._check_plan import group_out, scope_cases
+    from skillreach.errors import RefusedError
+    from skillreach.queries.sets import write_query_set
+    from skillreach.reports.gates import print_comparison
+    from skillreach.study import StudyConfig
+
+    out = group_out(ctx.out, index)
+    names = [n for n, _ in g.members]
+    probe_set, why = scope_cases(ctx.scope, qs, ctx.edits, names + g.added, skills_now=ctx.found,
+                                 records=ctx.records, rivals_k=ctx.rivals_k)
+    probed = {q.id for q in probe_set.queries}
+    owners = {q.expected_skill for q in probe_set.queries}
+    edited = {e.name for e in ctx.edits}
+    if ctx.scope == "affected":  # gated: the edited skills, and every skill whose cases the change reaches
+        g.members = [(n, r) for n, r in g.members if n in edited or n in owners]
+    if not probed or not (g.members or g.added):
+        ctx.say(f"nothing of {g.qrel} within the change's reach: not probed")
+        return 0, 0, len(qs.queries)
+    folder = out.with_name(out.name + "-scope")
+    qpath = write_query_set(probe_set, folder / f"{Path(g.qrel).stem}.json")
+    needs_compliance = any(
+        r.metrics.get("compliance") is not None or r.metrics.get("task_quality") is not None
+        for _, r in g.members
+    )
+    model_flag = None if g.runtime in ("fake", "keyword", "retriever") and g.model == g.runtime else g.model
+    cfg = StudyConfig.build(
+        ctx.config, skills=tuple(ctx.dirs), queries=qpath, runtime=g.runtime, model=model_flag,
+        attempts=g.runs, compliance=needs_compliance or None, out=out, gate=False,
+        **({"max_cost": ctx.max_cost} if ctx.max_cost is not None else {}),
+    )
+    ctx.say(f"probing {len(probed)} of {len(qs.queries)} cases of {g.qrel} (runtime {g.runtime}, model "
+            f"{g.model}, {g.runs} runs per case) for {', '.join(names + g.added)}")
+    for qid in sorted(why) if ctx.verbose else ():
+        ctx.say(f"  {qid}: {why[qid]}")
+    for name, rec in g.members:
+        ctx.say(f"  {name}: smallest breach {_smallest_breaches(rec, ctx.gates)}")
+    judge = next((r.judge_model for _, r in g.members), None)
+    if ctx.staged and g.members:
+        from skillreach.cli._staged import staged_annotations, staged_check_group
+
+        for name, entry, st in staged_check_group(
+            cfg, g.members, qpath, ctx.gates, looks=ctx.looks, strict=ctx.strict,
+            folder_of=lambda n: _find_skill_folder(n, ctx.dirs), console=ctx.console,
+            quiet=ctx.as_json or not ctx.verbose, in_process=ctx.in_process,
+        ):
+            results.append(entry)
+            for level, title, msg in staged_annotations(name, st, strict=ctx.strict):
+                lines.append(annotate(level, ctx.skill_files.get(name), title, msg))
+        staged_out = cfg.out or Path(".skillreach") / "check"
+        log = staged_out / "probes.jsonl"  # the group's probes, once (each skill's entry counts them all)
+        lines_ = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+        spent = sum(1 for ln in lines_ if ln.strip())
+        if (staged_out / "artifact.json").is_file():  # what the stages probed: the take is tested on it
+            art = _read_artifact_any(staged_out / "artifact.json")
+            _score_added(art, qpath, g.added, judge, ctx=ctx, results=results)
+            _takes(art, probe_set, ctx, results, lines)
+        return spent, len(probed), len(qs.queries)
+    art = _run_study(cfg, judge, ctx.in_process)
+    if ctx.adaptive:
+        assert ctx.max_probes is not None
+        art = _adaptive(cfg, g.members, art, qpath, ctx.gates, strict=ctx.strict, dirs=ctx.dirs,
+                        budget=ctx.max_probes, console=ctx.console, in_process=ctx.in_process)
+    comparisons = []
+    for name, rec in g.members:
+        new = record_baseline(art, qpath, name, skill_folder=_find_skill_folder(name, ctx.dirs),
+                              judge_model=rec.judge_model)
+        skill_file = ctx.skill_files.get(name)
+        left = [c for c in rec.per_case if c not in {q.id for q in qs.queries}]
+        against = within(rec, probed, keep=left) if probed != {q.id for q in qs.queries} else rec
+        try:
+            cmp = compare(against, new, ctx.gates, ctx.strict)
+        except RefusedError as exc:
+            results.append({"skill": name, "status": "refused", "message": exc.message})
+            lines.append(annotate("error", skill_file, "skillreach: comparison refused", exc.message))
+            continue
+        comparisons.append(cmp)
+        loss = losses(against, new, art.outcomes)
+        victim = victim_line(name, cmp, loss)
+        if victim is not None:
+            for taker in loss.taken_by:
+                if ctx.skill_files.get(taker) and taker in edited:
+                    title = "skillreach: takes a neighbour's cases"
+                    lines.append(annotate("error", ctx.skill_files[taker], title, victim))
+        if ctx.verbose and not ctx.as_json:
+            print_comparison(cmp, ctx.console)
+        results.append({"skill": name, "status": cmp.verdict.value, "comparison": cmp.model_dump(mode="json")}
+                       | ({"victim": victim} if victim else {}))
+        for gr in cmp.results:
+            if gr.verdict.value in ("breach", "inconclusive"):
+                level = "error" if gr.verdict.value == "breach" or ctx.strict else "warning"
+                ci = f"[{gr.ci95[0]:+.3f}, {gr.ci95[1]:+.3f}]" if gr.ci95 else ""
+                msg = (
+                    f"{name}: {gr.metric} ({gr.cohort}) {gr.verdict.value}: Δ {gr.mean_diff:+.3f}, "
+                    f"95% CI {ci}, gate {gr.gate:+.2f}, {gr.k} cases" + (f". {gr.note}" if gr.note else "")
+                )
+                lines.append(annotate(level, skill_file, f"skillreach gate: {gr.verdict.value}", msg))
+    _score_added(art, qpath, g.added, judge, ctx=ctx, results=results)
+    _takes(art, probe_set, ctx, results, lines)
+    _gate_report(out, art, comparisons)
+    return len(art.outcomes), len(probed), len(qs.queries)
+
+
+def _score_added(
+    art: Any, qpath: Path, added: list[str], judge: str | None, *, ctx: _Ctx, results: list[dict[str, Any]]
+) -> None:
+    """Each added skill scored on its own cases, not gated (its baseline is recorded on merge)."""
+    from skillreach.baselines.records import record_baseline
+    from skillreach.cli._check_plan import metrics_sentence
+
+    for name in added:
+        where = _find_skill_folder(name, ctx.dirs)
+        rec = record_baseline(art, qpath, name, skill_folder=where, judge_model=judge)
+        msg = (f"{name}: a new skill, scored, not gated: {metrics_sentence(rec)}; its baseline is recorded "
+               "on merge")
+        figures = {m: v.model_dump(mode="json") if v else None for m, v in rec.metrics.items()}
+        results.append({"skill": name, "status": "new", "message": msg, "metrics": figures})
+
+
+def _takes(art: Any, probe_set: Any, ctx: _Ctx, results: list[dict[str, Any]], lines: list[str]) -> None:
+    """The pooled take test of every edited or added skill (:mod:`skillreach.baselines.steal`)."""
+    from skillreach.baselines.steal import take_test
+    from skillreach.cli._check_output import annotate
+
+    now = {s.name: s.description for s in ctx.found}
+    digests = {q.id: q.case_digest() for q in probe_set.queries}
+    texts = {q.id: q.text for q in probe_set.queries}
+    for e in ctx.edits:
+        if e.how not in ("description", "added") or e.name not in now:
+            continue
+        test = take_test(
+            e.name, base_records=ctx.records, outcomes=art.outcomes, digests=digests, added=e.how == "added",
+            file=ctx.skill_files.get(e.name), texts=texts,
+            description=(e.base_description or "", now[e.name]) if e.base_description else None,
+        )
+        if test.moved:
+            ctx.say(test.line())
+        if test.significant:
+            results.append({"skill": e.name, "status": "takes", "message": test.line(),
+                            "advice": test.advice(), "take": test.model_dump(mode="json")})
+            lines.append(annotate("error", test.file, "skillreach: takes its neighbours' cases",
+                                  f"{test.line()}. {test.advice()}"))
+
+
+def _gate_report(out: Path, art: Any, comparisons: list[Any]) -> None:
+    """``gate.json`` and ``report.html`` with the gate section, in the check's study folder."""
+    from skillreach.reports import render_html
+    from skillreach.reports.gate_file import write_gate
+
+    if not comparisons or not (out / "artifact.json").is_file():
+        return
+    write_gate(out, art.digest, comparisons, [])
+    (out / "report.html").write_text(render_html(art, gate=comparisons), encoding="utf-8")
 
 
 def _smallest_breaches(record: BaselineRecord, gates: Any) -> str:
@@ -511,74 +671,6 @@ def _smallest_breaches(record: BaselineRecord, gates: Any) -> str:
             text = smallest_breach_text(metric, float(values[metric]), len(rates), list(rates.values()))
             parts.append(f"{metric} {text}")
     return "; ".join(parts) or "none (no rated case)"
-
-
-def _undecided(results: list[dict[str, Any]]) -> str:
-    """What would decide each inconclusive gate, e.g. ``demo activation: add about 9 positive cases for
-    demo (now 4)``."""
-    parts: list[str] = []
-    for r in results:
-        for g in (r.get("comparison") or {}).get("results", []):
-            if g["verdict"] != "inconclusive":
-                continue
-            parts.append(
-                f"{r['skill']} {g['metric']}"
-                + (f" ({g['cohort']})" if g["cohort"] != "paired" else "")
-                + (f": {g['note']}" if g.get("note") else "")
-            )
-    return "; ".join(parts)
-
-
-def _step_summary(
-    rev: str, how: str, edits: Any, baseline_changes: Any, results: list[dict[str, Any]], *, code: int
-) -> str:
-    from skillreach.reports.gates import fmt_value
-
-    icon = {
-        "ok": "✅",
-        "inconclusive": "⚠️",
-        "breach": "❌",
-        "no baseline": "➕",
-        "expired": "⌛",
-        "refused": "⛔",
-        "unparseable": "❌",
-    }
-    out = ["## skillreach check", "", f"Compared with `{rev[:12]}` ({how}).", ""]
-    victims = [r["victim"] for r in results if r.get("victim")]
-    if victims:
-        out += [f"- **{v}**" for v in victims] + [""]
-    routing = [e for e in edits if e.routing]
-    if routing:
-        out.append(
-            "Routing table changed ("
-            + ", ".join(f"{e.name}: {e.how}" for e in routing)
-            + "): every skill it can move re-gated.\n"
-        )
-    if baseline_changes:
-        out.append(
-            "This change touches baseline records (" + ", ".join(f"`{c}`" for c in baseline_changes)
-            + f"); the gate used the records of `{rev[:12]}`.\n"
-        )
-    out += [
-        "| skill | metric | cohort | baseline | new | Δ paired | 95% CI | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        st = r["status"]
-        if "comparison" not in r:
-            out.append(f"| {r['skill']} | – | – | – | – | – | – | {icon.get(st, '')} {st}: {r['message']} |")
-            continue
-        for g in r["comparison"]["results"]:
-            ci = f"[{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g["ci95"] else "–"
-            note = f" — {g['note']}" if g["note"] else ""
-            out.append(
-                f"| {r['skill']} | {g['metric']} | {g['cohort']} | {fmt_value(g['base'])} | "
-                f"{fmt_value(g['new'])} | "
-                f"{fmt_value(g['mean_diff'], signed=True)} | {ci} | "
-                f"{icon.get(g['verdict'], '')} {g['verdict']}{note} |"
-            )
-    out += ["", f"**Exit {code}**", ""]
-    return "\n".join(out) + "\n"
 
 
 def register(app: typer.Typer) -> None:

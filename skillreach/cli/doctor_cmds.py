@@ -55,11 +55,16 @@ _SDK = {  # runtime -> (module, distribution, the skillreach extra that installs
     "openai-compatible": ("openai", "openai", "openai"),
     "antigravity-sdk": ("google.antigravity", "google-antigravity", "antigravity"),
 }
-_CLI = {
+_CLI: dict[str, tuple[str, str | None, str]] = {
     "claude-code": ("claude", "SKILLREACH_CLAUDE_PATH", "npm install -g @anthropic-ai/claude-code"),
     "pi": ("pi", "SKILLREACH_PI_PATH", "npm install -g @mariozechner/pi-coding-agent"),
     "goose": ("goose", "SKILLREACH_GOOSE_PATH", "install the goose CLI from its release page"),
     "antigravity-cli": ("agy", "SKILLREACH_AGY_PATH", "install the Antigravity CLI (agy) and sign in"),
+    # found on PATH, or where runtime_options names it (a config file's, not the environment's)
+    "codex": ("codex", None, "npm install -g @openai/codex, or pass runtime_options.codex_path"),
+    "gemini-cli": ("gemini", None, "npm install @google/gemini-cli, or pass runtime_options.gemini_path"),
+    "opencode": ("opencode", None, "npm install opencode-ai, or pass runtime_options.opencode_path"),
+    "copilot": ("copilot", None, "npm install @github/copilot, or pass runtime_options.copilot_path"),
 }
 _OFFLINE = {"fake", "keyword", "retriever"}
 _NEEDS_KEY = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
@@ -151,12 +156,15 @@ def _version_of(program: str) -> str | None:
     return text.splitlines()[0][:80] if proc.returncode == 0 and text else None
 
 
-def _cli_status(name: str, program: str, env_var: str, hint: str, explicit: str | None) -> RuntimeStatus:
-    candidate = explicit or os.environ.get(env_var) or program
+def _cli_status(
+    name: str, program: str, env_var: str | None, hint: str, explicit: str | None
+) -> RuntimeStatus:
+    candidate = explicit or (os.environ.get(env_var) if env_var else None) or program
     found = shutil.which(candidate)
     if found is None:
         return RuntimeStatus(
-            name, False, "cli", detail=f"{candidate!r} not found on PATH; {hint} or set {env_var}"
+            name, False, "cli",
+            detail=f"{candidate!r} not found on PATH; {hint}" + (f" or set {env_var}" if env_var else ""),
         )
     version = _version_of(found)
     if version is None:
@@ -357,9 +365,11 @@ def _print(report: Report) -> None:
     runtimes.add_column("kind")
     runtimes.add_column("version")
     runtimes.add_column("where / what to do")
+    from rich.markup import escape  # ``skillreach[anthropic]`` is text, not a markup tag
+
     for r in report.runtimes:
         mark = "[green]yes[/green]" if r.usable else "[red]no[/red]"
-        runtimes.add_row(r.name, mark, r.kind, r.version or "", r.path or r.detail)
+        runtimes.add_row(escape(r.name), mark, r.kind, escape(r.version or ""), escape(r.path or r.detail))
     console.print(runtimes)
     keys = Table(title="Credentials (values are never shown)", title_justify="left")
     keys.add_column("variable")
@@ -380,7 +390,8 @@ def _print(report: Report) -> None:
     service.add_column("check")
     service.add_column("found")
     for name, found in report.service.items():
-        service.add_row(name, f"[red]{found}[/red]" if found.startswith(("error", "no answer")) else found)
+        shown = escape(found)
+        service.add_row(name, f"[red]{shown}[/red]" if found.startswith(("error", "no answer")) else shown)
     console.print(service)
     if report.prefect_api_url:  # distributed probing: the server, the batch workers it sees, the store
         from skillreach.cli.worker_cmds import worker_lines

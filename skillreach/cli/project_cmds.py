@@ -207,22 +207,31 @@ def _jsonable(value: Any) -> Any:
 
 
 def workflow_yaml(skills_dir: str, queries: str, action: str) -> str:
+    """The workflow ``init`` writes: on a pull request, lint and gate (``check``); after a merge, record
+    the baselines of the skills the merge added, in one commit pushed to the branch."""
     return f"""\
-# Written by `skillreach init`: lint every SKILL.md and gate the skills a pull request changes
-# against their baselines (record them first: skillreach baseline record --skill NAME --commit).
+# Written by `skillreach init`. On a pull request: lint every SKILL.md and gate what the change can
+# affect against the baselines of the base branch (a skill the pull request adds is scored, not gated).
+# After a merge: record the added skills' baselines in one commit (needs `contents: write`; a commit
+# pushed with the workflow's token starts no other workflow).
+# `uses:` names the action by a ref: pin it to a full commit SHA until a release is tagged.
 name: skillreach
 on:
   pull_request:
     paths: ["{skills_dir}/**", "baselines/**", "evals/**", "skillreach.toml"]
+  push:
+    branches: [main]
+    paths: ["{skills_dir}/**", "evals/**"]
 permissions:
   contents: read
 jobs:
   skillreach:
+    if: github.event_name == 'pull_request'
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@v4
         with:
-          fetch-depth: 0  # check --changed compares with the merge base
+          fetch-depth: 0  # check --changed compares with the merge base; a shallow clone is refused
       - uses: {action}
         with:
           skills: {skills_dir}
@@ -230,8 +239,26 @@ jobs:
           config: skillreach.toml
           # runtime: anthropic        # default: each baseline's own runtime and model
           # model: claude-sonnet-4-6
+          # accept: release-notes     # a person changes this skill's yardstick on purpose
           max-cost: "5"
           anthropic-api-key: ${{{{ secrets.ANTHROPIC_API_KEY }}}}
+  baselines:
+    if: github.event_name == 'push'
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+      - uses: {action}
+        with:
+          record-added: "true"
+          skills: {skills_dir}
+          queries: {queries}
+          config: skillreach.toml
+          anthropic-api-key: ${{{{ secrets.ANTHROPIC_API_KEY }}}}
+      - run: git push origin HEAD:${{{{ github.ref_name }}}}
 """
 
 

@@ -50,6 +50,12 @@ def rebaseline_cmd(  # noqa: PLR0917 - a typer command
     names: list[str] = typer.Option(
         [], "--skills", help="Skills to re-baseline (repeatable; default: every skill with cases)."
     ),
+    missing: bool = typer.Option(
+        False,
+        "--missing",
+        help="Record every skill at REV that has cases in --queries and no record yet (the skills a merge "
+        "added): what init's workflow runs after a merge.",
+    ),
     skills_dirs: list[Path] = typer.Option(
         [], "--skills-dir", help="Folder(s) of skills, as in the repository (default: ./skills)."
     ),
@@ -93,11 +99,18 @@ def rebaseline_cmd(  # noqa: PLR0917 - a typer command
     gates = _gates(config, [])
     with _worktree(top, sha) as tree:
         tree_dirs = [tree / d for d in rel_dirs]
-        missing = [str(d) for d, t in zip(rel_dirs, tree_dirs, strict=True) if not t.is_dir()]
-        if missing:
-            raise InputError(f"--skills-dir {missing[0]}: no such folder at {rev}; pass --skills-dir DIR")
+        absent = [str(d) for d, t in zip(rel_dirs, tree_dirs, strict=True) if not t.is_dir()]
+        if absent:
+            raise InputError(f"--skills-dir {absent[0]}: no such folder at {rev}; pass --skills-dir DIR")
         present = {s.name for s in discover(tree_dirs).skills}
-        wanted = list(names) or sorted(set(stored.records) & present)
+        if missing and names:
+            raise InputError("--missing records the skills without a record; --skills names others: pass one")
+        if missing and queries is None:
+            raise InputError("--missing needs the query set of skills without a record: pass --queries FILE")
+        if missing:
+            wanted = sorted(present - set(stored.records))
+        else:
+            wanted = list(names) or sorted(set(stored.records) & present)
         unknown = [n for n in wanted if n not in present]
         if unknown:
             where = ", ".join(map(str, rel_dirs))

@@ -101,7 +101,7 @@ def error_groups(artifact: Artifact, samples: int = 5) -> list[ErrorGroup]:
 
 QUALITY_METRICS = ("compliance", "task_quality")
 COHORTS = ("baseline_cases", "new_cases")
-COHORT_TITLES = {"baseline_cases": "cases of the baseline", "new_cases": "new cases"}
+COHORT_TITLES = {"baseline_cases": "baseline corpus", "new_cases": "new cases"}
 
 
 @dataclass(frozen=True)

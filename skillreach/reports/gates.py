@@ -72,10 +72,12 @@ def print_comparison(cmp: Comparison, console: Console) -> None:
     console.print(f"verdict: [{colour}]{cmp.verdict.value}[/]{tail} → exit {cmp.exit_code}")
 
 
-def print_staged(st: StagedComparison, console: Any) -> None:
+def print_staged(st: StagedComparison, console: Any, skill: str | None = None) -> None:
+    """The staged looks as a table titled with the skill they gate (a check prints one per skill)."""
     from rich.table import Table
 
-    table = Table(title=f"staged gate ({st.looks_planned} planned looks, O'Brien–Fleming α-spending)")
+    who = f"{skill}: " if skill else ""
+    table = Table(title=f"{who}staged gate ({st.looks_planned} planned looks, O'Brien–Fleming α-spending)")
     for col in ("metric", "look", "cases", "gate", "Δ", "repeated 95% CI", "critical t", "decision"):
         table.add_column(col)
     for m in st.metrics:
@@ -91,4 +93,4 @@ def print_staged(st: StagedComparison, console: Any) -> None:
                 lk.decision,
             )
     console.print(table)
-    console.print(st.sentence())
+    console.print(f"{who}{st.sentence()}")

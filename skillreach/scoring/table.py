@@ -178,7 +178,7 @@ class ProbeTable:
                         return table
                     fh = io.BytesIO(data)  # shares the bytes; read again, every line checked
                 line0 = 1
-                for block in _blocks(fh):
+                for block in _blocks(fh, source):
                     line0 += b.add_block(block, line0)
             else:
                 from skillreach.study.probe_log import parse_lines

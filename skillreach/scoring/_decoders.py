@@ -76,7 +76,8 @@ class _Lean(msgspec.Struct, gc=False):
     error: str | None = None
     usage: _Usage | None = None
     cost_usd: _Cost = None
-    duration_ms: int | float | None = None
+    duration_ms: Annotated[int, msgspec.Meta(ge=0)] | Annotated[float, msgspec.Meta(ge=0)] | None = None
+    turns: Annotated[int, msgspec.Meta(ge=0)] | None = None
     runtime: str | None = None
     model: str | None = None
     resolved_model: str | None = None

@@ -110,6 +110,13 @@ def _edit_line(src: Path, dst: Path, lineno: int, edit: Callable[[dict[str, obje
     dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _not_counted(root: Path) -> None:
+    """The planted attempt 7 (of 1, costing $123) is neither scored nor paid for."""
+    artifact = json.loads((root / "planted-attempt" / "artifact.json").read_text(encoding="utf-8"))
+    assert artifact["counts"]["probes"] == 71
+    assert artifact["usage"]["cost_usd"] == 0.0
+
+
 def build_world(root: Path) -> list[Case]:
     cases: list[Case] = []
     add = cases.append
@@ -279,6 +286,37 @@ def build_world(root: Path) -> list[Case]:
         )
     )
 
+    # --------------------------------------------------------------------------------------- resume
+    for folder, planted in (
+        ("planted-query", {"query_id": "planted-q"}),
+        ("planted-attempt", {"attempt": 7}),
+    ):
+        copy = root / folder
+        copy.mkdir()
+        (copy / "query_set.json").write_bytes(qset.read_bytes())
+        lines = probes.read_text(encoding="utf-8").splitlines()
+        rec = json.loads(lines[0])
+        rec.update(planted, cost_usd=123.0)
+        (copy / "probes.jsonl").write_text("\n".join([*lines[5:], json.dumps(rec)]) + "\n", encoding="utf-8")
+    add(
+        Case(
+            "resume",
+            "run_over_a_planted_query",
+            ("run", "--runtime", "keyword", "--out", str(root / "planted-query")),
+            2,
+            ("planted-query/probes.jsonl", "'planted-q'", "remove that line"),
+        )
+    )
+    add(
+        Case(
+            "resume",
+            "run_over_a_planted_attempt",
+            ("run", "--runtime", "keyword", "--out", str(root / "planted-attempt")),
+            0,
+            check=_not_counted,
+        )
+    )
+
     # ----------------------------------------------------------------------------------------- lint
     _skill(root / "dates" / "when", "2024-01-01", "A fine skill used by the hostile-input tests.")
     add(Case("lint", "name_resolving_to_a_date", ("lint", str(root / "dates")), 1, ("YAML date", "quote it")))
@@ -295,7 +333,7 @@ def build_world(root: Path) -> list[Case]:
     return cases
 
 
-CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "lint": 2}
+CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "resume": 2, "lint": 2}
 NAMES = [
     "cluster_of_5000_templated_skills",
     "keyword_run_of_5000_skills",
@@ -310,6 +348,8 @@ NAMES = [
     "negative_turns",
     "negative_duration",
     "a_line_nested_5000_deep",
+    "run_over_a_planted_query",
+    "run_over_a_planted_attempt",
     "name_resolving_to_a_date",
     "description_resolving_to_a_timestamp",
 ]
@@ -333,7 +373,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Cas
 
 @pytest.mark.parametrize("name", NAMES)
 def test_case(world: tuple[Path, dict[str, Case], dict[str, hang.Outcome]], name: str) -> None:
-    _, cases, results = world
+    root, cases, results = world
     case, res = cases[name], results[name]
     shown = (
         f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]}\n"
@@ -350,6 +390,8 @@ def test_case(world: tuple[Path, dict[str, Case], dict[str, hang.Outcome]], name
     else:
         for needle in case.needles:
             assert needle in res.stdout + res.stderr, f"{needle!r} not in the output\n{shown}"
+    if case.check is not None:
+        case.check(root)
 
 
 def test_the_case_counts_by_category() -> None:

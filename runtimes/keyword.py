@@ -10,6 +10,7 @@ Deterministic, offline, free: the baseline every real agent should beat.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import ClassVar
 
 from skillreach.models import Catalog, Query
@@ -25,11 +26,18 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + r"[-_\s]+".join(parts) + r"(?![\w-])", re.IGNORECASE)
 
 
-def mentioned_skill(text: str, names: list[str]) -> str | None:
+@lru_cache(maxsize=8)
+def _name_patterns(names: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Every name's pattern, compiled once per catalog (``re``'s own cache holds 512: a catalog of
+    5,000 skills compiled every pattern again for every query, ~1.3 s a probe)."""
+    return tuple((name, _name_pattern(name)) for name in names)
+
+
+def mentioned_skill(text: str, names: list[str] | tuple[str, ...]) -> str | None:
     """The skill the text names outright, if any (longest name, then earliest mention)."""
     best: tuple[int, int, str] | None = None
-    for name in names:
-        m = _name_pattern(name).search(text)
+    for name, pattern in _name_patterns(tuple(names)):
+        m = pattern.search(text)
         if m is None:
             continue
         key = (-len(name), m.start(), name)

@@ -59,6 +59,9 @@ Finite = Annotated[float, StrictNumber, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, StrictNumber, Field(ge=0, allow_inf_nan=False)]
 """A finite number ≥ 0 (a price, a cost)."""
 MAX_PROBE_COST_USD = 1_000_000.0
+MAX_PROBE_LINE_BYTES = 64 << 20
+"""Bytes one probes.jsonl line may hold (a record with its tool calls and final text is kilobytes): a
+longer line — a sparse or binary file with no newline — is refused, naming it, never read whole."""
 """The most one probe may have cost: a record that says more (or less than 0, or NaN, or infinity) is
 refused where a probe log is read, with its file and line."""
 ProbeCost = Annotated[float, StrictNumber, Field(ge=0, le=MAX_PROBE_COST_USD, allow_inf_nan=False)]

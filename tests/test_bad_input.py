@@ -50,6 +50,7 @@ from skillreach.models import ProbeRecord
 from skillreach.queries.sets import load_query_set
 from skillreach.scoring import ProbeTable, score
 from skillreach.scoring.artifact import write_artifact
+from tests.helpers import hang
 
 EXE = Path(sys.executable).with_name("skillreach")
 LIMIT_S = 30.0
@@ -1096,33 +1097,20 @@ def _run(case: Case, root: Path) -> Result:
     args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
     if case.interrupt_after_s is not None:
         args = [sys.executable, "-c", _DEFAULT_SIGINT, *args]
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        args,
-        cwd=root / "cwd",
-        env=_env(root, case.env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-    )
-    try:
-        if case.interrupt_after_s is not None:
-            # Ctrl-C once the command is running (its --out folder exists), whatever the machine's load
-            marker = Path(args[-1])
-            while not marker.exists() and proc.poll() is None and time.monotonic() - start < LIMIT_S:
-                time.sleep(0.1)
-            time.sleep(case.interrupt_after_s)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=LIMIT_S)
-        else:
-            out, err = proc.communicate(timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return Result(None, out, err, time.monotonic() - start, hung=True)
-    return Result(proc.returncode, out, err, time.monotonic() - start)
+
+    def interrupt(proc: subprocess.Popen[bytes]) -> None:
+        if case.interrupt_after_s is None:
+            return
+        # Ctrl-C once the command is running (its --out folder exists), whatever the machine's load
+        marker = Path(args[-1])
+        start = time.monotonic()
+        while not marker.exists() and proc.poll() is None and time.monotonic() - start < 10 * LIMIT_S:
+            time.sleep(0.1)
+        time.sleep(case.interrupt_after_s)
+        proc.send_signal(signal.SIGINT)
+
+    res = hang.run(args, limit_s=LIMIT_S, cwd=root / "cwd", env=_env(root, case.env), started=interrupt)
+    return Result(res.code, res.stdout, res.stderr, res.seconds, hung=res.hung)
 
 
 @pytest.fixture(scope="module")
@@ -1171,7 +1159,7 @@ def test_case(world: tuple[Path, dict[str, Case], dict[str, Result]], name: str)
     root, cases, results = world
     case, res = cases[name], results[name]
     shown = f"{name}: exit {res.code}\n--- stdout\n{res.stdout[-2000:]}\n--- stderr\n{res.stderr[-2000:]}"
-    assert not res.hung, f"{name}: no answer within {LIMIT_S:.0f} s (a hang)\n{shown}"
+    assert not res.hung, f"{name}: no progress within {LIMIT_S:.0f} s (a hang)\n{shown}"
     assert "Traceback" not in res.stdout + res.stderr, shown
     assert res.code == case.code, shown
     errors = _error_lines(res.stderr)

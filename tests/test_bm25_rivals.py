@@ -406,3 +406,24 @@ def test_overlap_command_on_twenty_thousand_skills_equals_the_scipy_screen(tmp_p
         assert [(v["name"], v["score"]) for v in got["rivals"]] == [
             (v.name, pytest.approx(v.score, rel=1e-12)) for v in r.rivals
         ]
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rivals_equal_before_when_thousands_of_skills_tie(compiled: bool) -> None:
+    """A templated catalog: 3,000 skills over a 6-word vocabulary, so each skill's ``top``-th best ties
+    with well over ``_TIED_GROUPS`` groups of columns (the rows ranked by ``_tied_candidates`` rather than
+    paired column by column) — the same rivals, ordered by name within a tie, as the plain rule."""
+    rng = random.Random(5)
+    words = ["pdf", "deploy", "schema", "query", "index", "config"]
+    skills = [
+        Skill(
+            name=f"t-{rng.randrange(10_000):04d}-{i}",
+            description=" ".join(rng.sample(words, k=rng.randint(1, 3))),
+        )
+        for i in range(3000)
+    ]
+    only = {s.name for s in rng.sample(skills, 60)}
+    before = _rivals_before(skills, top=10, only=only)
+    tied = [name for name, _, picked in before if len({round(v, 6) for _, v, _ in picked}) == 1 and picked]
+    assert len(tied) >= 20  # many rows are whole runs of ties, broken by name
+    _assert_same(rivals(skills, top=10, only=only, compiled=compiled), before)

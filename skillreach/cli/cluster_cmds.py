@@ -71,8 +71,13 @@ def cluster_cmd(  # noqa: PLR0917 - typer passes options positionally
     else:
         text = _text(result)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:  # /dev/full, a full disk, a folder: one line naming the file and flag
+            raise InputError(
+                f"--out {out}: cannot write the communities ({exc.strerror or exc}); give a writable file"
+            ) from exc
         print(f"{len(result.communities)} communities of {result.skills} skills → {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -161,12 +161,16 @@ def other_configuration(out: Path, runtime: str, model: str | None) -> str | Non
     """What configuration the probes already in ``out`` ran, when it is not ``runtime``/``model``."""
     import json
 
+    from skillreach.models import MAX_PROBE_LINE_BYTES
+
     probes = out / "probes.jsonl"
     try:
         with probes.open("rb") as fh:
-            first = fh.readline()
+            first = fh.readline(MAX_PROBE_LINE_BYTES + 1)  # bounded: a sparse file has no newline
     except OSError:
         return None
+    if len(first) > MAX_PROBE_LINE_BYTES:
+        return None  # not a probe log: the log's reader refuses it, naming the line
     try:
         rec = json.loads(first)
     except ValueError:

@@ -101,22 +101,33 @@ def load_query_set(path: str | Path, *, catalog: Catalog | Iterable[str] | None 
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""What a YAML query file may not hold (PyYAML's reader refuses it): control characters such as ESC,
+BEL or NUL, and lone surrogates. A JSON file spells them as escapes (``"\\u001b"``); refused the same."""
 
 
 def _check_texts(qs: QuerySet, source: str) -> None:
     """A lone surrogate (JSON's ``"\\ud800"``) in a query's id or text is refused: no UTF-8 file,
-    database row or API request can carry it."""
-    if not _SURROGATE.search("\0".join(q.id + "\0" + q.text for q in qs.queries)):
+    database row or API request can carry it; so is a control character (ESC, BEL, NUL…: it would reach
+    a terminal, a report or an agent raw), as a YAML query file refuses it."""
+    if not _CONTROL.search("\n".join(q.id + "\n" + q.text for q in qs.queries)):
         return
     for q in qs.queries:
         for what, value in (("id", q.id), ("text", q.text)):
-            m = _SURROGATE.search(value)
-            if m is not None:
+            m = _CONTROL.search(value)
+            if m is None:
+                continue
+            qid = q.id.encode("utf-8", "backslashreplace").decode().encode("unicode_escape").decode()
+            if _SURROGATE.fullmatch(m.group()):
                 raise InputError(
-                    f"{source}: query {q.id.encode('utf-8', 'backslashreplace').decode()!r}: {what} holds a "
+                    f"{source}: query {qid!r}: {what} holds a "
                     f"lone surrogate (U+{ord(m.group()):04X}) at character {m.start() + 1:,}, which no "
                     "UTF-8 file or API request can carry; remove it"
                 )
+            raise InputError(
+                f"{source}: query {qid!r}: {what} holds the control character U+{ord(m.group()):04X} at "
+                f"character {m.start() + 1:,}, which a YAML query file refuses too; remove it"
+            )
 
 
 def id_problem(qid: str) -> str | None:
@@ -541,6 +552,7 @@ def verify_query_set(path: str | Path) -> QuerySet:
     if path.suffix.lower() != ".json":
         raise InputError(f"{path}: a sealed query set is a .json file; seal {path.name} first")
     qs, computed = _read(path)
+    _check_texts(qs, str(path))
     if not qs.provenance.digest:
         raise InputError(
             f"{path}: not sealed (provenance.digest is missing); seal it with `skillreach queries seal`"
@@ -557,9 +569,38 @@ def _check_digest(qs: QuerySet, path: Path, computed: str | None = None) -> None
             f"{path}: provenance.digest {recorded[:80]!r} is not 'sha256:<64 hex>'; {_SEAL_HINT}"
         )
     computed = computed or qs.compute_digest()
-    if computed == recorded:
+    if computed != recorded:
+        raise TamperedError(f"{path}: tampered: {_diagnose(qs)}; {_SEAL_HINT}")
+    stated = (qs.provenance.model_extra or {}).get("query_digests")
+    if stated is None:
         return
-    raise TamperedError(f"{path}: tampered: {_diagnose(qs)}; {_SEAL_HINT}")
+    # the set's digest holds, but the provenance also states one digest a query: every one recomputed
+    if not isinstance(stated, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in stated.items()
+    ):
+        raise TamperedError(
+            f"{path}: provenance.query_digests is not a mapping of query id to 'sha256:<64 hex>'; "
+            f"{_SEAL_HINT}"
+        )
+    lies = _digest_differences(qs, stated)
+    if lies:
+        more = f" ({len(lies)} queries differ)" if len(lies) > 1 else ""
+        raise TamperedError(
+            f"{path}: provenance.query_digests does not match the queries: {lies[0]}{more}; {_SEAL_HINT}"
+        )
+
+
+def _digest_differences(qs: QuerySet, recorded: Mapping[str, str]) -> list[str]:
+    """Each query whose recorded digest is missing, differs or names no query of the set."""
+    differences: list[str] = []
+    present = set()
+    for index, q in enumerate(qs.queries, start=1):
+        present.add(q.id)
+        if q.id not in recorded:
+            differences.append(f"query {q.id!r} (#{index}) was added")
+        elif recorded[q.id] != query_digest(q):
+            differences.append(f"query {q.id!r} (#{index}) was changed")
+    return differences + [f"query {qid!r} was removed" for qid in sorted(set(recorded) - present)]
 
 
 def _diagnose(qs: QuerySet) -> str:
@@ -570,15 +611,7 @@ def _diagnose(qs: QuerySet) -> str:
         isinstance(k, str) and isinstance(v, str) for k, v in recorded.items()
     ):
         return f"{plain} (the file records no per-query digests, so the changed query cannot be named)"
-    differences: list[str] = []
-    present = set()
-    for index, q in enumerate(qs.queries, start=1):
-        present.add(q.id)
-        if q.id not in recorded:
-            differences.append(f"query {q.id!r} (#{index}) was added")
-        elif recorded[q.id] != query_digest(q):
-            differences.append(f"query {q.id!r} (#{index}) was changed")
-    differences += [f"query {qid!r} was removed" for qid in sorted(set(recorded) - present)]
+    differences = _digest_differences(qs, recorded)
     if not differences:
         return (
             f"{plain}, yet every query matches its recorded digest: catalog_id ({qs.catalog_id!r}) or the "

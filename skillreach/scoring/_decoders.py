@@ -12,7 +12,8 @@ from typing import Annotated, Any, BinaryIO, Literal
 
 import msgspec
 
-from skillreach.models import MAX_PROBE_COST_USD
+from skillreach.errors import InputError
+from skillreach.models import MAX_PROBE_COST_USD, MAX_PROBE_LINE_BYTES
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
@@ -23,19 +24,29 @@ _RICH_KEYS = ("tool_calls", "final_text", "rubric_grade")
 _BLOCK = 1 << 23
 
 
-def _blocks(fh: BinaryIO) -> Iterator[bytes]:
-    """The file in blocks of whole lines (about ``_BLOCK`` bytes each); the last may lack its newline."""
-    rest = b""
+def _blocks(fh: BinaryIO, source: str = "probes.jsonl") -> Iterator[bytes]:
+    """The file in blocks of whole lines (about ``_BLOCK`` bytes each); the last may lack its newline.
+    A line longer than :data:`MAX_PROBE_LINE_BYTES` (a sparse file, say) is refused, naming it."""
+    parts: list[bytes] = []
+    held = 0
+    lines = 0
     while chunk := fh.read(_BLOCK):
-        buf = rest + chunk if rest else chunk
-        cut = buf.rfind(b"\n") + 1
+        cut = chunk.rfind(b"\n") + 1
         if cut == 0:
-            rest = buf
+            parts.append(chunk)
+            held += len(chunk)
+            if held > MAX_PROBE_LINE_BYTES:
+                raise InputError(
+                    f"{source}:{lines + 1}: a line longer than {MAX_PROBE_LINE_BYTES >> 20} MiB (no "
+                    "newline); not a probe log: pass the probes.jsonl a study wrote"
+                )
             continue
-        yield buf[:cut]
-        rest = buf[cut:]
-    if rest:
-        yield rest
+        block = b"".join([*parts, chunk[:cut]]) if parts else chunk[:cut]
+        lines += block.count(b"\n")
+        yield block
+        parts, held = ([chunk[cut:]], len(chunk) - cut) if cut < len(chunk) else ([], 0)
+    if parts:
+        yield b"".join(parts)
 
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -65,7 +76,8 @@ class _Lean(msgspec.Struct, gc=False):
     error: str | None = None
     usage: _Usage | None = None
     cost_usd: _Cost = None
-    duration_ms: int | float | None = None
+    duration_ms: Annotated[int, msgspec.Meta(ge=0)] | Annotated[float, msgspec.Meta(ge=0)] | None = None
+    turns: Annotated[int, msgspec.Meta(ge=0)] | None = None
     runtime: str | None = None
     model: str | None = None
     resolved_model: str | None = None

@@ -178,7 +178,7 @@ class ProbeTable:
                         return table
                     fh = io.BytesIO(data)  # shares the bytes; read again, every line checked
                 line0 = 1
-                for block in _blocks(fh):
+                for block in _blocks(fh, source):
                     line0 += b.add_block(block, line0)
             else:
                 from skillreach.study.probe_log import parse_lines
@@ -355,8 +355,11 @@ class _Builder:
             what = f"is {cost!r}: must be null or a number of USD in [0, {MAX_PROBE_COST_USD:,.0f}]"
             raise self._bad(line, "cost_usd", what)
         duration = get("duration_ms") or 0
-        if type(duration) not in (int, float) or not math.isfinite(duration):
-            raise self._bad(line, "duration_ms", "must be a number of milliseconds")
+        if type(duration) not in (int, float) or not math.isfinite(duration) or duration < 0:
+            raise self._bad(line, "duration_ms", "must be a non-negative number of milliseconds")
+        turns = get("turns", 0)
+        if turns is not None and (type(turns) is not int or turns < 0):
+            raise self._bad(line, "turns", f"is {turns!r}: must be a non-negative integer")
         runtime = get("runtime") or ""
         model = get("model")
         resolved = get("resolved_model")
@@ -414,8 +417,8 @@ class _Builder:
     ) -> Sequence[_Line] | None:
         try:
             rows = decoder.decode_lines(block)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None  # read line by line: the line's own message (a nesting too deep: orjson's limit)
         return rows if len(rows) == n_lines else None  # a blank line: read line by line
 
     def _learn(self) -> None:

@@ -421,6 +421,11 @@ BLOCK_CELLS = 1 << 25
 _GROUP = 16
 """Columns pooled into one maximum when :func:`rivals` looks for a row's best scores."""
 
+_TIED_GROUPS = 64
+"""A row whose threshold more than this many groups of :data:`_GROUP` columns reach (so at least as many
+near-ties of its ``top``-th best) is ranked by :func:`_tied_candidates`, not paired column by column:
+5,000 skills of one template were 25 million candidate pairs, 70 s and gigabytes."""
+
 _UNIT = 2.0**-24
 """float32's unit roundoff."""
 
@@ -591,7 +596,18 @@ class _Screen:
             first = last
 
     def candidates(self, start: int, stop: int, own: np.ndarray, top: int) -> tuple[np.ndarray, np.ndarray]:
-        """(queries counted from ``start``, documents) that can be among a query's ``top`` best.
+        """(queries counted from ``start``, documents) that can be among a query's ``top`` best
+        (see :meth:`split_candidates`; every query's candidates, however many)."""
+        queries, docs, _ = self.split_candidates(start, stop, own, top, tied=None)
+        return queries, docs
+
+    def split_candidates(
+        self, start: int, stop: int, own: np.ndarray, top: int, *, tied: int | None = _TIED_GROUPS
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(queries counted from ``start``, documents, tied queries): the pairs that can be among a
+        query's ``top`` best, and the queries left out of them because more than ``tied`` groups of
+        :data:`_GROUP` documents reach their threshold (thousands of near-ties: their pairs would fill
+        memory; :func:`_tied_candidates` ranks them instead). ``tied=None``: none left out.
 
         ``own``: each query's own document, never its rival. Documents are pooled in groups of
         :data:`_GROUP` (and those groups again, for big catalogs); the ``top``-th best maximum of the
@@ -623,13 +639,70 @@ class _Screen:
         tie = 2 * 10.0**-TIE_DECIMALS
         threshold = (1 - self.delta) * (kth / (1 + self.delta) - tie)
         groups, queries = np.nonzero((last >= threshold) & (last > 0))
+        heavy = np.empty(0, dtype=np.int64)
         for above, below in itertools.pairwise(reversed(levels)):
+            if below is scores and tied is not None and len(queries):  # groups of _GROUP documents
+                per_query = np.bincount(queries, minlength=n_queries)
+                heavy = np.flatnonzero(per_query > tied)
+                if len(heavy):
+                    keep = per_query[queries] <= tied
+                    groups, queries = groups[keep], queries[keep]
             groups = (groups[:, None] + np.arange(_GROUP) * above.shape[0]).ravel()
             queries = np.repeat(queries, _GROUP)
             values = below[groups, queries]
             keep = (values >= threshold[queries]) & (values > 0)
             groups, queries = groups[keep], queries[keep]
-        return queries, groups
+        return queries, groups, heavy
+
+
+def _tied_candidates(
+    index: BM25Index,
+    queries: sp.csr_matrix,
+    local: np.ndarray,
+    own: np.ndarray,
+    *,
+    top: int,
+    by_name: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in ``local``, documents): for queries with too many candidates to pair up (a catalog of
+    templated descriptions: every skill ties with thousands of others), what :func:`_pick` can take,
+    found from every document's float64 score at once.
+
+    Each score is summed term by term in ascending vocabulary order from 0.0, exactly as
+    :func:`_exact_scores` sums it (the same products, the same order: the same bits). Kept per query:
+    the documents whose score, rounded to :data:`TIE_DECIMALS` decimals, is above the ``top``-th best
+    rounded score, and the first ``top`` by name (``by_name``: documents in name order) of those rounding
+    to it — :func:`_pick` on these alone takes what it takes on all (the ``top`` best by rounded score,
+    then name, are among them). ``own``: each query's own document, never its rival.
+    """
+    weights_t = index._weights_t  # terms × documents
+    n = index.n_docs
+    chunk = max(1, BLOCK_CELLS // (8 * max(n, 1)))  # float64 scores and a few masks of that size
+    found_q: list[np.ndarray] = []
+    found_d: list[np.ndarray] = []
+    for lo in range(0, len(local), chunk):
+        part = local[lo : lo + chunk]
+        q_t = queries[part].T.tocsr()  # terms × these queries
+        exact = np.zeros((n, len(part)))
+        for term in np.flatnonzero(np.diff(q_t.indptr)).tolist():
+            d0, d1 = weights_t.indptr[term], weights_t.indptr[term + 1]
+            q0, q1 = q_t.indptr[term], q_t.indptr[term + 1]
+            exact[np.ix_(weights_t.indices[d0:d1], q_t.indices[q0:q1])] += np.outer(
+                weights_t.data[d0:d1], q_t.data[q0:q1]
+            )
+        exact[own[part], np.arange(len(part))] = 0.0
+        ranked = np.where(exact > 0, np.round(exact, TIE_DECIMALS), -np.inf)
+        del exact
+        kth = np.partition(ranked, n - top, axis=0)[n - top] if top < n else np.full(len(part), -np.inf)
+        named = ranked[by_name]  # documents in name order
+        tied = (named == kth) & np.isfinite(kth)
+        keep = (named > kth) | (tied & (np.cumsum(tied, axis=0) <= top))
+        at_name, which = np.nonzero(keep)
+        found_q.append(which + lo)
+        found_d.append(by_name[at_name])
+    if not found_q:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate(found_q), np.concatenate(found_d)
 
 
 def rivals(
@@ -689,9 +762,14 @@ def _rivals(
         if dense_df is None:
             dense_df = max(32, n // (10 if compiled else 40))
         screen = _Screen(index, queries, dense_df, block, compiled=compiled)
+        by_name = np.argsort(name_rank)
         for start in range(0, rows.size, screen.block):
             stop = min(start + screen.block, rows.size)
-            local, cols = screen.candidates(start, stop, rows[start:stop], top)
+            local, cols, tied = screen.split_candidates(start, stop, rows[start:stop], top)
+            if len(tied):
+                at, docs = _tied_candidates(index, queries, tied + start, rows, top=top, by_name=by_name)
+                local = np.concatenate([local, tied[at]])
+                cols = np.concatenate([cols, docs])
             exact = _exact_scores(queries, index.weights, local + start, cols)
             kept = _pick(local, cols, exact, top, name_rank)
             found_rows.append(local[kept] + start)

@@ -253,6 +253,23 @@ def _split_lines(spath: str, text: str) -> tuple[int, str, str]:
     return start, "\n".join(lines[start + 1 : end]), "\n".join(lines[end + 1 :])
 
 
+_TEXT_KEYS = ("name", "description")
+"""Frontmatter keys that must be text: a YAML value resolving to a date or timestamp is refused, never
+turned into its ISO string (``name: 2024-01-01`` is not the name ``2024-01-01`` to every YAML reader)."""
+
+
+def _no_dates(spath: str, data: dict[Any, Any], key_lines: dict[str, int]) -> None:
+    for key in _TEXT_KEYS:
+        value = data.get(key)
+        if isinstance(value, datetime.date):  # datetime.datetime included
+            kind = "timestamp" if isinstance(value, datetime.datetime) else "date"
+            raise SkillParseError(
+                spath,
+                key_lines.get(key, 1),
+                f"{key} is a YAML {kind} ({value.isoformat()}), not a string; quote it: {key}: '…'",
+            )
+
+
 def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
     """Split a SKILL.md into its YAML frontmatter (parsed) and body. Raises :class:`SkillParseError`.
 
@@ -268,12 +285,14 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
     short = len(yaml_text) <= MAX_FRONTMATTER_BYTES // 4
     simple = load_simple(yaml_text, max_nodes=MAX_FRONTMATTER_NODES) if short else None
     if simple is not None:  # the common frontmatter, read without a YAML parser (same result)
+        key_lines = {k: offset + line + 1 for k, line in simple.key_lines.items()}
+        _no_dates(spath, simple.data, key_lines)
         return Frontmatter(
             path=spath,
             data=_json_safe(simple.data),
             body=body,
             line=start + 1,
-            key_lines={k: offset + line + 1 for k, line in simple.key_lines.items()},
+            key_lines=key_lines,
             styles=simple.styles,
         )
     try:
@@ -288,7 +307,7 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
         raise SkillParseError(
             spath, offset + 1, f"the frontmatter is a YAML {type(data).__name__}, not a mapping of keys"
         )
-    key_lines: dict[str, int] = {}
+    key_lines = {}
     styles: dict[str, str] = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -296,6 +315,7 @@ def read_frontmatter(path: str | os.PathLike[str]) -> Frontmatter:
             key_lines.setdefault(key, offset + key_node.start_mark.line + 1)
             if isinstance(value_node, yaml.ScalarNode):
                 styles.setdefault(key, value_node.style or "plain")
+    _no_dates(spath, data, key_lines)
     return Frontmatter(
         path=spath,
         data=_json_safe(data),

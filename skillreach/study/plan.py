@@ -341,14 +341,23 @@ def plan_study(
     Errored records count as not done (their pairs are probed again) unless ``keep_errors``.
     """
     current = latest_records(existing, fingerprint)
+    probes_path = out / PROBES_FILE
+    ids = {q.id for q in inputs.query_set.queries}
+    planted = next((r for r in current if r.query_id not in ids), None)
+    if planted is not None:  # the fingerprint covers the query set: only an edit puts such a line there
+        raise InputError(
+            f"{probes_path}: a probe of query {planted.query_id!r} (attempt {planted.attempt}) under this "
+            "study's fingerprint, though its query set has no such query; the log was edited: remove "
+            "that line, or pass another --out"
+        )
     done = completed_pairs(existing, fingerprint)
     if config.keep_errors:
         done |= {(r.query_id, r.attempt) for r in current}
-    spent = sum(r.cost_usd or 0.0 for r in current)
-    batches = batch_pairs(inputs.query_set.queries, config.attempts, config.batch_size, done=done)
-    probes_path = out / PROBES_FILE
-    token = study_token(out, renew=not probes_path.exists() or recorded_in_store > len(current))
     wanted = {(q.id, a) for q in inputs.query_set.queries for a in range(1, config.attempts + 1)}
+    # attempts past this study's (a folder shared with a study of more attempts) are not its spend
+    spent = sum(r.cost_usd or 0.0 for r in current if (r.query_id, r.attempt) in wanted)
+    batches = batch_pairs(inputs.query_set.queries, config.attempts, config.batch_size, done=done)
+    token = study_token(out, renew=not probes_path.exists() or recorded_in_store > len(current))
     return StudyPlan(
         study_id=study_id_for(fingerprint, out),
         out=out,

@@ -22,12 +22,12 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from skillreach.errors import InputError, NotFoundError
-from skillreach.models import ProbeRecord
+from skillreach.models import MAX_PROBE_LINE_BYTES, ProbeRecord
 
 __all__ = [
     "PROBES_FILE",
@@ -80,6 +80,25 @@ def parse_lines(
             warnings.append(note)
 
 
+def _too_long(source: str, lineno: int | None) -> InputError:
+    where = f"{source}:{lineno}" if lineno is not None else f"{source}: its last line"
+    return InputError(
+        f"{where}: a line longer than {MAX_PROBE_LINE_BYTES >> 20} MiB (no newline); not a probe "
+        "log: pass the probes.jsonl a study wrote, or move this file away"
+    )
+
+
+def bounded_lines(fh: BinaryIO, source: str) -> Iterator[bytes]:
+    """The lines of a binary file, each at most :data:`MAX_PROBE_LINE_BYTES` (a longer one — a sparse
+    file with no newline — is an :class:`InputError` naming it, after reading no more than the limit)."""
+    lineno = 0
+    while line := fh.readline(MAX_PROBE_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_PROBE_LINE_BYTES:
+            raise _too_long(source, lineno)
+        yield line
+
+
 def read_probes(
     path: str | os.PathLike[str], *, missing_ok: bool = False, warnings: list[str] | None = None
 ) -> list[ProbeRecord]:
@@ -99,7 +118,7 @@ def read_probes(
                 f"{p}: {size:,} bytes, more than the {MAX_PROBE_LOG_BYTES >> 30} GiB a probe log may hold; "
                 "check --probes"
             )
-        for lineno, obj in parse_lines(fh, source=str(p), warnings=warnings):
+        for lineno, obj in parse_lines(bounded_lines(fh, str(p)), source=str(p), warnings=warnings):
             try:
                 records.append(ProbeRecord.model_validate(obj))
             except ValueError as exc:
@@ -168,9 +187,11 @@ def _cut_torn_tail(path: Path) -> None:
         fh.seek(size - 1)
         if fh.read(1) == b"\n":
             return
-        # find the start of the last line (read backwards in blocks)
+        # find the start of the last line (read backwards in blocks, no further than a line may be long)
         pos, start = size, 0
         while pos > 0:
+            if size - pos > MAX_PROBE_LINE_BYTES:
+                raise _too_long(str(path), None)
             step = min(65536, pos)
             pos -= step
             fh.seek(pos)

@@ -1,0 +1,165 @@
+"""Hang limits that tell a hang from a slow machine: one helper for every test that runs a child.
+
+A wall-clock limit fails a test whenever the machine is busy (a fresh-clone ``.ci/run`` at load 20–29
+failed 63 "no answer within 30 s" limits). A child is judged by its progress instead:
+
+- **spinning**: the child and its descendants consumed more than ``limit_s`` seconds of CPU time (a
+  loop that never ends burns CPU however loaded the machine is; a slow machine does not make the same
+  work cost more CPU);
+- **blocked**: neither CPU time nor output advanced for ``stall_s`` seconds of wall time (a child
+  waiting on a FIFO, a socket that never answers or a lock: a runnable process on a loaded machine
+  still gets some CPU every few seconds);
+- a last wall-clock backstop of ``limit_s × WALL_FACTOR`` (so a suite never waits forever on a child
+  that makes some tiny progress for ever).
+
+CPU time is read from ``/proc/<pid>/stat`` (utime + stime + the reaped children's cutime + cstime) for
+the child and every live descendant. :func:`run` is a drop-in for ``subprocess.run(..., timeout=…)``;
+its :class:`Outcome` says whether and why the child was judged hung.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+WALL_FACTOR = 20.0
+"""The wall-clock backstop, in units of ``limit_s``."""
+
+POLL_S = 0.1
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Outcome:
+    """What became of a child: ``code`` None when it was judged hung (then killed)."""
+
+    code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    """Wall time."""
+    cpu_s: float
+    """CPU time of the child and its descendants (the last reading)."""
+    hung: bool = False
+    why: str = ""
+    """Why it was judged hung: ``spinning``, ``blocked`` or ``wall``."""
+
+    @property
+    def returncode(self) -> int | None:
+        return self.code
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds including reaped children) of a live process, None if gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()  # after "pid (comm) "
+    ppid = int(fields[1])
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return ppid, (utime + stime + cutime + cstime) / _TICK
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live descendants (reaped ones count in their parent's)."""
+    parents: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        got = _stat(int(entry.name))
+        if got is None:
+            continue
+        parents.setdefault(got[0], []).append(int(entry.name))
+        cpu[int(entry.name)] = got[1]
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo.extend(parents.get(p, []))
+    return total
+
+
+def run(
+    args: Sequence[str],
+    *,
+    limit_s: float,
+    stall_s: float | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Outcome:
+    """Run ``args`` to its end, or until it is judged hung (then killed with its process group).
+
+    ``limit_s``: CPU seconds the child may burn (and, times :data:`WALL_FACTOR`, the wall backstop);
+    ``stall_s`` (default ``limit_s``): wall seconds without CPU or output progress that make it
+    blocked. ``started``: called with the process once it runs (e.g. to send it a signal later); it
+    runs in this thread, so keep it short. Output is captured to files (no pipe to fill), decoded as
+    UTF-8 with replacement."""
+    stall = limit_s if stall_s is None else stall_s
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            list(args),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        if input is not None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(input.encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        if started is not None:
+            started(proc)
+        cpu, why = 0.0, ""
+        last_progress, last_mark = start, (-1.0, -1)
+        while proc.poll() is None:
+            time.sleep(POLL_S)
+            now = time.monotonic()
+            cpu = max(cpu, tree_cpu_s(proc.pid))
+            mark = (cpu, os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size)
+            if mark != last_mark:
+                last_mark, last_progress = mark, now
+            if cpu > limit_s:
+                why = "spinning"
+            elif now - last_progress > stall:
+                why = "blocked"
+            elif now - start > limit_s * WALL_FACTOR:
+                why = "wall"
+            if why and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            why = ""
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    if why:
+        return Outcome(None, stdout, stderr, seconds, cpu, hung=True, why=why)
+    return Outcome(proc.returncode, stdout, stderr, seconds, cpu)
+
+
+def describe(res: Outcome, limit_s: float) -> str:
+    """The assertion message of a hung child: why, after how long, what it printed."""
+    return (
+        f"no answer within {limit_s:.0f} s of progress (a hang: {res.why}, {res.cpu_s:.1f} s CPU in "
+        f"{res.seconds:.1f} s wall)\n--- stdout\n{res.stdout[-2000:]}\n--- stderr\n{res.stderr[-2000:]}"
+    )

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# beside the checkout (/work/main → /work/shared), or beside the folder of worktrees (/work/wt/<name>)
+SHARED = next((p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()),
+              REPO.parent / "shared")
 CORPORA = SHARED / "corpora"
 EXAMPLE = REPO / "skillreach" / "example"
 

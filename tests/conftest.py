@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SKILLREACH_TEST_SHARED") or REPO.parent / "shared")
-"""``../shared`` beside the checkout; ``SKILLREACH_TEST_SHARED`` names it for a checkout elsewhere (a git
-worktree of its own)."""
+SHARED = Path(os.environ.get("SKILLREACH_TEST_SHARED") or next(
+    (p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()), REPO.parent / "shared"))
+"""``../shared`` beside the checkout (or beside the folder of git worktrees); ``SKILLREACH_TEST_SHARED``
+names it for a checkout elsewhere."""
 CORPORA = SHARED / "corpora"
 EXAMPLE = REPO / "skillreach" / "example"
 

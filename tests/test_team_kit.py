@@ -287,7 +287,8 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
                      env).stdout.strip())
     # what du counts of the venv pip filled, bytecode and pip's own copy of itself included
     size = sum(f.lstat().st_blocks * 512 for f in site.rglob("*") if not f.is_symlink())
-    assert size <= 440e6, f"the default install takes {size / 1e6:.0f} MB (goal with pip: ≤ 440 MB)"
+    # 580 MB measured with scipy and anthropic[aiohttp] back in the defaults (issue 42; 372 MB without)
+    assert size <= 600e6, f"the default install takes {size / 1e6:.0f} MB (goal with pip: ≤ 600 MB)"
 
     # every command that needs no network, from the wheel without the extras
     sr = "skillreach"
@@ -318,9 +319,12 @@ def test_default_install_is_lean_and_every_command_works_without_the_extras(
         assert sdk.stderr.strip().splitlines()[-1].endswith(f"pip install 'skillreach[{extra}]'"), sdk.stderr
         assert "Traceback" not in sdk.stderr
     # the design card's runtime with no extra: a study through the anthropic runtime from the wheel
-    from tests.fakes.messages_api import MessagesAPI
+    from skillreach.example import EXAMPLE_SKILLS
+    from tests.fakes.messages_api import MessagesAPI, ScriptResponder
 
-    with MessagesAPI() as api:
+    names = sorted(p.name for p in Path(EXAMPLE_SKILLS).iterdir() if (p / "SKILL.md").is_file())
+    # a model that loads the skill a query names (the canary's queries name one), else the first
+    with MessagesAPI(ScriptResponder({n: [n] for n in names}, default=[names[0]])) as api:
         keyed = {**env, "ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": api.base_url}
         _run([sr, "run", "--runtime", "anthropic", "--model", "claude-sonnet-4-5", "--out", "sdk-anthropic"],
              tmp_path, keyed)

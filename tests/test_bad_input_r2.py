@@ -317,6 +317,50 @@ def build_world(root: Path) -> list[Case]:
         )
     )
 
+    # ------------------------------------------------------------------------------------- messages
+    (root / "ok.toml").write_text("attempts = 1\n", encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "max_cost_flag_named_beside_a_config_file",
+            (
+                "run",
+                "--config",
+                str(root / "ok.toml"),
+                "--runtime",
+                "keyword",
+                "--max-cost",
+                "-5",
+                "--out",
+                str(root / "mc"),
+            ),
+            2,
+            ("--max-cost -5.0", "greater than 0"),
+        )
+    )
+    (root / "bad.toml").write_text('attempts = "x"\n', encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "config_file_and_field_named",
+            ("run", "--config", str(root / "bad.toml"), "--runtime", "keyword", "--out", str(root / "mc2")),
+            2,
+            ("bad.toml", "attempts"),
+        )
+    )
+    versioned = json.loads((study / "artifact.json").read_text(encoding="utf-8"))
+    versioned["schema_version"] = 99
+    (root / "v99.json").write_text(json.dumps(versioned), encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "schema_version_named",
+            ("report", str(root / "v99.json")),
+            2,
+            ("v99.json", "schema_version 99"),
+        )
+    )
+
     # ----------------------------------------------------------------------------------------- lint
     _skill(root / "dates" / "when", "2024-01-01", "A fine skill used by the hostile-input tests.")
     add(Case("lint", "name_resolving_to_a_date", ("lint", str(root / "dates")), 1, ("YAML date", "quote it")))
@@ -333,7 +377,7 @@ def build_world(root: Path) -> list[Case]:
     return cases
 
 
-CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "resume": 2, "lint": 2}
+CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "resume": 2, "messages": 3, "lint": 2}
 NAMES = [
     "cluster_of_5000_templated_skills",
     "keyword_run_of_5000_skills",
@@ -350,6 +394,9 @@ NAMES = [
     "a_line_nested_5000_deep",
     "run_over_a_planted_query",
     "run_over_a_planted_attempt",
+    "max_cost_flag_named_beside_a_config_file",
+    "config_file_and_field_named",
+    "schema_version_named",
     "name_resolving_to_a_date",
     "description_resolving_to_a_timestamp",
 ]

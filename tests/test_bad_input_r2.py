@@ -12,6 +12,10 @@ Categories (counted at the end of the file):
 - ``digests``: ``queries verify`` of a set whose stated per-query digest lies (the set digest holds);
   ``seal`` and ``verify`` of a JSON set holding an escaped ESC (``\\u001b``);
 - ``score``: negative ``turns`` and ``duration_ms`` (named with their line), a line nested 5,000 deep;
+- ``resume``: a probe of a query the set does not hold planted in ``probes.jsonl`` (refused, named); an
+  attempt outside the plan (not counted, not paid);
+- ``ranges``: a 5,000-digit and a 10**30 integer in ``study.json`` under ``baseline record``;
+- ``messages``: the flag (``--max-cost``), the config file and field, ``schema_version`` named;
 - ``lint``: ``name: 2024-01-01`` and a ``description`` YAML resolves to a timestamp.
 """
 
@@ -317,6 +321,92 @@ def build_world(root: Path) -> list[Case]:
         )
     )
 
+    # -------------------------------------------------------------------------------------- ranges
+    for folder, attempts in (("huge-digits", "9" * 5000), ("huge-int", str(10**30))):
+        copy = root / folder
+        copy.mkdir()
+        (copy / "artifact.json").write_bytes((study / "artifact.json").read_bytes())
+        data = json.loads((study / "study.json").read_text(encoding="utf-8"))
+        data["config"]["attempts"] = 0
+        (copy / "study.json").write_text(json.dumps(data).replace('"attempts": 0', f'"attempts": {attempts}'))
+        assert attempts in (copy / "study.json").read_text(encoding="utf-8")
+    add(
+        Case(
+            "ranges",
+            "baseline_record_over_a_5000_digit_study_json",
+            (
+                "baseline",
+                "record",
+                "--artifact",
+                str(root / "huge-digits" / "artifact.json"),
+                "--skill",
+                "release-deploy",
+            ),
+            2,
+            ("huge-digits/study.json", "5,000 digits"),
+        )
+    )
+    add(
+        Case(
+            "ranges",
+            "baseline_record_over_a_huge_int_in_study_json",
+            (
+                "baseline",
+                "record",
+                "--artifact",
+                str(root / "huge-int" / "artifact.json"),
+                "--skill",
+                "release-deploy",
+            ),
+            2,
+            ("huge-int/study.json", "config.attempts", "64-bit"),
+        )
+    )
+
+    # ------------------------------------------------------------------------------------- messages
+    (root / "ok.toml").write_text("attempts = 1\n", encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "max_cost_flag_named_beside_a_config_file",
+            (
+                "run",
+                "--config",
+                str(root / "ok.toml"),
+                "--runtime",
+                "keyword",
+                "--max-cost",
+                "-5",
+                "--out",
+                str(root / "mc"),
+            ),
+            2,
+            ("--max-cost -5.0", "greater than 0"),
+        )
+    )
+    (root / "bad.toml").write_text('attempts = "x"\n', encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "config_file_and_field_named",
+            ("run", "--config", str(root / "bad.toml"), "--runtime", "keyword", "--out", str(root / "mc2")),
+            2,
+            ("bad.toml", "attempts"),
+        )
+    )
+    versioned = json.loads((study / "artifact.json").read_text(encoding="utf-8"))
+    versioned["schema_version"] = 99
+    (root / "v99.json").write_text(json.dumps(versioned), encoding="utf-8")
+    add(
+        Case(
+            "messages",
+            "schema_version_named",
+            ("report", str(root / "v99.json")),
+            2,
+            ("v99.json", "schema_version 99"),
+        )
+    )
+
     # ----------------------------------------------------------------------------------------- lint
     _skill(root / "dates" / "when", "2024-01-01", "A fine skill used by the hostile-input tests.")
     add(Case("lint", "name_resolving_to_a_date", ("lint", str(root / "dates")), 1, ("YAML date", "quote it")))
@@ -333,7 +423,7 @@ def build_world(root: Path) -> list[Case]:
     return cases
 
 
-CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "resume": 2, "lint": 2}
+CATEGORIES = {"hangs": 6, "digests": 4, "score": 3, "resume": 2, "ranges": 2, "messages": 3, "lint": 2}
 NAMES = [
     "cluster_of_5000_templated_skills",
     "keyword_run_of_5000_skills",
@@ -350,6 +440,11 @@ NAMES = [
     "a_line_nested_5000_deep",
     "run_over_a_planted_query",
     "run_over_a_planted_attempt",
+    "baseline_record_over_a_5000_digit_study_json",
+    "baseline_record_over_a_huge_int_in_study_json",
+    "max_cost_flag_named_beside_a_config_file",
+    "config_file_and_field_named",
+    "schema_version_named",
     "name_resolving_to_a_date",
     "description_resolving_to_a_timestamp",
 ]

@@ -66,14 +66,14 @@ def _guess_queries(artifact_path: Path) -> Path | None:
     """The query set a study ran, as the study was given it (``study.json``'s ``source``, when that file
     still holds the same set: a record then names a path that travels with the repository), else the
     study folder's own copy."""
-    from skillreach.errors import SkillreachError
+    from skillreach.errors import NotFoundError, SkillreachError
     from skillreach.queries.sets import load_query_set
     from skillreach.study.folder import read_study_file
 
     try:
         study = read_study_file(artifact_path.parent)
-    except SkillreachError:
-        study = None  # an older folder: look for the copies it may hold
+    except NotFoundError:
+        study = None  # an older folder: look for the copies it may hold (a damaged study.json is refused)
     if study is not None:
         source = study.query_set.get("source")
         if isinstance(source, str) and source and Path(source).is_file():
@@ -101,13 +101,13 @@ def _guess_queries(artifact_path: Path) -> Path | None:
 
 def _study_judge(artifact_path: Path) -> str:
     """The judge the study folder says graded its rubrics, else the default judge."""
-    from skillreach.errors import SkillreachError
+    from skillreach.errors import NotFoundError
     from skillreach.study.folder import read_study_file
 
     try:
         judge = read_study_file(artifact_path.parent).judge_model
-    except SkillreachError:
-        judge = None
+    except NotFoundError:
+        judge = None  # an older folder (a damaged study.json is refused)
     return _judge_model_default(judge)
 
 

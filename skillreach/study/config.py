@@ -49,6 +49,11 @@ _RENAMED = {"max_cost_usd": "max_cost"}
 """Settings whose study field has another name (the flag and the config key are ``max_cost``)."""
 
 
+def _flag(field: str) -> str:
+    """The command-line flag of a setting (``max_cost`` → ``--max-cost``)."""
+    return "--" + field.replace("_", "-")
+
+
 class StudyConfig(Frozen):
     """What one study runs, with every setting resolved. Empty ``skills`` and no ``queries`` mean the
     bundled offline example. Build it with :meth:`build`."""
@@ -174,6 +179,9 @@ class StudyConfig(Frozen):
         try:
             settings = load_settings(None, **{**settings_values, **settings_flags})
         except ConfigError as exc:
+            top = exc.message.split(":", 1)[0].split(".", 1)[0]
+            if top in settings_flags:  # a command-line flag's value: name the flag to fix
+                raise ConfigError(f"{_flag(top)} {settings_flags[top]!r}: {exc.message}") from exc
             from_file = config_file is not None and not exc.message.startswith("environment")
             raise ConfigError(f"{config_file}: {exc.message}" if from_file else exc.message) from exc
         if isinstance(study_values.get("skills"), str | Path):
@@ -188,7 +196,11 @@ class StudyConfig(Frozen):
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "config"
-            where = f"{config_file}: " if config_file is not None and err["loc"][0] in file_values else ""
+            top = str(err["loc"][0]) if err["loc"] else ""
+            if top in given:
+                where = f"{_flag(top)} {given[top]!r}: "
+            else:
+                where = f"{config_file}: " if config_file is not None and top in file_values else ""
             raise ConfigError(f"{where}{field}: {err['msg']}") from exc
 
     @classmethod

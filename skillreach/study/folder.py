@@ -8,7 +8,6 @@ Any command that reads a study (``baseline record``, ``report``, ``score``, ``ch
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -90,15 +89,47 @@ def write_study_file(
     return record
 
 
+MAX_STUDY_FILE_BYTES = 16 << 20
+"""Bytes a study.json may hold (its configuration and names: kilobytes)."""
+
+
+def _huge_int(data: Any, where: str = "") -> str | None:
+    """The path of the first integer outside int64 in ``data`` (``config.attempts``), else None."""
+    if isinstance(data, dict):
+        items: Any = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        if type(data) is int and not -(2**63) <= data < 2**63:
+            return where or "study"
+        return None
+    for key, value in items:
+        found = _huge_int(value, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def read_study_file(folder: Path) -> StudyFile:
     """The ``study.json`` of a study folder (a folder written before it existed has none: NotFoundError)."""
+    from skillreach._io.json import JsonProblem, read_json_file
+
     path = folder / STUDY_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # bounded: size, depth, digits, UTF-8 (a study.json is kilobytes; NaN as json.dumps writes it)
+        data = read_json_file(path, max_bytes=MAX_STUDY_FILE_BYTES, what="a study.json", allow_nan=True)
     except FileNotFoundError:
         raise NotFoundError(f"{path}: no such file; this folder was not written by skillreach run") from None
+    except JsonProblem as exc:
+        raise InputError(f"{exc}; re-run the study into this folder") from exc
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not readable JSON ({exc}); re-run the study into this folder") from exc
+    huge = _huge_int(data)
+    if huge is not None:
+        raise InputError(
+            f"{path}: {huge}: an integer outside the 64-bit range a study records; re-run the study into "
+            "this folder"
+        )
     try:
         return StudyFile.model_validate(data)
     except ValidationError as exc:

@@ -10,7 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 _BESIDE = (REPO.parent / "shared", REPO.parent.parent / "shared")
-SHARED = Path(os.environ.get("SKILLREACH_TEST_SHARED") or next((p for p in _BESIDE if p.is_dir()), _BESIDE[0]))
+SHARED = Path(os.environ.get("SKILLREACH_TEST_SHARED")
+               or next((p for p in _BESIDE if p.is_dir()), _BESIDE[0]))
 """``../shared`` beside the checkout (or beside the folder of git worktrees); ``SKILLREACH_TEST_SHARED``
 names it for a checkout elsewhere."""
 CORPORA = SHARED / "corpora"

@@ -34,6 +34,7 @@ from skillreach.service.alerts import (
     NO_QUERIES,
     parse_webhooks,
 )
+from skillreach.service.watch import BASELINE_CARRIED, SKILL_GONE
 
 __all__ = [
     "ALERT_AUTOMATION",
@@ -53,7 +54,7 @@ __all__ = [
 ALERT_AUTOMATION = "skillreach-gate-breach-alert"
 
 ALERT_EVENTS = frozenset({GATE_BREACHED, GATE_INCONCLUSIVE, MODEL_DRIFT, BASELINE_EXPIRED, NO_QUERIES,
-                          LIVE_VERDICT})
+                          LIVE_VERDICT, SKILL_GONE, BASELINE_CARRIED})
 """Every event a person must hear of: a breached gate, an undecided drop kept as a candidate, a drifted
 metric, an expired or missing baseline, a skill without queries, a live drop's verdict."""
 

@@ -26,6 +26,7 @@ __all__ = [
     "HELD",
     "STATUSES",
     "SkillGate",
+    "carry_record",
     "gate_report_markdown",
     "gate_skills",
     "not_compared",
@@ -97,6 +98,39 @@ def records_to_write(
         held = r.status in HELD or (r.skill in waiting and (drift or r.status in ("expired", "drift")))
         (candidates if held else records).append(r.new)
     return records, candidates
+
+
+def carry_record(
+    record: BaselineRecord, new_name: str, query_set: Any, *, skill_path: str | None = None
+) -> tuple[BaselineRecord, int]:
+    """A renamed skill's baseline under its new name: ``record`` (of the old name) with ``skill`` and
+    ``skill_path`` the new ones, and each case translated — a case of ``query_set`` (today's set) that is
+    the recorded one with the old name read as the new (its expected and acceptable skills relabelled,
+    nothing else) keeps its outcomes under today's digest, so the next gate pairs it; any other change
+    leaves the recorded digest (not paired, as any edited case). Sealed again. Returns the record and how
+    many cases were translated. The model, runtime, rubric and skill version pins stay the record's."""
+    from skillreach.baselines.records import corpus_digest, seal_baseline
+
+    old = record.skill
+    by_id = {q.id: q for q in query_set.queries}
+    per_case = {}
+    moved = 0
+    for qid, case in record.per_case.items():
+        q = by_id.get(qid)
+        kept = case
+        if q is not None and case.digest is not None:
+            back = q.model_copy(update={
+                "expected_skill": old if q.expected_skill == new_name else q.expected_skill,
+                "acceptable_skills": tuple(old if a == new_name else a for a in q.acceptable_skills),
+            })
+            if back.case_digest() == case.digest:
+                kept = case.model_copy(update={"digest": q.case_digest()})
+                moved += 1
+        per_case[qid] = kept
+    corpus = corpus_digest((k, c.digest) for k, c in per_case.items() if c.role == "positive")
+    carried = record.model_copy(update={"skill": new_name, "skill_path": skill_path or record.skill_path,
+                                        "per_case": per_case, "corpus_version": corpus, "digest": None})
+    return seal_baseline(carried), moved
 
 
 _PINS: tuple[tuple[str, Callable[[BaselineRecord], str | None]], ...] = (

@@ -23,10 +23,17 @@ alerts_app = typer.Typer(name="alerts", help="Alerts the service sent or held ba
 
 
 def _store() -> Store:
-    from skillreach.settings import load_settings
+    """The store of the service found from here (``skillreach/cli/_service.py``), said on stderr; this
+    folder's when there is none."""
+    import sys
+
+    from skillreach.cli._service import locate, service_line, service_settings
     from skillreach.store import open_store
 
-    return open_store(load_settings())
+    info, how = locate()
+    if info is not None:
+        print(f"alerts: {service_line(info, how)}", file=sys.stderr)
+    return open_store(service_settings(info))
 
 
 def list_cmd(

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.world import SKILLS, cfg, make_queries, make_skills, run, script, store_of
-
-BRANCH = "skillreach/baselines"
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+from tests.helpers.gitworld import BRANCH, git, git_world, on_branch
+from tests.helpers.world import SKILLS, cfg, make_skills, run, store_of
 
 
 @pytest.fixture
@@ -26,24 +20,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """The flow tests' world (three skills, 13 queries, the fake runtime), in a git repository."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    world = {
-        "skills": make_skills(tmp_path / "skills"),
-        "queries": make_queries(tmp_path / "queries.json"),
-        "good": script(tmp_path / "good.json"),
-        "home": tmp_path / "home",
-        "root": tmp_path,
-    }
-    (tmp_path / ".gitignore").write_text("home/\nruns/\n*.json.tmp\n/good.json\n/r*/\n/n*/\n/w*/\n")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "config", "user.email", "team@example.invalid")
-    git(tmp_path, "config", "user.name", "Team")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-q", "-m", "skills and queries")
-    return world
-
-
-def on_branch(repo: Path) -> list[str]:
-    return sorted(git(repo, "ls-tree", "-r", "--name-only", BRANCH, "baselines").splitlines())
+    return git_world(tmp_path)
 
 
 def alerts(world: dict[str, Path], event: str) -> list[Any]:

@@ -34,6 +34,7 @@ from skillreach.tasks.study import discover_skills
 from skillreach.tasks.watch import (
     carry_renamed,
     emit_watch_events,
+    pending_renames,
     snapshot_catalog,
     snapshot_model,
     snapshot_pins,
@@ -45,11 +46,12 @@ __all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
 
 async def _catalog_changes(cfg: StudyConfig, renamed: dict[str, str] | None = None) -> StudyConfig:
     """The service's study after the catalog's changes: a renamed skill's baseline carried to its new
-    name (``renamed``: old → new), the cases of a skill gone from the catalog left out — each said in
-    one alert — so the study runs on the rest."""
+    name (``renamed``: old → new, and every rename the watch saw), the cases of a skill gone from the
+    catalog left out — each said in one alert — so the study runs on the rest."""
     found = await call(discover_skills, cfg)
+    renamed = {**await call(pending_renames, cfg, found), **(renamed or {})}
     notices = []
-    for old, new in (renamed or {}).items():
+    for old, new in renamed.items():
         carried = await call(carry_renamed, cfg, found, old, new)
         if carried is not None:
             notices.append(carried)

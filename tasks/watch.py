@@ -30,6 +30,7 @@ __all__ = [
     "StudySkills",
     "carry_renamed",
     "emit_watch_events",
+    "pending_renames",
     "snapshot_catalog",
     "snapshot_model",
     "snapshot_pins",
@@ -85,7 +86,21 @@ async def snapshot_catalog(config: StudyConfig, found: SkillsFound) -> CatalogDi
             digest = Catalog(id="watch", skills=found.skills).digest
             store.snapshot_catalog(found.source, current, digest)
             store.snapshot_catalog(f"{found.source}#bodies", bodies, digest)
+        if diff.renamed:  # kept: whichever re-baselining runs next carries them (pending_renames)
+            known = store.last_catalog_snapshot(f"{found.source}#renamed") or {}
+            store.snapshot_catalog(f"{found.source}#renamed", {**known, **diff.renamed}, digest)
     return diff
+
+
+@task(name="pending_renames", cache_policy=NO_CACHE)
+async def pending_renames(config: StudyConfig, found: SkillsFound) -> dict[str, str]:
+    """Every rename the watch saw (old → new name) whose new name is in the catalog: the service's
+    studies carry the old name's baseline to it (:func:`carry_renamed`, which does nothing once it is
+    carried) — whichever re-baselining runs first, since two triggered at once keep one."""
+    names = {s.name for s in found.skills}
+    with store_for(config) as store:
+        seen = store.last_catalog_snapshot(f"{found.source}#renamed") or {}
+    return {old: new for new, old in seen.items() if new in names and old not in names}
 
 
 @task(name="snapshot_model", cache_policy=NO_CACHE)

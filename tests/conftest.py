@@ -61,6 +61,7 @@ SERIAL_MODULES = frozenset({
     "tests/test_crash_resume.py",
     "tests/test_flows_integration.py",
     "tests/test_live_service.py",
+    "tests/test_operator_service.py",
     "tests/test_operator_week.py",
     "tests/test_realserver.py",
     "tests/test_scale_out.py",

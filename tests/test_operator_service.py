@@ -166,12 +166,13 @@ class Service:
         return {**self.env, "PREFECT_API_URL": self.api}
 
     def start(self) -> None:
+        ready = self.said().count("serve: worker on pool")  # a restart appends to the same log
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen([str(self.bin / "skillreach"), "serve", "--port", str(self.port),
                                           "--pool", POOL], env=self.env, cwd=self.folder,
                                          start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 600
-        while "serve: worker on pool" not in self.said():
+        while self.said().count("serve: worker on pool") <= ready:
             assert self.proc.poll() is None, f"serve exited: {self.said()[-3000:]}"
             assert time.monotonic() < deadline, f"serve did not come up: {self.said()[-3000:]}"
             time.sleep(1)
@@ -584,3 +585,46 @@ def test_a_restarted_worker_is_in_status_and_one_alert(world: dict[str, Any]) ->
     line = next(ln for ln in status.stdout.splitlines() if ln.startswith("restarts by serve:"))
     assert line.startswith("restarts by serve: 1 — latest: worker at "), line
     assert f"(pid {worker} exited with code -9; now " in line
+
+
+# ------------------------------------------------------------------------------------------ problem 5
+
+
+def test_a_killed_serve_leaves_a_lock_the_next_serve_takes_over(world: dict[str, Any]) -> None:
+    """kill -9 of serve alone (its server and worker, in sessions of their own, go on): the kernel dropped
+    its flock, so the next `serve` in the folder is not refused; it stops what the dead one left
+    and serves."""
+    svc, sink = world["service"], world["sink"]
+    svc.settle(sink)
+    texts(sink)
+    old = json.loads((svc.folder / ".skillreach" / "service.json").read_text())
+    assert svc.proc is not None
+    dead = svc.proc.pid
+    assert old["pid"] == dead
+    left = [p for p in (old["server_pid"], old["worker_pid"]) if p]
+    assert len(left) == 2, old
+    os.kill(dead, signal.SIGKILL)  # serve alone: not its process group
+    svc.proc.wait(30)
+    assert all(_alive(Path(f"/proc/{p}")) for p in left)  # what it started still runs
+    svc.start()  # same folder, same port: not refused
+    svc.quiet_schedules()  # its deploy turned the schedules back on
+    assert svc.proc.pid != dead
+    took = [ln for ln in svc.said().splitlines()
+            if ln.startswith("serve: took over from a serve that is gone")]
+    assert len(took) == 1, svc.said()[-3000:]
+    assert f"(pid {dead}, started " in took[0], took
+    # the old server held the port the new one serves on: stopped by the take-over, and named (the old
+    # worker may have ended by itself first: its output went to the dead serve)
+    assert f"stopped what it left: pid(s) {old['server_pid']}" in took[0], took
+    for pid in left:
+        assert not _processes(lambda e, pid=pid: int(e.name) == pid and _alive(e)), pid
+    new = json.loads((svc.folder / ".skillreach" / "service.json").read_text())
+    assert new["pid"] == svc.proc.pid
+    assert new["worker_pid"] not in left
+    # the new one serves: a watch run completes, and a third serve is refused naming the new one
+    run = svc.deployment_run("watch/watch")
+    assert svc.wait_state(run, {"COMPLETED", "FAILED", "CRASHED"})["state"]["type"] == "COMPLETED"
+    third = _run([str(svc.bin / "skillreach"), "serve", "--port", str(_free_port()), "--pool", POOL],
+                 svc.folder, svc.env, timeout=120)
+    assert third.returncode == 2, third.stdout + third.stderr
+    assert f"already runs for this folder (pid {svc.proc.pid}, " in third.stdout + third.stderr

@@ -16,8 +16,9 @@ from skillreach.flows._names import nightly_name, rebaseline_name, watch_name
 from skillreach.flows.generate_queries import generate_queries
 from skillreach.flows.study import study
 from skillreach.service.alerts import GATE_BREACHED
-from skillreach.service.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, events_for
+from skillreach.service.watch import MODEL_SNAPSHOT_CHANGED, SKILL_ADDED, SKILL_RENAMED, events_for
 from skillreach.study import StudyConfig, StudyResult
+from skillreach.tasks.alerts import deliver_alerts
 from skillreach.tasks.baselines import EVERY_SKILL
 from skillreach.tasks.config import resolve_config
 from skillreach.tasks.corpus import generation_for, grow_corpus
@@ -26,12 +27,40 @@ from skillreach.tasks.crashes import (
     crash_studies,
     crash_task_runs,
     reconcile_finished,
+    resume_once,
     run_tree,
 )
 from skillreach.tasks.study import discover_skills
-from skillreach.tasks.watch import emit_watch_events, snapshot_catalog, snapshot_model, snapshot_pins
+from skillreach.tasks.watch import (
+    carry_renamed,
+    emit_watch_events,
+    pending_renames,
+    snapshot_catalog,
+    snapshot_model,
+    snapshot_pins,
+    without_gone_skills,
+)
 
 __all__ = ["nightly_compliance", "rebaseline_all", "resolve_crashed", "watch"]
+
+
+async def _catalog_changes(cfg: StudyConfig, renamed: dict[str, str] | None = None) -> StudyConfig:
+    """The service's study after the catalog's changes: a renamed skill's baseline carried to its new
+    name (``renamed``: old → new, and every rename the watch saw), the cases of a skill gone from the
+    catalog left out — each said in one alert — so the study runs on the rest."""
+    found = await call(discover_skills, cfg)
+    renamed = {**await call(pending_renames, cfg, found), **(renamed or {})}
+    notices = []
+    for old, new in renamed.items():
+        carried = await call(carry_renamed, cfg, found, old, new)
+        if carried is not None:
+            notices.append(carried)
+    kept = await call(without_gone_skills, cfg, found, renamed)
+    notices += kept.notices
+    if notices:
+        await call(deliver_alerts, cfg, None, notices)
+    config: StudyConfig = kept.config
+    return config
 
 
 async def _run_study(cfg: StudyConfig, kind: str, slot: str | None = None) -> StudyResult:
@@ -61,6 +90,7 @@ async def rebaseline_all(
     skill: str | None = None,
     model_snapshot: str | None = None,
     *,
+    renamed_from: str | None = None,
     slot: str | None = None,
 ) -> dict[str, Any]:
     """Re-probe every skill, gate each against its stored baseline, then re-record — never silently.
@@ -79,8 +109,12 @@ async def rebaseline_all(
     A skill added without queries gets them from the
     generation flow when a generator model is configured: the grown set is a new corpus version, every
     skill is gated on the old set's cases, and the grown set is committed with the records made from it.
-    ``reason``, ``skill`` and ``model_snapshot`` come from the triggering event; the study's folder is per
-    hour of the run's expected start (``slot``), so a retried or re-run re-baselining resumes.
+    ``skillreach.skill.renamed`` (``renamed_from``: the old name) carries the old name's baseline to the
+    new one first, in a commit that says so; a skill removed from the catalog (``skill.removed``) leaves its
+    cases out of the study, with one alert naming what to do about them.
+    ``reason``, ``skill``, ``model_snapshot`` and ``renamed_from`` come from the triggering event; the
+    study's folder is per hour of the run's expected start (``slot``), so a retried or re-run
+    re-baselining resumes.
     """
     drift = reason == MODEL_SNAPSHOT_CHANGED
     if skill == EVERY_SKILL:
@@ -90,6 +124,8 @@ async def rebaseline_all(
         why += f" → {model_snapshot}"
     cfg = await call(resolve_config, config, config_file, record_baselines=True, gate=True, drift=drift,
                      reason=why)
+    renamed = {renamed_from: skill} if reason == SKILL_RENAMED and skill and renamed_from else None
+    cfg = await _catalog_changes(cfg, renamed)
     grown = False
     if skill and reason == SKILL_ADDED:  # a skill added without queries: generate them when configured
         options = await call(generation_for, cfg, skill)
@@ -112,6 +148,7 @@ async def nightly_compliance(
     "Breached")`` (its data the same summary). The study's folder is per night (``slot``, the
     run's expected start date in UTC): re-running a crashed nightly the same day resumes it."""
     cfg = await call(resolve_config, config, config_file, compliance=True, gate=True)
+    cfg = await _catalog_changes(cfg)
     result = await _run_study(cfg, "compliance", _slot(slot, "%Y-%m-%d"))
     breached = [b for b in result.breaches if b.get("event", GATE_BREACHED) == GATE_BREACHED]
     summary = {"study_id": result.study_id, "breaches": len(breached), "alerts": len(result.breaches),
@@ -153,6 +190,8 @@ async def watch(config: StudyConfig | None = None, config_file: str | None = Non
         "added": sorted(catalog_diff.added),
         "changed": sorted(catalog_diff.changed),
         "removed": sorted(catalog_diff.removed),
+        "renamed": dict(sorted(catalog_diff.renamed.items())),
+        "from_baselines": catalog_diff.from_baselines,
         "model_changed": model_change is not None,
         "events": [e.event for e in events],
         "emitted": emitted,
@@ -165,9 +204,11 @@ async def resolve_crashed(
 ) -> dict[str, Any]:
     """A skillreach deployment run crashed (``flow_run_id``: its id, or the event's
     ``prefect.flow-run.<id>``): its unfinished child runs and their task runs are marked Crashed and the
-    studies they ran ``crashed`` in the store, so nothing stays Running. Re-running the deployment
-    resumes the study. When every study of the run had finished in the store (the run was lost after
-    its work, e.g. across a server restart), the run is reconciled: Completed, not Crashed."""
+    studies they ran ``crashed`` in the store, so nothing stays Running. A nightly or re-baselining that
+    crashed for the first time is then resumed without a person (the same run scheduled again: its study
+    goes on from its probes; :mod:`skillreach.service.resume`); one that crashes again stays Crashed and
+    is alerted. When every study of the run had finished in the store (the run was lost after its work,
+    e.g. across a server restart), the run is reconciled: Completed, not Crashed."""
     run_id = flow_run_id.rsplit(".", 1)[-1]
     cfg = await call(resolve_config, config, config_file)
     tree = await call(run_tree, run_id)
@@ -178,4 +219,6 @@ async def resolve_crashed(
     runs = await call(crash_children, run_id, message)
     tasks = await call(crash_task_runs, runs, message)
     studies = await call(crash_studies, cfg, runs, message)
-    return {"flow_run_id": run_id, "runs": runs, "studies": studies, "task_runs": tasks, "reconciled": []}
+    resumed = await call(resume_once, run_id)  # a nightly's or re-baselining's first crash: again, once
+    return {"flow_run_id": run_id, "runs": runs, "studies": studies, "task_runs": tasks, "reconciled": [],
+            "resumed": resumed}

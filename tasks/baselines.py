@@ -9,6 +9,7 @@ Skills outside git (the bundled example) keep their baselines in the database an
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -199,18 +200,72 @@ def _skill_file(inputs: StudyInputs, skill: str) -> str | None:
     return (s.path or None) if s is not None else None
 
 
-def _next(inputs: StudyInputs, r: SkillGate, cause: dict[str, Any]) -> dict[str, Any]:
-    """The next step an alert names: accept the new bar, or fix the file whose description took the
-    cases (the taker's SKILL.md; the victim's own when nothing took them)."""
-    taker = cause.get("cause")
-    fix = _skill_file(inputs, taker) if taker else _skill_file(inputs, r.skill)
-    step = f"skillreach baseline accept {r.skill} if this is intended"
-    if fix:
-        step += f", else fix {fix}"
-    return {**cause, "next_step": step}
+class _Advice:
+    """The next step an alert names: accept the new bar, or fix the SKILL.md files that changed since the
+    baseline's revision among the skill that lost cases and the skills that took them — read from git
+    (:func:`~skillreach.baselines.rebaseline.changed_since`), as ``check`` reads a change; never a guess.
+    When none of them changed, or the revision is not known, no file is named and the step says why."""
+
+    def __init__(self, config: StudyConfig, inputs: StudyInputs) -> None:
+        self.config, self.inputs = config, inputs
+        self.repo = baseline_repo(config)
+        self.revision: str | None = None
+
+    def _changed(self, r: SkillGate, names: list[str]) -> tuple[list[str], str]:
+        """(the skills among ``names`` whose SKILL.md changed since ``r``'s baseline, what was compared)."""
+        from skillreach.baselines.rebaseline import baseline_revision, changed_since
+
+        if r.base is None:
+            return [], "no baseline"
+        if self.repo is None:  # outside git: only the skill's own version is known at the baseline
+            own = r.new is not None and r.new.skill_version != r.base.skill_version
+            return ([r.skill] if own else []), f"{r.skill}'s version at its baseline"
+        revision = baseline_revision(self.repo.top, r.base, branch=self.repo.branch, folder=self.repo.folder)
+        self.revision = revision
+        if revision is None:
+            return [], ""
+        folders = {}
+        for name in names:
+            skill = self.inputs.catalog.get(name)
+            rel = self.repo.relative(Path(skill.folder)) if skill is not None and skill.folder else None
+            if rel:
+                folders[name] = rel
+        return changed_since(self.repo.top, revision, folders), f"the baseline's revision {revision[:12]}"
+
+    def _others(self, names: list[str]) -> list[str]:
+        """The catalog's other SKILL.md files changed since the revision just read (what moved the routing
+        when neither the skill nor a taker changed), at most five."""
+        from skillreach.baselines.rebaseline import changed_since
+
+        if self.repo is None or self.revision is None:
+            return []
+        folders = {}
+        for skill in self.inputs.catalog.skills:
+            rel = self.repo.relative(Path(skill.folder)) if skill.folder and skill.name not in names else None
+            if rel:
+                folders[skill.name] = rel
+        changed = changed_since(self.repo.top, self.revision, folders)
+        return [p for p in (_skill_file(self.inputs, n) for n in changed[:5]) if p]
+
+    def __call__(self, r: SkillGate, cause: dict[str, Any]) -> dict[str, Any]:
+        takers = [t for t in (cause.get("taken_by") or {}) if t != r.skill]
+        names = [r.skill, *takers]
+        changed, since = self._changed(r, names)
+        step = f"skillreach baseline accept {r.skill} if this is intended"
+        files = [p for p in (_skill_file(self.inputs, n) for n in changed) if p]
+        if files:
+            step += f", else fix {' or '.join(files)} (changed since {since})"
+        elif since:
+            others = self._others(names)
+            step += (f" (no SKILL.md of {', '.join(names)} changed since {since}"
+                     + (f"; changed since then: {', '.join(others)})" if others else ")"))
+        else:
+            step += (" (which SKILL.md changed is not known: the baseline's revision is not in this "
+                     "repository's history)")
+        return {**cause, "next_step": step}
 
 
-def _cause(inputs: StudyInputs, r: SkillGate, artifact: Any) -> dict[str, Any]:
+def _cause(inputs: StudyInputs, r: SkillGate, artifact: Any, advise: _Advice) -> dict[str, Any]:
     """Why an activation dropped, from the new study's probes of the skill's own cases: the skill that
     came first instead on the cases it lost (``cause``; ``taken_by``: every taker → cases) and the
     sentence (``lost 4 of 4 cases to delta``), plus the next step. Empty when the probes name no taker
@@ -218,14 +273,14 @@ def _cause(inputs: StudyInputs, r: SkillGate, artifact: Any) -> dict[str, Any]:
     from skillreach.baselines.scope import losses
 
     if r.base is None or r.new is None:
-        return _next(inputs, r, {})
+        return advise(r, {})
     try:
         loss = losses(r.base, r.new, getattr(artifact, "outcomes", ()))
     except (KeyError, ValueError, TypeError) as exc:  # a record without per-case rates: no cause known
         logger().info("no cause for %s: %s", r.skill, exc)
-        return _next(inputs, r, {})
+        return advise(r, {})
     if not loss.lost:
-        return _next(inputs, r, {})
+        return advise(r, {})
     takers = {k: v for k, v in loss.taken_by.items() if k != r.skill and inputs.catalog.get(k) is not None}
     detail = loss.model_copy(update={"taken_by": takers}).sentence()
     if not takers and loss.taken_by:  # the agent chose no skill (or one outside the catalog) instead
@@ -233,7 +288,7 @@ def _cause(inputs: StudyInputs, r: SkillGate, artifact: Any) -> dict[str, Any]:
     cause: dict[str, Any] = {"cause_detail": detail}
     if takers:
         cause.update(cause=next(iter(takers)), taken_by=takers)
-    return _next(inputs, r, cause)
+    return advise(r, cause)
 
 
 @task(name="gate_study", cache_policy=NO_CACHE)
@@ -274,6 +329,7 @@ async def gate_study(
     if gated is not new:  # gated on the parent's cases; what is recorded is the grown set's record
         results = [replace(r, new=new[r.skill]) if r.new is not None else r for r in results]
     model = plan.resolved_model or config.model
+    advise = _Advice(config, inputs)
     rows: list[dict[str, Any]] = []
     alerts: list[dict[str, Any]] = []
     skipped: list[str] = []
@@ -283,15 +339,15 @@ async def gate_study(
                 rows.append({"skill": r.skill, "metric": g.metric, "base": g.base, "new": g.new,
                              "delta": g.mean_diff, "ci95": list(g.ci95) if g.ci95 else None, "gate": g.gate,
                              "verdict": str(g.verdict), "baseline_id": r.base.baseline_id})
-            why = _cause(inputs, r, artifact)
-            alerts += [{**a, **why} if a["metric"] == "activation" else {**a, **_next(inputs, r, {})}
+            why = _cause(inputs, r, artifact, advise)
+            alerts += [{**a, **why} if a["metric"] == "activation" else {**a, **advise(r, {})}
                        for a in breaches_from_comparison(
                            r.comparison, baseline_id=r.base.baseline_id, run_link=link,
                            study_id=plan.study_id, runtime=config.runtime, model=model,
                            **({"event": MODEL_DRIFT} if config.drift else {}))]
             if r.status == "inconclusive" and config.record_baselines:  # kept as a candidate: said once
                 metrics = sorted({g.metric for g in r.comparison.results if str(g.verdict) == "inconclusive"})
-                cause = why if "activation" in metrics else _next(inputs, r, {})
+                cause = why if "activation" in metrics else advise(r, {})
                 lost = f"; {cause['cause_detail']}" if cause.get("cause_detail") else ""
                 alerts.append(notice_payload(
                     GATE_INCONCLUSIVE, skill=r.skill, run_link=link, study_id=plan.study_id,
@@ -349,9 +405,14 @@ async def record_baselines(
     repo = baseline_repo(config)
     sha: str | None = None
     if repo is not None and (records or candidates):
+        from skillreach.baselines.rebaseline import REVISION_LINE
+        from skillreach.baselines.records import git_output
+
+        head = git_output(["rev-parse", "--verify", "-q", "HEAD^{commit}"], repo.top)
         why = [f"reason: {config.reason or 'manual re-baselining'}",
                f"study {plan.study_id}: runtime {config.runtime}, "
                f"model {plan.resolved_model or config.model}",
+               *([f"{REVISION_LINE}{head}"] if head else []),
                *[f"{s}: {st}" for s, st in sorted(outcome.statuses.items())]]
         what = "drift report, all re-recorded" if config.drift else "gated, then re-recorded"
         grown = _grown_files(config, repo)

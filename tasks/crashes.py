@@ -7,6 +7,7 @@ Run by the ``resolve-crashed`` deployment, which prefect.yaml triggers on ``pref
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from prefect import task
@@ -16,7 +17,8 @@ from skillreach.study.config import StudyConfig
 from skillreach.tasks._context import logger, store_for
 from skillreach.tasks._prefect_adapter import force_flow_run_state, force_task_run_state
 
-__all__ = ["crash_children", "crash_studies", "crash_task_runs", "reconcile_finished", "run_tree"]
+__all__ = ["crash_children", "crash_studies", "crash_task_runs", "reconcile_finished", "resume_once",
+           "run_tree"]
 
 _FINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
 
@@ -113,3 +115,36 @@ async def crash_studies(config: StudyConfig, flow_run_ids: list[str], message: s
     for study_id in crashed:
         logger().warning("study %s marked crashed", study_id)
     return crashed
+
+
+@task(name="resume_once", cache_policy=NO_CACHE)
+async def resume_once(flow_run_id: str) -> str:
+    """Schedule the crashed run ``flow_run_id`` again when the service resumes it by itself
+    (:func:`skillreach.service.resume.resumes_automatically`: a nightly or re-baselining that crashed for
+    the first time): the same flow run, as ``prefect flow-run retry`` does it, so its study resumes from
+    its probes. Returns what was done (``resumed`` or why not)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.responses import SetStateStatus
+    from prefect.states import AwaitingRetry
+
+    from skillreach.service.resume import RESUMES, resumes_automatically
+
+    async with get_client() as client:
+        run = await client.read_flow_run(UUID(flow_run_id))
+        deployment = await client.read_deployment(run.deployment_id) if run.deployment_id else None
+        name = deployment.name if deployment is not None else None
+        if run.state is None or run.state.type.value != "CRASHED":
+            return f"not resumed: the run is {run.state.type.value if run.state else 'without a state'}"
+        if not resumes_automatically(name, run.run_count):
+            why = ("it crashed again after its automatic resume" if run.run_count > RESUMES
+                   else f"{name or 'a run without a deployment'} is not resumed by itself")
+            logger().warning("run %s (%s) not resumed: %s", run.name, flow_run_id, why)
+            return f"not resumed: {why}"
+        message = (f"resumed automatically after a crash ({(run.state.message or '').strip()[:200]}); "
+                   "its study goes on from its probes")
+        result: Any = await client.set_flow_run_state(run.id, AwaitingRetry(message=message), force=True)
+    if result.status != SetStateStatus.ACCEPT:
+        logger().warning("run %s not resumed: the server said %s", flow_run_id, result.status)
+        return f"not resumed: the server said {result.status.value}"
+    logger().warning("run %s (%s of %s) resumed after its crash", run.name, flow_run_id, name)
+    return "resumed"

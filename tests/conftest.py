@@ -67,6 +67,7 @@ SERIAL_MODULES = frozenset({
     "tests/test_flows_integration.py",
     "tests/test_live_service.py",
     "tests/test_operator_alerts.py",
+    "tests/test_operator_service.py",
     "tests/test_operator_week.py",
     "tests/test_prefect_adapter.py",
     "tests/test_realserver.py",

@@ -120,7 +120,8 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
 
     triggers = [DeploymentEventTrigger(**t) for t in BY_NAME["rebaseline-all"]["triggers"]]
     expected = {e for t in triggers for e in t.expect}
-    assert expected == {"skillreach.skill.added", "skillreach.skill.changed",
+    assert expected == {"skillreach.skill.added", "skillreach.skill.changed", "skillreach.skill.removed",
+                        "skillreach.skill.renamed",
                         "skillreach.model.snapshot.changed", "skillreach.corpus.changed",
                         "skillreach.rubric.changed", "skillreach.runtime.version.changed",
                         "skillreach.baseline.expired"}
@@ -133,6 +134,15 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
     edited = events_for("src", diff_catalog({"pdf": "d"}, {"pdf": "e"}), [])
     assert [e.event for e in edited] == ["skillreach.skill.changed"]  # an edit re-gates too
     events += edited
+    from skillreach.service.watch import find_renames
+
+    removed = events_for("src", diff_catalog({"pdf": "d", "csv": "c"}, {"pdf": "d"}), [])
+    assert [e.event for e in removed] == ["skillreach.skill.removed"]  # so does a removal
+    moved = find_renames(diff_catalog({"pdf": "d"}, {"pdf-tools": "e"}), {"pdf": "b"}, {"pdf-tools": "b"})
+    renamed = events_for("src", moved, [])
+    assert [(e.event, e.payload["skill"], e.payload["previous"]) for e in renamed] == [
+        ("skillreach.skill.renamed", "pdf-tools", "pdf")]  # and a rename, once, naming both
+    events += removed + renamed
     old = pin_snapshot("sha256:a", {"pdf": "sha256:r1"}, "claude-code", "2.1.0")
     new = pin_snapshot("sha256:b", {"pdf": "sha256:r2"}, "claude-code", "2.2.0")
     pins = pin_events("src", diff_catalog(old, new))
@@ -146,6 +156,8 @@ def test_rebaseline_triggers_validate_and_fire_on_the_right_events() -> None:
         assert any(ev.resource["prefect.resource.id"].startswith(str(p).rstrip("*")) for p in patterns)
     # parameters come from the event
     assert triggers[0].parameters == {"reason": "{{ event.event }}", "skill": "{{ event.payload.skill }}"}
+    assert triggers[1].parameters == {"reason": "{{ event.event }}", "skill": "{{ event.payload.skill }}",
+                                      "renamed_from": "{{ event.payload.previous }}"}
     from uuid import uuid4
 
     for t in triggers:

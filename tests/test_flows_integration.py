@@ -199,8 +199,9 @@ def test_skill_added_event_creates_a_rebaseline_run(rebaseline_deployment: Any) 
 
 
 def test_status_reads_the_last_run_of_each_deployment(rebaseline_deployment: Any) -> None:
-    """`skillreach status`'s REST reading of the server: the newest run of rebaseline-all, with its
-    name, state and UI link; a deployment not registered has none."""
+    """`skillreach status`'s REST reading of the server: a run of rebaseline-all not finished (no worker
+    here: it waits, scheduled) is never its *last* run (issue 39: "last run" showed a future scheduled
+    run) but its next one, with its name, state and UI link; a deployment not registered has none."""
     from skillreach.cli.status_cmds import last_runs
     from skillreach.tasks._context import api_url
 
@@ -209,9 +210,12 @@ def test_status_reads_the_last_run_of_each_deployment(rebaseline_deployment: Any
     assert api is not None
     found = last_runs(api)
     last = found["rebaseline-all"]
-    assert last["run"] in {r.name for r in runs}
-    assert last["state"]
-    assert "/runs/flow-run/" in last["link"]
+    assert last["run"] is None  # nothing finished yet
+    waiting = last.get("next") or last.get("now")
+    assert waiting is not None
+    assert waiting["run"] in {r.name for r in runs}
+    assert waiting["state"]
+    assert "/runs/flow-run/" in waiting["link"]
     assert found["nightly-compliance"] == {"run": None}
 
 

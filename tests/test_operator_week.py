@@ -567,9 +567,16 @@ def test_kill_9_of_the_worker_crashes_the_run_alerts_once_and_the_rerun_resumes(
     crashed_after = time.monotonic() - killed
     api.latency = 0.0
     svc.settle(sink)  # serve restarted the worker; resolve-crashed ran
+    deadline = time.monotonic() + 180  # serve files its restart of the worker from a process of its own
+    while not any("skillreach.service.restarted" in json.dumps(r["body"]) for r in list(sink.requests)):
+        assert time.monotonic() < deadline, f"no alert of the worker's restart: {sink.requests}"
+        time.sleep(1)
+    svc.settle(sink)
     said = texts(sink)
-    assert len(said) == 1, said
-    assert said[0].startswith("skillreach skillreach.run.crashed: study/study run "), said
+    crashed = [t for t in said if t.startswith("skillreach skillreach.run.crashed: study/study run ")]
+    restarted = [t for t in said if t.startswith("skillreach skillreach.service.restarted: service: serve "
+                                                 "restarted the worker")]
+    assert (len(crashed), len(restarted), len(said)) == (1, 1, 2), said  # the run, and serve's restart
     assert "serve: the worker (pid" in svc.said()  # serve saw its worker die and restarted it
     assert "serve: worker restarted (pid" in svc.said()
 

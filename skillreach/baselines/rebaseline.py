@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skillreach.baselines.gates import Advice, Comparison, Verdict, compare, gated_count
@@ -24,8 +25,12 @@ from skillreach.settings import GateConfig
 
 __all__ = [
     "HELD",
+    "REVISION_LINE",
     "STATUSES",
     "SkillGate",
+    "baseline_revision",
+    "carry_record",
+    "changed_since",
     "gate_report_markdown",
     "gate_skills",
     "not_compared",
@@ -97,6 +102,83 @@ def records_to_write(
         held = r.status in HELD or (r.skill in waiting and (drift or r.status in ("expired", "drift")))
         (candidates if held else records).append(r.new)
     return records, candidates
+
+
+def carry_record(
+    record: BaselineRecord, new_name: str, query_set: Any, *, skill_path: str | None = None
+) -> tuple[BaselineRecord, int]:
+    """A renamed skill's baseline under its new name: ``record`` (of the old name) with ``skill`` and
+    ``skill_path`` the new ones, and each case translated — a case of ``query_set`` (today's set) that is
+    the recorded one with the old name read as the new (its expected and acceptable skills relabelled,
+    nothing else) keeps its outcomes under today's digest, so the next gate pairs it; any other change
+    leaves the recorded digest (not paired, as any edited case). Sealed again. Returns the record and how
+    many cases were translated. The model, runtime, rubric and skill version pins stay the record's."""
+    from skillreach.baselines.records import corpus_digest, seal_baseline
+
+    old = record.skill
+    by_id = {q.id: q for q in query_set.queries}
+    per_case = {}
+    moved = 0
+    for qid, case in record.per_case.items():
+        q = by_id.get(qid)
+        kept = case
+        if q is not None and case.digest is not None:
+            back = q.model_copy(update={
+                "expected_skill": old if q.expected_skill == new_name else q.expected_skill,
+                "acceptable_skills": tuple(old if a == new_name else a for a in q.acceptable_skills),
+            })
+            if back.case_digest() == case.digest:
+                kept = case.model_copy(update={"digest": q.case_digest()})
+                moved += 1
+        per_case[qid] = kept
+    corpus = corpus_digest((k, c.digest) for k, c in per_case.items() if c.role == "positive")
+    carried = record.model_copy(update={"skill": new_name, "skill_path": skill_path or record.skill_path,
+                                        "per_case": per_case, "corpus_version": corpus, "digest": None})
+    return seal_baseline(carried), moved
+
+
+REVISION_LINE = "revision: "
+"""How a re-baselining's commit message names the skills repository's commit it measured."""
+
+
+def baseline_revision(top: Path, record: BaselineRecord, *, branch: str | None, folder: str) -> str | None:
+    """The commit of the skills repository (at ``top``) that ``record`` measured: the ``revision:`` line of
+    the commit that wrote it on ``branch`` (the service's re-baselinings say it); else the newest commit
+    before the record was made whose tree holds the skill's folder exactly as the record pins it (a
+    ``git:`` skill version). ``None`` when neither is found: no file can be named without a guess."""
+    from skillreach.baselines.records import git_output
+
+    path = f"{folder.rstrip('/')}/{record.skill}.json"
+    if branch:
+        body = git_output(["log", "-1", "--format=%B", f"refs/heads/{branch}", "--", path], top) or ""
+        for line in body.splitlines():
+            if line.startswith(REVISION_LINE):
+                named = line[len(REVISION_LINE):].strip()
+                sha = git_output(["rev-parse", "--verify", "-q", f"{named}^{{commit}}"], top)
+                if sha:
+                    return sha
+    if record.skill_version_origin != "git" or not record.skill_path:
+        return None
+    tree = record.skill_version.removeprefix("git:")
+    listed = git_output(["rev-list", "-50", f"--before={record.created_at}", "HEAD"], top) or ""
+    for sha in listed.split():
+        if git_output(["rev-parse", "-q", "--verify", f"{sha}:{record.skill_path}"], top) == tree:
+            return sha
+    return None
+
+
+def changed_since(top: Path, revision: str, folders: Mapping[str, str]) -> list[str]:
+    """The skills (name → folder, relative to ``top``) whose folder differs now — committed or not, a file
+    added, edited or removed, or the whole folder new — from ``revision``."""
+    from skillreach.baselines.records import git_output
+
+    out = []
+    for name, folder in folders.items():
+        diff = git_output(["diff", "--name-only", revision, "--", folder], top)
+        untracked = git_output(["ls-files", "--others", "--exclude-standard", "--", folder], top)
+        if diff or untracked:
+            out.append(name)
+    return out
 
 
 _PINS: tuple[tuple[str, Callable[[BaselineRecord], str | None]], ...] = (

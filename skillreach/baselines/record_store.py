@@ -207,31 +207,37 @@ class BaselineRepo:
         accept: Sequence[str] = (),
         files: Mapping[str, str] | None = None,
         attempts: int = 20,
+        remove: Sequence[str] = (),
     ) -> Committed:
         """Write ``records`` (and ``candidates``; ``accept``: move those skills' candidates into place) in
         one commit, with ``files`` (repository path → text: a grown query set beside the records made from
-        it). Returns the commit (``sha=None`` when every file was already so)."""
+        it); ``remove``: skills whose record and candidate go (a renamed skill's old name). Returns the
+        commit (``sha=None`` when every file was already so)."""
         body = "\n".join(why)
         lines = [f"{r.skill}: {metrics_line(r)}" for r in records]
         lines += [f"{r.skill} (candidate, waits for baseline accept): {metrics_line(r)}" for r in candidates]
         message = subject + ("\n\n" + body if body else "") + ("\n\n" + "\n".join(lines) if lines else "")
         if self.branch:
             for _ in range(attempts):
-                done = self._commit_on_branch(records, candidates, accept, message, files or {})
+                done = self._commit_on_branch(records, candidates, accept, message, files or {},
+                                              remove=remove)
                 if done is not None:
                     return done
             raise InputError(f"{self.top}: {self._ref()} kept moving; {attempts} tries to commit lost "
                              "the race; run again")
-        return self._commit_in_work_tree(records, candidates, accept, message, files or {})
+        return self._commit_in_work_tree(records, candidates, accept, message, files or {}, remove=remove)
 
     def _files(
-        self, records: Sequence[BaselineRecord], candidates: Sequence[BaselineRecord], accept: Sequence[str]
+        self, records: Sequence[BaselineRecord], candidates: Sequence[BaselineRecord], accept: Sequence[str],
+        remove: Sequence[str] = (),
     ) -> tuple[dict[str, str], list[str], list[str]]:
         """(path → content to write, paths to delete, skills accepted)."""
         files = {self.path_of(r.skill): seal_baseline(r).model_dump_json(indent=2) + "\n" for r in records}
         files.update({self.path_of(r.skill, candidate=True): seal_baseline(r).model_dump_json(indent=2) + "\n"
                       for r in candidates})
         delete = [self.path_of(r.skill, candidate=True) for r in records]  # a fresh record supersedes
+        for skill in remove:
+            delete += [self.path_of(skill), self.path_of(skill, candidate=True)]
         accepted: list[str] = []
         for skill in accept:
             cand = self.read(skill, candidate=True)
@@ -250,10 +256,12 @@ class BaselineRepo:
         accept: Sequence[str],
         message: str,
         extra: Mapping[str, str],
+        *,
+        remove: Sequence[str] = (),
     ) -> Committed | None:
         old = git_output(["rev-parse", "--verify", "-q", f"{self._ref()}^{{commit}}"], self.top)
         base = old or self.tip()
-        files, delete, accepted = self._files(records, candidates, accept)
+        files, delete, accepted = self._files(records, candidates, accept, remove)
         files.update(extra)
         with tempfile.TemporaryDirectory(prefix="skillreach-index-") as tmp:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
@@ -284,8 +292,10 @@ class BaselineRepo:
         accept: Sequence[str],
         message: str,
         extra: Mapping[str, str],
+        *,
+        remove: Sequence[str] = (),
     ) -> Committed:
-        files, delete, accepted = self._files(records, candidates, accept)
+        files, delete, accepted = self._files(records, candidates, accept, remove)
         files.update(extra)
         for path, content in files.items():
             target = self.top / path

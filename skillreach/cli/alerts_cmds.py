@@ -29,10 +29,17 @@ STATES = ("pending", "delivered", "failed", "repeat", "muted", "none")
 
 
 def _store() -> Store:
-    from skillreach.settings import load_settings
+    """The store of the service found from here (``skillreach/cli/_service.py``), said on stderr; this
+    folder's when there is none."""
+    import sys
+
+    from skillreach.cli._service import locate, service_line, service_settings
     from skillreach.store import open_store
 
-    return open_store(load_settings())
+    info, how = locate()
+    if info is not None:
+        print(f"alerts: {service_line(info, how)}", file=sys.stderr)
+    return open_store(service_settings(info))
 
 
 def _hm(when: datetime | None) -> str:

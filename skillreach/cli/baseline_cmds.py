@@ -431,19 +431,43 @@ def show_cmd(
 # -------------------------------------------------------------------------------------------- status
 
 
-def status_cmd(
-    baselines_dir: Path = typer.Option(Path("baselines"), "--baselines", help="Folder of stored baselines."),
+def _service_baselines(
+    baselines_dir: Path | None, branch: str | None, service: str | None
+) -> tuple[Path, str]:
+    """The baselines folder and branch ``baseline status`` describes: ``--baselines`` as given; else the
+    service's (``--service``, ``$SKILLREACH_SERVICE``, the folder serve runs in or a parent — its skills
+    repository's baselines and its branch), said in one line on stderr; else ``./baselines``, when there is
+    one, or the service the Prefect API names."""
+    from skillreach.baselines.record_store import DEFAULT_BRANCH
+    from skillreach.cli._service import locate, service_line
+    from skillreach.service.instance import SERVICE_ENV
+
+    if baselines_dir is not None:
+        return baselines_dir, branch or DEFAULT_BRANCH
+    info, how = locate(service)
+    named = bool(service or os.environ.get(SERVICE_ENV)) or how == "this folder"
+    if info is not None and info.repository and (named or not Path("baselines").is_dir()):
+        print(f"baseline status: {service_line(info, how)}", file=sys.stderr)
+        return Path(info.repository) / info.baselines_dir, branch or info.baselines_branch
+    return Path("baselines"), branch or DEFAULT_BRANCH
+
+
+def status_cmd(  # noqa: PLR0917 - a typer command: one parameter per option
+    baselines_dir: Path | None = typer.Option(
+        None, "--baselines", help="Folder of stored baselines (default: the service's, else ./baselines)."),
     model: str | None = typer.Option(None, "--model", help="The model now configured (alias or snapshot)."),
     judge_model: str | None = typer.Option(None, "--judge-model", help="The judge now configured."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout alone."),
-    branch: str = typer.Option(
-        "skillreach/baselines", "--branch", help="The service's baseline branch (what waits there is shown)."
-    ),
+    branch: str | None = typer.Option(
+        None, "--branch",
+        help="The service's baseline branch (what waits there is shown; default: the service's)."),
+    service_folder: str | None = typer.Option(
+        None, "--service", metavar="FOLDER", help="The folder `skillreach serve` runs in (its baselines)."),
 ) -> None:
     """Every stored baseline: pins, age, current, stale (cases added, changed or removed since: still
     gated) or expired (model, rubric or runtime changed, no positive case left, or recorded before cases
     were pinned by content), candidates waiting for `baseline accept`, and the service's commits not
-    merged yet.
+    merged yet. Run in the service's folder (or with --service), the service's repository and branch.
 
     Exit codes: 0 listed (expired records are shown, not failed); 2 an unreadable or edited record."""
     from datetime import UTC, datetime
@@ -453,6 +477,7 @@ def status_cmd(
     from skillreach.baselines.record_store import BaselineRepo
     from skillreach.errors import InputError, NotFoundError
 
+    baselines_dir, branch = _service_baselines(baselines_dir, branch, service_folder)
     files = sorted(baselines_dir.glob("*.json")) if baselines_dir.is_dir() else []
     try:
         service: BaselineRepo | None = _work_tree_repo(baselines_dir, branch=branch)

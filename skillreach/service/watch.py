@@ -3,15 +3,23 @@
 Pure: the ``watch`` flow reads the snapshots from the store, calls :func:`diff_catalog` and
 :func:`diff_model`, and emits the events :func:`events_for` describes. The resource ids are what the
 ``rebaseline-all`` deployment's triggers match (``skillreach.skill.*``, ``skillreach.model.*``).
+
+- The first watch of a service that already has baselines compares the catalog with them
+  (:func:`diff_recorded`: a skill added before it is ``skill.added``), not with nothing.
+- A skill removed and one added with the same description and body in one change is a rename
+  (:func:`find_renames`): one ``skill.renamed`` event (the re-baselining carries the baseline history).
+- Cases whose skill is gone from the catalog (:func:`gone_cases`) are left out of the service's studies,
+  with one alert per skill (``skill.gone``), instead of failing every study.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BASELINE_CARRIED",
     "CORPUS_CHANGED",
     "MODEL_SNAPSHOT_CHANGED",
     "PIN_EVENTS",
@@ -19,13 +27,19 @@ __all__ = [
     "RUNTIME_VERSION_CHANGED",
     "SKILL_ADDED",
     "SKILL_CHANGED",
+    "SKILL_GONE",
     "SKILL_REMOVED",
+    "SKILL_RENAMED",
     "CatalogDiff",
     "ModelChange",
     "WatchEvent",
+    "body_digest",
     "diff_catalog",
     "diff_model",
+    "diff_recorded",
     "events_for",
+    "find_renames",
+    "gone_cases",
     "pin_events",
     "pin_snapshot",
 ]
@@ -33,6 +47,11 @@ __all__ = [
 SKILL_ADDED = "skillreach.skill.added"
 SKILL_CHANGED = "skillreach.skill.changed"
 SKILL_REMOVED = "skillreach.skill.removed"
+SKILL_RENAMED = "skillreach.skill.renamed"
+SKILL_GONE = "skillreach.skill.gone"
+"""The alert of a skill gone from the catalog while cases of the query set still expect it."""
+BASELINE_CARRIED = "skillreach.baseline.carried"
+"""The notice of a rename whose baseline history the re-baselining carried to the new name."""
 MODEL_SNAPSHOT_CHANGED = "skillreach.model.snapshot.changed"
 CORPUS_CHANGED = "skillreach.corpus.changed"
 RUBRIC_CHANGED = "skillreach.rubric.changed"
@@ -53,10 +72,14 @@ class CatalogDiff:
     """name → last known digest"""
     first: bool = False
     """No earlier snapshot: nothing to compare with (no events; this snapshot becomes the reference)."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """new name → old name: removed and added in one change with the same description and body."""
+    from_baselines: bool = False
+    """No earlier snapshot, but recorded baselines: the catalog was compared with them."""
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.changed or self.removed)
+        return not (self.added or self.changed or self.removed or self.renamed)
 
 
 @dataclass(frozen=True)
@@ -87,6 +110,71 @@ def diff_catalog(previous: Mapping[str, str] | None, current: Mapping[str, str])
         },
         removed={k: previous[k] for k in sorted(previous.keys() - current.keys())},
     )
+
+
+def diff_recorded(recorded: Mapping[str, str], current: Mapping[str, str]) -> CatalogDiff:
+    """The first watch of a service with baselines: the catalog (skill → its version now, as a record
+    pins it) against the recorded baselines (skill → the version its record pins). A skill without a
+    record is added (unless no skill has one: then there is nothing to compare with, ``first``)."""
+    if not recorded:
+        return CatalogDiff(first=True)
+    return CatalogDiff(
+        added={k: current[k] for k in sorted(current.keys() - recorded.keys())},
+        changed={k: (recorded[k], current[k]) for k in sorted(current.keys() & recorded.keys())
+                 if recorded[k] != current[k]},
+        removed={k: recorded[k] for k in sorted(recorded.keys() - current.keys())},
+        from_baselines=True,
+    )
+
+
+def body_digest(description: str, body: str) -> str:
+    """``sha256:<hex>`` of what a rename keeps: the description and the body (not the name)."""
+    import hashlib
+    import json
+
+    payload = json.dumps({"description": description, "body": body}, sort_keys=True, separators=(",", ":"),
+                         ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def find_renames(diff: CatalogDiff, before: Mapping[str, str], now: Mapping[str, str]) -> CatalogDiff:
+    """``diff`` with each removed skill whose description and body (:func:`body_digest`: ``before`` for
+    the old names, ``now`` for the new) are those of exactly one added skill, and no other's, turned into
+    a rename (new → old)."""
+    if not diff.added or not diff.removed:
+        return diff
+    gone: dict[str, list[str]] = {}
+    for old in diff.removed:
+        if old in before:
+            gone.setdefault(before[old], []).append(old)
+    came: dict[str, list[str]] = {}
+    for new in diff.added:
+        if new in now:
+            came.setdefault(now[new], []).append(new)
+    renamed = {came[d][0]: olds[0] for d, olds in gone.items()
+               if len(olds) == 1 and len(came.get(d, [])) == 1}
+    if not renamed:
+        return diff
+    return CatalogDiff(
+        added={k: v for k, v in diff.added.items() if k not in renamed},
+        changed=dict(diff.changed),
+        removed={k: v for k, v in diff.removed.items() if k not in renamed.values()},
+        first=diff.first, renamed=renamed, from_baselines=diff.from_baselines,
+    )
+
+
+def gone_cases(
+    cases: Iterable[tuple[str, str | None, Iterable[str]]], names: Iterable[str]
+) -> dict[str, list[str]]:
+    """Skill → the ids of the cases (``(id, expected skill, acceptable skills)``) that name it although it
+    is not in the catalog (``names``)."""
+    resident = set(names)
+    out: dict[str, list[str]] = {}
+    for qid, expected, acceptable in cases:
+        for skill in ([expected] if expected else []) + list(acceptable):
+            if skill not in resident and qid not in out.setdefault(skill, []):
+                out[skill].append(qid)
+    return dict(sorted(out.items()))
 
 
 def diff_model(runtime: str, alias: str, previous: str | None, current: str | None) -> ModelChange | None:
@@ -159,6 +247,8 @@ def events_for(
         events.append(skill_event(name, SKILL_CHANGED, previous_digest=old, digest=new))
     for name, digest in diff.removed.items():
         events.append(skill_event(name, SKILL_REMOVED, previous_digest=digest))
+    for new, old in diff.renamed.items():
+        events.append(skill_event(new, SKILL_RENAMED, previous=old))
     for ch in model_changes:
         events.append(
             WatchEvent(

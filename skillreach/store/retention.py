@@ -1,15 +1,15 @@
 """Retention (``skillreach gc --keep 30d``): the store's rows of studies finished before a cutoff.
 
 Never a baseline: baseline rows stay, and a study a baseline row was recorded from stays with its
-probes (the bar's evidence). Running studies stay whatever their age; alerts go with their age; expired
-mutes go.
+probes (the bar's evidence). Running studies stay whatever their age; alerts go with their age — except
+one still waiting to be delivered (``pending``), whatever its age; expired mutes go.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import and_, delete, func, or_, select
 
 from skillreach.store.database import (
     AlertMuteRow,
@@ -40,6 +40,8 @@ def forget_before(store: Store, cutoff: datetime, *, dry_run: bool = False) -> d
     """Delete the rows of :func:`studies_before` (probes, artifacts, the study), alerts older than
     ``cutoff`` and mutes that ended before it; the counts (what would go, with ``dry_run``)."""
     ids = [row.id for row in studies_before(store, cutoff)]
+    old_alerts = and_(or_(AlertRow.created_at < cutoff, AlertRow.study_id.in_(ids)),
+                      AlertRow.delivery != "pending")  # not delivered yet: kept for the outbox
     with store.writing() as s:
         counts = {
             "studies": len(ids),
@@ -47,11 +49,10 @@ def forget_before(store: Store, cutoff: datetime, *, dry_run: bool = False) -> d
                                .where(ProbeRow.study_id.in_(ids))) or 0,
             "artifacts": s.scalar(select(func.count()).select_from(ArtifactRow)
                                   .where(ArtifactRow.study_id.in_(ids))) or 0,
-            "alerts": s.scalar(select(func.count()).select_from(AlertRow).where(
-                or_(AlertRow.created_at < cutoff, AlertRow.study_id.in_(ids)))) or 0,
+            "alerts": s.scalar(select(func.count()).select_from(AlertRow).where(old_alerts)) or 0,
         }
         if not dry_run:
-            s.execute(delete(AlertRow).where(or_(AlertRow.created_at < cutoff, AlertRow.study_id.in_(ids))))
+            s.execute(delete(AlertRow).where(old_alerts))
             s.execute(delete(ProbeRow).where(ProbeRow.study_id.in_(ids)))
             s.execute(delete(ArtifactRow).where(ArtifactRow.study_id.in_(ids)))
             s.execute(delete(StudyRow).where(StudyRow.id.in_(ids)))

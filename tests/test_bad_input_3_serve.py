@@ -109,7 +109,12 @@ def test_the_ingest_deployment_skips_a_fifo_and_devices_and_completes(tmp_path: 
         deployed = _until("prefect.yaml deployed by serve", deployments, 300, log)
         for d in deployed.values():  # no scheduled run beside the ones started here
             for s in d.get("schedules") or []:
-                paused = client.patch(f"/deployments/{d['id']}/schedules/{s['id']}", json={"active": False})
+                for _ in range(30):  # 503 while serve's set-up process still writes (SQLite busy)
+                    paused = client.patch(f"/deployments/{d['id']}/schedules/{s['id']}",
+                                          json={"active": False})
+                    if paused.status_code != 503:
+                        break
+                    time.sleep(1)
                 assert paused.status_code == 204, paused.text
         _until("serve's worker", lambda: "serve: worker on pool" in log.read_text(errors="replace"), 180, log)
 
@@ -135,10 +140,15 @@ def test_the_ingest_deployment_skips_a_fifo_and_devices_and_completes(tmp_path: 
                 return r if (r.get("state") or {}).get("type") in done else None
 
             flow_run = _until("the ingest run (a hang on the FIFO?)", ended, RUN_LIMIT_S, log)
-            logs = client.post(
-                "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run_id]}}, "limit": 200}
-            ).json()
-            text = "\n".join(str(entry.get("message", "")) for entry in logs)
+            text = ""
+            for _ in range(30):  # the run's own lines reach the server in batches, after its end
+                logs = client.post(
+                    "/logs/filter", json={"logs": {"flow_run_id": {"any_": [run_id]}}, "limit": 200}
+                ).json()
+                text = "\n".join(str(entry.get("message", "")) for entry in logs)
+                if "Finished in state" in text:  # the flow's last line: the ones before it are in
+                    break
+                time.sleep(1)
             return flow_run, text, time.monotonic() - started
 
         first, said, took = ingest_once()

@@ -139,9 +139,13 @@ def test_a_live_drop_is_judged_by_the_service_worker_routing_change(team: Path, 
             # no scheduled run (the 15-minute watch, the hourly ingest, the nightly) beside this one
             for d in deployed.values():
                 for s in d.get("schedules") or []:
-                    paused = client.patch(
-                        f"/deployments/{d['id']}/schedules/{s['id']}", json={"active": False}
-                    )
+                    for _ in range(30):  # 503 while serve's set-up process still writes (SQLite busy)
+                        paused = client.patch(
+                            f"/deployments/{d['id']}/schedules/{s['id']}", json={"active": False}
+                        )
+                        if paused.status_code != 503:
+                            break
+                        time.sleep(1)
                     assert paused.status_code == 204, paused.text
             assert {d["work_pool_name"] for d in deployed.values()} == {POOL}
             _until(

@@ -221,11 +221,15 @@ class Service:
         passing mid-test would run a watch of its own)."""
         for dep in self.post("/deployments/filter", {"limit": 50}):
             for sched in dep.get("schedules") or []:
-                resp = httpx.patch(
-                    f"{self.api}/deployments/{dep['id']}/schedules/{sched['id']}",
-                    json={"active": False},
-                    timeout=30,
-                )
+                for _ in range(30):  # 503 while serve's set-up process still writes (SQLite busy)
+                    resp = httpx.patch(
+                        f"{self.api}/deployments/{dep['id']}/schedules/{sched['id']}",
+                        json={"active": False},
+                        timeout=30,
+                    )
+                    if resp.status_code != 503:
+                        break
+                    time.sleep(1)
                 assert resp.status_code < 300, resp.text
         for run in self.runs(state={"type": {"any_": ["SCHEDULED"]}}):
             httpx.delete(f"{self.api}/flow_runs/{run['id']}", timeout=30)

@@ -71,6 +71,8 @@ def test_init_writes_the_kit_and_never_overwrites(
     for name in Settings.model_fields:
         assert re.search(rf"^# (\[{name}\]|{name} =)", toml, flags=re.MULTILINE), name
     for line in toml.splitlines():
+        if re.match(r"^# \[[a-z_]+\]$", line):
+            break  # the tables' keys follow (alert_delivery's timeout_s is not the top-level one)
         m = re.match(r"^# ([a-z_]+ = .+)$", line)
         if m and "(unset" not in line:
             one = tomllib.loads(m.group(1))

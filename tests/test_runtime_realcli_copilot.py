@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from skillreach._io.console import escape
 from skillreach.settings import Settings
 from tests.fakes.kit import folder_catalog, probe, query
 from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call
@@ -150,7 +151,8 @@ async def test_copilot_listing_is_what_the_real_copilot_sends_byte_for_byte(
         [str(SKILLREACH), "listing", str(root), "--agent", "copilot", "--full"],
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    assert shown.stdout == "\n".join(sent) + "\n"
+    # what Copilot sent, as a terminal may show it: a control character (the BEL) as its visible escape
+    assert shown.stdout == escape("\n".join(sent), lines=True) + "\n"
     assert "service&apos;s health &amp; &lt;b&gt;status&lt;/b&gt; &quot;now&quot; &gt; then" in shown.stdout
     assert "<name>long</name>" not in system  # Copilot leaves it out, and the listing says so
     summary = subprocess.run(

@@ -101,7 +101,17 @@ except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starti
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turning our errors into one line and an exit code."""
+    """Entry point: run the app, turning our errors into one line and an exit code. The output streams
+    are guarded for the command and given back as they were after it (a caller in the same process —
+    a test, an embedding tool — keeps its own streams)."""
+    streams = sys.stdout, sys.stderr
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     args = sys.argv[1:] if argv is None else argv
     from skillreach._io.redact import install_redaction
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -81,7 +82,11 @@ def prefect_artifacts_before(api: str, cutoff: datetime, *, dry_run: bool) -> in
         failed = 0
         if not dry_run:
             for art_id in old:
-                resp = httpx.delete(f"{base}/artifacts/{art_id}", timeout=10)
+                for wait in (1, 2, 4, 0):  # a running service's server answers 503 while its store is busy
+                    resp = httpx.delete(f"{base}/artifacts/{art_id}", timeout=10)
+                    if resp.status_code != 503 or not wait:
+                        break
+                    time.sleep(wait)
                 failed += resp.status_code not in (200, 204, 404)
     except (httpx.HTTPError, ValueError) as exc:
         return f"cannot read the server's artifacts ({type(exc).__name__}: {exc})"

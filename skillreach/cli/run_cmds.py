@@ -404,6 +404,7 @@ def run_cmd(  # noqa: PLR0917 - typer passes options positionally
         log.propagate = False  # Prefect's console handler on the root logger would print it again
     for handler in log.handlers:
         if isinstance(handler, RichHandler):
+            handler.console = console  # this command's stderr (a console holds its stream)
             handler.setLevel(logging.DEBUG if debug else logging.WARNING)
     log.setLevel(logging.DEBUG)
     progress = _Progress(console)

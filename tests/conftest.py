@@ -80,18 +80,6 @@ both cores): under ``pytest -n`` they run one after another on one worker (each 
 worker processes of its own, and times what they do)."""
 
 
-SERIAL_B = frozenset({
-    "tests/test_crash_resume.py",
-    "tests/test_live_service.py",
-    "tests/test_operator_week.py",
-    "tests/test_realserver.py",
-    "tests/test_scale_out.py",
-    "tests/test_team_kit.py",
-})
-"""The second unit of the serial modules: under ``pytest -n 2`` the two units run side by side, one on
-each worker, each module of a unit after the other (one Prefect-serving module per worker at a time)."""
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``pytest -n 2`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
     once) and the modules of SERIAL_MODULES share one unit of work, in collection order. (xdist's own
@@ -101,9 +89,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            if module in SERIAL_MODULES:  # two units of work, one a worker: the suite's wall halves
-                return "integration-b" if module in SERIAL_B else "integration-a"
-            return module
+            return "integration" if module in SERIAL_MODULES else module
 
     config.option.loadscopereorder = False
     return ByModule(config, log)

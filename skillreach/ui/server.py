@@ -78,14 +78,13 @@ def _warm_up(ctx: Any) -> None:
     pages' path, so a person's first page does not wait for them."""
     from skillreach.author.diff import diff_arms  # noqa: F401 - imported for its modules
     from skillreach.reports.diff import render_diff_html  # noqa: F401
-    from skillreach.scoring.distributions import scipy_stats
+    import scipy.stats  # noqa: F401 - imported for its modules
     from skillreach.ui.skill_pages import skill_rows
 
     try:
         skill_rows(ctx)
     except Exception as exc:  # the page will say it, in its one line
         log.info("warm-up: %s", type(exc).__name__)
-    scipy_stats()
     ctx.sources.live_read.wait(300)
     ctx.warmed.set()
 

@@ -210,13 +210,14 @@ def running_ui(repo: Path, *args: str, log: Path) -> Iterator[Ui]:
             assert proc.poll() is None, log.read_text(encoding="utf-8")
             try:
                 health = httpx.get(url + "/healthz", timeout=5).json()
-                if health["studies_read"] >= health["studies"]:
+                if health["studies_read"] >= health["studies"] and health["ready"]:  # warmed up too
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the dashboard did not read the studies in 120 s"
+            assert time.monotonic() < deadline, "the dashboard did not read the studies and warm up in 120 s"
             time.sleep(0.2)
         text = log.read_text(encoding="utf-8")
+        assert "Traceback" not in text, text
         token = text.split("?token=")[1].split()[0] if "?token=" in text else None
         yield Ui(url, token, proc, log)
     finally:

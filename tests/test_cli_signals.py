@@ -79,3 +79,36 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path) -> None:
     assert not any("Traceback" in s for s in said), said
     assert [s for s in said if s.startswith("skillreach:")] == [
         "skillreach: interrupted; results written so far are kept (a re-run resumes)"]
+
+
+_LIBRARY_LOGS_THE_INTERRUPT = """
+import logging, sys
+from skillreach import cli
+
+def boom(kind: str) -> None:
+    try:
+        raise KeyboardInterrupt if kind == "interrupt" else ValueError("a real fault")
+    except BaseException:
+        # what SQLAlchemy's pool does when Ctrl-C cuts a connection's close: log it, traceback and all
+        logging.getLogger("sqlalchemy.pool.impl.NullPool").error("Exception closing connection <c>", exc_info=True)
+    raise KeyboardInterrupt
+
+cli.app.command("boom")(boom)
+sys.exit(cli.main(["boom", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["interrupt", "fault"])
+def test_a_librarys_record_of_the_interrupt_is_not_printed(kind: str, tmp_path: Path) -> None:
+    """Ctrl-C while SQLAlchemy closes a connection: its pool logs the KeyboardInterrupt with a traceback
+    (seen under load in the ``run-ctrl-c`` case); the command says the interruption in its one line and
+    nothing else. A library's record of any other fault is still printed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
+    done = subprocess.run([sys.executable, "-c", _LIBRARY_LOGS_THE_INTERRUPT, kind], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 130, done.stderr
+    lines = done.stderr.splitlines()
+    if kind == "interrupt":
+        assert lines == ["skillreach: interrupted; results written so far are kept (a re-run resumes)"], lines
+    else:
+        assert "Exception closing connection <c>" in done.stderr and "ValueError: a real fault" in done.stderr

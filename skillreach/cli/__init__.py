@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -100,6 +101,25 @@ except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the command is still starti
     raise SystemExit(_interrupted()) from None
 
 
+class _InterruptSaidOnce(logging.Filter):
+    """Drops a library's log record of the interruption itself — SQLAlchemy's pool logs the
+    KeyboardInterrupt that cut a connection's close, with its traceback — since the command says the
+    interruption in its one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, KeyboardInterrupt)
+
+
+def _quiet_interrupt_records() -> None:
+    """:class:`_InterruptSaidOnce` on the handlers a library's record reaches: the root logger's and
+    logging's last resort (a process without handlers prints there). Idempotent."""
+    handlers = [logging.lastResort, *logging.getLogger().handlers]
+    for handler in handlers:
+        if handler is not None and not any(isinstance(f, _InterruptSaidOnce) for f in handler.filters):
+            handler.addFilter(_InterruptSaidOnce())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning our errors into one line and an exit code. The output streams
     are guarded for the command and given back as they were after it (a caller in the same process —
@@ -116,6 +136,7 @@ def _main(argv: list[str] | None) -> int:
     from skillreach._io.redact import install_redaction
 
     install_redaction()  # every log record (Prefect's too) and uncaught traceback, masked
+    _quiet_interrupt_records()  # an interruption is said once, in one line
     guard_streams()  # and every character printed that could drive the terminal, escaped
     # ``run`` loads its modules with the garbage collector paused, until the study starts (_startup.py)
     paused = startup_gc.paused() if args[:1] == ["run"] else nullcontext()

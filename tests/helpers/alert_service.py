@@ -174,16 +174,26 @@ class Served:
     def wait_done(self, *deployments: str, timeout_s: float = 420, since: datetime | None = None) -> None:
         """Until no run of ``deployments`` (expected to start after ``since``, when given) is due or
         running (a triggered one appears ~1 s after its event: calm for 8 s). Runs a stopped service left
-        ``Pending`` stay so in Prefect (the worker that took them is gone): ``since`` passes over them."""
+        ``Pending`` stay so in Prefect (the worker that took them is gone): ``since`` passes over them —
+        those expected before it, and those its worker took ahead of their time (a worker takes runs due
+        in the next 10 s: PREFECT_WORKER_PREFETCH_SECONDS) before it was stopped."""
         deadline = time.monotonic() + timeout_s
         calm_since = time.monotonic()
         while time.monotonic() - calm_since < 8:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
             window = {"before_": soon, **({"after_": since.isoformat()} if since else {})}
             due = {"state": {"type": {"any_": ACTIVE}}, "expected_start_time": window}
-            busy = [r for d in deployments for r in self.runs(d, **due)]
+            busy = [r for d in deployments for r in self.runs(d, **due)
+                    if not (since and _left_pending(r, since))]
             if busy:
                 calm_since = time.monotonic()
             assert time.monotonic() < deadline, (
                 f"still busy: {[(r['name'], r['state_type']) for r in busy]}\n" + self.said()[-3000:])
             time.sleep(1)
+
+
+def _left_pending(run: dict[str, Any], since: datetime) -> bool:
+    """A run a stopped worker took (``Pending`` since before ``since``) and never started."""
+    state = run.get("state") or {}
+    stamp = state.get("timestamp")
+    return state.get("type") == "PENDING" and bool(stamp) and datetime.fromisoformat(stamp) < since

@@ -442,13 +442,20 @@ class PiStream(AgentStream):
 
 def _read_models_json(path: Path) -> dict[str, Any]:
     """``models_json`` (bounded), or one clear error naming the file."""
+    if not path.is_file():  # missing, a folder, a pipe or a device: never opened
+        raise ConfigError(f"{path}: models_json file not found (a regular JSON file)")
     try:
-        if path.stat().st_size > MAX_MODELS_JSON:
-            raise ConfigError(f"{path}: models_json is over {MAX_MODELS_JSON} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: models_json file not found") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        with path.open("rb") as f:
+            raw = f.read(MAX_MODELS_JSON + 1)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: models_json cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
+    if len(raw) > MAX_MODELS_JSON:
+        raise ConfigError(f"{path}: models_json is over {MAX_MODELS_JSON:,} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ConfigError(
             f"{path}: models_json is not a JSON file pi can read ({type(exc).__name__})"
         ) from None

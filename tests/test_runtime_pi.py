@@ -334,3 +334,5 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
     own.write_text("[1, 2")
     with pytest.raises(ConfigError, match="models_json is not a JSON file"):
         runtime(stub, provider="local", models_json=own)
+    with pytest.raises(ConfigError, match="models_json file not found"):
+        runtime(stub, provider="local", models_json=tmp_path)  # a folder is never opened

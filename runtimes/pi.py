@@ -200,6 +200,9 @@ class PiRuntime:
             url = entry.get("baseUrl")
             if wire is None or not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 return None
+            models = entry.get("models") if isinstance(entry.get("models"), list) else []
+            if any(isinstance(m, dict) and m.get("api") not in (None, entry.get("api")) for m in models):
+                return None  # a model of another API: one relay reads one wire
             return wire, url
         if self.provider not in _PROVIDER_WIRE:
             return None
@@ -336,11 +339,14 @@ class PiRuntime:
                     state.seq.finish()
                 if relay is not None:
                     await relay.settle(max(deadline - loop.time(), 1.0))
+                # pi's own figures without the relay, or when pi reached its model some other way
+                relayed = relay is not None and bool(relay.snapshot() or not state.requests)
+                if relay is not None and relayed:
                     usage, turns, unknown = relay.usage(), relay.turns(), relay.unknown()
                     model = state.model or relay.model()
                 else:
                     usage, turns, unknown, model = state.usage, state.requests, False, state.model
-        complete = relay is None or (not unknown and turns == state.requests)
+        complete = not relayed or (not unknown and turns == state.requests)
         return Outcome.from_tracker(
             tracker,
             turns=turns,

@@ -310,7 +310,9 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
     assert rt.relayed == ("messages", "http://127.0.0.1:9/anthropic")
     out, _ = await probe(rt, stub["catalog"], q("x", "pdf"))
     assert out.invoked == ["pdf"]
-    assert out.turns == 0  # the stand-in executable asked the relay for nothing: nothing was served
+    # the stand-in executable reached no model through the relay: the figures are its own events'
+    assert out.turns == 1
+    assert out.usage.input_tokens > 0
     url = json.loads((stub["log"] / "models.json").read_text())["providers"]["anthropic"]["baseUrl"]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/anthropic", url)
     assert not url.startswith("http://127.0.0.1:9/")
@@ -331,6 +333,9 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
     }
     own.write_text(json.dumps({"providers": {"local": {**local, "api": "bedrock-converse-stream"}}}))
     assert runtime(stub, provider="local", models_json=own, relay=True).relayed is None
+    mixed = {**local, "models": [{"id": "a"}, {"id": "b", "api": "openai-responses"}]}
+    own.write_text(json.dumps({"providers": {"local": mixed}}))
+    assert runtime(stub, provider="local", models_json=own, relay=True).relayed is None  # one wire a relay
     own.write_text("[1, 2")
     with pytest.raises(ConfigError, match="models_json is not a JSON file"):
         runtime(stub, provider="local", models_json=own)

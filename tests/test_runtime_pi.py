@@ -341,3 +341,48 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
         runtime(stub, provider="local", models_json=own)
     with pytest.raises(ConfigError, match="models_json file not found"):
         runtime(stub, provider="local", models_json=tmp_path)  # a folder is never opened
+
+
+@pytest.mark.realcli
+async def test_real_pi_through_the_relay_on_chat_completions(tmp_path: Path) -> None:
+    """The real pi with a ``models_json`` provider of ``api: openai-completions``: the relay reads Chat
+    Completions; two skill reads in one response are credited in the model's order, and the request
+    after the target (the second) never reaches the server."""
+    pi = _real_pi()
+    if pi is None:
+        pytest.skip("the real pi CLI is not installed (see test_real_pi_against_the_messages_api_stand_in)")
+    from tests.fakes.openai_chat import OpenAIChat, completion, tool_call
+
+    catalog = make_catalog(tmp_path)
+
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(body["messages"])
+        if any(m.get("role") == "tool" for m in body["messages"]):
+            return completion(model="fake-model", text="done")
+        paths = [re.search(rf"<location>([^<]*/{s}/SKILL\.md)</location>", text) for s in ("pdf", "secrets")]
+        assert all(paths), "pi listed every resident skill with its location"
+        calls = [tool_call("read", {"path": m.group(1)}) for m in paths if m]
+        return completion(model="fake-model", tool_calls=calls, prompt_tokens=900, completion_tokens=40)
+
+    with OpenAIChat(responder=responder) as api:
+        models = tmp_path / "models.json"
+        provider = {"baseUrl": api.base_url, "api": "openai-completions", "apiKey": "LOCAL_KEY",
+                    "compat": {"supportsDeveloperRole": False}, "models": [{"id": "fake-model"}]}  # fmt: skip
+        models.write_text(json.dumps({"providers": {"local": provider}}))
+        rt = PiRuntime(
+            pi_path=pi,
+            provider="local",
+            model="fake-model",
+            models_json=models,
+            env={"LOCAL_KEY": "k"},
+            check_residency=False,
+        )
+        assert rt.relayed == ("chat", api.base_url)
+        out, _ = await probe(rt, catalog, q("fill the form", "secrets"))
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["pdf", "secrets"]  # the model's order
+    assert out.early_exit
+    assert len(api.requests) == 1  # the request after the target was held
+    assert out.turns == 1
+    assert out.usage == api.served_usage() == Usage(input_tokens=900, output_tokens=40)

@@ -105,6 +105,8 @@ class _Reader:
         self.counts: dict[str, int] = {}
         """Messages API: the usage counts so far (``message_start``'s, then ``message_delta``'s)."""
         self.too_long = False
+        self.failed = False
+        """The response ended in the API's own error (a Messages stream's ``error`` event): not a turn."""
 
     def feed(self, chunk: bytes) -> None:
         if self.too_long:
@@ -285,7 +287,8 @@ class _Reader:
         output count), each ``tool_use`` block streams as ``content_block_start`` (name, id) and
         ``input_json_delta`` parts up to its ``content_block_stop``, ``message_delta``'s usage holds the
         final (cumulative) counts. A non-streamed response is one ``message`` object. The usage is taken
-        only from a ``message_delta`` or a whole message: a stream cut off before it leaves it unknown."""
+        only from a ``message_delta`` or a whole message: a stream cut off before it leaves it unknown.
+        An ``error`` event ends the stream as no turn: nothing served when it came first, else unknown."""
         kind = event.get("type")
         if kind == "message_start" and isinstance(event.get("message"), dict):
             message = event["message"]
@@ -310,6 +313,10 @@ class _Reader:
         elif kind == "message_stop":
             for index in sorted(self.blocks):
                 self._messages_call(index)
+        elif kind == "error":  # overloaded mid-stream: no message; before message_start nothing was served
+            self.failed = True
+            if not self.counts:
+                self._messages_usage()
         elif kind == "message" and "content" in event:  # a non-streamed response
             for block in event.get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -553,7 +560,7 @@ class ModelRelay:
                 if reader is not None:
                     reader.finish()
                     with self._lock:
-                        exchange.complete = True  # type: ignore[union-attr]
+                        exchange.complete = not reader.failed  # type: ignore[union-attr]
                 if not client_gone:
                     _write(handler, b"0\r\n\r\n")
         except Exception as exc:  # the server could not be reached, or broke off

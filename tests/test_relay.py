@@ -246,12 +246,24 @@ async def test_messages_api_streamed_and_not_usage_as_served_calls_in_order() ->
 
 
 class _CutOff(LocalServer):
-    """A Messages API that starts a streamed reply (a tool call begins) and then closes the connection."""
+    """A Messages API that starts a streamed reply (a tool call begins) and then closes the connection;
+    ``overloaded``: a stream that is only the API's ``error`` event."""
+
+    def __init__(self, overloaded: bool = False) -> None:
+        super().__init__()
+        self.overloaded = overloaded
 
     def handler(self) -> type[JSONHandler]:
+        server = self
+
         class Handler(JSONHandler):
             def do_POST(self) -> None:
                 self.read_raw()
+                if server.overloaded:
+                    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+                    data = f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+                    self.send_bytes(200, data, "text/event-stream")
+                    return
                 start = {"type": "message_start", "message": {"model": "claude-x", "usage": {
                     "input_tokens": 900, "output_tokens": 1}}}  # fmt: skip
                 tool = {"type": "tool_use", "id": "t", "name": "read", "input": {}}
@@ -277,3 +289,17 @@ async def test_a_messages_stream_cut_off_leaves_its_usage_unknown_never_0() -> N
     assert exchange.usage is None  # message_start's counts alone are not what was billed
     assert relay.unknown()
     assert exchange.calls == []  # the call never finished streaming
+
+
+async def test_a_messages_stream_that_is_only_an_error_is_no_turn_and_nothing_served() -> None:
+    with _CutOff(overloaded=True) as api:
+        async with ModelRelay(api.base_url, "messages", timeout_s=10) as relay, httpx.AsyncClient() as client:
+            got = await client.post(f"{relay.base_url}/v1/messages", json=messages_body(True))
+            await relay.settle(5)
+            exchange = relay.snapshot()[0]
+    assert "overloaded_error" in got.text  # passed through for the CLI to retry
+    assert exchange.status == 200
+    assert not exchange.served  # the API's error, not a model turn
+    assert relay.turns() == 0
+    assert exchange.usage == Usage()  # the error came before any message: nothing was served
+    assert not relay.unknown()

@@ -306,7 +306,7 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
     endpoint's path kept); a ``models_json`` of your own is rewritten the same way when the relay can
     read its provider's API, and left as it is when it cannot."""
     stub["plan"]({"x": ["pdf"]})
-    rt = runtime(stub, base_url="http://127.0.0.1:9/anthropic", relay=True)
+    rt = runtime(stub, base_url="http://127.0.0.1:9/anthropic", relay=True, check_residency=False)
     assert rt.relayed == ("messages", "http://127.0.0.1:9/anthropic")
     out, _ = await probe(rt, stub["catalog"], q("x", "pdf"))
     assert out.invoked == ["pdf"]
@@ -322,7 +322,7 @@ async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path
     own = tmp_path / "models.json"
     local = {"baseUrl": "http://127.0.0.1:8/v1", "api": "openai-completions", "apiKey": "K", "models": []}
     own.write_text(json.dumps({"providers": {"local": local}}))
-    rt = runtime(stub, provider="local", models_json=own, relay=True)
+    rt = runtime(stub, provider="local", models_json=own, relay=True, check_residency=False)
     assert rt.relayed == ("chat", "http://127.0.0.1:8/v1")
     await probe(rt, stub["catalog"], q("x", "pdf"))
     written = json.loads((stub["log"] / "models.json").read_text())["providers"]["local"]

@@ -1,9 +1,11 @@
 """The probe's own relay to the model: what an agent CLI was served, and in what order the model called.
 
-Codex, Gemini CLI, OpenCode and Copilot CLI say too little, or too late, in their own output to record a
-probe exactly: OpenCode reports a step's tokens only after its tool calls have run (a probe stopped at
-the target has none), Gemini CLI only at the very end, Copilot CLI never; Codex and OpenCode run the
-tool calls of one model response at once and report them in the order they finish, not in the model's.
+Codex, Gemini CLI, OpenCode, Copilot CLI and pi say too little, or too late, in their own output to
+record a probe exactly: OpenCode reports a step's tokens only after its tool calls have run (a probe
+stopped at the target has none), Gemini CLI only at the very end, Copilot CLI never; pi counts a turn
+once it has read the reply, and its next request is out before a kill at its target lands; Codex and
+OpenCode run the tool calls of one model response at once and report them in the order they finish,
+not in the model's.
 So each probe runs its CLI against a :class:`ModelRelay`: a small HTTP server on 127.0.0.1 that forwards
 every request to the real endpoint (``base_url``; HTTPS, proxies and certificates as ``httpx`` reads
 them from the environment) and passes each response back as it streams, reading on the way
@@ -18,8 +20,9 @@ A response the CLI stops reading (the probe ended it) is still read to its end f
 usage is known. :class:`ModelOrder` matches a CLI's "skill loaded" events with the model's calls, so the
 skills are credited in the order the model called them, whatever order the CLI finished them in.
 
-Only the four wire formats these CLIs speak are read: the Responses API (``responses``), Chat
-Completions (``chat``) and the Gemini API (``gemini``), streamed (server-sent events) or not. Nothing
+Only the wire formats these CLIs speak are read: the Responses API (``responses``), Chat Completions
+(``chat``), the Gemini API (``gemini``) and the Anthropic Messages API (``messages``, pi's), streamed
+(server-sent events) or not. Nothing
 is logged of a request or a response: keys pass through in their headers and are never kept.
 """
 
@@ -42,7 +45,7 @@ __all__ = ["Exchange", "ModelOrder", "ModelRelay", "Sequencer", "Wire", "is_mode
 
 log = logging.getLogger("skillreach.runtimes.relay")
 
-Wire = Literal["responses", "chat", "gemini"]
+Wire = Literal["responses", "chat", "gemini", "messages"]
 
 MAX_BODY = 64 * 2**20
 """The largest request body relayed (a long conversation with a big catalog is a few MiB)."""
@@ -97,7 +100,13 @@ class _Reader:
         self.data: list[bytes] = []
         self.chat_calls: dict[int, list[str]] = {}
         self.chat_order: list[int] = []
+        self.blocks: dict[int, list[str]] = {}
+        """Messages API: the tool_use blocks still streaming, by index: [name, input JSON so far]."""
+        self.counts: dict[str, int] = {}
+        """Messages API: the usage counts so far (``message_start``'s, then ``message_delta``'s)."""
         self.too_long = False
+        self.failed = False
+        """The response ended in the API's own error (a Messages stream's ``error`` event): not a turn."""
 
     def feed(self, chunk: bytes) -> None:
         if self.too_long:
@@ -161,6 +170,8 @@ class _Reader:
             self._responses(event)
         elif self.wire == "chat":
             self._chat(event)
+        elif self.wire == "messages":
+            self._messages(event)
         else:
             self._gemini(event)
 
@@ -271,6 +282,69 @@ class _Reader:
                 model=event.get("modelVersion"),
             )
 
+    def _messages(self, event: dict[str, Any]) -> None:
+        """The Messages API: ``message_start`` carries the input side of the usage (and a placeholder
+        output count), each ``tool_use`` block streams as ``content_block_start`` (name, id) and
+        ``input_json_delta`` parts up to its ``content_block_stop``, ``message_delta``'s usage holds the
+        final (cumulative) counts. A non-streamed response is one ``message`` object. The usage is taken
+        only from a ``message_delta`` or a whole message: a stream cut off before it leaves it unknown.
+        An ``error`` event ends the stream as no turn: nothing served when it came first, else unknown."""
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            message = event["message"]
+            self._counts(message.get("usage"))
+            self._set(model=message.get("model"))
+        elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
+            block, index = event["content_block"], event.get("index")
+            if block.get("type") == "tool_use" and isinstance(index, int):
+                given = block.get("input")
+                self.blocks[index] = [str(block.get("name") or ""), json.dumps(given) if given else ""]
+        elif kind == "content_block_delta" and isinstance(event.get("delta"), dict):
+            delta, parts = event["delta"], self.blocks.get(event.get("index"))  # type: ignore[arg-type]
+            text = delta.get("partial_json")
+            streaming = parts is not None and delta.get("type") == "input_json_delta"
+            if streaming and isinstance(text, str) and len(parts[1]) + len(text) <= MAX_ARGUMENTS:  # type: ignore[index]
+                parts[1] += text  # type: ignore[index]
+        elif kind == "content_block_stop":
+            self._messages_call(event.get("index"))
+        elif kind == "message_delta":
+            self._counts(event.get("usage"))
+            self._messages_usage()
+        elif kind == "message_stop":
+            for index in sorted(self.blocks):
+                self._messages_call(index)
+        elif kind == "error":  # overloaded mid-stream: no message; before message_start nothing was served
+            self.failed = True
+            if not self.counts:
+                self._messages_usage()
+        elif kind == "message" and "content" in event:  # a non-streamed response
+            for block in event.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    given = block.get("input")
+                    self._set(call=(str(block.get("name") or ""), given if isinstance(given, dict) else {}))
+            self._set(model=event.get("model"))
+            if isinstance(event.get("usage"), dict):
+                self._counts(event["usage"])
+                self._messages_usage()
+
+    def _counts(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            for key in _MESSAGES_USAGE:
+                if usage.get(key) is not None:
+                    self.counts[key] = _count(usage.get(key))
+
+    def _messages_usage(self) -> None:
+        self._set(usage=Usage(**{key: self.counts.get(key, 0) for key in _MESSAGES_USAGE}))
+
+    def _messages_call(self, index: Any) -> None:
+        parts = self.blocks.pop(index, None) if isinstance(index, int) else None
+        if parts is not None:
+            self._set(call=(parts[0], _arguments(parts[1]) if parts[1] else {}))
+
+
+_MESSAGES_USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+"""The Messages API's usage counts (input excludes the cache's two, as :class:`Usage` does)."""
+
 
 def _count(value: Any) -> int:
     try:
@@ -298,6 +372,8 @@ def is_model_path(wire: Wire, path: str) -> bool:
         return bare.endswith("/responses")
     if wire == "chat":
         return bare.endswith("/chat/completions")
+    if wire == "messages":
+        return bare.endswith("/messages")
     return bare.endswith((":generateContent", ":streamGenerateContent"))
 
 
@@ -484,7 +560,7 @@ class ModelRelay:
                 if reader is not None:
                     reader.finish()
                     with self._lock:
-                        exchange.complete = True  # type: ignore[union-attr]
+                        exchange.complete = not reader.failed  # type: ignore[union-attr]
                 if not client_gone:
                     _write(handler, b"0\r\n\r\n")
         except Exception as exc:  # the server could not be reached, or broke off

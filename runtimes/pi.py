@@ -27,11 +27,25 @@ config dir, where ``{"providers": {"anthropic": {"baseUrl": URL}}}`` reroutes a 
 ``ANTHROPIC_BASE_URL`` for the anthropic provider, ``OPENAI_BASE_URL`` for openai); ``models_json``
 copies a file of your own instead (custom providers such as Ollama or vLLM).
 
+The relay (``relay = true``, the default): each probe runs pi against its own
+:class:`~runtimes._relay.ModelRelay` (``models.json``'s ``baseUrl`` is the relay's, on 127.0.0.1), which
+forwards to the endpoint and reads what it served. pi counts a turn only once it has read a reply, and
+its request after the target's read goes out before a kill lands; through the relay that request is
+held, never forwarded nor paid, the probe's tokens and turns are the responses the server served
+(``turns`` = responses served; a reply cut off leaves the cost unknown, never 0) and skills are
+credited in the order the model called them (:class:`~runtimes._relay.Sequencer`). The wire is the
+provider's: ``anthropic`` speaks the Messages API (``messages``), ``openai`` the Responses API; with
+``models_json`` the provider's own ``api`` (``anthropic-messages``, ``openai-completions``,
+``openai-responses``, ``google-generative-ai``) and ``baseUrl`` say it, and a provider the relay cannot
+read (another API, or no ``baseUrl``) runs without it. ``relay = false``: pi talks to the endpoint
+itself and a probe's figures are pi's own ``message_end`` events (a probe ended at its target may have
+paid for one more request).
+
 Retries, turns, cost: pi retries transient provider errors itself (``settings.json`` ``retry``, bounded
-by ``max_retries``; its provider SDK honours ``retry-after``); a probe's turns are pi's model replies;
-usage is summed over them and priced from the settings' price table (pi's own figure for unpriced
-models). Tested with the real pi 0.73.1 from npm against the local Messages API stand-in, and in CI
-with a stand-in executable printing the event format recorded from it.
+by ``max_retries``; its provider SDK honours ``retry-after``); usage is priced from the settings' price
+table (pi's own figure for unpriced models, when pi saw every reply). Tested with the real pi 0.73.1
+from npm against the local Messages API stand-in, and in CI with a stand-in executable printing the
+event format recorded from it.
 
 Residency: pi reports its catalog only in RPC mode, so once per catalog the runtime starts pi in the
 same isolated layout with ``--mode rpc``, asks ``get_commands`` and checks that its ``skill:*``
@@ -43,10 +57,12 @@ runtimes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
-import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -61,7 +77,9 @@ from skillreach.runtimes._agentcli import (
     lay_out_skills,
     run_error,
     run_json_lines,
+    skill_for_path,
 )
+from skillreach.runtimes._relay import ModelRelay, Sequencer, Wire
 from skillreach.runtimes._version import program_version
 from skillreach.settings import Settings
 from skillreach.study.contract import Outcome, RuntimeOptions, Tracker, cost_of, default_settings
@@ -72,6 +90,19 @@ PI_INSTALL_HINT = "install it with `npm install -g @mariozechner/pi-coding-agent
 
 _READ_TOOLS = {"read"}
 _BASE_URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+_PROVIDER_WIRE: dict[str, tuple[Wire, str]] = {
+    "anthropic": ("messages", "https://api.anthropic.com"),
+    "openai": ("responses", "https://api.openai.com/v1"),
+}
+"""A built-in provider's API (what the relay reads) and endpoint, as pi's model table gives them."""
+_API_WIRE: dict[str, Wire] = {
+    "anthropic-messages": "messages",
+    "openai-completions": "chat",
+    "openai-responses": "responses",
+    "google-generative-ai": "gemini",
+}
+"""A ``models.json`` provider's ``api`` and the relay's wire for it."""
+MAX_MODELS_JSON = 2**20
 
 
 class PiOptions(RuntimeOptions):
@@ -89,6 +120,10 @@ class PiOptions(RuntimeOptions):
     check_residency: bool = True
     max_retries: int | None = None
     """pi's own retries of transient provider errors (default: the ``max_retries`` setting)."""
+    relay: bool = True
+    """Run pi through the probe's relay (:mod:`runtimes._relay`): tokens and turns as served, skills in
+    the model's order, no request after the target. False: pi talks to the endpoint itself and the
+    figures are its own events'."""
 
 
 class PiRuntime:
@@ -119,6 +154,7 @@ class PiRuntime:
         env: dict[str, str] | None = None,
         check_residency: bool = True,
         max_retries: int | None = None,
+        relay: bool = True,
     ) -> None:
         self.settings = settings or default_settings()
         self.model = model or self.settings.model
@@ -129,8 +165,11 @@ class PiRuntime:
         env_var = _BASE_URL_ENV.get(provider)
         self.base_url = base_url or (os.environ.get(env_var) if env_var else None) or None
         self.models_json = Path(models_json) if models_json else None
-        if self.models_json is not None and not self.models_json.is_file():
-            raise ConfigError(f"{self.models_json}: models_json file not found")
+        self._models: dict[str, Any] | None = None
+        if self.models_json is not None:
+            self._models = _read_models_json(self.models_json)
+        self.relayed: tuple[Wire, str] | None = self._relay_target() if relay else None
+        """(wire, endpoint) of the probes' relay; None: pi talks to its endpoint itself."""
         names = [t.strip() for t in tools.split(",") if t.strip()]
         writing = sorted(set(names) - {"read", "grep", "find", "ls"})
         if writing:
@@ -149,20 +188,54 @@ class PiRuntime:
         """pi's version: from its npm package's ``package.json`` when it has one, else ``pi --version``."""
         return await program_version(self.executable, packages=self.packages, line=self.version_line)
 
-    def _cost(self, state: PiStream) -> float | None:
-        """The price table's cost (as for every runtime), else the cost pi computed itself."""
-        priced = cost_of(state.usage, self.settings.price_for(state.model or self.model))
+    def _relay_target(self) -> tuple[Wire, str] | None:
+        """The wire and endpoint of pi's provider, when the relay can read its API."""
+        if self._models is not None:
+            entry = (self._models.get("providers") or {}).get(self.provider)
+            if not isinstance(entry, dict):
+                return None
+            wire = _API_WIRE.get(str(entry.get("api") or ""))
+            if wire is None and self.provider in _PROVIDER_WIRE and not entry.get("api"):
+                wire = _PROVIDER_WIRE[self.provider][0]  # a built-in provider rerouted
+            url = entry.get("baseUrl")
+            if wire is None or not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                return None
+            models = entry.get("models") if isinstance(entry.get("models"), list) else []
+            if any(isinstance(m, dict) and m.get("api") not in (None, entry.get("api")) for m in models):
+                return None  # a model of another API: one relay reads one wire
+            return wire, url
+        if self.provider not in _PROVIDER_WIRE:
+            return None
+        wire, default = _PROVIDER_WIRE[self.provider]
+        url = self.base_url or default
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"runtime_options.base_url {url!r} is not an http(s) URL (the pi runtime relays each "
+                "probe's requests to it; relay = false to let pi read it itself)"
+            )
+        return wire, url
+
+    def _cost(self, state: PiStream, usage: Usage, model: str | None, complete: bool) -> float | None:
+        """The price table's cost (as for every runtime), else the cost pi computed itself when pi saw
+        every reply the probe was served (``complete``)."""
+        priced = cost_of(usage, self.settings.price_for(model or self.model))
         if priced is not None:
             return priced
-        return state.cost if state.cost > 0 else None
+        return state.cost if complete and state.cost > 0 else None
 
     # ---------------------------------------------------------------------------------- layout
-    def _write_config(self, agent_dir: Path) -> None:
+    def _write_config(self, agent_dir: Path, endpoint: str | None = None) -> None:
+        """pi's config dir: ``models.json`` pointing at ``endpoint`` (the probe's relay; the runtime's
+        ``base_url`` when None), and ``settings.json``."""
         agent_dir.mkdir(parents=True, exist_ok=True)
-        if self.models_json is not None:
-            shutil.copyfile(self.models_json, agent_dir / "models.json")
-        elif self.base_url:
-            config = {"providers": {self.provider: {"baseUrl": self.base_url}}}
+        if self._models is not None:
+            config = json.loads(json.dumps(self._models))
+            entry = (config.get("providers") or {}).get(self.provider)
+            if endpoint is not None and isinstance(entry, dict):
+                entry["baseUrl"] = endpoint
+            (agent_dir / "models.json").write_text(json.dumps(config), encoding="utf-8")
+        elif endpoint or self.base_url:
+            config = {"providers": {self.provider: {"baseUrl": endpoint or self.base_url}}}
             (agent_dir / "models.json").write_text(json.dumps(config), encoding="utf-8")
         # No startup chatter; pi's own retries (429, 5xx, overloaded: exponential backoff, and the
         # provider SDK honours retry-after) are bounded by our max_retries.
@@ -173,8 +246,12 @@ class PiRuntime:
         }
         (agent_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
 
-    def _env(self, root: Path) -> dict[str, str]:
+    def _env(self, root: Path, relayed: bool = False) -> dict[str, str]:
         env = base_env(home=root / "home", extra=self.extra_env)
+        if relayed:  # the relay on 127.0.0.1: never through a proxy
+            env["NO_PROXY"] = env["no_proxy"] = ",".join(
+                filter(None, ("127.0.0.1,localhost", env.get("NO_PROXY") or env.get("no_proxy")))
+            )
         env["PI_CODING_AGENT_DIR"] = str(root / "agent")
         env["PI_CODING_AGENT_SESSION_DIR"] = str(root / "sessions")
         env["PI_OFFLINE"] = "1"
@@ -237,27 +314,68 @@ class PiRuntime:
         problem = await self._residency.problem(catalog)
         if problem is not None:
             return Outcome.from_tracker(tracker, error=problem)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
         with tempfile.TemporaryDirectory(prefix="skillreach-pi-") as tmp:
             root = Path(tmp)
             skill_dirs = lay_out_skills(catalog, root / "skills")
-            self._write_config(root / "agent")
             work = root / "work"
             work.mkdir()
             state = PiStream(skill_dirs, work, tracker)
             cmd = [*self._args(skill_dirs), "-p", "--mode", "json", query.text]
-            result = await run_json_lines(
-                cmd, env=self._env(root), cwd=work, on_event=state.feed, timeout_s=self.timeout_s
-            )
+            async with self._metered(state) as relay:
+                endpoint = relay.base_url if relay is not None else None
+                await asyncio.to_thread(self._write_config, root / "agent", endpoint)
+                result = await run_json_lines(
+                    cmd,
+                    env=self._env(root, relayed=relay is not None),
+                    cwd=work,
+                    on_event=state.take,
+                    timeout_s=self.timeout_s,
+                    kill_grace_s=0.0 if relay is not None else 2.0,
+                    stop=state.seq.ending if state.seq is not None else None,
+                )
+                if state.seq is not None:
+                    state.seq.finish()
+                if relay is not None:
+                    await relay.settle(max(deadline - loop.time(), 1.0))
+                # pi's own figures without the relay, or when pi reached its model some other way
+                relayed = relay is not None and bool(relay.snapshot() or not state.requests)
+                if relay is not None and relayed:
+                    usage, turns, unknown = relay.usage(), relay.turns(), relay.unknown()
+                    model = state.model or relay.model()
+                else:
+                    usage, turns, unknown, model = state.usage, state.requests, False, state.model
+        complete = not relayed or (not unknown and turns == state.requests)
         return Outcome.from_tracker(
             tracker,
-            turns=state.requests,
+            turns=turns,
             error=run_error("pi", state.error, result, self.timeout_s),
-            usage=state.usage,
-            cost_usd=self._cost(state),
-            resolved_model=state.model,
+            usage=usage,
+            cost_usd=None if unknown else self._cost(state, usage, model, complete),
+            resolved_model=model,
             tool_calls=state.tool_calls,
             final_text=state.answer(),
         )
+
+    @contextlib.asynccontextmanager
+    async def _metered(self, state: PiStream) -> AsyncIterator[ModelRelay | None]:
+        """The probe's relay (None without one); ``state`` credits its skill reads in the model's order."""
+        if self.relayed is None:
+            yield None
+            return
+        wire, upstream = self.relayed
+
+        def skill_of(tool: str, args: dict[str, Any]) -> str | None:
+            if tool not in _READ_TOOLS:
+                return None
+            return skill_for_path(args.get("path"), state.skill_dirs, state.cwd)
+
+        seq = Sequencer(state.activate, skill_of)
+        state.seq = seq
+        async with ModelRelay(upstream, wire, admit=seq.admit, timeout_s=self.timeout_s) as relay:
+            seq.relay = relay
+            yield relay
 
 
 @dataclass
@@ -267,7 +385,21 @@ class PiStream(AgentStream):
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
     requests: int = 0
-    """Model replies seen (assistant messages): the probe's turns, as the API runtimes count them."""
+    """Model replies seen (assistant messages): the probe's turns without the relay."""
+    seq: Sequencer | None = None
+    """Credits skill reads in the model's order (a probe through the relay); None: as they come."""
+    _halted: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        return self._halted or (self.seq is not None and self.seq.stopped)
+
+    def take(self, event: dict[str, Any]) -> bool:
+        """One event of a live probe (:meth:`feed`); False when the probe must stop now."""
+        go = self.feed(event)
+        if self.seq is not None:
+            self.seq.poke()
+        return go and not self.stopped
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; return False when the probe must stop now."""
@@ -283,7 +415,13 @@ class PiStream(AgentStream):
             raw_args = event.get("args")
             args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
             skill = self.path_skill(args, ("path",)) if name in _READ_TOOLS else None
-            return self.record(name, args) if skill is None else self.activate(skill)
+            if skill is None:
+                return self.record(name, args)
+            if self.seq is None:
+                self._halted = self._halted or not self.activate(skill)
+                return not self._halted
+            self.seq.loaded(skill)  # credited once every earlier call of the model's is reported
+            return not self.stopped
         return True
 
     def _message(self, message: dict[str, Any]) -> None:
@@ -306,6 +444,30 @@ class PiStream(AgentStream):
             self.final_text = text
         if message.get("stopReason") in ("error", "aborted"):
             self.error = f"pi: {message.get('errorMessage') or message.get('stopReason')}"
+
+
+def _read_models_json(path: Path) -> dict[str, Any]:
+    """``models_json`` (bounded), or one clear error naming the file."""
+    if not path.is_file():  # missing, a folder, a pipe or a device: never opened
+        raise ConfigError(f"{path}: models_json file not found (a regular JSON file)")
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_MODELS_JSON + 1)
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: models_json cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
+    if len(raw) > MAX_MODELS_JSON:
+        raise ConfigError(f"{path}: models_json is over {MAX_MODELS_JSON:,} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ConfigError(
+            f"{path}: models_json is not a JSON file pi can read ({type(exc).__name__})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path}: models_json must be a JSON object ({{"providers": {{...}}}})')
+    return data
 
 
 def parse_pi_events(lines: list[str], skill_dirs: dict[str, Path], cwd: Path, tracker: Tracker) -> PiStream:

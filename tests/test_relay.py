@@ -1,12 +1,15 @@
 """The probe's relay to the model (``runtimes/_relay.py``), against the project's stand-ins, an HTTP client
 standing in for the agent CLI: responses passed through unchanged while their usage and tool calls (in
-the model's order) are read for the three APIs the CLIs speak; a request after the probe stopped is held,
+the model's order) are read for the four APIs the CLIs speak; a request after the probe stopped is held,
 never forwarded; and :class:`ModelOrder` credits a CLI's loads in the model's order whatever order they
 finished in."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import re
 from typing import Any
 
 import httpx
@@ -14,7 +17,10 @@ import pytest
 
 from skillreach.models import Usage
 from skillreach.runtimes._relay import ModelOrder, ModelRelay, Sequencer
+from tests.fakes._server import JSONHandler, LocalServer
 from tests.fakes.antigravity_gemini import GeminiAPI
+from tests.fakes.messages_api import MessagesAPI, Reply, text_reply
+from tests.fakes.messages_api import tool_call as messages_call
 from tests.fakes.openai_chat import OpenAIChat, completion, tool_call
 from tests.fakes.responses_api import ResponsesAPI, ResponsesReply, function_call, message
 
@@ -179,3 +185,121 @@ async def test_the_sequencer_waits_for_the_cli_before_the_next_turn_and_stops_th
     assert await asyncio.wait_for(ask, 5) is False  # b was the target: the next turn never goes out
     assert credited == ["a", "b"]
     assert seq.stopped
+
+
+def messages_body(stream: bool, turn: int = 0) -> dict[str, Any]:
+    """A Messages request whose long system prompt is a cache breakpoint (the stand-in caches it)."""
+    system = [{"type": "text", "text": "You list skills. " * 600, "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "rotate the keys"}]
+    if turn:
+        messages += [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]
+    return {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": system, "messages": messages,
+            "stream": stream}  # fmt: skip
+
+
+async def test_messages_api_streamed_and_not_usage_as_served_calls_in_order() -> None:
+    def responder(body: dict[str, Any]) -> Any:
+        if len(body["messages"]) > 1:
+            return text_reply("Done.")
+        return Reply([messages_call("read", {"path": "/s/secrets/SKILL.md"}),
+                      messages_call("read", {"path": "/s/pdf/SKILL.md", "limit": 40})])  # fmt: skip
+
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    with MessagesAPI(responder) as api:
+        async with httpx.AsyncClient() as direct:
+            want = await direct.post(f"{api.base_url}/v1/messages", json=messages_body(True), headers=headers)
+        async with ModelRelay(api.base_url, "messages") as relay, httpx.AsyncClient() as client:
+            got = await client.post(
+                f"{relay.base_url}/v1/messages", json=messages_body(True), headers=headers
+            )
+            plain = await client.post(
+                f"{relay.base_url}/v1/messages", json=messages_body(False, 1), headers=headers
+            )
+            count = await client.post(f"{relay.base_url}/v1/messages/count_tokens", json={}, headers=headers)
+            await relay.settle(5)
+            exchanges = relay.snapshot()
+        served = [u for _, u in api.served[1:]]  # the first was asked directly
+    assert got.headers["content-type"].startswith("text/event-stream")
+    strip = lambda text: re.sub(r'"(id|cache_\w+|input_tokens)":("[^"]*"|\d+)', "", text)  # noqa: E731
+    assert strip(got.text) == strip(want.text)  # passed through unchanged (fresh ids, a warm cache)
+    assert plain.json()["content"][0]["text"] == "Done."
+    assert count.status_code >= 400  # the stand-in has no count_tokens: its answer passed through
+    assert len(exchanges) == 2
+    assert relay.requests == 3  # relayed, never counted as a model turn
+    assert [e.calls for e in exchanges] == [
+        [("read", {"path": "/s/secrets/SKILL.md"}), ("read", {"path": "/s/pdf/SKILL.md", "limit": 40})],
+        [],
+    ]
+    # the API's own counts: input without the cache's, the output of message_delta (not message_start's 1)
+    assert [e.usage for e in exchanges] == served
+    assert served[0].cache_read_input_tokens > 0
+    assert served[1].output_tokens > 1
+    assert relay.usage() == sum(served, Usage())
+    assert relay.turns() == 2
+    assert not relay.unknown()
+    assert exchanges[0].model is not None
+    assert exchanges[0].model.startswith("claude-sonnet-4-5")
+    assert relay.model() == exchanges[0].model
+
+
+class _CutOff(LocalServer):
+    """A Messages API that starts a streamed reply (a tool call begins) and then closes the connection;
+    ``overloaded``: a stream that is only the API's ``error`` event."""
+
+    def __init__(self, overloaded: bool = False) -> None:
+        super().__init__()
+        self.overloaded = overloaded
+
+    def handler(self) -> type[JSONHandler]:
+        server = self
+
+        class Handler(JSONHandler):
+            def do_POST(self) -> None:
+                self.read_raw()
+                if server.overloaded:
+                    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+                    data = f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+                    self.send_bytes(200, data, "text/event-stream")
+                    return
+                start = {"type": "message_start", "message": {"model": "claude-x", "usage": {
+                    "input_tokens": 900, "output_tokens": 1}}}  # fmt: skip
+                tool = {"type": "tool_use", "id": "t", "name": "read", "input": {}}
+                block = {"type": "content_block_start", "index": 0, "content_block": tool}
+                data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (start, block))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(data.encode())
+                self.close_connection = True
+
+        return Handler
+
+
+async def test_a_messages_stream_cut_off_leaves_its_usage_unknown_never_0() -> None:
+    with _CutOff() as api:
+        async with ModelRelay(api.base_url, "messages", timeout_s=10) as relay, httpx.AsyncClient() as client:
+            with contextlib.suppress(httpx.HTTPError):
+                await client.post(f"{relay.base_url}/v1/messages", json=messages_body(True))
+            await relay.settle(5)
+            exchange = relay.snapshot()[0]
+    assert exchange.usage is None  # message_start's counts alone are not what was billed
+    assert relay.unknown()
+    assert exchange.calls == []  # the call never finished streaming
+
+
+async def test_a_messages_stream_that_is_only_an_error_is_no_turn_and_nothing_served() -> None:
+    with _CutOff(overloaded=True) as api:
+        async with ModelRelay(api.base_url, "messages", timeout_s=10) as relay, httpx.AsyncClient() as client:
+            got = await client.post(f"{relay.base_url}/v1/messages", json=messages_body(True))
+            await relay.settle(5)
+            exchange = relay.snapshot()[0]
+    assert "overloaded_error" in got.text  # passed through for the CLI to retry
+    assert exchange.status == 200
+    assert not exchange.served  # the API's error, not a model turn
+    assert relay.turns() == 0
+    assert exchange.usage == Usage()  # the error came before any message: nothing was served
+    assert not relay.unknown()

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from skillreach.errors import ConfigError
-from skillreach.models import Catalog, Skill
+from skillreach.models import Catalog, Skill, Usage
 from skillreach.runtimes import get_runtime
 from skillreach.runtimes._agentcli import skill_for_path
 from skillreach.runtimes.pi import PiRuntime, parse_pi_events
-from skillreach.settings import load_settings
-from skillreach.study.contract import ProbeOptions, Tracker
+from skillreach.settings import DEFAULT_PRICES, load_settings
+from skillreach.study.contract import ProbeOptions, Tracker, cost_of
 from tests.fakes.kit import assert_ended_live, folder_catalog, probe, stub_knobs
 from tests.fakes.kit import query as q
 from tests.helpers.clis import PI_CACHE, real_pi
@@ -41,7 +41,10 @@ def stub(tmp_path: Path) -> dict[str, Any]:
 
 
 def runtime(stub: dict[str, Any] | None = None, **kw: Any) -> PiRuntime:
+    """pi's stand-in executable prints events and calls no model: without the relay, its figures are
+    its events' (the relay is the real pi's, below)."""
     kw.setdefault("model", "claude-sonnet-4-5")
+    kw.setdefault("relay", False)
     if stub is not None:
         kw["env"] = {**stub["env"], **kw.get("env", {})}
     return PiRuntime(pi_path=str(STUB), **kw)
@@ -221,20 +224,29 @@ async def test_real_pi_against_the_messages_api_stand_in(tmp_path: Path) -> None
         rt = PiRuntime(
             pi_path=pi, model="claude-sonnet-4-5", base_url=api.base_url, env={"ANTHROPIC_API_KEY": "test"}
         )
+        assert rt.relayed == ("messages", api.base_url)
         out, _ = await probe(rt, catalog, q("please undo the deploy", "rollback"))
         n_early = len(api.requests)
+        served_early = list(api.served)
         out2, _ = await probe(
             rt, catalog, q("please undo the deploy", "rollback"), early_exit=False, max_turns=5
         )
+        served_full = list(api.served)[len(served_early) :]
         await rt.aclose()
     assert out.error is None, out.error
     assert out.invoked == ["secrets", "rollback"]
     assert out.early_exit
-    # the process is ended as soon as the target's read is seen; pi may already have sent that read's
-    # result back (a race with the kill), but never asked for anything after it
-    assert n_early in (2, 3)
+    # through the relay, pi's request after the target's read is held: never forwarded, never paid
+    assert n_early == 2
+    assert out.turns == 2
+    assert out.usage == sum((u for _, u in served_early), Usage())
+    assert out.cost_usd == pytest.approx(cost_of(out.usage, DEFAULT_PRICES["claude-sonnet-4"]))
     assert out2.invoked == ["secrets", "rollback", "pdf"]
     assert out2.final_text == "done"
+    assert len(served_full) == 4
+    assert out2.turns == 4
+    assert out2.usage == sum((u for _, u in served_full), Usage())
+    assert out2.resolved_model is not None
     first = api.requests[0]
     assert [t["name"] for t in first["tools"]] == ["read"]
     text = json.dumps(first)
@@ -287,3 +299,90 @@ def test_pi_retry_events_and_unsafe_names(tmp_path: Path) -> None:
     bad = Catalog(id="b", skills=(Skill(name="../escape", description="d", body="b"),))
     with pytest.raises(InputError, match="cannot be a folder name"):
         lay_out_skills(bad, tmp_path / "skills")
+
+
+async def test_the_relay_is_what_pi_is_pointed_at(stub: dict[str, Any], tmp_path: Path) -> None:
+    """With the relay (the default), pi's ``models.json`` names the probe's relay on 127.0.0.1 (the
+    endpoint's path kept); a ``models_json`` of your own is rewritten the same way when the relay can
+    read its provider's API, and left as it is when it cannot."""
+    stub["plan"]({"x": ["pdf"]})
+    rt = runtime(stub, base_url="http://127.0.0.1:9/anthropic", relay=True, check_residency=False)
+    assert rt.relayed == ("messages", "http://127.0.0.1:9/anthropic")
+    out, _ = await probe(rt, stub["catalog"], q("x", "pdf"))
+    assert out.invoked == ["pdf"]
+    # the stand-in executable reached no model through the relay: the figures are its own events'
+    assert out.turns == 1
+    assert out.usage.input_tokens > 0
+    url = json.loads((stub["log"] / "models.json").read_text())["providers"]["anthropic"]["baseUrl"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/anthropic", url)
+    assert not url.startswith("http://127.0.0.1:9/")
+    env = json.loads((stub["log"] / "env.json").read_text())
+    assert "NO_PROXY" in env["names"]
+
+    own = tmp_path / "models.json"
+    local = {"baseUrl": "http://127.0.0.1:8/v1", "api": "openai-completions", "apiKey": "K", "models": []}
+    own.write_text(json.dumps({"providers": {"local": local}}))
+    rt = runtime(stub, provider="local", models_json=own, relay=True, check_residency=False)
+    assert rt.relayed == ("chat", "http://127.0.0.1:8/v1")
+    await probe(rt, stub["catalog"], q("x", "pdf"))
+    written = json.loads((stub["log"] / "models.json").read_text())["providers"]["local"]
+    assert written["baseUrl"] != local["baseUrl"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", written["baseUrl"])
+    assert {k: v for k, v in written.items() if k != "baseUrl"} == {
+        k: v for k, v in local.items() if k != "baseUrl"
+    }
+    own.write_text(json.dumps({"providers": {"local": {**local, "api": "bedrock-converse-stream"}}}))
+    assert runtime(stub, provider="local", models_json=own, relay=True).relayed is None
+    mixed = {**local, "models": [{"id": "a"}, {"id": "b", "api": "openai-responses"}]}
+    own.write_text(json.dumps({"providers": {"local": mixed}}))
+    assert runtime(stub, provider="local", models_json=own, relay=True).relayed is None  # one wire a relay
+    own.write_text("[1, 2")
+    with pytest.raises(ConfigError, match="models_json is not a JSON file"):
+        runtime(stub, provider="local", models_json=own)
+    with pytest.raises(ConfigError, match="models_json file not found"):
+        runtime(stub, provider="local", models_json=tmp_path)  # a folder is never opened
+
+
+@pytest.mark.realcli
+async def test_real_pi_through_the_relay_on_chat_completions(tmp_path: Path) -> None:
+    """The real pi with a ``models_json`` provider of ``api: openai-completions``: the relay reads Chat
+    Completions; two skill reads in one response are credited in the model's order, and the request
+    after the target (the second) never reaches the server."""
+    pi = _real_pi()
+    if pi is None:
+        pytest.skip("the real pi CLI is not installed (see test_real_pi_against_the_messages_api_stand_in)")
+    from tests.fakes.openai_chat import OpenAIChat, completion, tool_call
+
+    catalog = make_catalog(tmp_path)
+
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(body["messages"])
+        if any(m.get("role") == "tool" for m in body["messages"]):
+            return completion(model="fake-model", text="done")
+        paths = [re.search(rf"<location>([^<]*/{s}/SKILL\.md)</location>", text) for s in ("pdf", "secrets")]
+        assert all(paths), "pi listed every resident skill with its location"
+        calls = [tool_call("read", {"path": m.group(1)}) for m in paths if m]
+        return completion(model="fake-model", tool_calls=calls, prompt_tokens=900, completion_tokens=40)
+
+    with OpenAIChat(responder=responder) as api:
+        models = tmp_path / "models.json"
+        provider = {"baseUrl": api.base_url, "api": "openai-completions", "apiKey": "LOCAL_KEY",
+                    "compat": {"supportsDeveloperRole": False}, "models": [{"id": "fake-model"}]}  # fmt: skip
+        models.write_text(json.dumps({"providers": {"local": provider}}))
+        rt = PiRuntime(
+            pi_path=pi,
+            provider="local",
+            model="fake-model",
+            models_json=models,
+            env={"LOCAL_KEY": "k"},
+            check_residency=False,
+        )
+        assert rt.relayed == ("chat", api.base_url)
+        out, _ = await probe(rt, catalog, q("fill the form", "secrets"))
+        await rt.aclose()
+    assert out.error is None, out.error
+    assert out.invoked == ["pdf", "secrets"]  # the model's order
+    assert out.early_exit
+    assert len(api.requests) == 1  # the request after the target was held
+    assert out.turns == 1
+    assert out.usage == api.served_usage() == Usage(input_tokens=900, output_tokens=40)

@@ -60,13 +60,15 @@ def worker_lines() -> list[str]:
     server = prefect_server_up()
     lines.append(f"prefect server: {server or 'none answering (studies probe in-process)'}")
     if server is not None:
+        from skillreach.tasks.prefect_api import ApiProblem
         from skillreach.tasks.study import task_workers_seen
 
         try:
             n = asyncio.run(task_workers_seen())
             lines.append(f"batch workers: {n} seen" + ("" if n else " (start one: skillreach worker)"))
         except Exception as exc:  # an old server: say so, do not fail doctor
-            lines.append(f"batch workers: unknown ({type(exc).__name__})")
+            why = str(exc) if isinstance(exc, ApiProblem) else type(exc).__name__
+            lines.append(f"batch workers: unknown ({why})")
     url = load_settings().database_url or ""
     if url.startswith("postgresql"):
         from sqlalchemy.engine import make_url

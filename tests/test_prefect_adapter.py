@@ -215,12 +215,17 @@ def _private_prefect_uses(source: str, where: str, *, facing: bool = True) -> li
 
 
 def test_the_modules_that_talk_to_prefect_use_only_its_public_names() -> None:
-    """The adapter, the tasks, flows and deployments read no private attribute of a Prefect object and
-    import no private Prefect name (the check itself is checked on a module that does)."""
+    """The adapter, the tasks, flows and deployments, and the CLI's modules that import Prefect, read no
+    private attribute of a Prefect object and import no private Prefect name (the check itself is
+    checked on a module that does)."""
     modules = [p for folder in PREFECT_FACING for p in sorted((REPO / folder).rglob("*.py"))]
     assert REPO / "tasks" / "_prefect_adapter.py" in modules
     offenders = [hit for p in modules
                  for hit in _private_prefect_uses(p.read_text(encoding="utf-8"), str(p.relative_to(REPO)))]
+    cli = sorted((REPO / "skillreach" / "cli").rglob("*.py"))
+    assert REPO / "skillreach" / "cli" / "worker_cmds.py" in cli
+    offenders += [hit for p in cli for hit in _private_prefect_uses(p.read_text(encoding="utf-8"),
+                                                                     str(p.relative_to(REPO)), facing=False)]
     assert offenders == []
     sample = ("from prefect.client.orchestration import get_client\n"
               "from prefect.utilities.processutils import _register_signal\n"

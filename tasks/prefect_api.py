@@ -22,7 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_BYTES", "ApiProblem", "PrefectApi", "afetch_json", "configured_api", "fetch_json"]
+__all__ = [
+    "MAX_BYTES", "ApiProblem", "PrefectApi", "afetch_json", "configured_api", "fetch_json",
+    "with_credentials",
+]
 
 MAX_BYTES = 4 * 2**20
 """The most read of one answer (Prefect's answers to these requests are a few KiB)."""
@@ -74,6 +77,20 @@ def configured_api() -> PrefectApi | None:
     elif api.ssl_cert_file:
         verify = ssl.create_default_context(cafile=api.ssl_cert_file)
     return PrefectApi(str(api.url), headers, verify)
+
+
+def with_credentials(api: str, path: str = "") -> PrefectApi:
+    """``api`` with the credentials and TLS settings of Prefect's configured API when ``api`` + ``path``
+    is under that API's URL; bare otherwise (a credential never goes to another address). Settings
+    Prefect cannot read give no credentials (the request then says what the server answers)."""
+    url = f"{api.rstrip('/')}/{path.lstrip('/')}"
+    try:
+        configured = configured_api()
+    except Exception:  # pydantic's ValidationError, a certificate file that cannot be read
+        configured = None
+    if configured is None or not url.startswith(configured.url.rstrip("/") + "/"):
+        return PrefectApi(api)
+    return PrefectApi(api, configured.headers, configured.verify)
 
 
 async def _exchange(url: str, method: str, body: Any, target: PrefectApi, *, max_bytes: int,

@@ -132,6 +132,27 @@ def test_task_workers_serving_counts_a_real_task_worker(server: dict[str, Any]) 
         log.close()
 
 
+def test_status_reads_a_server_behind_auth_with_the_settings_credential(
+    server: dict[str, Any], tmp_path: Path
+) -> None:
+    """``skillreach status`` as a team runs it against a server with basic auth: with Prefect's
+    ``PREFECT_API_AUTH_STRING`` the pool is read (missing: 404), without it the server refuses (401);
+    the credential is in neither output."""
+    import json
+
+    def pool_line(env: dict[str, str]) -> str:
+        out = subprocess.run([str(Path(sys.executable).parent / "skillreach"), "status", "--json"], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert AUTH not in out.stdout + out.stderr
+        return str(json.loads(out.stdout)["server"]["work pool"])
+
+    env = {**server["env"], "SKILLREACH_WORK_POOL": "no-such-pool"}
+    assert pool_line(env) == "'no-such-pool' missing; `skillreach serve` creates it"
+    bare = {k: v for k, v in env.items() if k != "PREFECT_API_AUTH_STRING"}
+    assert "answered 401 to /work_pools/no-such-pool" in pool_line(bare)
+
+
 @pytest.mark.parametrize(("mode", "reason"), [("drip", "no whole answer within 1 s"),
                                               ("wrong-shape", "another shape"), ("big", "more than")])
 def test_task_workers_serving_is_bounded(mode: str, reason: str) -> None:

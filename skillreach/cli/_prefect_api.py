@@ -8,10 +8,29 @@ reason; callers say it in their line and fall back (``run`` probes in-process, `
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from skillreach.tasks.prefect_api import MAX_BYTES, ApiProblem, fetch_json
+from skillreach.tasks import prefect_api
+from skillreach.tasks.prefect_api import MAX_BYTES, ApiProblem
 
 __all__ = ["MAX_BYTES", "ApiProblem", "api_from_settings", "check_api_url", "fetch_json", "server_answers"]
+
+
+def fetch_json(api: str, path: str, **bounds: Any) -> Any:
+    """:func:`skillreach.tasks.prefect_api.fetch_json` of ``path`` under ``api``; when the server refuses
+    it (401, 403) and ``api`` is the API of Prefect's settings, asked once more with their credentials
+    (a server behind its ``PREFECT_SERVER_API_AUTH_STRING``, or Prefect Cloud, answers ``status``,
+    ``doctor``, ``gc`` and ``run``'s check as it answers Prefect). Asked without them first: reading
+    Prefect's settings imports Prefect (seconds), which an open server — the usual one — never costs."""
+    try:
+        return prefect_api.fetch_json(api, path, **bounds)
+    except ApiProblem as exc:
+        if exc.status not in (401, 403):
+            raise
+        target = prefect_api.with_credentials(api, path)
+        if not target.headers:
+            raise
+    return prefect_api.fetch_json(target, path, **bounds)
 
 
 def _refuse(shown: str, reason: str) -> None:

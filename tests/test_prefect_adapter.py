@@ -29,7 +29,8 @@ AUTH = "adapter:not-a-real-secret"
 pytestmark = pytest.mark.integration
 
 WORKER = """
-import sys
+import os, time
+import httpx
 from prefect import task
 from prefect.task_worker import serve
 
@@ -38,6 +39,16 @@ def adapter_probe(x: int) -> int:
     return x
 
 print(adapter_probe.task_key, flush=True)
+deadline = time.monotonic() + 240  # started with the server: its imports overlap the server's start
+while True:
+    try:
+        if httpx.get(os.environ["PREFECT_API_URL"] + "/health", timeout=2).status_code == 200:
+            break
+    except httpx.HTTPError:
+        pass
+    if time.monotonic() > deadline:
+        raise SystemExit("no server in 240 s")
+    time.sleep(0.2)
 serve(adapter_probe)
 """
 
@@ -54,10 +65,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{root / 'prefect.db'}",
                PREFECT_SERVER_API_AUTH_STRING=AUTH, PREFECT_API_AUTH_STRING=AUTH)
     bin_dir = Path(sys.executable).parent
+    # no UI, no background services: nothing here uses them, and the server starts and stops sooner
     with (root / "server.log").open("wb") as log:
         proc = subprocess.Popen([str(bin_dir / "prefect"), "server", "start", "--host", "127.0.0.1",
-                                 "--port", str(port)], env=env, cwd=root, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                 "--port", str(port), "--no-ui", "--no-services"], env=env, cwd=root,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with (root / "worker.log").open("wb") as log:
+        worker = subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=root, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240  # a loaded machine: the server's start takes 10–60 s
         while True:
@@ -68,9 +83,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             except httpx.HTTPError:
                 pass
             assert time.monotonic() < deadline, "prefect server did not become healthy in 240 s"
-            time.sleep(0.5)
-        yield {"api": api, "env": env, "root": root}
+            time.sleep(0.2)
+        yield {"api": api, "env": env, "root": root, "worker": worker}
     finally:
+        stop(worker)
         stop(proc)
 
 
@@ -107,50 +123,48 @@ def test_task_workers_serving_counts_a_real_task_worker(server: dict[str, Any]) 
     with pytest.raises(ApiProblem, match="answered 401 to /task_workers/filter"):
         _serving(api, ["nobody-serves-this"], auth=None)
     assert _serving(api, ["nobody-serves-this"]) == 0
-    log = (server["root"] / "worker.log").open("w+b")
-    worker = subprocess.Popen([sys.executable, "-c", WORKER], env=server["env"], cwd=server["root"],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        key = ""
-        while not key:
-            assert worker.poll() is None, (server["root"] / "worker.log").read_text(errors="replace")
-            assert time.monotonic() < deadline, "the task worker printed no task key in 180 s"
-            time.sleep(0.2)
-            key = (server["root"] / "worker.log").read_text(errors="replace").partition("\n")[0].strip()
-        seen = 0
-        while seen < 1:
-            assert worker.poll() is None, (server["root"] / "worker.log").read_text(errors="replace")
-            assert time.monotonic() < deadline, "the task worker never showed in /task_workers/filter"
-            seen = _serving(api, [key])
-            time.sleep(0.2)
-        assert seen == 1
-        assert _serving(api, [key, "nobody-serves-this"]) == 1
-        assert _serving(api, ["nobody-serves-this"]) == 0
-    finally:
-        stop(worker)
-        log.close()
+    worker, log = server["worker"], server["root"] / "worker.log"  # started with the server
+    deadline = time.monotonic() + 180
+    key = ""
+    while not key:
+        assert worker.poll() is None, log.read_text(errors="replace")
+        assert time.monotonic() < deadline, "the task worker printed no task key in 180 s"
+        time.sleep(0.2)
+        key = log.read_text(errors="replace").partition("\n")[0].strip()
+    seen = 0
+    while seen < 1:
+        assert worker.poll() is None, log.read_text(errors="replace")
+        assert time.monotonic() < deadline, "the task worker never showed in /task_workers/filter"
+        seen = _serving(api, [key])
+        time.sleep(0.2)
+    assert seen == 1
+    assert _serving(api, [key, "nobody-serves-this"]) == 1
+    assert _serving(api, ["nobody-serves-this"]) == 0
 
 
 def test_status_reads_a_server_behind_auth_with_the_settings_credential(
     server: dict[str, Any], tmp_path: Path
 ) -> None:
     """``skillreach status`` as a team runs it against a server with basic auth: with Prefect's
-    ``PREFECT_API_AUTH_STRING`` the pool is read (missing: 404), without it the server refuses (401);
-    the credential is in neither output."""
+    ``PREFECT_API_AUTH_STRING`` the pool is read (missing: 404), the credential in no output; without
+    it the same read of the CLI's is refused (401)."""
     import json
 
-    def pool_line(env: dict[str, str]) -> str:
-        out = subprocess.run([str(Path(sys.executable).parent / "skillreach"), "status", "--json"], env=env,
-                             cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
-        assert out.returncode == 0, out.stderr[-2000:]
-        assert AUTH not in out.stdout + out.stderr
-        return str(json.loads(out.stdout)["server"]["work pool"])
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_KEY, PREFECT_API_URL, temporary_settings
+
+    from skillreach.cli._prefect_api import fetch_json
+    from skillreach.tasks.prefect_api import ApiProblem
 
     env = {**server["env"], "SKILLREACH_WORK_POOL": "no-such-pool"}
-    assert pool_line(env) == "'no-such-pool' missing; `skillreach serve` creates it"
-    bare = {k: v for k, v in env.items() if k != "PREFECT_API_AUTH_STRING"}
-    assert "answered 401 to /work_pools/no-such-pool" in pool_line(bare)
+    out = subprocess.run([str(Path(sys.executable).parent / "skillreach"), "status", "--json"], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert AUTH not in out.stdout + out.stderr
+    pool = json.loads(out.stdout)["server"]["work pool"]
+    assert pool == "'no-such-pool' missing; `skillreach serve` creates it"
+    bare = {PREFECT_API_URL: server["api"], PREFECT_API_AUTH_STRING: None, PREFECT_API_KEY: None}
+    with temporary_settings(bare), pytest.raises(ApiProblem, match="answered 401 to /work_pools/no-such"):
+        fetch_json(server["api"], "/work_pools/no-such-pool", shape=dict)
 
 
 @pytest.mark.parametrize(("mode", "reason"), [("drip", "no whole answer within 1 s"),

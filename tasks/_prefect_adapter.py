@@ -2,7 +2,8 @@
 
 - :func:`task_workers_serving`: how many task workers serve a task, from the server's
   ``POST /task_workers/filter`` — a REST route of the server that Prefect's client has no method for
-  (none in 3.9, none on its main branch), read through our own bounded reader
+  (3.9.1, the newest release, names it only in its list of routes, ``client/orchestration/routes.py``;
+  so does the main branch's source), read through our own bounded reader
   (:mod:`skillreach.tasks.prefect_api`: a deadline for the whole exchange, the answer's size bounded)
   with the URL and credentials of Prefect's public settings — never Prefect's private HTTP client.
   ``skillreach run`` asks it whether to send a study's batches to ``skillreach worker`` processes, and

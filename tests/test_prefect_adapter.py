@@ -86,8 +86,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             time.sleep(0.2)
         yield {"api": api, "env": env, "root": root, "worker": worker}
     finally:
-        stop(worker)
-        stop(proc)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:  # each may take its grace period: both at once
+            list(pool.map(stop, (worker, proc)))
 
 
 def _client(api: str) -> Any:

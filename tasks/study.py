@@ -52,6 +52,7 @@ from skillreach.tasks._context import (
     store_for,
 )
 from skillreach.tasks._prefect_adapter import force_task_run_state, task_workers_serving
+from skillreach.tasks.prefect_api import ApiProblem
 
 __all__ = [
     "assemble_catalog",
@@ -654,11 +655,8 @@ def _store_is_shared(config: StudyConfig) -> bool:
 
 async def task_workers_seen() -> int:
     """How many task workers the Prefect server knows that serve ``probe_batch_remote`` (0 without a
-    server)."""
-    from prefect.client.orchestration import get_client
-
-    async with get_client() as client:
-        return await task_workers_serving(client, [probe_batch_remote.task_key])
+    server); raises :class:`~skillreach.tasks.prefect_api.ApiProblem` when it cannot tell."""
+    return await task_workers_serving([probe_batch_remote.task_key])
 
 
 async def use_task_workers(config: StudyConfig) -> int:
@@ -670,8 +668,9 @@ async def use_task_workers(config: StudyConfig) -> int:
         return 0
     try:
         n = await task_workers_seen()
-    except Exception:  # an old server without the endpoint: run in-process
-        logger().info("could not ask the Prefect server for task workers; probing in this process")
+    except Exception as exc:  # an old server without the endpoint, a server too slow: run in-process
+        logger().info("could not ask the Prefect server for task workers (%s); probing in this process",
+                      exc if isinstance(exc, ApiProblem) else type(exc).__name__)
         return 0
     if n:
         logger().info("probing on %d task worker(s) (%s)", n, BATCH_TASK)

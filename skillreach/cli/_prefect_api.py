@@ -1,91 +1,36 @@
 """What the CLI asks a Prefect server directly (is it up; its runs, pool and workers for ``status``),
-treating ``PREFECT_API_URL`` as input: a deadline for the whole exchange (connect, headers, body — a
-server that drips its answer a byte at a time ends there too), a bound on the bytes read, and the JSON
-checked for the shape asked for. Every way of failing is one :class:`ApiProblem` with a short reason;
-callers say it in their line and fall back (``run`` probes in-process, ``status`` reports it).
+treating ``PREFECT_API_URL`` as input, through the one bounded reader
+(:mod:`skillreach.tasks.prefect_api`: a deadline for the whole exchange, a bound on the bytes read, the
+JSON checked for the shape asked for). Every way of failing is one :class:`ApiProblem` with a short
+reason; callers say it in their line and fall back (``run`` probes in-process, ``status`` reports it).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
 import os
 from typing import Any
 
+from skillreach.tasks import prefect_api
+from skillreach.tasks.prefect_api import MAX_BYTES, ApiProblem
+
 __all__ = ["MAX_BYTES", "ApiProblem", "api_from_settings", "check_api_url", "fetch_json", "server_answers"]
 
-MAX_BYTES = 4 * 2**20
-"""The most read of one answer (Prefect's answers to these requests are a few KiB)."""
 
-
-class ApiProblem(Exception):
-    """The server did not answer as a Prefect server does; ``str()`` says how (no secret in it);
-    ``status`` is the HTTP status when one came (404: no such object)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-async def _exchange(url: str, method: str, body: Any, max_bytes: int, deadline_s: float) -> tuple[int, bytes]:
-    import httpx
-
-    async with (
-        httpx.AsyncClient(timeout=deadline_s, follow_redirects=False, trust_env=False) as client,
-        client.stream(method, url, json=body) as response,
-    ):
-        size = 0
-        chunks: list[bytes] = []
-        # decoded: Prefect gzips an answer over 1 KB; the bound counts what is decoded (no gzip bomb)
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise ApiProblem(f"answered more than {max_bytes:,} bytes")
-            chunks.append(chunk)
-        return response.status_code, b"".join(chunks)
-
-
-def _run(url: str, method: str, body: Any, max_bytes: int, deadline_s: float) -> tuple[int, bytes]:
-    async def bounded() -> tuple[int, bytes]:
-        return await asyncio.wait_for(_exchange(url, method, body, max_bytes, deadline_s), deadline_s)
-
-    # a thread of its own: the caller may itself run inside an event loop
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="prefect-api") as pool:
-        return pool.submit(asyncio.run, bounded()).result()
-
-
-def fetch_json(
-    api: str,
-    path: str,
-    *,
-    body: Any = None,
-    deadline_s: float = 2.0,
-    max_bytes: int = MAX_BYTES,
-    shape: type | tuple[type, ...] = (dict, list),
-) -> Any:
-    """``path`` of the API at ``api`` (GET, or POST with ``body``): its JSON, of type ``shape``, read
-    within ``deadline_s`` in all; an :class:`ApiProblem` otherwise."""
-    url = f"{api.rstrip('/')}/{path.lstrip('/')}"
+def fetch_json(api: str, path: str, **bounds: Any) -> Any:
+    """:func:`skillreach.tasks.prefect_api.fetch_json` of ``path`` under ``api``; when the server refuses
+    it (401, 403) and ``api`` is the API of Prefect's settings, asked once more with their credentials
+    (a server behind its ``PREFECT_SERVER_API_AUTH_STRING``, or Prefect Cloud, answers ``status``,
+    ``doctor``, ``gc`` and ``run``'s check as it answers Prefect). Asked without them first: reading
+    Prefect's settings imports Prefect (seconds), which an open server — the usual one — never costs."""
     try:
-        status, data = _run(url, "POST" if body is not None else "GET", body, max_bytes, deadline_s)
-    except ApiProblem:
-        raise
-    except TimeoutError:
-        raise ApiProblem(f"no whole answer within {deadline_s:g} s") from None
-    except Exception as exc:  # whatever the transport raises on what the URL names: a reason, not a crash
-        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-            exc = exc.exceptions[0]  # type: ignore[assignment]
-        raise ApiProblem(type(exc).__name__) from None
-    if not 200 <= status < 300:
-        raise ApiProblem(f"answered {status} to {path}", status)
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        raise ApiProblem(f"answered {path} with something other than JSON") from None
-    if not isinstance(value, shape):
-        raise ApiProblem(f"answered {path} with JSON of another shape than a Prefect server's")
-    return value
+        return prefect_api.fetch_json(api, path, **bounds)
+    except ApiProblem as exc:
+        if exc.status not in (401, 403):
+            raise
+        target = prefect_api.with_credentials(api, path)
+        if not target.headers:
+            raise
+    return prefect_api.fetch_json(target, path, **bounds)
 
 
 def _refuse(shown: str, reason: str) -> None:

@@ -60,13 +60,15 @@ def worker_lines() -> list[str]:
     server = prefect_server_up()
     lines.append(f"prefect server: {server or 'none answering (studies probe in-process)'}")
     if server is not None:
+        from skillreach.tasks.prefect_api import ApiProblem
         from skillreach.tasks.study import task_workers_seen
 
         try:
             n = asyncio.run(task_workers_seen())
             lines.append(f"batch workers: {n} seen" + ("" if n else " (start one: skillreach worker)"))
         except Exception as exc:  # an old server: say so, do not fail doctor
-            lines.append(f"batch workers: unknown ({type(exc).__name__})")
+            why = str(exc) if isinstance(exc, ApiProblem) else type(exc).__name__
+            lines.append(f"batch workers: unknown ({why})")
     url = load_settings().database_url or ""
     if url.startswith("postgresql"):
         from sqlalchemy.engine import make_url
@@ -91,22 +93,37 @@ async def warm_up(cfg: Any) -> None:
     await runtime.aclose()
 
 
-def _keep_our_sigterm() -> None:
-    """Prefect's task worker replaces the SIGTERM handler with one that calls ``sys.exit(0)`` inside its
-    event loop (a traceback, exit 0). Keep the CLI's (``skillreach.cli``): the batches in flight are
-    cancelled as on Ctrl-C, then one line and exit 143."""
+async def serve_batches(*tasks: Any, limit: int) -> None:
+    """Prefect's ``aserve(*tasks, limit=limit)`` through its public ``TaskWorker``, keeping the CLI's
+    SIGTERM handler (``skillreach.cli``: the batches in flight are cancelled as on Ctrl-C, then one line
+    and exit 143). Prefect's worker installs its ``handle_sigterm`` as the SIGTERM handler, which calls
+    ``sys.exit(0)`` inside its event loop (a traceback, exit 0); ours overrides that public method to hand
+    the signal to the handler installed before (an ignored SIGTERM stays ignored; none: Prefect's)."""
+    import asyncio
     import signal
+    from types import FrameType
+    from typing import cast
 
-    from prefect import task_worker
+    from prefect.task_worker import StopTaskWorker, TaskWorker
 
-    original = task_worker._register_signal
+    before = signal.getsignal(signal.SIGTERM)
 
-    def register(signum: int, handler: Any) -> None:
-        if signum == signal.SIGTERM and signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
-            return
-        original(signum, handler)
+    class Worker(TaskWorker):
+        def handle_sigterm(self, signum: int, frame: object) -> None:
+            if callable(before):
+                before(signum, cast("FrameType | None", frame))
+            elif before != signal.SIG_IGN:
+                super().handle_sigterm(signum, frame)
 
-    task_worker._register_signal = register
+    stopped = (StopTaskWorker, asyncio.CancelledError, KeyboardInterrupt, TimeoutError)
+    try:  # what aserve does around its worker: a stop or an interruption ends serving quietly
+        await Worker(*tasks, limit=limit).astart()
+    except BaseExceptionGroup as group:
+        _, unexpected = group.split(stopped)
+        if unexpected:
+            raise unexpected from None
+    except (StopTaskWorker, asyncio.CancelledError, KeyboardInterrupt):
+        pass
 
 
 def worker_cmd(
@@ -127,15 +144,12 @@ def worker_cmd(
     cfg = check_worker_environment(Path(config) if config else None)
     import asyncio
 
-    from prefect.task_worker import aserve
-
     from skillreach.deployments.limits import ensure_from_settings, existing_limits, install_shared_limits
     from skillreach.tasks import close_worker, set_worker_config
     from skillreach.tasks.study import probe_batch_remote
 
     slots = concurrency or cfg.concurrency
     set_worker_config(cfg, slots=slots)
-    _keep_our_sigterm()
 
     async def work() -> None:  # one event loop for the limits and the worker
         await warm_up(cfg)
@@ -146,7 +160,7 @@ def worker_cmd(
         print(f"worker: serving probe batches ({batches} at a time, {slots} probes in flight){shared}; "
               "Ctrl-C stops", file=sys.stderr)
         try:
-            await aserve(probe_batch_remote, limit=batches)
+            await serve_batches(probe_batch_remote, limit=batches)
         finally:
             close_worker()
 

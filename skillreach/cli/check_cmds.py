@@ -319,6 +319,16 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     rebaseline_hint = f"skillreach baseline rebaseline --rev {rev[:12]} --commit"
     for name in sorted(e.name for e in edits if e.how in ("description", "body") and e.name not in records
                        and e.name not in agreed):
+        if not any(q.expected_skill == name for qs_ in sets.values() for q in qs_.queries):
+            # no case of its own anywhere: no baseline can ever be recorded, so none is demanded (its
+            # neighbours are gated and what it takes from them is tested, as for an added skill)
+            results.append({"skill": name, "status": "no cases", "message": (
+                f"edited, with no case in {', '.join(sets) or 'any query set'}: nothing of its own to gate "
+                "(its neighbours are gated against their baselines and what it takes from them is tested); "
+                "add its cases and record its baseline to gate it")})
+            lines.append(annotate("notice", changes.skill_files.get(name), "skillreach: no cases",
+                                  results[-1]["message"]))
+            continue
         level = "warning" if allow_missing else "error"
         msg = (
             f"no baseline for {name} at {rev[:12]}"

@@ -15,7 +15,10 @@ the check's ``probes.jsonl`` and set beside a full study of the set (48 probes).
   case its baseline won; the check must name every one (a victim line, or a significant take naming it)
   — goal: no victim missed.
 
-    .venv/bin/python bench/merge_gate.py [--steals 20]
+    .venv/bin/python bench/merge_gate.py [--steals 20] [--seeds 7,18] [--staged]
+
+``--staged`` runs every check with ``--staged`` (the same goals); ``--seeds`` runs only those seeded
+steals.
 """
 
 from __future__ import annotations
@@ -84,10 +87,14 @@ def pull_request(team: Path, root: Path, name: str, edit: object) -> Path:
     return clone
 
 
+STAGED: list[str] = []
+"""``["--staged"]`` when the bench runs every check staged (``--staged``)."""
+
+
 def check(clone: Path) -> tuple[int, int, dict[str, object], float]:
     """(exit code, probes, the --json payload, wall seconds) of ``check --changed`` in ``clone``."""
     started = time.perf_counter()
-    res = skillreach(clone, "check", "--changed", "--skills", "skills", "--in-process", "--json")
+    res = skillreach(clone, "check", "--changed", "--skills", "skills", "--in-process", "--json", *STAGED)
     wall = time.perf_counter() - started
     payload = json.loads(res.stdout) if res.stdout.strip().startswith("{") else {"results": []}
     return res.returncode, probes(clone / ".skillreach" / "check"), payload, wall
@@ -137,7 +144,14 @@ def main() -> int:
     parser.add_argument(
         "--seeds", default="", help="only these seeded steals (comma-separated, e.g. 7,18): nothing else"
     )
+    parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="every check with --staged (the screen, then the rest when it moves)",
+    )
     args = parser.parse_args()
+    if args.staged:
+        STAGED.append("--staged")
     only = [int(s) for s in args.seeds.split(",") if s.strip()]
     if not corpora_present():
         print("skipped: ../shared/corpora is not present")
@@ -146,7 +160,7 @@ def main() -> int:
         root = Path(tmp)
         team = make_repo(root / "main")
         record_baselines(team)
-        print(f"full study of the set: {FULL} probes\n")
+        print(f"full study of the set: {FULL} probes; checks {'staged' if STAGED else 'fixed'}\n")
         print(f"{'pull request':44} {'probes':>6} {'× full':>7} {'exit':>5} {'wall s':>7}")
         benign: list[float] = []
         benign_ok = True

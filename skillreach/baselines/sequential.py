@@ -415,7 +415,7 @@ def staged_compare(
                     continue
                 quiet_looks = [lk.model_copy(update={"decision": "ok (screen quiet)"}) for lk in st_m.looks]
                 states[m] = st_m.model_copy(
-                    update={"looks": quiet_looks, "verdict": Verdict.ok, "decided_at": 1}
+                    update={"looks": quiet_looks, "verdict": Verdict.ok, "decided_at": k}
                 )
         stopped = k
         verdicts = [states[m].verdict for m in metrics]

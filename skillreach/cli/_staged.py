@@ -104,9 +104,12 @@ def staged_check_group(
     import asyncio
 
     from skillreach.baselines.gates import Verdict, compare
+    from skillreach.baselines.scope import losses
+    from skillreach.cli._check_output import victim_line
     from skillreach.errors import RefusedError
     from skillreach.flows.staged import staged_check
     from skillreach.reports.gates import print_staged
+    from skillreach.scoring.artifact import read_artifact
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"
@@ -124,6 +127,15 @@ def staged_check_group(
         )
     )
     outcome, probed, planned = result.outcomes, result.probes_run, result.probes_planned
+    read: list[Any] = []
+
+    def outcomes() -> list[Any]:
+        """The probes the stages ran (who took each lost case), read once when a skill did not pass."""
+        if not read:
+            art = out / "artifact.json"
+            read.append(list(read_artifact(art).outcomes) if art.is_file() else [])
+        return list(read[0])
+
     console.print(
         f"staged: probed {probed} of {planned} planned probes ({planned - probed} saved) "
         f"for {', '.join(n for n, _ in members)}"
@@ -146,6 +158,7 @@ def staged_check_group(
         if not quiet:
             print_staged(st, console, name)
         status = st.verdict.value if st.verdict is not None else "inconclusive"
+        victim = victim_line(name, cmp, losses(rec, new, outcomes())) if status != "ok" else None
         entries.append(
             (
                 name,
@@ -154,7 +167,8 @@ def staged_check_group(
                     "status": status,
                     "comparison": cmp.model_dump(mode="json"),
                     "staged": staged_payload(st),
-                },
+                }
+                | ({"victim": victim} if victim else {}),
                 st,
             )
         )

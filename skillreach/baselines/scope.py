@@ -290,9 +290,7 @@ def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:
 
 def _top_k(text: str, skills: Sequence[Skill], k: int) -> set[str]:
     """The skills among the top ``k`` BM25 matches of ``text`` (a positive score only)."""
-    from skillreach.skills.bm25 import rank
-
-    return {name for name, score in rank(text, skills)[:k] if score > 0}
+    return set(_top_list(text, skills, k))
 
 
 def reachable_cases(

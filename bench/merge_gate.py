@@ -15,7 +15,10 @@ the check's ``probes.jsonl`` and set beside a full study of the set (48 probes).
   case its baseline won; the check must name every one (a victim line, or a significant take naming it)
   — goal: no victim missed.
 
-    .venv/bin/python bench/merge_gate.py [--steals 20]
+    .venv/bin/python bench/merge_gate.py [--steals 20] [--seeds 7,18] [--staged]
+
+``--staged`` runs every check with ``--staged`` (the same goals); ``--seeds`` runs only those seeded
+steals.
 """
 
 from __future__ import annotations
@@ -84,10 +87,14 @@ def pull_request(team: Path, root: Path, name: str, edit: object) -> Path:
     return clone
 
 
+STAGED: list[str] = []
+"""``["--staged"]`` when the bench runs every check staged (``--staged``)."""
+
+
 def check(clone: Path) -> tuple[int, int, dict[str, object], float]:
     """(exit code, probes, the --json payload, wall seconds) of ``check --changed`` in ``clone``."""
     started = time.perf_counter()
-    res = skillreach(clone, "check", "--changed", "--skills", "skills", "--in-process", "--json")
+    res = skillreach(clone, "check", "--changed", "--skills", "skills", "--in-process", "--json", *STAGED)
     wall = time.perf_counter() - started
     payload = json.loads(res.stdout) if res.stdout.strip().startswith("{") else {"results": []}
     return res.returncode, probes(clone / ".skillreach" / "check"), payload, wall
@@ -134,7 +141,18 @@ def true_victims(team_base: Path, clone: Path) -> set[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steals", type=int, default=20)
+    parser.add_argument(
+        "--seeds", default="", help="only these seeded steals (comma-separated, e.g. 7,18): nothing else"
+    )
+    parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="every check with --staged (the screen, then the rest when it moves)",
+    )
     args = parser.parse_args()
+    if args.staged:
+        STAGED.append("--staged")
+    only = [int(s) for s in args.seeds.split(",") if s.strip()]
     if not corpora_present():
         print("skipped: ../shared/corpora is not present")
         return 0
@@ -142,11 +160,11 @@ def main() -> int:
         root = Path(tmp)
         team = make_repo(root / "main")
         record_baselines(team)
-        print(f"full study of the set: {FULL} probes\n")
+        print(f"full study of the set: {FULL} probes; checks {'staged' if STAGED else 'fixed'}\n")
         print(f"{'pull request':44} {'probes':>6} {'× full':>7} {'exit':>5} {'wall s':>7}")
         benign: list[float] = []
         benign_ok = True
-        for skill in GATED:
+        for skill in [] if only else GATED:
             md_rel = Path("skills") / skill / "SKILL.md"
 
             def reword(repo: Path, md_rel: Path = md_rel) -> None:
@@ -160,23 +178,27 @@ def main() -> int:
             benign.append(n / FULL)
             benign_ok &= code == 0
             print(f"{'benign rewording of ' + skill:44} {n:6d} {n / FULL:7.2f} {code:5d} {wall:7.1f}")
-        clone = pull_request(
-            team,
-            root,
-            "steal",
-            lambda r: edit_description(r / "skills" / "canvas-design" / "SKILL.md", STEAL_TWO_OF_FIVE),
-        )
-        code, steal_n, _, wall = check(clone)
-        steal_caught = code == 1
-        print(
-            f"{'steal: 2 of 5 from each of two neighbours':44} {steal_n:6d} {steal_n / FULL:7.2f} {code:5d} "
-            f"{wall:7.1f}"
-        )
+        steal_n, steal_caught = FULL, False
+        if only:
+            print("(--seeds: the benign rewordings and the steal are not run)")
+        else:
+            clone = pull_request(
+                team,
+                root,
+                "steal",
+                lambda r: edit_description(r / "skills" / "canvas-design" / "SKILL.md", STEAL_TWO_OF_FIVE),
+            )
+            code, steal_n, _, wall = check(clone)
+            steal_caught = code == 1
+            print(
+                f"{'steal: 2 of 5 from each of two neighbours':44} {steal_n:6d} {steal_n / FULL:7.2f} "
+                f"{code:5d} {wall:7.1f}"
+            )
         skills = sorted(p.name for p in (team / "skills").iterdir() if (p / "SKILL.md").is_file())
         missed: list[str] = []
         seeded_probes: list[float] = []
-        found = total = 0
-        for seed in range(args.steals):
+        found = total = false_alarms = 0
+        for seed in only or range(args.steals):
             rng = random.Random(seed)
             victim = rng.choice(GATED)
             thief = rng.choice([s for s in skills if s != victim])
@@ -199,11 +221,17 @@ def main() -> int:
                 f"{label[:44]:44} {n:6d} {n / FULL:7.2f} {code:5d} {wall:7.1f}   victims {sorted(truth)}, "
                 f"named {sorted(named)}"
             )
-        worst_benign = max(benign)
+            if code != 0 and not truth:  # a failure with no victim: say what failed
+                false_alarms += 1
+                for r in payload.get("results", []):  # type: ignore[union-attr]
+                    if r.get("status") not in ("ok", "n/a", "added"):
+                        print(f"    {r.get('skill')}: {r.get('status')} {r.get('message') or ''}".rstrip())
+        worst_benign = max(benign, default=0.0)
         print()
         print(
-            f"benign: {len(benign)} rewordings, probes {min(benign):.2f}–{worst_benign:.2f} of a full study "
-            f"(mean {sum(benign) / len(benign):.2f}); all passed: {'yes' if benign_ok else 'NO'}; "
+            f"benign: {len(benign)} rewordings, probes {min(benign, default=0.0):.2f}–{worst_benign:.2f} of "
+            f"a full study (mean {sum(benign) / max(1, len(benign)):.2f}); all passed: "
+            f"{'yes' if benign_ok else 'NO'}; "
             f"goal ≤ 0.3: {'met' if worst_benign <= 0.3 and benign_ok else 'NOT met'}"
         )
         print(
@@ -211,9 +239,10 @@ def main() -> int:
             f"goal ≤ 0.6: {'met' if steal_caught and steal_n / FULL <= 0.6 else 'NOT met'}"
         )
         print(
-            f"seeded steals: {args.steals}, victims {total}, named {found} (recall "
+            f"seeded steals: {len(only) or args.steals}, victims {total}, named {found} (recall "
             f"{found / total if total else 1.0:.2f}), probes {min(seeded_probes):.2f}–"
-            f"{max(seeded_probes):.2f} of a full study; missed: {', '.join(missed) or 'none'}"
+            f"{max(seeded_probes):.2f} of a full study; missed: {', '.join(missed) or 'none'}; failed with "
+            f"no victim: {false_alarms}"
         )
         ok = worst_benign <= 0.3 and benign_ok and steal_caught and steal_n / FULL <= 0.6 and not missed
         return 0 if ok else 1

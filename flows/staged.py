@@ -49,6 +49,7 @@ async def staged_check(
     folders: dict[str, str | None],
     gates: dict[str, float],
     looks: int = 4,
+    screen: list[str] | None = None,
 ) -> StagedCheck:
     inputs = await call(assemble_catalog, config)
     await call(check_judge, config, inputs)
@@ -56,7 +57,7 @@ async def staged_check(
     outcomes: dict[str, tuple[BaselineRecord, StagedComparison]] = {}
     spent, batch, ran = plan.spent_usd, 0, 0
     try:
-        stages = await call(plan_stages_of, plan, members, looks)
+        stages = await call(plan_stages_of, plan, members, looks, screen)
         await call(estimate_spend, config, inputs, plan)  # said before anything is spent
         await call(canary, config, inputs)
         for look, pairs in enumerate(stages, 1):
@@ -74,6 +75,7 @@ async def staged_check(
                 looks=looks,
                 look=look,
                 previous=outcomes,
+                screen=screen,
             )
             if all(st.finished for _, st in outcomes.values()):
                 break

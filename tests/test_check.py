@@ -379,6 +379,12 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
     # a new skill has a way through: scored (here it has no case yet), never "missing a baseline"; its
     # neighbours are gated against theirs. pdf, edited, has no baseline at the base revision: not a pass
     # unless --allow-missing
+    # notes, at the base with no case in any query set, is edited: no baseline can ever be recorded for
+    # it, so none is demanded (bench/merge_gate.py seeds 7 and 18 failed on exactly that, with no victim)
+    write_skill(repo / "skills", "notes", "Take meeting notes.")
+    git(repo, "add", "skills/notes")
+    git(repo, "commit", "-q", "-m", "notes skill, no cases yet")
+    write_skill(repo / "skills", "notes", "Take meeting notes and action items.")
     write_skill(repo / "skills", "dns", "Change DNS records.")
     write_skill(repo / "skills", "pdf", "Merge PDF files.", "# pdf\n\nOne more rule.\n")
     args = [
@@ -405,7 +411,11 @@ def test_check_new_skill_without_baseline_and_nothing_changed(
         assert code == expected, captured.err
         status = {r["skill"]: r["status"] for r in payload["results"]}
         assert status.pop("deploy", "ok") == "ok"  # gated when the new skill's description reaches it
-        assert status == {"dns": "new", "pdf": "no baseline"}
+        assert status == {"dns": "new", "pdf": "no baseline", "notes": "no cases"}
+        notes = next(r for r in payload["results"] if r["skill"] == "notes")
+        assert "nothing of its own to gate" in notes["message"]
+        assert any(a.startswith("::notice file=skills/notes/SKILL.md,title=skillreach%3A no cases::")
+                   for a in annotations), annotations
         new = next(r for r in payload["results"] if r["skill"] == "dns")
         assert "nothing to score; add its cases, its baseline is recorded on merge" in new["message"]
         assert any(

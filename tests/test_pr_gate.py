@@ -329,32 +329,39 @@ def test_a_steal_of_two_of_five_from_two_neighbours_fails_pooled_even_lenient(
         "canvas-design takes 4 cases from its neighbours (2 of algorithmic-art's 5, 2 of brand-guidelines' "
         "5; none given back) of 35 pooled: one-sided McNemar mid-p 0.031 — a significant take"
     )
-    for lenient in ("false", "true"):
-        steps, summary = action(clone, tmp_path, scope="all", lenient=lenient)
+    # every skill re-gated (--scope all), lenient; then the default scope (what the change reaches), strict:
+    # both fail on the pooled take, name both victims and advise narrowing the thief, never --lenient
+    for scope, lenient in (("all", "true"), ("affected", "false")):
+        steps, summary = action(clone, tmp_path, scope=scope, lenient=lenient)
         check = steps[CHECK]
         assert check["rc"] == 1, check["out"]
         out = check["stdout"]
-        # each victim alone: two of its five cases lost is inconclusive
-        for victim in ("algorithmic-art", "brand-guidelines"):
+        # each victim alone: two of its five cases lost is inconclusive (the default scope gates each on
+        # the cases the change reaches: two of four, two of three)
+        lost = {"algorithmic-art": "0.600 (lost 2 of 5", "brand-guidelines": "0.600 (lost 2 of 5"}
+        if scope == "affected":
+            lost = {"algorithmic-art": "0.500 (lost 2 of 4", "brand-guidelines": "0.333 (lost 2 of 3"}
+        for victim, figures in lost.items():
+            line = f"{victim}: activation 1.000 → {figures} cases to canvas-design) — inconclusive"
+            assert line in out, out
+        if scope == "all":  # pooled over every other skill's cases
+            assert take in out
+            assert f"**{take}**" in summary
+        else:  # on fewer probes
             assert (
-                f"{victim}: activation 1.000 → 0.600 (lost 2 of 5 cases to canvas-design) — inconclusive"
-                in out
-            ), out
-        assert take in out
+                "canvas-design takes 4 cases from its neighbours (2 of algorithmic-art's 4, 2 of "
+                "brand-guidelines' 3; none given back) of 8 pooled: one-sided McNemar mid-p 0.031 — a "
+                "significant take" in out
+            )
+            assert probes_of(clone) <= 0.6 * FULL_STUDY
         assert (
             "narrow the description in skills/canvas-design/SKILL.md: add 'Not for exhibition, catalogue, "
             "museum — use algorithmic-art.' 'Not for badge, conference, follow — use brand-guidelines.'"
             in out
         )
-        assert f"**{take}**" in summary
         assert "--lenient" not in out  # the advice is to narrow the thief, never to be lenient
         failed = check["stderr"].strip().splitlines()[-1]
         assert "canvas-design" in failed
-    # the default scope (what the change reaches) catches it too, on fewer probes
-    steps, _ = action(clone, tmp_path, lenient="true")
-    assert steps[CHECK]["rc"] == 1, steps[CHECK]["out"]
-    assert "canvas-design takes 4 cases from its neighbours" in steps[CHECK]["stdout"]
-    assert probes_of(clone) <= 0.6 * FULL_STUDY
     # staged, lenient: the take is tested on what the stages probed, and fails all the same
     staged = skillreach(
         clone, "check", "--changed", "--skills", "skills", "--staged", "--lenient", "--in-process", "--json"
@@ -408,8 +415,14 @@ def test_a_broadened_description_fails_on_new_cases_until_the_body_follows(tmp_p
             clone = pull_request(repo, "broaden", broaden, tmp_path / "ci")
             env_keys = {"anthropic_api_key": keys["ANTHROPIC_API_KEY"]}
             os.environ["ANTHROPIC_BASE_URL"] = api.base_url
-            steps, summary = action(clone, tmp_path, **env_keys)
+            # the action's max-cost input beats max_cost_usd in the config file (a cap far too small): the
+            # check runs in full (the other way round is below)
+            (tmp_path / "cap.toml").write_text("max_cost_usd = 0.000001\n", encoding="utf-8")
+            cap = str(tmp_path / "cap.toml")
+            steps, summary = action(clone, tmp_path, config=cap, max_cost="100", **env_keys)
             check = steps[CHECK]
+            assert check["ran"], {k: (v["rc"], v["out"][-800:]) for k, v in steps.items()}
+            assert "--max-cost leaves" not in check["out"], check["out"]
             assert check["rc"] == 1, check["out"]
             out = check["stdout"]
             assert "release-notes: compliance (new cases) breach: Δ -1.000" in out, out
@@ -429,13 +442,8 @@ def test_a_broadened_description_fails_on_new_cases_until_the_body_follows(tmp_p
             assert (cohorts["baseline_cases"]["value"], cohorts["baseline_cases"]["cases"]) == (1.0, 9)
             assert (cohorts["new_cases"]["value"], cohorts["new_cases"]["cases"]) == (0.0, 6)
 
-            # the action's max-cost input beats max_cost_usd in the config file, both ways
-            (tmp_path / "cap.toml").write_text("max_cost_usd = 0.000001\n", encoding="utf-8")
-            steps, _ = action(clone, tmp_path, config=str(tmp_path / "cap.toml"), max_cost="100", **env_keys)
-            assert steps[CHECK]["ran"], {k: (v["rc"], v["out"][-800:]) for k, v in steps.items()}
-            assert "--max-cost leaves" not in steps[CHECK]["out"], steps[CHECK]["out"]
-            assert "release-notes: compliance (new cases) breach" in steps[CHECK]["stdout"]
-            steps, _ = action(clone, tmp_path, config=str(tmp_path / "cap.toml"), **env_keys)
+            # without the input the config file's cap holds; a small input beats a roomy config file
+            steps, _ = action(clone, tmp_path, config=cap, **env_keys)
             assert "--max-cost leaves" in steps[CHECK]["out"], steps[CHECK]["out"]
             (tmp_path / "roomy.toml").write_text("max_cost_usd = 100\n", encoding="utf-8")
             roomy = str(tmp_path / "roomy.toml")
@@ -472,24 +480,32 @@ def test_a_benign_rewording_passes_with_few_probes_and_a_short_log(team: Path, t
     check = steps[CHECK]
     assert check["rc"] == 0, check["out"]
     assert len(check["out"].splitlines()) < 40, check["out"]
-    assert probes_of(clone) <= 0.3 * FULL_STUDY, probes_of(clone)
+    fixed = probes_of(clone)
+    assert fixed <= 0.3 * FULL_STUDY, fixed
     assert summary.startswith("**Yardstick unchanged")
     assert "Every gated metric is ok." in summary
     # --verbose prints every table
     steps, _ = action(clone, tmp_path, verbose="true")
     assert len(steps[CHECK]["out"].splitlines()) > 40
-    # staged, it never fails a skill it did not change
+    # staged, it never fails a skill it did not change, and it stops early: the screen (the cases most at
+    # risk: canvas-design's own, the words did not change so no BM25 ranking moved) was quiet, so the rest
+    # of what the change reaches is never probed
     staged = skillreach(clone, "check", "--changed", "--skills", "skills", "--staged", "--in-process")
     assert staged.returncode == 0, staged.stdout + staged.stderr
-    probed = re.search(r"staged: probed (\d+) of", staged.stdout + staged.stderr)
+    probed = re.search(r"staged: probed (\d+) of (\d+) planned", staged.stdout + staged.stderr)
     assert probed, staged.stdout + staged.stderr
     assert int(probed.group(1)) == probes_of(clone)
+    assert int(probed.group(2)) == fixed  # the plan is the fixed check's
+    assert int(probed.group(1)) < fixed, staged.stdout + staged.stderr
     assert f"({probes_of(clone)} probes, --scope affected)" in staged.stdout + staged.stderr  # counted once
     wide = skillreach(clone, "check", "--changed", "--skills", "skills", "--staged", "--scope", "all",
                       "--in-process")
-    # every skill gated, staged: the seven the rewording did not touch are never failed for want of a look
+    # every skill gated, staged: the seven the rewording did not touch are never failed for want of a look,
+    # and the full study's 48 probes are not all spent
     assert wide.returncode == 0, wide.stdout + wide.stderr
-    assert "8 skills gated on 48 of 48 cases" in wide.stdout + wide.stderr
+    spent = re.search(r"8 skills gated on 48 of 48 cases \((\d+) probes", wide.stdout + wide.stderr)
+    assert spent, wide.stdout + wide.stderr
+    assert int(spent.group(1)) < FULL_STUDY / 2, wide.stdout + wide.stderr
 
 
 # -- the base revision must be there, and a record is only ever its own skill's -------------------------

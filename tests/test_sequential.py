@@ -158,6 +158,93 @@ def test_staged_compare_waits_for_every_metric_and_reports_partial_plans() -> No
     assert partial.looks_taken == 2
 
 
+def test_plan_stages_with_a_screen() -> None:
+    # the screen's cases in looks − 1 stages, the rest in one last stage
+    assert plan_stages(12, 4, screen=5) == [3, 5, 12]
+    assert plan_stages(48, 4, screen=12) == [4, 8, 12, 48]
+    assert plan_stages(12, 4, screen=12) == plan_stages(12, 4)  # a screen of every case is no screen
+    assert plan_stages(12, 1, screen=5) == [12]  # one look: the fixed test
+
+
+SCREEN_IDS = [f"s{i}" for i in range(5)] + [f"r{i:02d}" for i in range(20)]
+"""Five cases at risk (the screen, probed first), then twenty more."""
+
+
+def _screened(diffs: dict[str, float], *, quiet_elsewhere: bool = True, probed_looks: int | None = None):  # type: ignore[no-untyped-def]
+    return staged_compare(
+        {"activation": diffs},
+        {"activation": -0.05},
+        SCREEN_IDS,
+        dict.fromkeys(SCREEN_IDS, 1),
+        planned={"activation": SCREEN_IDS},
+        screen=5,
+        quiet_elsewhere=quiet_elsewhere,
+        probed_looks=probed_looks,
+    )
+
+
+def test_a_quiet_screen_decides_ok_before_the_rest_is_probed() -> None:
+    st = _screened(dict.fromkeys(SCREEN_IDS[:5], 0.0), probed_looks=2)
+    assert st.stages == [3, 5, 25]
+    assert st.screen == 5
+    assert st.screen_moved is False
+    assert st.finished
+    assert st.verdict is Verdict.ok
+    assert (st.looks_taken, st.cases_used, st.probes_used, st.probes_saved) == (2, 5, 5, 20)
+    (m,) = st.metrics
+    assert (m.decided_at, m.looks[-1].decision) == (2, "ok (screen quiet)")
+    assert "the screen was quiet" in st.sentence()
+    # the first look alone (3 of the 5 at risk) decides nothing: the screen is not complete
+    assert not _screened(dict.fromkeys(SCREEN_IDS[:3], 0.0), probed_looks=1).finished
+
+
+def test_a_screen_that_moved_probes_the_rest_and_the_fixed_rule_decides() -> None:
+    # one case of five at risk lost (a steal of one case): the rest is probed, then the fixed rule
+    diffs = dict.fromkeys(SCREEN_IDS, 0.0) | {"s0": -1.0}
+    partial = _screened({k: v for k, v in diffs.items() if k.startswith("s")}, probed_looks=2)
+    assert partial.screen_moved is True
+    assert not partial.finished
+    st = _screened(diffs)
+    assert st.looks_taken == 3
+    assert st.probes_saved == 0
+    assert st.verdict is Verdict.ok  # 1 of 25 lost: Δ −0.04 ≥ the gate, as the fixed gate says
+    # two of five lost: a breach or inconclusive, never ok
+    worse = _screened(dict.fromkeys(SCREEN_IDS, 0.0) | {"s0": -1.0, "s1": -1.0})
+    assert worse.verdict in (Verdict.breach, Verdict.inconclusive)
+    # another skill's screened case moved: this one is not decided by the screen either
+    other = _screened(dict.fromkeys(SCREEN_IDS[:5], 0.0), quiet_elsewhere=False, probed_looks=2)
+    assert other.screen_moved is False
+    assert not other.finished
+
+
+def test_the_screen_is_the_edited_skills_cases_and_the_rankings_the_edit_moved() -> None:
+    from skillreach.baselines.scope import SkillEdit, screen_cases
+    from skillreach.models import Skill
+
+    def skill(name: str, description: str) -> Skill:
+        return Skill(name=name, description=description, path=f"/s/{name}/SKILL.md")
+
+    base = [skill("art", "generative art with p5.js"), skill("poster", "design a poster as a png"),
+            skill("badge", "conference badge designs")]
+    qs = QuerySet(catalog_id="c", queries=(
+        Query(id="p1", text="a poster for the lobby", expected_skill="poster"),
+        Query(id="a1", text="generative art in p5.js", expected_skill="art"),
+        Query(id="b1", text="a conference badge", expected_skill="badge"),
+        Query(id="b2", text="badge printing for a conference", expected_skill="badge"),
+    ))
+    edit = [SkillEdit(name="poster", how="description", base_description="design a poster as a png")]
+    kw = {"skills_base": base, "k": 2}
+    # the same words in another order: no ranking moved, the screen is the skill's own cases
+    same = [skill("poster", "as a png, design a poster"), *base[0::2]]
+    assert screen_cases(qs, edit, skills_now=same, taken_from={}, **kw) == ["p1"]  # type: ignore[arg-type]
+    # what a base record says poster took is at risk too
+    taken = {"art": {"a1": {"poster"}}}
+    assert screen_cases(qs, edit, skills_now=same, taken_from=taken, **kw) == ["a1", "p1"]  # type: ignore[arg-type]
+    # new words that reach the badge cases move their rankings: screened
+    steal = [skill("poster", "design a poster as a png, and conference badge designs"), *base[0::2]]
+    assert screen_cases(qs, edit, skills_now=steal, taken_from={}, **kw) == ["b1", "b2", "p1"]  # type: ignore[arg-type]
+
+
 def _records(drop_cases: int) -> tuple[object, object]:
     """60 positive cases of 3 runs; the new record loses activation on ``drop_cases`` cases."""
     base = {f"q{i:02d}": [1, 1, 1] for i in range(60)}

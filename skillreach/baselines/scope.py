@@ -50,6 +50,7 @@ __all__ = [
     "neighbourhood_cases",
     "neighbours",
     "reachable_cases",
+    "screen_cases",
     "skills_to_gate",
     "within",
 ]
@@ -289,9 +290,7 @@ def neighbourhood_cases(query_set: QuerySet, skills: Iterable[str]) -> QuerySet:
 
 def _top_k(text: str, skills: Sequence[Skill], k: int) -> set[str]:
     """The skills among the top ``k`` BM25 matches of ``text`` (a positive score only)."""
-    from skillreach.skills.bm25 import rank
-
-    return {name for name, score in rank(text, skills)[:k] if score > 0}
+    return set(_top_list(text, skills, k))
 
 
 def reachable_cases(
@@ -336,6 +335,44 @@ def reachable_cases(
         if before:
             out[q.id] = f"{min(before)}'s description at the base reached it"
     return out
+
+
+def _top_list(text: str, skills: Sequence[Skill], k: int) -> tuple[str, ...]:
+    """The top ``k`` BM25 matches of ``text`` in order (a positive score only)."""
+    from skillreach.skills.bm25 import rank
+
+    return tuple(name for name, score in rank(text, skills)[:k] if score > 0)
+
+
+def screen_cases(
+    query_set: QuerySet,
+    edits: Sequence[SkillEdit],
+    *,
+    skills_now: Sequence[Skill],
+    skills_base: Sequence[Skill],
+    taken_from: Mapping[str, Mapping[str, set[str]]],
+    k: int,
+) -> list[str]:
+    """The cases most at risk from a change, which ``check --staged`` probes first (its *screen*,
+    docs/spec/metrics.md "Staged comparison"): the edited skills' own cases, every case a base record says
+    an edited skill took, and every case whose top ``k`` BM25 matches hold an edited skill, new or old,
+    and are not the same list, in the same order, under the new descriptions as under the base's (the
+    edit moved the case's ranking). A rewording that keeps its words moves no ranking: its screen is the
+    skill's own cases and what it took at the base."""
+    edited = {e.name for e in edits}
+    routing = {e.name for e in edits if e.routing}
+    out: list[str] = []
+    for q in query_set.queries:
+        owner = q.expected_skill
+        if owner in edited or (taken_from.get(owner or "", {}) or {}).get(q.id, set()) & routing:
+            out.append(q.id)
+            continue
+        if not routing:
+            continue
+        now, before = _top_list(q.text, skills_now, k), _top_list(q.text, skills_base, k)
+        if now != before and (set(now) | set(before)) & routing:
+            out.append(q.id)
+    return sorted(out)
 
 
 def case_takers(records: Mapping[str, BaselineRecord]) -> dict[str, dict[str, set[str]]]:

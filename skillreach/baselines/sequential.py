@@ -165,13 +165,17 @@ def _t_critical(z: float, df: int) -> float:
 # ---------------------------------------------------------------------------------------- stages
 
 
-def plan_stages(n: int, looks: int = DEFAULT_LOOKS) -> list[int]:
+def plan_stages(n: int, looks: int = DEFAULT_LOOKS, screen: int = 0) -> list[int]:
     """Cumulative case counts at each look: ``looks`` near-equal stages of ``n`` cases (fewer looks
-    when there are too few cases for two per stage)."""
+    when there are too few cases for two per stage). ``screen``: the first ``screen`` cases (the
+    cases most at risk) are split into ``looks`` − 1 near-equal stages and the rest is the last; a
+    screen of none or of every case is no screen."""
     if looks < 1:
         raise ConfigError(f"--looks must be at least 1 (got {looks})")
     if n <= 0:
         return []
+    if 0 < screen < n and looks > 1:
+        return [*plan_stages(screen, looks - 1), n]
     looks = max(1, min(looks, n // 2))
     return sorted({math.ceil(n * (k + 1) / looks) for k in range(looks)})
 
@@ -183,7 +187,7 @@ class Look(_Frozen):
     mean_diff: float
     ci: tuple[float, float]
     critical: float
-    decision: Literal["ok", "breach", "go on", "inconclusive"]
+    decision: Literal["ok", "breach", "go on", "inconclusive", "ok (screen quiet)"]
 
 
 class MetricSequence(_Frozen):
@@ -299,6 +303,10 @@ class StagedComparison(_Frozen):
     probes_planned: int
     stages: list[int]
     """Cumulative case counts at each planned look."""
+    screen: int = 0
+    """Cases of the first look when it is a screen (the cases most at risk, probed first); 0: none."""
+    screen_moved: bool | None = None
+    """Some screened case of this skill moved against it (``None``: no screen, or not probed yet)."""
 
     @property
     def probes_saved(self) -> int:
@@ -308,10 +316,15 @@ class StagedComparison(_Frozen):
         saved = self.probes_saved
         pct = 100.0 * saved / self.probes_planned if self.probes_planned else 0.0
         what = self.verdict.value if self.verdict is not None else "undecided"
+        quiet = (
+            "; the screen was quiet: no case at risk moved"
+            if self.screen and self.looks_taken < self.looks_planned and self.verdict is Verdict.ok
+            else ""
+        )
         return (
             f"staged: {what} at look {self.looks_taken} of {self.looks_planned} "
             f"({self.cases_used} of {self.cases_planned} cases, {self.probes_used} of "
-            f"{self.probes_planned} probes; {saved} probes saved, {pct:.0f} %)"
+            f"{self.probes_planned} probes; {saved} probes saved, {pct:.0f} %{quiet})"
         )
 
 
@@ -333,6 +346,8 @@ def staged_compare(
     probed_looks: int | None = None,
     alpha: float = ALPHA,
     tail: Sequence[str] = (),
+    screen: int = 0,
+    quiet_elsewhere: bool = True,
 ) -> StagedComparison:
     """The staged gate over every metric.
 
@@ -344,8 +359,19 @@ def staged_compare(
     decided ok; at the last look every metric gets the fixed gate's verdict with the last boundary.
     ``tail``: cases outside ``order`` (none of the baseline's), probed with the last stage
     (:func:`stage_pairs`).
+
+    ``screen``: the first ``screen`` cases of ``order`` are the cases most at risk, probed in the
+    looks before the last (:func:`plan_stages`); the rest is the last look. Every look applies the
+    breach boundary; and at the look that completes the screen, when no screened case moved against
+    the skill in any paired metric (activation did not fall, false activation did not rise, compliance
+    and task quality did not fall on any case) and ``quiet_elsewhere`` (no screened case moved against
+    any other skill of the check either), every paired metric still undecided is decided *ok*: a
+    non-binding futility stop, which can turn a would-be breach into an ok but never the reverse, so
+    the false-breach rate stays within α. The unpaired cohorts (new cases) are never decided by it.
     """
-    stages = plan_stages(len(order), looks)
+    stages = plan_stages(len(order), looks, screen)
+    screened = set(order[:screen]) if screen > 0 and screen in stages[:-1] else set()
+    screen_look = stages.index(screen) + 1 if screened else 0
     tail = [c for c in tail if c not in set(order)]
 
     def seen(j: int) -> list[str]:
@@ -358,6 +384,15 @@ def staged_compare(
         for m in gates
     }
     metrics = [m for m in gates if plan[m]]
+    paired = [m for m in metrics if " (" not in m]  # "compliance (new cases)": an unpaired cohort
+    moved: bool | None = None
+    if screened and k_max >= screen_look:
+        moved = any(
+            (d > 0 if m in HIGHER_IS_WORSE else d < 0)
+            for m in paired
+            for c, d in case_diffs.get(m, {}).items()
+            if c in screened
+        )
     states: dict[str, MetricSequence] = {}
     stopped = 0
     for k in range(1, k_max + 1):
@@ -373,6 +408,15 @@ def staged_compare(
             states[m] = sequential_metric(
                 m, float(gates[m]), per_look, planned_cases=len(plan[m]), final=k == len(stages), alpha=alpha
             )
+        if k == screen_look and moved is False and quiet_elsewhere:  # a quiet screen: futility, ok
+            for m in paired:
+                st_m = states[m]
+                if st_m.verdict is not None:
+                    continue
+                quiet_looks = [lk.model_copy(update={"decision": "ok (screen quiet)"}) for lk in st_m.looks]
+                states[m] = st_m.model_copy(
+                    update={"looks": quiet_looks, "verdict": Verdict.ok, "decided_at": k}
+                )
         stopped = k
         verdicts = [states[m].verdict for m in metrics]
         if Verdict.breach in verdicts or all(v is not None for v in verdicts):
@@ -408,6 +452,8 @@ def staged_compare(
         probes_used=sum(probes_per_case.get(c, 0) for c in used),
         probes_planned=sum(probes_per_case.get(c, 0) for c in every),
         stages=stages,
+        screen=len(screened),
+        screen_moved=moved,
     )
 
 
@@ -421,6 +467,8 @@ def staged_from_records(
     probed_looks: int | None = None,
     query_set: QuerySet | None = None,
     order: Sequence[str] | None = None,
+    screen: int = 0,
+    quiet_elsewhere: bool = True,
 ) -> StagedComparison:
     """The staged gate between two records (the comparison's pins are checked by the caller).
 
@@ -435,7 +483,9 @@ def staged_from_records(
     ``new`` may hold only the stages probed so far (``probed_looks``; pass ``query_set`` then); given a
     complete record, this replays the staged design over it: where it would have stopped and what it
     saved. ``order``: the cases in the order the study probes them, when a check group's stages split
-    more than this baseline's cases (default: :func:`stage_order` of the baseline's).
+    more than this baseline's cases (default: :func:`stage_order` of the baseline's). ``screen``,
+    ``quiet_elsewhere``: the first look is the first ``screen`` cases of ``order``, the cases most at
+    risk (:func:`staged_compare`).
     """
     current: dict[str, str | None]
     if query_set is not None:
@@ -477,16 +527,16 @@ def staged_from_records(
     }
     return staged_compare(
         case_diffs, all_gates, order, probes, planned=planned, looks=looks, probed_looks=probed_looks,
-        tail=tail,
+        tail=tail, screen=screen, quiet_elsewhere=quiet_elsewhere,
     )
 
 
 def stage_pairs(
-    pairs: Sequence[tuple[str, int]], order: Sequence[str], looks: int = DEFAULT_LOOKS
+    pairs: Sequence[tuple[str, int]], order: Sequence[str], looks: int = DEFAULT_LOOKS, screen: int = 0
 ) -> list[list[tuple[str, int]]]:
     """A study plan's (query id, attempt) pairs by stage: the cases of ``order`` split as
     :func:`plan_stages` does; cases outside ``order`` (no baseline can pair them) go with the last."""
-    stages = plan_stages(len(order), looks)
+    stages = plan_stages(len(order), looks, screen)
     if not stages:
         return [list(pairs)] if pairs else []
     stage_of = {c: next(k for k, s in enumerate(stages) if i < s) for i, c in enumerate(order)}

@@ -29,6 +29,7 @@ ICON = {
     "breach": "❌",
     "no baseline": "➕",
     "new": "🆕",
+    "no cases": "ℹ️",
     "accepted": "✍️",
     "expired": "⌛",
     "refused": "⛔",

@@ -95,16 +95,21 @@ def staged_check_group(
     console: Any,
     quiet: bool,
     in_process: bool = True,
+    screen: list[str] | None = None,
 ) -> list[tuple[str, dict[str, Any], StagedComparison]]:
     """``check --changed --staged`` for one group of skills sharing a study: per skill its result entry
     (status = the staged verdict, the fixed comparison of what was probed for reference, the staged
-    looks and the probes saved) and its staged result."""
+    looks and the probes saved) and its staged result. ``screen``: the cases most at risk, probed
+    first (:func:`~skillreach.baselines.scope.screen_cases`)."""
     import asyncio
 
-    from skillreach.baselines.gates import compare
+    from skillreach.baselines.gates import Verdict, compare
+    from skillreach.baselines.scope import losses
+    from skillreach.cli._check_output import victim_line
     from skillreach.errors import RefusedError
     from skillreach.flows.staged import staged_check
     from skillreach.reports.gates import print_staged
+    from skillreach.scoring.artifact import read_artifact
     from skillreach.study.grading import GRADED_FILE
 
     out = cfg.out or Path(".skillreach") / "check"
@@ -117,9 +122,20 @@ def staged_check_group(
     # a tracked flow run when a Prefect server answers (and --in-process is off); else the flow's body
     run = staged_check if not in_process and prefect_server_up() is not None else staged_check.fn
     result = asyncio.run(
-        run(cfg, list(members), queries, folders=folders, gates=gates.model_dump(), looks=looks)
+        run(
+            cfg, list(members), queries, folders=folders, gates=gates.model_dump(), looks=looks, screen=screen
+        )
     )
     outcome, probed, planned = result.outcomes, result.probes_run, result.probes_planned
+    read: list[Any] = []
+
+    def outcomes() -> list[Any]:
+        """The probes the stages ran (who took each lost case), read once when a skill did not pass."""
+        if not read:
+            art = out / "artifact.json"
+            read.append(list(read_artifact(art).outcomes) if art.is_file() else [])
+        return list(read[0])
+
     console.print(
         f"staged: probed {probed} of {planned} planned probes ({planned - probed} saved) "
         f"for {', '.join(n for n, _ in members)}"
@@ -130,11 +146,19 @@ def staged_check_group(
         try:
             cmp = compare(rec, new, gates, strict)
         except RefusedError as exc:
+            if st.verdict is Verdict.ok and st.screen and not any(
+                o.role == "positive" for o in new.per_case.values()
+            ):  # decided by a quiet screen before any case of its own was probed: nothing to compare
+                msg = f"ok: none of its cases at risk; the screen ({st.screen} cases at risk) was quiet"
+                entries.append((name, {"skill": name, "status": "ok", "message": msg,
+                                       "staged": staged_payload(st)}, st))
+                continue
             entries.append((name, {"skill": name, "status": "refused", "message": exc.message}, st))
             continue
         if not quiet:
             print_staged(st, console, name)
         status = st.verdict.value if st.verdict is not None else "inconclusive"
+        victim = victim_line(name, cmp, losses(rec, new, outcomes())) if status != "ok" else None
         entries.append(
             (
                 name,
@@ -143,7 +167,8 @@ def staged_check_group(
                     "status": status,
                     "comparison": cmp.model_dump(mode="json"),
                     "staged": staged_payload(st),
-                },
+                }
+                | ({"victim": victim} if victim else {}),
                 st,
             )
         )

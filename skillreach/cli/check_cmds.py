@@ -319,6 +319,16 @@ def check_cmd(  # noqa: PLR0917 - a typer command
     rebaseline_hint = f"skillreach baseline rebaseline --rev {rev[:12]} --commit"
     for name in sorted(e.name for e in edits if e.how in ("description", "body") and e.name not in records
                        and e.name not in agreed):
+        if not any(q.expected_skill == name for qs_ in sets.values() for q in qs_.queries):
+            # no case of its own anywhere: no baseline can ever be recorded, so none is demanded (its
+            # neighbours are gated and what it takes from them is tested, as for an added skill)
+            results.append({"skill": name, "status": "no cases", "message": (
+                f"edited, with no case in {', '.join(sets) or 'any query set'}: nothing of its own to gate "
+                "(its neighbours are gated against their baselines and what it takes from them is tested); "
+                "add its cases and record its baseline to gate it")})
+            lines.append(annotate("notice", changes.skill_files.get(name), "skillreach: no cases",
+                                  results[-1]["message"]))
+            continue
         level = "warning" if allow_missing else "error"
         msg = (
             f"no baseline for {name} at {rev[:12]}"
@@ -543,10 +553,13 @@ def _check_group(
     if ctx.staged and g.members:
         from skillreach.cli._staged import staged_annotations, staged_check_group
 
+        screen = _screen(probe_set, ctx)
+        ctx.say(f"staged: the screen probes first the {len(screen)} cases most at risk; the rest only when "
+                "one of them moves")
         for name, entry, st in staged_check_group(
             cfg, g.members, qpath, ctx.gates, looks=ctx.looks, strict=ctx.strict,
             folder_of=lambda n: _find_skill_folder(n, ctx.dirs), console=ctx.console,
-            quiet=ctx.as_json or not ctx.verbose, in_process=ctx.in_process,
+            quiet=ctx.as_json or not ctx.verbose, in_process=ctx.in_process, screen=screen,
         ):
             results.append(entry)
             for level, title, msg in staged_annotations(name, st, strict=ctx.strict):
@@ -603,6 +616,17 @@ def _check_group(
     _takes(art, probe_set, ctx, results, lines)
     _gate_report(out, art, comparisons)
     return len(art.outcomes), len(probed), len(qs.queries)
+
+
+def _screen(probe_set: Any, ctx: _Ctx) -> list[str]:
+    """The probed cases most at risk from the change (:func:`~skillreach.baselines.scope.screen_cases`)."""
+    from skillreach.baselines.scope import case_takers, screen_cases
+    from skillreach.cli._check_plan import base_catalog
+
+    return screen_cases(
+        probe_set, ctx.edits, skills_now=ctx.found, skills_base=base_catalog(ctx.found, ctx.edits),
+        taken_from=case_takers(ctx.records), k=ctx.rivals_k,
+    )
 
 
 def _score_added(

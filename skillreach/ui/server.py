@@ -76,9 +76,10 @@ def _warm_up(ctx: Any) -> None:
     """Load what the heavier pages compute with (the diff's statistics: ``scipy.stats``, 1–2 s to import)
     and read the skills table once (the database's connections and pages, git's), at start, off the
     pages' path, so a person's first page does not wait for them."""
+    import scipy.stats  # noqa: F401 - imported for its modules
+
     from skillreach.author.diff import diff_arms  # noqa: F401 - imported for its modules
     from skillreach.reports.diff import render_diff_html  # noqa: F401
-    import scipy.stats  # noqa: F401 - imported for its modules
     from skillreach.ui.skill_pages import skill_rows
 
     try:

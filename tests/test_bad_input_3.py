@@ -36,7 +36,12 @@ Classes (the counts are asserted at the end of the table):
   ``run``, ``alerts list``, ``gc``, ``db copy``: one line saying so and what to do, the store untouched;
 - ``prefect-api``: ``PREFECT_API_URL`` unreadable, garbage, a port nothing listens on, and servers that
   answer 50 MB, JSON of the wrong shape, health alone, a drip, nothing, not HTTP: ``run`` falls back
-  in-process (the docs' promise) or says one line, ``status`` says what it could not read; no hang.
+  in-process (the docs' promise) or says one line, ``status`` says what it could not read; no hang;
+- ``probe-logs``: a log mixing two models without one snapshot, two snapshots, runtimes or study
+  fingerprints, a model that is not a string, ``turns`` negative, fractional, text, boolean, absurd:
+  ``score`` names the file, the line and the field, writes no artifact; two aliases of one snapshot are
+  scored with a warning; a log over 48 MB (the columnar reader) gives the same lines
+  (``test_a_large_log_…``).
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from typing import Any
 
 import pytest
 
+from skillreach.example import EXAMPLE_QUERIES
 from tests.helpers.hostile_http import MODES, HostileServer
 from tests.helpers.live_lines import (
     cc_prompt,
@@ -985,6 +991,109 @@ def _prefect_api(root: Path, add: Callable[[Case], None]) -> None:
         )
 
 
+def _probe_rows(n: int | None = None, **each: Any) -> list[dict[str, Any]]:
+    """Lines of a probe log of the bundled example's queries (the first ``n``), each with ``each``."""
+    queries = json.loads(EXAMPLE_QUERIES.read_text(encoding="utf-8"))["queries"][:n]
+    return [
+        {
+            "query_id": q["id"],
+            "attempt": 1,
+            "invoked": [q["expected_skill"]] if q.get("expected_skill") else [],
+            "runtime": "keyword",
+            **each,
+        }
+        for q in queries
+    ]
+
+
+def _log(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
+    return path
+
+
+def _edited(rows: list[dict[str, Any]], at: int, **fields: Any) -> list[dict[str, Any]]:
+    """``rows`` with line ``at`` (1-based) and every line after it given ``fields``."""
+    return [{**r, **fields} if i + 1 >= at else r for i, r in enumerate(rows)]
+
+
+def _no_artifact(folder: Path) -> Callable[[Path, Result], None]:
+    def check(root: Path, res: Result) -> None:
+        assert not (folder / "artifact.json").exists(), f"{folder}: an artifact of a refused log"
+
+    return check
+
+
+def _probe_logs(root: Path, add: Callable[[Case], None]) -> None:
+    """A probe log mixing models, snapshots, runtimes or studies, or with impossible ``turns``: ``score``
+    refuses it in one line naming the file, the line where it goes wrong and the field."""
+    p = root / "probe-logs"
+    base = _probe_rows(model="m-a", fingerprint="sha256:" + "a" * 64)
+    bad: list[tuple[str, list[dict[str, Any]], tuple[str, ...]]] = [
+        (
+            "two-models",
+            _edited(base, 6, model="m-b"),
+            (":6:", "'model'", "'m-b'", "line 1", "--out per model"),
+        ),
+        (
+            "two-models-no-fingerprint",
+            _edited(_probe_rows(model="m-a"), 40, model="m-b"),
+            (":40:", "'model'", "'m-a'", "score one"),
+        ),
+        (
+            "a-model-from-line-three",
+            _edited(_probe_rows(), 3, model="m-a")[:9] + _edited(_probe_rows(), 1, model="m-b")[9:],
+            (":10:", "'model'", "'m-b'", "line 3"),
+        ),
+        (
+            "two-snapshots",
+            _edited(_probe_rows(model="m", resolved_model="m-1"), 8, resolved_model="m-2"),
+            (":8:", "'resolved_model'", "'m-2'", "line 1", "snapshot"),
+        ),
+        (
+            "two-models-two-snapshots",
+            _edited(
+                _probe_rows(model="m-a", resolved_model="m-a-1"), 12, model="m-b", resolved_model="m-b-1"
+            ),
+            (":12:", "'resolved_model'", "'m-b-1'"),
+        ),
+        ("two-runtimes", _edited(base, 4, runtime="claude-code"), (":4:", "'runtime'", "'claude-code'")),
+        ("two-fingerprints", _edited(base, 10, fingerprint="sha256:" + "b" * 64), (":10:", "'fingerprint'")),
+        ("model-not-a-string", _edited(base, 7, model=5), (":7:", "'model'", "must be a string")),
+        ("turns-negative", _edited(base, 5, turns=-3)[:6] + base[6:], (":5:", "'turns'", "-3")),
+        ("turns-fraction", _edited(base, 5, turns=2.5)[:5] + base[5:], (":5:", "'turns'", "2.5")),
+        ("turns-text", _edited(base, 5, turns="3")[:5] + base[5:], (":5:", "'turns'", "'3'")),
+        ("turns-true", _edited(base, 5, turns=True)[:5] + base[5:], (":5:", "'turns'", "True")),
+        ("turns-absurd", _edited(base, 5, turns=10**12)[:5] + base[5:], (":5:", "'turns'", "1,000,000")),
+        ("turns-past-int64", _edited(base, 5, turns=2**70)[:5] + base[5:], (":5:", "'turns'")),
+    ]
+    for name, rows, needles in bad:
+        log = _log(p / f"{name}.jsonl", rows)
+        add(
+            Case(
+                "probe-logs",
+                f"score-{name}",
+                ("score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", f"{p / name}/"),
+                2,
+                (f"{name}.jsonl", *needles),
+                check=_no_artifact(p / name),
+            )
+        )
+    # two names of one snapshot (an alias and its full name share a study's fingerprint and folder):
+    # one model measured, scored with a warning
+    aliases = _edited(_probe_rows(model="sonnet", resolved_model="sonnet-1"), 30, model="sonnet-latest")
+    log = _log(p / "aliases.jsonl", aliases)
+    add(
+        Case(
+            "probe-logs",
+            "score-two-aliases-of-one-snapshot",
+            ("score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", f"{p / 'aliases'}/"),
+            0,
+            ("2 different models",),
+        )
+    )
+
+
 def build_world(root: Path) -> list[Case]:
     cases: list[Case] = []
     for part in (
@@ -998,6 +1107,7 @@ def build_world(root: Path) -> list[Case]:
         _durations,
         _schema,
         _prefect_api,
+        _probe_logs,
     ):
         part(root, cases.append)
     return cases
@@ -1151,6 +1261,7 @@ MINIMUM = {
     "durations": 16,
     "schema": 9,
     "prefect-api": 22,
+    "probe-logs": 15,
 }
 
 

@@ -1471,3 +1471,34 @@ def test_postgres_store_of_a_newer_schema_is_refused_untouched(tmp_path: Path, p
             assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0999"]
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("flaw", ["turns", "model"])
+def test_a_large_log_is_checked_like_a_small_one(tmp_path: Path, flaw: str) -> None:
+    """A log over 48 MB is read by the columnar reader first: it refuses what the line reader refuses,
+    with the same line. Built cheaply: 781 lines, each padded to 64 KB by a field no reader keeps."""
+    from skillreach.scoring.table import _COLUMNAR_MIN, read_columns
+
+    pad = "x" * 65_000
+    rows = [{**r, "attempt": a, "pad": pad} for a in range(1, 12) for r in _probe_rows(model="m-a")]
+    at = len(rows) - 11  # far in: line 770 of 781
+    if flaw == "turns":
+        rows[at - 1] = {**rows[at - 1], "turns": -1}
+        needles = (f"big.jsonl:{at}:", "'turns'", "-1")
+    else:
+        rows = _edited(rows, at, model="m-b")
+        needles = (f"big.jsonl:{at}:", "'model'", "'m-b'", "line 1", "--out per model")
+    log = _log(tmp_path / "big.jsonl", rows)
+    data = log.read_bytes()
+    assert len(data) > _COLUMNAR_MIN
+    table = read_columns(data, source="big.jsonl")
+    if flaw == "turns":
+        assert table is None  # the columnar reader refuses the line; the line reader names it
+    elif table is not None:  # None: pyarrow (the `fast` extra) is not installed
+        assert table.first_lines[("model", "m-b")] == at
+    res = _cli(tmp_path, "score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", "art/")
+    _ok(res, 2)
+    (line,) = _error_lines(res.stderr)
+    for needle in needles:
+        assert needle in line, line
+    assert not (tmp_path / "cwd" / "art" / "artifact.json").exists()

@@ -1502,3 +1502,21 @@ def test_a_large_log_is_checked_like_a_small_one(tmp_path: Path, flaw: str) -> N
     for needle in needles:
         assert needle in line, line
     assert not (tmp_path / "cwd" / "art" / "artifact.json").exists()
+
+
+def test_run_over_a_log_naming_two_models_refuses_before_probing(tmp_path: Path) -> None:
+    """``run`` reads its folder's probe log too: a line of another model under the study's fingerprint
+    (an edited log) is refused naming the file, the line and the field, before anything is probed."""
+    _ok(_cli(tmp_path, "run", "--runtime", "keyword", "--model", "m-a", "--out", "st"))
+    log = tmp_path / "cwd" / "st" / "probes.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = lines[4].replace('"model":"m-a"', '"model":"m-z"')
+    assert '"m-z"' in lines[4]
+    log.write_text("".join(lines[:40]), encoding="utf-8")  # 31 probes still to run
+    before = log.read_bytes()
+    res = _cli(tmp_path, "run", "--runtime", "keyword", "--model", "m-a", "--out", "st")
+    _ok(res, 2)
+    (line,) = _error_lines(res.stderr)
+    for needle in ("probes.jsonl:5:", "'model'", "'m-z'", "line 1", "'m-a'", "--out"):
+        assert needle in line, line
+    assert log.read_bytes() == before, "probed (and paid) before refusing"

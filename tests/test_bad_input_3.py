@@ -51,9 +51,7 @@ import os
 import socket
 import sqlite3
 import stat
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +63,7 @@ from typing import Any
 import pytest
 
 from skillreach.example import EXAMPLE_QUERIES
+from tests.helpers import hang
 from tests.helpers.hostile_http import MODES, HostileServer
 from tests.helpers.live_lines import (
     cc_prompt,
@@ -79,7 +78,8 @@ from tests.helpers.live_lines import (
 
 EXE = Path(sys.executable).with_name("skillreach")
 LIMIT_S = 90.0
-"""No case takes more than a few seconds; a hang never ends: the limit tells them apart under load."""
+"""No case takes more than a few seconds; a hang never ends. Judged by progress (:mod:`tests.helpers.hang`):
+a case is hung past this many CPU seconds, or this many seconds without CPU or output."""
 WORKERS = 3
 AT = datetime(2026, 11, 3, 12, tzinfo=UTC)
 RECENT = (datetime.now(UTC) - timedelta(days=2)).replace(microsecond=0)
@@ -124,6 +124,9 @@ class Result:
     stderr: str
     seconds: float
     hung: bool = False
+    why: str = ""
+    """Why it was judged hung (``spinning``, ``blocked``, ``wall``: :mod:`tests.helpers.hang`)."""
+    cpu_s: float = 0.0
 
 
 W = "{w}"
@@ -1134,26 +1137,12 @@ def _env(root: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def _run(case: Case, root: Path, servers: dict[str, str]) -> Result:
+    """The case's command, judged hung by its progress (:mod:`tests.helpers.hang`: ``limit_s`` of CPU,
+    or of wall time without CPU or output), not by a wall limit a loaded machine would trip."""
     args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
     env = {k: (servers[v[9:-1]] if v.startswith("{hostile:") else v) for k, v in case.env.items()}
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        args,
-        cwd=root / "cwd",
-        env=_env(root, env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="surrogateescape",
-    )
-    try:
-        out, err = proc.communicate(timeout=case.limit_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return Result(None, out, err, time.monotonic() - start, hung=True)
-    return Result(proc.returncode, out, err, time.monotonic() - start)
+    res = hang.run(args, limit_s=case.limit_s, cwd=root / "cwd", env=_env(root, env))
+    return Result(res.code, res.stdout, res.stderr, res.seconds, hung=res.hung, why=res.why, cpu_s=res.cpu_s)
 
 
 def _index() -> list[tuple[str, str]]:
@@ -1230,7 +1219,10 @@ def _check(root: Path, case: Case, res: Result) -> None:
         f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]!r}\n"
         f"--- stderr\n{res.stderr[-2000:]!r}"
     )
-    assert not res.hung, f"{name}: no answer within {case.limit_s:.0f} s (a hang)\n{shown}"
+    assert not res.hung, (
+        f"{name}: a hang ({res.why}: {res.cpu_s:.1f} s CPU in {res.seconds:.1f} s, limit "
+        f"{case.limit_s:.0f} s of CPU or of no progress)\n{shown}"
+    )
     assert "Traceback" not in res.stdout + res.stderr, shown
     codes = case.code if isinstance(case.code, tuple) else (case.code,)
     assert res.code in codes, shown
@@ -1284,7 +1276,7 @@ def _cli(root: Path, *args: str, env: dict[str, str] | None = None, limit_s: flo
 
 def _ok(res: Result, code: int = 0) -> str:
     shown = f"exit {res.code} in {res.seconds:.1f} s\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    assert not res.hung, f"a hang\n{shown}"
+    assert not res.hung, f"a hang ({res.why}, {res.cpu_s:.1f} s CPU)\n{shown}"
     assert "Traceback" not in res.stdout + res.stderr, shown
     assert res.code == code, shown
     for ch in UNSAFE:

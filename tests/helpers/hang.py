@@ -68,8 +68,47 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return ppid, (utime + stime + cutime + cstime) / _TICK
 
 
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` from ``/proc/<pid>/task/*/children`` (no scan of every process); ``None``
+    when the kernel does not keep that file (then :func:`tree_cpu_s` scans ``/proc``)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []  # gone
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            found.extend(int(x) for x in Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return None
+        except OSError:
+            continue
+    return found
+
+
 def tree_cpu_s(pid: int) -> float:
-    """CPU seconds of ``pid`` and its live descendants (reaped ones count in their parent's)."""
+    """CPU seconds of ``pid`` and its live descendants (reaped ones count in their parent's). Walks the
+    tree down from ``pid`` (≈ 0.2 ms), or scans every process where the kernel keeps no child lists."""
+    total, todo, seen = 0.0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        kids = _children(p)
+        if kids is None:
+            return _scan_cpu_s(pid)
+        got = _stat(p)
+        if got is not None:
+            total += got[1]
+        todo.extend(kids)
+    return total
+
+
+def _scan_cpu_s(pid: int) -> float:
+    """:func:`tree_cpu_s` by a scan of every process's parent."""
     parents: dict[int, list[int]] = {}
     cpu: dict[int, float] = {}
     for entry in os.scandir("/proc"):

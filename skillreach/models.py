@@ -65,6 +65,9 @@ longer line — a sparse or binary file with no newline — is refused, naming i
 """The most one probe may have cost: a record that says more (or less than 0, or NaN, or infinity) is
 refused where a probe log is read, with its file and line."""
 ProbeCost = Annotated[float, StrictNumber, Field(ge=0, le=MAX_PROBE_COST_USD, allow_inf_nan=False)]
+MAX_TURNS = 1_000_000
+"""The most model turns one probe may record (each is a paid request): a record that says more, or less
+than 0, or not an integer, is refused where a probe log is read, with its file and line."""
 
 
 def canonical_json(data: Any) -> bytes:
@@ -347,7 +350,7 @@ class ProbeRecord(Frozen):
     attempt: Annotated[int, StrictNumber, Field(ge=1)] = 1
     invoked: tuple[str, ...] = ()
     error: str | None = None
-    turns: Count = 0
+    turns: Annotated[int, StrictNumber, Field(ge=0, le=MAX_TURNS)] = 0
     early_exit: bool = False
     runtime: str = ""
     runtime_version: str | None = None

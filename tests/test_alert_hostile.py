@@ -22,6 +22,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.service.alerts import breach_payload, send_alert, slack_message
+from tests.helpers import hang
 from tests.helpers.webhooks import WebhookSink
 
 SKILLREACH = str(Path(sys.executable).with_name("skillreach"))
@@ -158,8 +159,7 @@ def test_every_spelling_of_the_metadata_address_is_refused_in_one_line(
 def test_one_spelling_through_the_installed_command(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
            "SKILLREACH_ALERT_WEBHOOKS": json.dumps(["http://169.254.43518/T0/HOOKSECRET"])}
-    done = subprocess.run([SKILLREACH, "alerts", "list"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = hang.finish([SKILLREACH, "alerts", "list"], limit_s=120, cwd=tmp_path, env=env)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
@@ -195,8 +195,7 @@ def test_the_address_a_name_resolves_to_is_checked_and_is_the_one_connected_to(t
                 f"http://two-faced.example:{port}/hook/HOOKSECRET", f"http://hooks.team.example:{port}/hook/OK"]
         script = (f"mount --bind {hosts} /etc/hosts && "
                   f"exec {sys.executable} -c '{HOSTS_PROBE}' '{json.dumps(urls)}'")
-        done = subprocess.run([unshare, "-rm", "sh", "-c", script], capture_output=True, text=True,
-                              timeout=120, check=False)
+        done = hang.finish([unshare, "-rm", "sh", "-c", script], limit_s=120)
         if done.returncode != 0 and "mount" in done.stderr + done.stdout and not done.stdout.strip():
             pytest.skip(f"no private mount namespace here: {done.stderr.strip()[-200:]}")
         assert done.returncode == 0, done.stderr[-2000:]
@@ -237,14 +236,17 @@ def test_chat_markup_in_names_and_texts_reaches_slack_as_text() -> None:
 @pytest.mark.parametrize("key", ["", "   ", "\t"])
 def test_an_empty_mute_key_is_refused_in_one_line(key: str, tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run([SKILLREACH, "alerts", "mute", key, "--for", "7d"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = hang.finish(
+        [SKILLREACH, "alerts", "mute", key, "--for", "7d"],
+        limit_s=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 2
     assert done.stderr.startswith("skillreach: error: alerts mute: the key is empty; give an alert key")
     assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
-    listed = subprocess.run([SKILLREACH, "alerts", "list"], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=120, check=False)
+    listed = hang.finish([SKILLREACH, "alerts", "list"], limit_s=120, cwd=tmp_path, env=env)
     assert "muted" not in listed.stdout  # nothing muted
 
 

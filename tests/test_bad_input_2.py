@@ -1548,20 +1548,15 @@ def test_a_store_under_a_file_size_limit_ends_in_one_line_with_the_probes_kept(t
 
     (tmp_path / "cwd").mkdir()
     out = tmp_path / "study"
-    start = time.monotonic()
-    proc = subprocess.run(
+    proc = hang.finish(
         [str(EXE), "run", "--attempts", "20", "--out", str(out)],
+        limit_s=90,
         cwd=tmp_path / "cwd",
         env=_env(tmp_path, {}),
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=90,
         preexec_fn=limit,  # one setrlimit in the child before exec
-        check=False,
     )
-    took = time.monotonic() - start
-    shown = f"exit {proc.returncode} in {took:.1f} s\n{proc.stderr[-3000:]}"
+    took = proc.seconds
+    shown = f"exit {proc.returncode} in {took:.1f} s ({proc.cpu_s:.1f} s CPU)\n{proc.stderr[-3000:]}"
     assert proc.returncode == 2, shown
     assert "Traceback" not in proc.stdout + proc.stderr, shown
     errors = _error_lines(proc.stderr)
@@ -1583,13 +1578,8 @@ def _can_mount_tmpfs() -> bool:
 
     if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
         return False
-    probe = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    return probe.returncode == 0
+    probe = hang.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"], limit_s=30)
+    return probe.code == 0
 
 
 def test_a_disk_that_fills_under_the_probe_log_ends_in_one_line_and_resumes(tmp_path: Path) -> None:
@@ -1616,17 +1606,8 @@ mount -o remount,size=8m {disk} || exit 91
 echo $? > {tmp_path}/run2.code
 cp {study}/probes.jsonl {tmp_path}/final.jsonl
 """
-    start = time.monotonic()
-    proc = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", script],
-        cwd=tmp_path / "cwd",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    took = time.monotonic() - start
+    proc = hang.finish(["unshare", "-rm", "sh", "-c", script], limit_s=240, cwd=tmp_path / "cwd", env=env)
+    took = proc.seconds
     assert proc.returncode == 0, proc.stderr
     err1 = (tmp_path / "run1.err").read_text(errors="replace")
     shown = f"{took:.1f} s\n--- run 1 stderr\n{err1[-3000:]}"
@@ -1658,7 +1639,6 @@ cp {study}/probes.jsonl {tmp_path}/final.jsonl
     probed, resumed = map(int, counts.groups())
     assert resumed == len(complete), shown2
     assert probed + resumed == len(final), shown2
-    assert took < 200, shown
 
 
 # ------------------------------------------------- PostgreSQL: a read behind another connection's lock
@@ -1698,18 +1678,13 @@ def test_a_postgres_statement_behind_a_lock_ends_at_the_statement_timeout(tmp_pa
                 tmp_path,
                 {"SKILLREACH_DATABASE_URL": url, "SKILLREACH_DATABASE_STATEMENT_TIMEOUT_S": "2"},
             )
-            start = time.monotonic()
-            proc = subprocess.run(
+            proc = hang.finish(
                 [str(EXE), "run", "--out", str(tmp_path / "study")],
+                limit_s=200,
                 cwd=tmp_path / "cwd",
                 env=env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=200,
-                check=False,
             )
-            took = time.monotonic() - start
+            took = proc.seconds
             holder.rollback()
     finally:
         holder_engine.dispose()

@@ -36,7 +36,12 @@ Classes (the counts are asserted at the end of the table):
   ``run``, ``alerts list``, ``gc``, ``db copy``: one line saying so and what to do, the store untouched;
 - ``prefect-api``: ``PREFECT_API_URL`` unreadable, garbage, a port nothing listens on, and servers that
   answer 50 MB, JSON of the wrong shape, health alone, a drip, nothing, not HTTP: ``run`` falls back
-  in-process (the docs' promise) or says one line, ``status`` says what it could not read; no hang.
+  in-process (the docs' promise) or says one line, ``status`` says what it could not read; no hang;
+- ``probe-logs``: a log mixing two models without one snapshot, two snapshots, runtimes or study
+  fingerprints, a model that is not a string, ``turns`` negative, fractional, text, boolean, absurd:
+  ``score`` names the file, the line and the field, writes no artifact; two aliases of one snapshot are
+  scored with a warning; a log over 48 MB (the columnar reader) gives the same lines
+  (``test_a_large_log_…``).
 """
 
 from __future__ import annotations
@@ -46,9 +51,7 @@ import os
 import socket
 import sqlite3
 import stat
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +62,8 @@ from typing import Any
 
 import pytest
 
+from skillreach.example import EXAMPLE_QUERIES
+from tests.helpers import hang
 from tests.helpers.hostile_http import MODES, HostileServer
 from tests.helpers.live_lines import (
     cc_prompt,
@@ -73,7 +78,8 @@ from tests.helpers.live_lines import (
 
 EXE = Path(sys.executable).with_name("skillreach")
 LIMIT_S = 90.0
-"""No case takes more than a few seconds; a hang never ends: the limit tells them apart under load."""
+"""No case takes more than a few seconds; a hang never ends. Judged by progress (:mod:`tests.helpers.hang`):
+a case is hung past this many CPU seconds, or this many seconds without CPU or output."""
 WORKERS = 3
 AT = datetime(2026, 11, 3, 12, tzinfo=UTC)
 RECENT = (datetime.now(UTC) - timedelta(days=2)).replace(microsecond=0)
@@ -118,6 +124,9 @@ class Result:
     stderr: str
     seconds: float
     hung: bool = False
+    why: str = ""
+    """Why it was judged hung (``spinning``, ``blocked``, ``wall``: :mod:`tests.helpers.hang`)."""
+    cpu_s: float = 0.0
 
 
 W = "{w}"
@@ -985,6 +994,109 @@ def _prefect_api(root: Path, add: Callable[[Case], None]) -> None:
         )
 
 
+def _probe_rows(n: int | None = None, **each: Any) -> list[dict[str, Any]]:
+    """Lines of a probe log of the bundled example's queries (the first ``n``), each with ``each``."""
+    queries = json.loads(EXAMPLE_QUERIES.read_text(encoding="utf-8"))["queries"][:n]
+    return [
+        {
+            "query_id": q["id"],
+            "attempt": 1,
+            "invoked": [q["expected_skill"]] if q.get("expected_skill") else [],
+            "runtime": "keyword",
+            **each,
+        }
+        for q in queries
+    ]
+
+
+def _log(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
+    return path
+
+
+def _edited(rows: list[dict[str, Any]], at: int, **fields: Any) -> list[dict[str, Any]]:
+    """``rows`` with line ``at`` (1-based) and every line after it given ``fields``."""
+    return [{**r, **fields} if i + 1 >= at else r for i, r in enumerate(rows)]
+
+
+def _no_artifact(folder: Path) -> Callable[[Path, Result], None]:
+    def check(root: Path, res: Result) -> None:
+        assert not (folder / "artifact.json").exists(), f"{folder}: an artifact of a refused log"
+
+    return check
+
+
+def _probe_logs(root: Path, add: Callable[[Case], None]) -> None:
+    """A probe log mixing models, snapshots, runtimes or studies, or with impossible ``turns``: ``score``
+    refuses it in one line naming the file, the line where it goes wrong and the field."""
+    p = root / "probe-logs"
+    base = _probe_rows(model="m-a", fingerprint="sha256:" + "a" * 64)
+    bad: list[tuple[str, list[dict[str, Any]], tuple[str, ...]]] = [
+        (
+            "two-models",
+            _edited(base, 6, model="m-b"),
+            (":6:", "'model'", "'m-b'", "line 1", "--out per model"),
+        ),
+        (
+            "two-models-no-fingerprint",
+            _edited(_probe_rows(model="m-a"), 40, model="m-b"),
+            (":40:", "'model'", "'m-a'", "score one"),
+        ),
+        (
+            "a-model-from-line-three",
+            _edited(_probe_rows(), 3, model="m-a")[:9] + _edited(_probe_rows(), 1, model="m-b")[9:],
+            (":10:", "'model'", "'m-b'", "line 3"),
+        ),
+        (
+            "two-snapshots",
+            _edited(_probe_rows(model="m", resolved_model="m-1"), 8, resolved_model="m-2"),
+            (":8:", "'resolved_model'", "'m-2'", "line 1", "snapshot"),
+        ),
+        (
+            "two-models-two-snapshots",
+            _edited(
+                _probe_rows(model="m-a", resolved_model="m-a-1"), 12, model="m-b", resolved_model="m-b-1"
+            ),
+            (":12:", "'resolved_model'", "'m-b-1'"),
+        ),
+        ("two-runtimes", _edited(base, 4, runtime="claude-code"), (":4:", "'runtime'", "'claude-code'")),
+        ("two-fingerprints", _edited(base, 10, fingerprint="sha256:" + "b" * 64), (":10:", "'fingerprint'")),
+        ("model-not-a-string", _edited(base, 7, model=5), (":7:", "'model'", "must be a string")),
+        ("turns-negative", _edited(base, 5, turns=-3)[:6] + base[6:], (":5:", "'turns'", "-3")),
+        ("turns-fraction", _edited(base, 5, turns=2.5)[:5] + base[5:], (":5:", "'turns'", "2.5")),
+        ("turns-text", _edited(base, 5, turns="3")[:5] + base[5:], (":5:", "'turns'", "'3'")),
+        ("turns-true", _edited(base, 5, turns=True)[:5] + base[5:], (":5:", "'turns'", "True")),
+        ("turns-absurd", _edited(base, 5, turns=10**12)[:5] + base[5:], (":5:", "'turns'", "1,000,000")),
+        ("turns-past-int64", _edited(base, 5, turns=2**70)[:5] + base[5:], (":5:", "'turns'")),
+    ]
+    for name, rows, needles in bad:
+        log = _log(p / f"{name}.jsonl", rows)
+        add(
+            Case(
+                "probe-logs",
+                f"score-{name}",
+                ("score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", f"{p / name}/"),
+                2,
+                (f"{name}.jsonl", *needles),
+                check=_no_artifact(p / name),
+            )
+        )
+    # two names of one snapshot (an alias and its full name share a study's fingerprint and folder):
+    # one model measured, scored with a warning
+    aliases = _edited(_probe_rows(model="sonnet", resolved_model="sonnet-1"), 30, model="sonnet-latest")
+    log = _log(p / "aliases.jsonl", aliases)
+    add(
+        Case(
+            "probe-logs",
+            "score-two-aliases-of-one-snapshot",
+            ("score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", f"{p / 'aliases'}/"),
+            0,
+            ("2 different models",),
+        )
+    )
+
+
 def build_world(root: Path) -> list[Case]:
     cases: list[Case] = []
     for part in (
@@ -998,6 +1110,7 @@ def build_world(root: Path) -> list[Case]:
         _durations,
         _schema,
         _prefect_api,
+        _probe_logs,
     ):
         part(root, cases.append)
     return cases
@@ -1024,26 +1137,12 @@ def _env(root: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def _run(case: Case, root: Path, servers: dict[str, str]) -> Result:
+    """The case's command, judged hung by its progress (:mod:`tests.helpers.hang`: ``limit_s`` of CPU,
+    or of wall time without CPU or output), not by a wall limit a loaded machine would trip."""
     args = [str(EXE), *(a.replace(W, str(root)) for a in case.args)]
     env = {k: (servers[v[9:-1]] if v.startswith("{hostile:") else v) for k, v in case.env.items()}
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        args,
-        cwd=root / "cwd",
-        env=_env(root, env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="surrogateescape",
-    )
-    try:
-        out, err = proc.communicate(timeout=case.limit_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return Result(None, out, err, time.monotonic() - start, hung=True)
-    return Result(proc.returncode, out, err, time.monotonic() - start)
+    res = hang.run(args, limit_s=case.limit_s, cwd=root / "cwd", env=_env(root, env))
+    return Result(res.code, res.stdout, res.stderr, res.seconds, hung=res.hung, why=res.why, cpu_s=res.cpu_s)
 
 
 def _index() -> list[tuple[str, str]]:
@@ -1120,7 +1219,10 @@ def _check(root: Path, case: Case, res: Result) -> None:
         f"{name}: exit {res.code} in {res.seconds:.1f} s\n--- stdout\n{res.stdout[-2000:]!r}\n"
         f"--- stderr\n{res.stderr[-2000:]!r}"
     )
-    assert not res.hung, f"{name}: no answer within {case.limit_s:.0f} s (a hang)\n{shown}"
+    assert not res.hung, (
+        f"{name}: a hang ({res.why}: {res.cpu_s:.1f} s CPU in {res.seconds:.1f} s, limit "
+        f"{case.limit_s:.0f} s of CPU or of no progress)\n{shown}"
+    )
     assert "Traceback" not in res.stdout + res.stderr, shown
     codes = case.code if isinstance(case.code, tuple) else (case.code,)
     assert res.code in codes, shown
@@ -1151,6 +1253,7 @@ MINIMUM = {
     "durations": 16,
     "schema": 9,
     "prefect-api": 22,
+    "probe-logs": 15,
 }
 
 
@@ -1173,7 +1276,7 @@ def _cli(root: Path, *args: str, env: dict[str, str] | None = None, limit_s: flo
 
 def _ok(res: Result, code: int = 0) -> str:
     shown = f"exit {res.code} in {res.seconds:.1f} s\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    assert not res.hung, f"a hang\n{shown}"
+    assert not res.hung, f"a hang ({res.why}, {res.cpu_s:.1f} s CPU)\n{shown}"
     assert "Traceback" not in res.stdout + res.stderr, shown
     assert res.code == code, shown
     for ch in UNSAFE:
@@ -1360,3 +1463,52 @@ def test_postgres_store_of_a_newer_schema_is_refused_untouched(tmp_path: Path, p
             assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0999"]
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("flaw", ["turns", "model"])
+def test_a_large_log_is_checked_like_a_small_one(tmp_path: Path, flaw: str) -> None:
+    """A log over 48 MB is read by the columnar reader first: it refuses what the line reader refuses,
+    with the same line. Built cheaply: 781 lines, each padded to 64 KB by a field no reader keeps."""
+    from skillreach.scoring.table import _COLUMNAR_MIN, read_columns
+
+    pad = "x" * 65_000
+    rows = [{**r, "attempt": a, "pad": pad} for a in range(1, 12) for r in _probe_rows(model="m-a")]
+    at = len(rows) - 11  # far in: line 770 of 781
+    if flaw == "turns":
+        rows[at - 1] = {**rows[at - 1], "turns": -1}
+        needles = (f"big.jsonl:{at}:", "'turns'", "-1")
+    else:
+        rows = _edited(rows, at, model="m-b")
+        needles = (f"big.jsonl:{at}:", "'model'", "'m-b'", "line 1", "--out per model")
+    log = _log(tmp_path / "big.jsonl", rows)
+    data = log.read_bytes()
+    assert len(data) > _COLUMNAR_MIN
+    table = read_columns(data, source="big.jsonl")
+    if flaw == "turns":
+        assert table is None  # the columnar reader refuses the line; the line reader names it
+    elif table is not None:  # None: pyarrow (the `fast` extra) is not installed
+        assert table.first_lines[("model", "m-b")] == at
+    res = _cli(tmp_path, "score", "--queries", str(EXAMPLE_QUERIES), "--probes", str(log), "--out", "art/")
+    _ok(res, 2)
+    (line,) = _error_lines(res.stderr)
+    for needle in needles:
+        assert needle in line, line
+    assert not (tmp_path / "cwd" / "art" / "artifact.json").exists()
+
+
+def test_run_over_a_log_naming_two_models_refuses_before_probing(tmp_path: Path) -> None:
+    """``run`` reads its folder's probe log too: a line of another model under the study's fingerprint
+    (an edited log) is refused naming the file, the line and the field, before anything is probed."""
+    _ok(_cli(tmp_path, "run", "--runtime", "keyword", "--model", "m-a", "--out", "st"))
+    log = tmp_path / "cwd" / "st" / "probes.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = lines[4].replace('"model":"m-a"', '"model":"m-z"')
+    assert '"m-z"' in lines[4]
+    log.write_text("".join(lines[:40]), encoding="utf-8")  # 31 probes still to run
+    before = log.read_bytes()
+    res = _cli(tmp_path, "run", "--runtime", "keyword", "--model", "m-a", "--out", "st")
+    _ok(res, 2)
+    (line,) = _error_lines(res.stderr)
+    for needle in ("probes.jsonl:5:", "'model'", "'m-z'", "line 1", "'m-a'", "--out"):
+        assert needle in line, line
+    assert log.read_bytes() == before, "probed (and paid) before refusing"

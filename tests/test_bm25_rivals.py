@@ -14,7 +14,6 @@ import json
 import random
 import re
 import string
-import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -42,6 +41,7 @@ from skillreach.skills.bm25 import (
     tokenize,
 )
 from skillreach.skills.discovery import discover
+from tests.helpers import hang
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 
@@ -236,13 +236,7 @@ def test_rivals_equal_before_on_the_real_corpora(corpora: Path) -> None:
 def test_overlap_command_prints_the_rivals_of_before(corpora: Path) -> None:
     """``skillreach overlap DIR --json``, the command a user runs, on a real corpus."""
     folder = corpora / "anthropics__skills"
-    run = subprocess.run(
-        [str(SKILLREACH), "overlap", str(folder), "--top", "5", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = hang.finish([str(SKILLREACH), "overlap", str(folder), "--top", "5", "--json"], limit_s=120)
     assert run.returncode == 0, run.stderr
     printed = {s["name"]: s for s in json.loads(run.stdout)["skills"]}
     before = _rivals_before(discover([folder]).skills, top=5)
@@ -389,13 +383,7 @@ def test_overlap_command_on_twenty_thousand_skills_equals_the_scipy_screen(tmp_p
         folder = tmp_path / s.name
         folder.mkdir()
         (folder / "SKILL.md").write_text(f"---\nname: {s.name}\ndescription: {s.description}\n---\nSteps.\n")
-    run = subprocess.run(
-        [str(SKILLREACH), "overlap", str(tmp_path), "--top", "3", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    run = hang.finish([str(SKILLREACH), "overlap", str(tmp_path), "--top", "3", "--json"], limit_s=300)
     assert run.returncode == 0, run.stderr
     printed = {s["name"]: s for s in json.loads(run.stdout)["skills"]}
     expected = rivals(skills, top=3, compiled=False)  # what the command reads: name, description

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from skillreach.settings import Settings
 from skillreach.study import StudyConfig
+from tests.helpers import hang
 
 SKILLREACH = str(Path(sys.executable).parent / "skillreach")
 
@@ -134,10 +134,9 @@ def test_every_setting_in_a_config_file_reaches_the_study_and_its_uses(
     assert "db2.sqlite" not in public
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> hang.Outcome:
     full = {**os.environ, "PREFECT_API_URL": "", "COLUMNS": "200", **(env or {})}
-    return subprocess.run([SKILLREACH, *args], cwd=cwd, env=full, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return hang.finish([SKILLREACH, *args], limit_s=300, cwd=cwd, env=full)
 
 
 def test_run_and_compare_use_the_same_file(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ soon as the verdict is known: the probes saved are never paid. Through the CLI w
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.study.probe_log import read_probes
+from tests.helpers import hang
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 PER_SKILL = 16
@@ -93,20 +93,20 @@ def test_the_command_a_user_runs_and_an_edit_that_changes_nothing(study_a: Path)
     same = _skills(root / "skills-c", edited=False)
     (same / "charts" / "SKILL.md").write_text(
         "---\nname: charts\ndescription: Turn tables into visual summaries, neatly.\n---\n# charts\n")
-    out = subprocess.run(
+    out = hang.finish(
         [str(SKILLREACH), "diff", str(root / "A"), str(root / "C"), "--probe-skills", str(same), "--staged",
          "--looks", "3", "--vary", "description", "--skill", "charts"],
-        capture_output=True, text=True, timeout=180, check=False,
+        limit_s=180,
     )
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     assert "staged: no detectable change at look 3 of 3" in out.stdout
     assert len(read_probes(root / "C" / "probes.jsonl")) == 48 * 2  # no early stop without a change
     # bad input: one line, exit 2
-    bad = subprocess.run(
+    bad = hang.finish(
         [str(SKILLREACH), "diff", str(root / "A"), str(root / "D"), "--probe-skills", str(root / "nope"),
          "--staged"],
-        capture_output=True, text=True, timeout=60, check=False,
+        limit_s=60,
     )
     assert bad.returncode == 2
     assert "--probe-skills" in bad.stderr

@@ -6,7 +6,6 @@ offline ``fake`` runtime, scripted so that B routes far better than A; and by a 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from skillreach.baselines.sequential import obf_boundaries, plan_stages, stage_order, staged_diff
 from skillreach.cli import main
+from tests.helpers import hang
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
 NAMES = {
@@ -113,10 +113,10 @@ def test_a_clear_improvement_stops_early_and_says_what_it_saved(
 
 def test_no_change_runs_every_look_and_the_command_a_user_runs(arms: Path) -> None:
     md, html = arms / "diff.md", arms / "diff.html"
-    out = subprocess.run(
+    out = hang.finish(
         [str(SKILLREACH), "diff", str(arms / "A"), str(arms / "C"), "--vary", "description", "--staged",
          "--looks", "3", "--json", "--markdown", str(md), "--html", str(html)],
-        capture_output=True, text=True, timeout=120, check=False,
+        limit_s=120,
     )
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
@@ -133,8 +133,8 @@ def test_no_change_runs_every_look_and_the_command_a_user_runs(arms: Path) -> No
     assert 'data-staged-verdict="no detectable change"' in page
     assert 'data-probes-saved="0"' in page
 
-    bad = subprocess.run([str(SKILLREACH), "diff", str(arms / "A"), str(arms / "C"), "--staged",
-                          "--looks", "0"], capture_output=True, text=True, timeout=60, check=False)
+    bad = hang.finish([str(SKILLREACH), "diff", str(arms / "A"), str(arms / "C"), "--staged",
+                       "--looks", "0"], limit_s=60)
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr
     assert "--looks" in bad.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.cli.doctor_cmds import mask_url
+from tests.helpers import hang
 
 FAKES = Path(__file__).parent / "fakes"
 SECRETS = {
@@ -88,14 +88,7 @@ def test_doctor_real_entry_point(env: None) -> None:
     exe = Path(sys.executable).with_name("skillreach")
     if not exe.exists():
         pytest.skip("the skillreach entry point is not installed in this environment")
-    proc = subprocess.run(
-        [str(exe), "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-        check=False,
-    )
+    proc = hang.finish([str(exe), "doctor", "--json"], limit_s=120, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     _assert_no_secret(proc.stdout + proc.stderr)
     assert json.loads(proc.stdout)["keys"]["GEMINI_API_KEY"] == "set"
@@ -219,10 +212,7 @@ def test_doctor_names_the_extra_and_sees_an_agent_cli_only_where_it_is(tmp_path:
         "raise SystemExit(main(['doctor']))\n"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SKILLREACH_HOME": str(tmp_path / "home")}
-    proc = subprocess.run(
-        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
-        check=False,
-    )
+    proc = hang.finish([sys.executable, "-c", blocked], limit_s=120, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines() if line.count("│") >= 5}
     assert "pip install 'skillreach[anthropic]'" in rows["anthropic"], rows["anthropic"]

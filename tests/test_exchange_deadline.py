@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from skillreach.example import EXAMPLE_QUERIES, EXAMPLE_SKILLS
+from tests.helpers import hang
 
 DRIP = "DRIP-THIS-ONE"
 """A query whose text holds this gets its reply a byte every 0.2 s (a 5,000-byte body: 1,000 s)."""
@@ -156,8 +156,7 @@ def test_a_dripping_server_errors_one_probe_and_the_run_goes_on(
             "--queries", str(queries), "--runtime", runtime, "--model", model, "--attempts", "1",
             "--out", str(out)]
     t0 = time.monotonic()
-    done = subprocess.run(args, cwd=tmp_path, env=_env(tmp_path, extra), capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = hang.finish(args, limit_s=300, cwd=tmp_path, env=_env(tmp_path, extra))
     wall = time.monotonic() - t0
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr

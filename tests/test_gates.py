@@ -36,6 +36,7 @@ from skillreach.cli import main
 from skillreach.errors import ConfigError, RefusedError
 from skillreach.scoring.intervals import newcombe_paired, paired_t_interval
 from skillreach.settings import GateConfig
+from tests.helpers import hang
 
 SKILL = "deploy"
 
@@ -632,7 +633,6 @@ def test_interval_contains_the_mean_and_verdict_follows_the_rule(
 
 
 def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     cases = [f"q{i:02d}" for i in range(20)]
@@ -641,8 +641,8 @@ def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
     other = _write(make_record({c: [1] * 5 for c in cases}, bid="n", model="m-20250101"), tmp_path / "o.json")
     exe = Path(sys.executable).with_name("skillreach")
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(exe), *args], capture_output=True, text=True, check=False, timeout=120)
+    def run(*args: str) -> hang.Outcome:
+        return hang.finish([str(exe), *args], limit_s=120)
 
     breach = run("baseline", "compare", str(base), str(drop), "--json")
     assert breach.returncode == 1

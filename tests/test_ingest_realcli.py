@@ -23,6 +23,7 @@ from skillreach.live import EventKind
 from skillreach.store.database import Store
 from skillreach.store.live import load_events
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder
+from tests.helpers import hang
 from tests.helpers.clis import real_claude
 
 pytestmark = pytest.mark.realcli
@@ -78,7 +79,7 @@ def test_transcripts_of_the_real_cli_are_ingested_with_their_skill_calls(
     script = ScriptResponder({"undo the release": ["deploy", "rollback"]})
     with MessagesAPI(script) as api:
         env["ANTHROPIC_BASE_URL"] = api.base_url
-        proc = subprocess.run(
+        proc = hang.finish(
             [
                 claude,
                 "-p",
@@ -99,12 +100,9 @@ def test_transcripts_of_the_real_cli_are_ingested_with_their_skill_calls(
                 "--",
                 "please undo the release from this morning",
             ],
+            limit_s=180,
             cwd=project,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
         )
     assert proc.returncode == 0, proc.stderr[-2000:]
     stream = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

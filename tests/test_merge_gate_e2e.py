@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.merge_gate import (
     EXPORT_BUGS,
     EXPORTS,
@@ -343,14 +344,11 @@ def test_a_gate_that_is_not_a_finite_number_is_refused_naming_where(
         env_gate = '{"activation": NaN}'
         expected = "environment variable SKILLREACH_GATES: gates.activation: Input should be a finite number"
     import os
-    import subprocess
     import sys
 
     exe = Path(sys.executable).with_name("skillreach")
     env = {**os.environ, **({"SKILLREACH_GATES": env_gate} if env_gate else {})}
-    res = subprocess.run(
-        [str(exe), *args], cwd=team, capture_output=True, text=True, env=env, timeout=120, check=False
-    )
+    res = hang.finish([str(exe), *args], limit_s=120, cwd=team, env=env)
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.strip() == f"skillreach: error: {expected}"
 

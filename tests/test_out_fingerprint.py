@@ -6,7 +6,6 @@ re-run of the same configuration resumes."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from skillreach.cli import main
 from skillreach.models import ProbeRecord
 from skillreach.study.out_guard import out_conflict
 from skillreach.study.probe_log import read_probes
+from tests.helpers import hang
 from tests.helpers.world import make_skills
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
@@ -95,10 +95,9 @@ def test_the_command_a_user_runs_refuses_in_one_line(world: dict[str, Path]) -> 
     root = world["root"]
     _study(root)
     args = [str(SKILLREACH), "run", "--config", "study.toml", "--out", "out"]
-    first = subprocess.run(args, cwd=root, capture_output=True, text=True, timeout=120, check=False)
+    first = hang.finish(args, limit_s=120, cwd=root)
     assert first.returncode == 0, first.stderr
-    again = subprocess.run([*args, "--attempts", "3"], cwd=root, capture_output=True, text=True,
-                           timeout=120, check=False)
+    again = hang.finish([*args, "--attempts", "3"], limit_s=120, cwd=root)
     assert again.returncode == 2, again.stderr
     assert "Traceback" not in again.stderr
     lines = [line for line in again.stderr.splitlines() if line.strip()]

@@ -7,24 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from skillreach.settings import DEFAULT_PRICES, Settings
 from skillreach.study import StudyConfig
 from skillreach.study.probe_log import read_probes
+from tests.helpers import hang
 
 SKILLREACH = str(Path(sys.executable).parent / "skillreach")
 STUB = Path(__file__).parent / "fakes" / "claude_stub" / "claude"
 LOCAL_PRICE = '[prices."local-llama"]\ninput = 0.5\noutput = 1.5\ncache_write = 0.6\ncache_read = 0.05\n'
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> hang.Outcome:
     full = {**os.environ, "PREFECT_API_URL": "", "COLUMNS": "220", **(env or {})}
-    return subprocess.run(
-        [SKILLREACH, *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=300, check=False
-    )
+    return hang.finish([SKILLREACH, *args], limit_s=300, cwd=cwd, env=full)
 
 
 def test_a_price_table_adds_to_the_defaults(tmp_path: Path) -> None:

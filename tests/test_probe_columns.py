@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from skillreach.scoring import ProbeTable, _queries, score
 from skillreach.scoring import table as tables
 from skillreach.scoring.artifact import read_artifact
 from skillreach.scoring.table import read_columns
+from tests.helpers import hang
 
 _IDS = ["q-1", "q-2", "q-3", "ü-ß", "q\t4", "q\"5", "日本", "q 6"]
 _SKILLS = ["s-a", "s-b", "ß-kill", "s\\c", "😀"]
@@ -325,11 +325,11 @@ def test_from_lines_reads_a_large_file_by_columns(tmp_path: Path, monkeypatch: p
     assert str(err.value) == f"{path}:701: field 'attempt' must be an integer ≥ 1; fix or remove the line"
 
 
-def _score_cmd(queries: Path, probes: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _score_cmd(queries: Path, probes: Path, out: Path) -> hang.Outcome:
     exe = Path(sys.executable).with_name("skillreach")
     argv = [str(exe), "score", "--queries", str(queries), "--probes", str(probes), "--out", str(out)]
     argv.append("--quiet")
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    return hang.finish(argv, limit_s=300)
 
 
 def test_a_log_above_the_ceiling_is_read_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -400,6 +400,6 @@ def test_the_columnar_paths_never_import_pandas(tmp_path: Path) -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))\n"
     )
     argv = [sys.executable, "-c", code]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    proc = hang.finish(argv, limit_s=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
@@ -31,6 +30,7 @@ from skillreach.study.contract import Outcome, ProbeOptions, Tracker
 from skillreach.study.plan import batch_pairs
 from skillreach.study.probe_log import JsonlSink, read_probes
 from skillreach.study.runner import TeeSink, run_probes
+from tests.helpers import hang
 from tests.helpers.world import cfg, fake_charging, run, store_of
 
 CATALOG = Catalog(id="c", skills=(Skill(name="pdf", description="Work with PDF files.", body="# pdf"),))
@@ -240,7 +240,7 @@ def test_skillreach_run_starts_the_next_batch_while_the_last_drains_within_one_b
     exe = Path(sys.executable).parent / "skillreach"
     argv = [str(exe), "run", "--config", "study.toml", "--skills", "skills", "--queries", "queries.json",
             "--runtime", "fake", "--attempts", "2", "--concurrency", "3", "--out", "out"]
-    proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = hang.finish(argv, limit_s=300, cwd=root, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     records = read_probes(root / "out/probes.jsonl")
     assert len(records) == 26

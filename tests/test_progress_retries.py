@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from skillreach.errors import ProbeFailed, TransientProbeError
 from skillreach.runtimes._retry import RetryPolicy, RetryTally, is_rate_limit, retrying, watch_retries
 from tests.fakes.messages_api import MessagesAPI
+from tests.helpers import hang
 from tests.helpers.live import MODEL, responder
 from tests.helpers.world import make_queries, make_skills
 
@@ -30,10 +30,12 @@ def test_skillreach_run_shows_the_retries_of_a_provider_answering_429_and_529(tm
         env.pop("PREFECT_API_URL", None)
         env.update(ANTHROPIC_API_KEY="sk-test-not-a-secret", ANTHROPIC_BASE_URL=api.base_url,
                    SKILLREACH_HOME=str(tmp_path / "home"))
-        out = subprocess.run(
+        out = hang.finish(
             [str(SKILLREACH), "run", "--skills", "skills", "--queries", "queries.json", "--runtime",
              "anthropic", "--model", MODEL, "--out", "out"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+            limit_s=120,
+            cwd=tmp_path,
+            env=env,
         )
         statuses = [c.status for c in api.calls if c.path.startswith("/v1/messages")]
     assert out.returncode == 0, out.stderr
@@ -52,9 +54,11 @@ def test_a_run_without_retries_says_so(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLREACH_")}
     env.pop("PREFECT_API_URL", None)
     env["SKILLREACH_HOME"] = str(tmp_path / "home")
-    out = subprocess.run(
+    out = hang.finish(
         [str(SKILLREACH), "run", "--skills", "skills", "--queries", "queries.json", "--out", "out"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        limit_s=120,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     bar = [line for line in out.stderr.splitlines() if line.startswith("probing")]

@@ -17,6 +17,7 @@ import typer.main
 from skillreach.cli import app, main
 from skillreach.settings import Settings, setting_rows
 from tests.conftest import REPO
+from tests.helpers import hang
 
 SKILLREACH = Path(sys.executable).with_name("skillreach")
 
@@ -209,9 +210,8 @@ def test_offline_runtime_said_and_piped_tables_not_cut(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
     env["COLUMNS"] = "40"  # what CI sets; a pipe must not cut ids or values to it
 
-    def sr(*args: str) -> subprocess.CompletedProcess[str]:
-        out = subprocess.run([str(SKILLREACH), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                             check=False, timeout=300)
+    def sr(*args: str) -> hang.Outcome:
+        out = hang.finish([str(SKILLREACH), *args], limit_s=300, cwd=tmp_path, env=env)
         assert out.returncode == 0, out.stderr
         return out
 
@@ -280,10 +280,12 @@ def test_shell_completion_through_the_installed_command() -> None:
 def test_uplift_refuses_a_runtime_that_cannot_produce_quality(tmp_path: Path) -> None:
     example = REPO / "skillreach" / "example"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
-    out = subprocess.run(
+    out = hang.finish(
         [str(SKILLREACH), "uplift", "release-deploy", "--skills", str(example / "skills"),
          "--queries", str(example / "queries.json"), "--runtime", "keyword"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+        limit_s=300,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("skillreach: error: uplift: runtime keyword cannot produce task quality")

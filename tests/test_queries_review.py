@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLE
+from tests.helpers import hang
 
 SKILLREACH = Path(sys.executable).with_name("skillreach")
 CHROMIUM = next(
@@ -23,9 +24,8 @@ CHROMIUM = next(
 )
 
 
-def _sr(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([str(SKILLREACH), *args], cwd=cwd, capture_output=True, text=True, check=False,
-                         timeout=300)
+def _sr(*args: str, cwd: Path, check: bool = True) -> hang.Outcome:
+    out = hang.finish([str(SKILLREACH), *args], limit_s=300, cwd=cwd)
     if check:
         assert out.returncode == 0, out.stderr
     return out

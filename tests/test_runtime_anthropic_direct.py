@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from skillreach.study.probe_log import read_probes
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder
+from tests.helpers import hang
 from tests.helpers.live import MODEL, responder
 from tests.helpers.world import make_queries, make_skills
 
@@ -242,10 +242,12 @@ def test_skillreach_run_probes_through_the_direct_path_at_concurrency_8(tmp_path
         env.update(
             ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=api.base_url, SKILLREACH_HOME=str(tmp_path / "h")
         )
-        out = subprocess.run(
+        out = hang.finish(
             [str(SKILLREACH), "run", "--skills", "skills", "--queries", "queries.json", "--runtime",
              "anthropic", "--model", MODEL, "--concurrency", "8", "--out", "out"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False,
+            limit_s=180,
+            cwd=tmp_path,
+            env=env,
         )
         calls = api.message_requests
     assert out.returncode == 0, out.stderr

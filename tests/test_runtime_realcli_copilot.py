@@ -19,6 +19,7 @@ from skillreach._io.console import escape
 from skillreach.settings import Settings
 from tests.fakes.kit import folder_catalog, probe, query
 from tests.fakes.openai_chat import OpenAIChat, completion, first_user_text, tool_call
+from tests.helpers import hang
 from tests.helpers.cli_study import killed_half_way_and_resumed, reads_for
 from tests.helpers.clis import real_copilot
 
@@ -119,7 +120,6 @@ async def test_copilot_listing_is_what_the_real_copilot_sends_byte_for_byte(
     same skills: XML-escaped descriptions (``service&apos;s``), line breaks and spaces kept, sorted by
     name, the over-long description's skill left out."""
     import re
-    import subprocess
 
     from skillreach.models import Catalog
     from skillreach.runtimes.copilot import CopilotRuntime
@@ -147,16 +147,18 @@ async def test_copilot_listing_is_what_the_real_copilot_sends_byte_for_byte(
         system,
         flags=re.S,
     )
-    shown = subprocess.run(
+    shown = hang.finish(
         [str(SKILLREACH), "listing", str(root), "--agent", "copilot", "--full"],
-        capture_output=True, text=True, timeout=120, check=True,
+        limit_s=120,
+        check=True,
     )  # fmt: skip
     # what Copilot sent, as a terminal may show it: a control character (the BEL) as its visible escape
     assert shown.stdout == escape("\n".join(sent), lines=True) + "\n"
     assert "service&apos;s health &amp; &lt;b&gt;status&lt;/b&gt; &quot;now&quot; &gt; then" in shown.stdout
     assert "<name>long</name>" not in system  # Copilot leaves it out, and the listing says so
-    summary = subprocess.run(
+    summary = hang.finish(
         [str(SKILLREACH), "listing", str(root), "--agent", "copilot"],
-        capture_output=True, text=True, timeout=120, check=True,
+        limit_s=120,
+        check=True,
     )  # fmt: skip
     assert "dropped (1): not in the listing at all\n  long" in summary.stdout

@@ -12,11 +12,11 @@ Skipped, never passed, for an agent whose CLI is not installed (``.ci/run`` inst
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.two_skills import AGENTS, check, run_two_skill_set
 
 pytestmark = pytest.mark.realcli
@@ -48,6 +48,6 @@ async def test_the_version_from_the_package_is_what_version_says(runtime: str) -
     path = installed(runtime)
     cls = runtime_class(runtime)
     packages, line = cls.packages, cls.version_line  # type: ignore[attr-defined]
-    said = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=120, check=False)
+    said = hang.finish([path, "--version"], limit_s=120)
     first = (said.stdout or said.stderr).strip().splitlines()[0]
     assert package_json_version(path, packages, line) == first == AGENTS[runtime].version

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from skillreach.cli import main
 from skillreach.models import ProbeRecord
 from skillreach.scoring.artifact import read_artifact
 from skillreach.study.probe_log import read_probes
+from tests.helpers import hang
 from tests.helpers import world as world_helpers
 
 FAKES = Path(__file__).parent / "fakes"
@@ -139,7 +139,7 @@ def claude_scenario(
     env.update(ANTHROPIC_API_KEY="sk-test-not-a-secret", COLUMNS="200")
     if path_first is not None:
         env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
-    proc = subprocess.run(
+    proc = hang.finish(
         [
             str(SKILLREACH),
             "run",
@@ -156,12 +156,9 @@ def claude_scenario(
             "--out",
             "out",
         ],
+        limit_s=600,
         cwd=tmp_path,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

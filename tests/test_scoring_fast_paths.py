@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from skillreach.queries._fastjson import read_json_fast
 from skillreach.queries.sets import _build, _rows_from_json, load_query_set, seal, write_query_set
 from skillreach.scoring import ProbeTable, _decoders, score
 from skillreach.scoring.artifact import Artifact, Outcomes, artifact_digest, read_artifact, write_artifact
+from tests.helpers import hang
 
 SEEDS = (0, 1, 2)
 
@@ -329,7 +329,7 @@ def test_the_command_writes_what_the_functions_compute(tmp_path: Path) -> None:
         str(out),
         "--quiet",
     ]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    proc = hang.finish(argv, limit_s=120)
     assert proc.returncode == 0, proc.stderr
     written = read_artifact(out)
     expected = score(load_query_set(queries), _records(lines))

@@ -22,6 +22,7 @@ from skillreach.baselines.sequential import (
 from skillreach.cli import main
 from skillreach.models import Query, QuerySet
 from skillreach.scoring.intervals import paired_t_interval
+from tests.helpers import hang
 from tests.helpers.staged import GIT_ENV, commit_baseline, git, make_record, run_study, write_skill
 
 # ------------------------------------------------------------------------------------- boundaries
@@ -422,18 +423,14 @@ def test_a_metric_whose_cases_all_came_early_is_decided_at_its_own_last_look() -
 
 
 def test_real_entry_point_staged_compare(tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     exe = Path(sys.executable).parent / "skillreach"
     base, new = _records(drop_cases=30)
     b, n = _write(base, tmp_path / "base.json"), _write(new, tmp_path / "new.json")
-    proc = subprocess.run(
+    proc = hang.finish(
         [str(exe), "baseline", "compare", str(b), str(n), "--staged", "--looks", "4"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
+        limit_s=300,
     )
     assert proc.returncode == 1, proc.stderr
     assert "staged verdict: breach → exit 1" in proc.stdout

@@ -11,6 +11,7 @@ from io import StringIO
 from pathlib import Path
 
 from skillreach.deployments.logs import log_dir, pump, rotating_logger, write_logging_config
+from tests.helpers import hang
 
 
 def test_a_process_output_goes_to_its_rotating_file_and_the_terminal(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_a_flow_runs_log_lines_reach_runs_log(tmp_path: Path) -> None:
             "logging.getLogger('prefect.task_runs').debug('not at debug')")
     env = {**os.environ, "PREFECT_LOGGING_SETTINGS_PATH": str(config),
            "PREFECT_LOGGING_TO_API_ENABLED": "false"}
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=60)
+    hang.finish([sys.executable, "-c", code], limit_s=60, check=True, env=env)
     text = (folder / "runs.log").read_text(encoding="utf-8")
     assert "nightly-2026-12-03: 1 gate breach" in text
     assert "not at debug" not in text

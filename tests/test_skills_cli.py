@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from skillreach.cli import main
 from skillreach.skills.bm25 import CAVEAT
+from tests.helpers import hang
 
 
 def skill(root: Path, name: str, description: str) -> Path:
@@ -75,13 +75,7 @@ def test_overlap_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_overlap_real_entry_point(catalog: Path) -> None:
     exe = Path(sys.executable).parent / "skillreach"
-    proc = subprocess.run(
-        [str(exe), "overlap", str(catalog), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = hang.finish([str(exe), "overlap", str(catalog), "--json"], limit_s=120)
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["skills"]) == 4
     assert "invalid YAML" in proc.stderr

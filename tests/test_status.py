@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.world import cfg, run
 
 SKILLREACH = str(Path(sys.executable).parent / "skillreach")
@@ -25,11 +26,9 @@ def test_status_shows_the_last_nightly_its_breaches_report_and_the_muted_alerts(
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["SKILLREACH_HOME"] = str(world["home"])
     cli = [SKILLREACH]
-    subprocess.run([*cli, "alerts", "mute", "gate.breached:alpha", "--for", "7d"], env=env, check=True,
-                   capture_output=True, cwd=world["root"])
-    got = subprocess.run([*cli, "status"], check=False, env=env, capture_output=True, text=True,
-                         cwd=world["root"],
-                         timeout=60)
+    hang.finish([*cli, "alerts", "mute", "gate.breached:alpha", "--for", "7d"], limit_s=60, check=True,
+                env=env, cwd=world["root"])
+    got = hang.finish([*cli, "status"], limit_s=60, env=env, cwd=world["root"])
     assert got.returncode == 0, got.stderr
     out = got.stdout
     assert "server: PREFECT_API_URL not set" in out

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.helpers import hang
 
 REPO = Path(__file__).resolve().parents[1]
 SKILLREACH = str(Path(sys.executable).parent / "skillreach")
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> hang.Outcome:
     full = {**os.environ, "PREFECT_API_URL": "", **(env or {})}
-    return subprocess.run([SKILLREACH, *args], cwd=cwd, env=full, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return hang.finish([SKILLREACH, *args], limit_s=300, cwd=cwd, env=full)
 
 
 def test_run_then_record_from_the_folder_alone(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,6 +29,7 @@ from skillreach.store.dashboard import (
 )
 from skillreach.ui.charts import history_chart, time_span
 from skillreach.ui.history import HistoryPoint, Marker, Pins, segments
+from tests.helpers import hang
 from tests.helpers.dashboard import running_ui
 
 SKILLREACH = Path(sys.executable).with_name("skillreach")
@@ -188,9 +188,8 @@ def test_the_dashboards_queries_page_filter_and_pick_the_newest(store: Store) ->
 # ------------------------------------------------------------------------ points = baseline record's
 
 
-def _sr(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([str(SKILLREACH), *args], cwd=cwd, capture_output=True, text=True, check=False,
-                         timeout=600)
+def _sr(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> hang.Outcome:
+    out = hang.finish([str(SKILLREACH), *args], limit_s=600, cwd=cwd)
     assert out.returncode in ok, out.stderr
     return out
 
@@ -261,8 +260,7 @@ def test_a_port_in_use_or_a_bad_host_header_is_one_line(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        out = subprocess.run([str(SKILLREACH), "ui", "--port", str(port)], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=120, check=False)
+        out = hang.finish([str(SKILLREACH), "ui", "--port", str(port)], limit_s=120, cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr
@@ -278,15 +276,13 @@ def test_status_links_the_dashboard_and_each_study_on_it(tmp_path: Path) -> None
     """``ui_url`` (the setting): ``skillreach status`` names the dashboard and each last study's page."""
     _sr("run", "--out", "runs/demo", cwd=tmp_path)
     env = {**os.environ, "SKILLREACH_UI_URL": "http://dash.example.invalid:8420/", "PREFECT_API_URL": ""}
-    out = subprocess.run([str(SKILLREACH), "status", "--json"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300, check=False)
+    out = hang.finish([str(SKILLREACH), "status", "--json"], limit_s=300, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout)
     assert found["dashboard"] == "http://dash.example.invalid:8420/"
     study = json.loads((tmp_path / "runs" / "demo" / "study.json").read_text(encoding="utf-8"))["study_id"]
     assert found["studies"]["study"]["dashboard"] == f"http://dash.example.invalid:8420/runs/{study}"
-    text = subprocess.run([str(SKILLREACH), "status"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300, check=False).stdout
+    text = hang.finish([str(SKILLREACH), "status"], limit_s=300, cwd=tmp_path, env=env).stdout
     assert "dashboard: http://dash.example.invalid:8420/" in text
     assert f"http://dash.example.invalid:8420/runs/{study}" in text
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from skillreach.baselines.records import baseline_digest, read_baseline
 from skillreach.cli import main
 from skillreach.models import Checks, OutputCheck, ProbeRecord, Query, QuerySet
 from skillreach.queries.sets import seal, write_query_set
+from tests.helpers import hang
 from tests.helpers.world import SKILLS, make_skills
 
 SKILLREACH = Path(sys.executable).parent / "skillreach"
@@ -93,8 +93,7 @@ def test_the_record_carries_uplift_and_show_and_report_print_it(
     pins = (rec.uplift.runtime, rec.uplift.model, rec.uplift.attempts)
     assert pins == ("anthropic", "claude-sonnet-4-6", 2)
 
-    show = subprocess.run([str(SKILLREACH), "baseline", "show", "rec.json"], cwd=root, capture_output=True,
-                          text=True, timeout=60, check=False)
+    show = hang.finish([str(SKILLREACH), "baseline", "show", "rec.json"], limit_s=60, cwd=root)
     assert show.returncode == 0, show.stderr
     line = next(x for x in show.stdout.splitlines() if x.strip().startswith("uplift"))
     lo, hi = lift["ci95"]
@@ -120,8 +119,7 @@ def test_the_record_carries_uplift_and_show_and_report_print_it(
     assert '<table id="uplift">' in page
     assert 'data-uplift="alpha"' in page
     assert 'data-field="uplift" data-value="0.75"' in page
-    out = subprocess.run([str(SKILLREACH), "report", "run"], cwd=root, capture_output=True, text=True,
-                         timeout=60, check=False)
+    out = hang.finish([str(SKILLREACH), "report", "run"], limit_s=60, cwd=root)
     assert out.returncode == 0, out.stderr
     assert "uplift of alpha: +0.750" in out.stdout
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,24 +12,17 @@ from pathlib import Path
 import pytest
 
 from skillreach.live.events import LiveEvent
+from tests.helpers import hang
 from tests.test_live_usage import month
 
 SKILLREACH = str(Path(sys.executable).parent / "skillreach")
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
 
 
-def usage(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def usage(cwd: Path, *args: str) -> hang.Outcome:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLREACH_")}
     env.update(SKILLREACH_HOME=str(cwd / "home"), PREFECT_API_URL="", COLUMNS="200")
-    return subprocess.run(
-        [SKILLREACH, "usage", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return hang.finish([SKILLREACH, "usage", *args], limit_s=120, cwd=cwd, env=env)
 
 
 @pytest.fixture

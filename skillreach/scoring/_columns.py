@@ -46,6 +46,7 @@ def _schema() -> Any:
             ("usage", pa.struct([(k, pa.int64()) for k in _USAGE_KEYS])),
             ("cost_usd", pa.float64()),
             ("duration_ms", pa.float64()),
+            ("turns", pa.int64()),  # a float or a string fails to parse: the other reader names the line
             ("runtime", text),
             ("model", text),
             ("resolved_model", text),
@@ -99,6 +100,31 @@ def _names(column: Any) -> set[Any]:
     import pyarrow.compute as pc
 
     return set(pc.unique(column).to_pylist())
+
+
+def _turns_ok(column: Any) -> bool:
+    """Every ``turns`` null or an integer in [0, MAX_TURNS]: else the other reader names the line."""
+    import pyarrow.compute as pc
+
+    from skillreach.models import MAX_TURNS
+
+    low, high = pc.min_max(column).values()
+    return low.as_py() is None or (low.as_py() >= 0 and high.as_py() <= MAX_TURNS)
+
+
+def _first_lines(cols: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """(field, value) → the 1-based line where it first appears, for the names a log may not mix
+    (``runtime``, ``model``, ``resolved_model``, ``fingerprint``; null and ``""`` name nothing), looked
+    up only for a field that holds two values or more."""
+    import pyarrow.compute as pc
+
+    first: dict[tuple[str, str], int] = {}
+    for name in ("runtime", "model", "resolved_model", "fingerprint"):
+        values = [v for v in _names(cols[name]) if v]
+        if len(values) > 1:
+            for v in values:
+                first[(name, v)] = pc.index(cols[name], v).as_py() + 1
+    return first
 
 
 def _usage(column: Any) -> dict[str, int] | None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, BinaryIO, Literal
 import msgspec
 
 from skillreach.errors import InputError
-from skillreach.models import MAX_PROBE_COST_USD, MAX_PROBE_LINE_BYTES
+from skillreach.models import MAX_PROBE_COST_USD, MAX_PROBE_LINE_BYTES, MAX_TURNS
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 _get_usage = {name: attrgetter(name) for name in _USAGE_KEYS}
@@ -77,7 +77,7 @@ class _Lean(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     cost_usd: _Cost = None
     duration_ms: Annotated[int, msgspec.Meta(ge=0)] | Annotated[float, msgspec.Meta(ge=0)] | None = None
-    turns: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    turns: Annotated[int, msgspec.Meta(ge=0, le=MAX_TURNS)] | None = None
     runtime: str | None = None
     model: str | None = None
     resolved_model: str | None = None

@@ -111,11 +111,57 @@ def score(
     skills seen in the queries and probes, and the artifact's catalog strategy says ``inferred``.
     ``runtime_info`` defaults to what the probes record; ``attempts`` to the highest attempt seen.
     Raises :class:`InputError` for a probe of a query outside the set, duplicate query ids, or
-    probes of different studies (fingerprints, runtimes) mixed in one log.
+    probes of different studies (fingerprints, runtimes, model snapshots, models) mixed in one log,
+    naming the line and field where the second value appears.
     """
     table = probes if isinstance(probes, ProbeTable) else ProbeTable.from_records(probes)
     with cyclic_gc_paused():
         return _score(query_set, table, catalog, runtime_info, attempts)
+
+
+def _mixed(table: ProbeTable, name: str, values: set[str], what: str) -> InputError | None:
+    """The error for a log whose ``name`` field holds two values or more: it names the line where the
+    second value appears and the line of the first (``what`` says what to do); None for one value."""
+    found = sorted(v for v in values if v)
+    if len(found) < 2:
+        return None
+    lines = table.first_lines
+    found.sort(key=lambda v: (lines.get((name, v), 0), v))
+    first, second = found[0], found[1]
+    at = lines.get((name, second))
+    where = f"{table.source}:{at}" if at is not None else table.source
+    since = f"line {lines[(name, first)]}" if (name, first) in lines else "another line"
+    return InputError(
+        f"{where}: field {name!r} is {_short(second)}, but {since} has {_short(first)}: {what}"
+    )
+
+
+def _short(value: str) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}…"
+
+
+def _refuse_mixed(table: ProbeTable) -> None:
+    """Refuse a log that mixes runtimes, model snapshots, models (unless one snapshot names them all:
+    aliases of one model) or study configurations, naming the line and field (spec/metrics.md)."""
+    snapshots = sorted(m for m in table.resolved_models if m)
+    listed = f"{', '.join(snapshots[:3])}{', …' if len(snapshots) > 3 else ''}"
+    checks = [
+        ("runtime", table.runtimes, "probes of different runtimes in one log; score each runtime's probes "
+         "separately"),
+        ("resolved_model", table.resolved_models,
+         f"probes of {len(snapshots)} different model snapshots are mixed ({listed}); the model changed "
+         "during the study — score each snapshot's probes separately"),
+    ]
+    if len(snapshots) != 1:  # with one snapshot, two model names are aliases of that one model
+        checks.append(("model", table.models, "probes of two models in one log; split them with --out per "
+                       "model, or score one"))
+    checks.append(("fingerprint", table.fingerprints, f"probes of {len(table.fingerprints)} different "
+                   "study configurations (fingerprints) in one log; score each study's probes separately"))
+    for name, values, what in checks:
+        error = _mixed(table, name, values, what)
+        if error is not None:
+            raise error
 
 
 def _score(
@@ -126,24 +172,7 @@ def _score(
     attempts: int | None,
 ) -> Artifact:
     warnings = list(table.warnings)
-    if len(table.fingerprints) > 1:
-        raise InputError(
-            f"{table.source}: probes of {len(table.fingerprints)} different study configurations "
-            "(fingerprints) are mixed; score each study's probes separately"
-        )
-    runtimes = sorted(r for r in table.runtimes if r)
-    if len(runtimes) > 1:
-        raise InputError(
-            f"{table.source}: probes of different runtimes are mixed ({', '.join(runtimes)}); "
-            "score each runtime's probes separately"
-        )
-    snapshots = sorted(m for m in table.resolved_models if m)
-    if len(snapshots) > 1:  # a model that moved mid-study: two measurements, not one
-        raise InputError(
-            f"{table.source}: probes of {len(snapshots)} different model snapshots are mixed "
-            f"({', '.join(snapshots[:3])}{', …' if len(snapshots) > 3 else ''}); the model changed during "
-            "the study — score each snapshot's probes separately"
-        )
+    _refuse_mixed(table)
     qf = _query_fields(query_set)
     labels = _labels(qf, table, catalog, warnings)
     n_labels = len(labels)

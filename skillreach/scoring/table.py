@@ -20,15 +20,17 @@ import orjson
 
 from skillreach._gc import cyclic_gc_paused
 from skillreach.errors import InputError
-from skillreach.models import MAX_PROBE_COST_USD, NO_SKILL, ProbeRecord, QuerySet
+from skillreach.models import MAX_PROBE_COST_USD, MAX_TURNS, NO_SKILL, ProbeRecord, QuerySet
 from skillreach.scoring._columns import (
     _EXACT_FLOAT,
     _MAX_DURATION,
     _finite,
+    _first_lines,
     _names,
     _parse,
     _plain_lines,
     _query_codes,
+    _turns_ok,
     _usage,
 )
 from skillreach.scoring._csr import _offsets
@@ -76,6 +78,9 @@ class ProbeTable:
     resolved_models: set[str]
     fingerprints: set[str]
     source: str = "probes"
+    first_lines: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(field, value) → the line where that value first appears, for ``runtime``, ``model``,
+    ``resolved_model`` and ``fingerprint`` (so a log that mixes them is refused naming the line)."""
     query_codes: Mapping[str, int] | None = None
     """``query_vocab`` inverted (query id → index), when the builder kept it; else built when scored."""
     query_ids: Sequence[str] | None = None
@@ -208,6 +213,14 @@ def _size(fh: BinaryIO) -> int:
 
 
 _INT64_MAX = 2**63 - 1
+
+
+def _short(value: Any) -> str:
+    """``repr`` of a value from a line, cut to 60 characters (a hostile line may hold megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}…"
+
+
 def _summed_cost(costs: Sequence[float], source: str) -> float:
     """``math.fsum`` of the probes' costs (exactly rounded: the same total in any log order); one line
     when the total passes the largest float."""
@@ -250,6 +263,7 @@ class _Builder:
         self.models: set[str] = set()
         self.resolved: set[str] = set()
         self.fingerprints: set[str] = set()
+        self.first_lines: dict[tuple[str, str], int] = {}
         self.rich: dict[int, Any] = {}
         self.warnings: list[str] = []
         self._known: msgspec.json.Decoder[_Line] | None = None
@@ -313,15 +327,30 @@ class _Builder:
         if cost is not None:
             self.costs.append(cost)
         self.duration += duration
-        self.runtimes.add(runtime)
-        if model:
-            self.models.add(model)
-        if resolved:
-            self.resolved.add(resolved)
-        if fingerprint:
-            self.fingerprints.add(fingerprint)
+        if (
+            runtime not in self.runtimes
+            or (model and model not in self.models)
+            or (resolved and resolved not in self.resolved)
+            or (fingerprint and fingerprint not in self.fingerprints)
+        ):
+            self._note_names(line, runtime, model, resolved, fingerprint)
         if rich is not None:
             self.rich[row] = rich
+
+    def _note_names(
+        self, line: int, runtime: str, model: str | None, resolved: str | None, fingerprint: str | None
+    ) -> None:
+        """Add a row's names to their sets, noting the line of each value not seen before."""
+        first = self.first_lines
+        for name, target, x in (
+            ("runtime", self.runtimes, runtime or ""),
+            ("model", self.models, model),
+            ("resolved_model", self.resolved, resolved),
+            ("fingerprint", self.fingerprints, fingerprint),
+        ):
+            if (x or name == "runtime") and x not in target:
+                target.add(cast(str, x))
+                first.setdefault((name, cast(str, x)), line)
 
     def add_raw(self, line: int, obj: dict[str, Any]) -> None:
         """Check one parsed probes.jsonl object (the fields scoring reads) and add it."""
@@ -358,8 +387,9 @@ class _Builder:
         if type(duration) not in (int, float) or not math.isfinite(duration) or duration < 0:
             raise self._bad(line, "duration_ms", "must be a non-negative number of milliseconds")
         turns = get("turns", 0)
-        if turns is not None and (type(turns) is not int or turns < 0):
-            raise self._bad(line, "turns", f"is {turns!r}: must be a non-negative integer")
+        if turns is not None and (type(turns) is not int or not 0 <= turns <= MAX_TURNS):
+            what = f"is {_short(turns)}: must be a non-negative integer, at most {MAX_TURNS:,}"
+            raise self._bad(line, "turns", what)
         runtime = get("runtime") or ""
         model = get("model")
         resolved = get("resolved_model")
@@ -463,12 +493,12 @@ class _Builder:
                 self.errors[row0 + i] = errors[i]
         self._add_numbers(rows)
         # rows of the known-names decoder name nothing new (their names are sets' members already)
-        for runtime, model, resolved, fingerprint in () if known else set(map(_get_names, rows)):
-            self.runtimes.add(runtime or "")
-            for target, x in ((self.models, model), (self.resolved, resolved),
-                              (self.fingerprints, fingerprint)):  # fmt: skip
-                if x:
-                    target.add(x)
+        if not known:
+            names = list(map(_get_names, rows))
+            # each combination once, with its first row (reversed: the first row's index is kept last)
+            firsts = dict(zip(reversed(names), range(n - 1, -1, -1), strict=True))
+            for tup, i in sorted(firsts.items(), key=lambda kv: kv[1]):
+                self._note_names(line0 + i, *tup)
         if known:
             return True
         tool_calls = list(map(_get["tool_calls"], rows))
@@ -554,6 +584,7 @@ class _Builder:
             resolved_models=self.resolved,
             fingerprints=self.fingerprints,
             source=self.source,
+            first_lines=self.first_lines,
             rich=self.rich,
             warnings=self.warnings,
         )
@@ -616,7 +647,7 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     if costs is not None and len(costs) and not (costs.min() >= 0 and costs.max() <= MAX_PROBE_COST_USD):
         return None  # a negative or huge cost: the other reader names the line
     durations = _finite(cols["duration_ms"], _MAX_DURATION)
-    if usage is None or costs is None or durations is None:
+    if usage is None or costs is None or durations is None or not _turns_ok(cols["turns"]):
         return None
     coded = _query_codes(qcol, query_ids)
     if coded is None:
@@ -650,4 +681,5 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
         resolved_models={m for m in _names(cols["resolved_model"]) if m},
         fingerprints={m for m in _names(cols["fingerprint"]) if m},
         source=source,
+        first_lines=_first_lines(cols),
     )

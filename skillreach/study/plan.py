@@ -22,7 +22,7 @@ from skillreach.errors import ConfigError, InputError
 from skillreach.models import Catalog, Frozen, ProbeRecord, Query, QuerySet, Skill
 from skillreach.study.config import StudyConfig
 from skillreach.study.contract import ProbeOptions
-from skillreach.study.probe_log import PROBES_FILE, completed_pairs, latest_records
+from skillreach.study.probe_log import PROBES_FILE, completed_pairs, latest_records, refuse_two_models
 
 __all__ = [
     "TOKEN_FILE",
@@ -350,6 +350,7 @@ def plan_study(
             "study's fingerprint, though its query set has no such query; the log was edited: remove "
             "that line, or pass another --out"
         )
+    refuse_two_models(probes_path, existing, fingerprint)
     done = completed_pairs(existing, fingerprint)
     if config.keep_errors:
         done |= {(r.query_id, r.attempt) for r in current}

@@ -33,9 +33,11 @@ __all__ = [
     "PROBES_FILE",
     "JsonlSink",
     "completed_pairs",
+    "first_line",
     "latest_records",
     "parse_lines",
     "read_probes",
+    "refuse_two_models",
     "write_probes",
 ]
 
@@ -125,6 +127,42 @@ def read_probes(
                 what = f"{p}:{lineno}: not a probe record ({_why(exc)}); fix or remove the line"
                 raise InputError(what) from exc
     return records
+
+
+def first_line(path: str | os.PathLike[str], match: Callable[[dict[str, Any]], bool]) -> int | None:
+    """The number of the first line of a probe log whose object ``match`` accepts (for an error message:
+    the log is read again, so a message can name a line whatever read the records)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            for lineno, obj in parse_lines(bounded_lines(fh, str(p)), source=str(p)):
+                if match(obj):
+                    return lineno
+    except (OSError, InputError):
+        return None
+    return None
+
+
+def refuse_two_models(path: str | os.PathLike[str], records: Sequence[ProbeRecord], fingerprint: str) -> None:
+    """Refuse a log whose records of one study (``fingerprint``) name two models without one snapshot
+    naming them all (with one, they are aliases of it), naming the line of the second and of the first:
+    the log was edited, or written by two runs the fingerprint cannot tell apart."""
+    mine = [r for r in records if r.fingerprint == fingerprint]
+    models = list(dict.fromkeys(r.model for r in mine if r.model))
+    if len(models) < 2 or len({r.resolved_model for r in mine if r.resolved_model}) == 1:
+        return
+    first, second = models[0], models[1]
+
+    def line_of(model: str) -> int | None:
+        return first_line(path, lambda o: o.get("fingerprint") == fingerprint and o.get("model") == model)
+
+    at, since = line_of(second), line_of(first)
+    raise InputError(
+        f"{path}{f':{at}' if at is not None else ''}: field 'model' is {second[:80]!r}, but "
+        f"{f'line {since}' if since is not None else 'another line'} has {first[:80]!r} under this study's "
+        "fingerprint: probes of two models in one log; remove the lines of the other model, or pass "
+        "another --out"
+    )
 
 
 def _why(exc: ValueError) -> str:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO
+from tests.helpers import hang
 
 __all__ = ["ALLOWED_USES", "run_action"]
 
@@ -80,14 +80,11 @@ def run_action(
         assert step["shell"] == "bash"
         step_env = {**env, "RUNNER_TEMP": str(runner_temp)}
         step_env.update({k: expand(str(v)) for k, v in step.get("env", {}).items()})
-        proc = subprocess.run(
+        proc = hang.finish(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-            check=False,
+            limit_s=timeout,
             cwd=cwd,
             env=step_env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
         )
         failed = failed or proc.returncode != 0
         results.append(

@@ -5,18 +5,21 @@ stand-in with a responder that follows :func:`reads_for` and hands its ``runtime
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from skillreach.models import QueryKind
 from skillreach.study.probe_log import read_probes
+from tests.helpers import hang
 
 __all__ = ["QUERIES", "SKILLREACH", "killed_half_way_and_resumed", "reads_for", "script_for", "write_inputs"]
 
@@ -46,30 +49,30 @@ def reads_for(text: str) -> list[str]:
     return script_for(int(found.group(1)))[1] if found else []
 
 
-def _run(root: Path, env: dict[str, str], runtime: str) -> subprocess.Popen[str]:
+def _args(runtime: str) -> list[str]:
+    return [
+        str(SKILLREACH),
+        "run",
+        "--config",
+        "study.toml",
+        "--skills",
+        "skills",
+        "--queries",
+        "queries.json",
+        "--runtime",
+        runtime,
+        "--concurrency",
+        str(CONCURRENCY),
+        "--out",
+        "out",
+    ]
+
+
+def _run(root: Path, env: dict[str, str], runtime: str, log: BinaryIO) -> subprocess.Popen[bytes]:
+    """The study in a session of its own (killed with its CLIs), its output to ``log`` (no pipe to fill
+    while nobody reads it)."""
     return subprocess.Popen(
-        [
-            str(SKILLREACH),
-            "run",
-            "--config",
-            "study.toml",
-            "--skills",
-            "skills",
-            "--queries",
-            "queries.json",
-            "--runtime",
-            runtime,
-            "--concurrency",
-            str(CONCURRENCY),
-            "--out",
-            "out",
-        ],
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        _args(runtime), cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 
@@ -129,22 +132,34 @@ def killed_half_way_and_resumed(
     head = f"model = {_toml(model)}\n" if model else ""
     (tmp_path / "study.toml").write_text(f"{head}[runtime_options]\n{lines}", encoding="utf-8")
     t0 = time.monotonic()
-    first = _run(tmp_path, env, runtime)
-    try:
-        while time.monotonic() - t0 < 400:
-            done = len(probes.read_text().splitlines()) if probes.exists() else 0
-            if done >= queries // 2 or first.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert first.poll() is None, first.communicate()[1][-2000:]
-        os.killpg(first.pid, signal.SIGKILL)  # the study, half-way
-    finally:
-        first.wait(30)
+    with tempfile.TemporaryFile() as log:
+        first = _run(tmp_path, env, runtime, log)
+        try:
+            # half the probes, waited for by progress (tests.helpers.hang), not a wall limit: the study
+            # and its CLIs burn CPU or write probes however busy the machine is
+            cpu, moved, done = -1.0, t0, 0
+            while first.poll() is None and done < queries // 2:
+                time.sleep(0.1)
+                now = time.monotonic()
+                lines = len(probes.read_bytes().splitlines()) if probes.exists() else 0
+                seen = (hang.tree_cpu_s(first.pid), lines)
+                if seen != (cpu, done):
+                    (cpu, done), moved = seen, now
+                hung = f"the first run hung: {done} probes, {cpu:.0f} s CPU, idle {now - moved:.0f} s"
+                assert cpu < 400, hung
+                assert now - moved < 120, hung
+            log.seek(0)
+            assert first.poll() is None, log.read().decode(errors="replace")[-2000:]
+            os.killpg(first.pid, signal.SIGKILL)  # the study, half-way
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
     killed_after = time.monotonic() - t0
     before = read_probes(probes)
     assert queries // 2 <= len(before) < queries
-    resumed = _run(tmp_path, env, runtime)
-    out, err = resumed.communicate(timeout=900)
+    resumed = hang.finish(_args(runtime), limit_s=900, stall_s=300, cwd=tmp_path, env=env)
+    out, err = resumed.stdout, resumed.stderr
     total = time.monotonic() - t0
     assert resumed.returncode == 0, err[-3000:]
     assert "Traceback" not in out + err, (out + err)[-3000:]

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from tests.helpers import hang
 from tests.helpers.webhooks import WebhookSink
 
 __all__ = ["HOSTILE", "UI_URL", "Team", "make_team", "running_ui", "sr"]
@@ -42,10 +43,9 @@ THIEF = ("delta", "Build, fix and optimise Docker containers and images; use for
 
 
 def sr(*args: str, cwd: Path, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None,
-       timeout: float = 600) -> subprocess.CompletedProcess[str]:
+       timeout: float = 600) -> hang.Outcome:
     """``skillreach ARGS`` in ``cwd``; its exit code must be one of ``ok``."""
-    out = subprocess.run([str(SKILLREACH), *args], cwd=cwd, capture_output=True, text=True, check=False,
-                         timeout=timeout, env={**os.environ, **(env or {})})
+    out = hang.finish([str(SKILLREACH), *args], limit_s=timeout, cwd=cwd, env={**os.environ, **(env or {})})
     assert out.returncode in ok, f"skillreach {' '.join(args)} → {out.returncode}\n{out.stdout}\n{out.stderr}"
     return out
 

@@ -14,6 +14,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import hang
+
 __all__ = [
     "ALIAS",
     "CACHE",
@@ -103,8 +105,16 @@ class LlamaServer:
         started = time.monotonic()
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        deadline = started + 240
-        while time.monotonic() < deadline:
+        # judged by its progress, not a wall limit (tests.helpers.hang): loading burns CPU however busy
+        # the machine is; a server that neither answers nor works for 60 s, or burns 240 s of CPU, is hung
+        cpu, moved = -1.0, started
+        while True:
+            now = time.monotonic()
+            seen = hang.tree_cpu_s(self.proc.pid)
+            if seen != cpu:
+                cpu, moved = seen, now
+            if cpu > 240 or now - moved > 60 or now - started > 240 * hang.WALL_FACTOR:
+                break
             if self.proc.poll() is not None:
                 raise RuntimeError(f"llama-server exited with {self.proc.returncode}: {self.log_tail()}")
             try:
@@ -116,7 +126,10 @@ class LlamaServer:
                 pass
             time.sleep(0.25)
         self.__exit__()
-        raise RuntimeError(f"llama-server did not answer /health in 240 s: {self.log_tail()}")
+        raise RuntimeError(
+            f"llama-server did not answer /health ({cpu:.0f} s CPU, {time.monotonic() - started:.0f} s wall, "
+            f"idle for {time.monotonic() - moved:.0f} s): {self.log_tail()}"
+        )
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -159,8 +172,10 @@ def write_study(
 
 def run_study(
     root: Path, runtime: str, env: dict[str, str], *args: str, timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
-    """``skillreach run`` (the installed command, in a process of its own) on the study under ``root``."""
+) -> hang.Outcome:
+    """``skillreach run`` (the installed command, in a process of its own) on the study under ``root``;
+    ``timeout``: the CPU seconds, and the seconds without progress, after which it is judged hung
+    (:mod:`tests.helpers.hang`: the model server is not its child, so its work is not the study's CPU)."""
     base = {
         k: v
         for k, v in os.environ.items()
@@ -184,6 +199,4 @@ def run_study(
         "out",
         *args,
     ]
-    return subprocess.run(
-        cmd, cwd=root, env=base, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return hang.finish(cmd, limit_s=timeout, cwd=root, env=base)

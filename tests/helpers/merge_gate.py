@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.conftest import SHARED
+from tests.helpers import hang
 
 CORPORA = SHARED / "corpora"
 SOURCES = ("anthropics__skills", "obra__superpowers")
@@ -148,13 +149,12 @@ def make_team_repo(root: Path, extra: Sequence[tuple[str, str, str]] = ()) -> Pa
     return repo
 
 
-def skillreach(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """The command a user types (the installed entry point), in ``cwd``."""
+def skillreach(cwd: Path, *args: str, timeout: float = 300) -> hang.Outcome:
+    """The command a user types (the installed entry point), in ``cwd``; ``timeout``: the CPU seconds
+    and the seconds without progress after which it is judged hung (:mod:`tests.helpers.hang`)."""
     exe = Path(sys.executable).with_name("skillreach")
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    return subprocess.run(
-        [str(exe), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env
-    )
+    return hang.finish([str(exe), *args], limit_s=timeout, cwd=cwd, env=env)
 
 
 def edit_description(skill_md: Path, extra: str) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import hang
 from tests.helpers.merge_gate import CORPORA, SOURCES, corpora_present, edit_description, git, skillreach
 
 __all__ = [
@@ -234,8 +234,8 @@ def skillreach_bin() -> Path:
     return Path(sys.executable).with_name("skillreach")
 
 
-def run(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
+def run(args: Sequence[str], cwd: Path) -> hang.Outcome:
+    return hang.finish(list(args), limit_s=600, cwd=cwd)
 
 
 # -- the compliance story: a broadened description over a grown corpus ------------------------------

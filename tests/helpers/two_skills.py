@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +32,7 @@ from skillreach.models import ProbeRecord, QueryKind, Usage
 from skillreach.settings import DEFAULT_PRICES, Price
 from skillreach.study.contract import cost_of
 from skillreach.study.probe_log import read_probes
-from tests.helpers import clis
+from tests.helpers import clis, hang
 
 __all__ = ["AGENTS", "Agent", "check", "run_two_skill_set"]
 
@@ -287,12 +286,14 @@ def run_two_skill_set(agent: Agent, tmp_path: Path) -> Result:
             _study_file(agent, api, _wrapper(tmp_path, real)), encoding="utf-8"
         )
         t0 = time.monotonic()
-        run = subprocess.run(
+        run = hang.finish(
             [
                 str(SKILLREACH), "run", "--config", "study.toml", "--skills", "skills", "--queries",
                 "queries.json", "--runtime", agent.runtime, "--concurrency", str(CONCURRENCY), "--out", "out",
             ],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500, check=False,
+            limit_s=1500,
+            cwd=tmp_path,
+            env=env,
         )  # fmt: skip
         took = time.monotonic() - t0
         left = orphans.left(within_s=5.0)

@@ -76,27 +76,48 @@ SERIAL_MODULES = frozenset({
     "tests/test_unattended_integration.py",
 })
 """The modules of the real-Prefect integration tests, and the real model server's (``llama-server`` takes
-both cores): under ``pytest -n`` they run one after another on one worker (each starts servers and
-worker processes of its own, and times what they do)."""
+both cores): under ``pytest -n`` they run one after another in two units of work, one a worker (each
+starts servers and worker processes of its own, and times what they do)."""
+
+
+SERIAL_UNIT_B = frozenset({
+    "tests/test_bad_input_3_serve.py",
+    "tests/test_crash_resume.py",
+    "tests/test_operator_service.py",
+    "tests/test_realserver.py",
+    "tests/test_scale_out.py",
+    "tests/test_team_kit.py",
+})
+"""The second unit of work of the serial modules (the rest are the first): under ``pytest -n 2`` the two
+units run side by side from the start, one on each worker, each module of a unit after the other — one
+Prefect-serving module per worker at a time. Balanced by a quiet run's durations (--durations=0,
+2026-12-05: 1,046 s and 1,062 s of the 2,107 s the serial modules took as one unit, which ran alone for
+the suite's last 15 minutes with the cores half idle)."""
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``pytest -n 2`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
-    once) and the modules of SERIAL_MODULES share one unit of work, in collection order. (xdist's own
+    once) and the modules of SERIAL_MODULES make two units of work (SERIAL_UNIT_B and the rest), each in
+    collection order. (xdist's own
     ``--dist loadgroup`` renames node ids, which pytest 9 no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "integration" if module in SERIAL_MODULES else module
+            if module in SERIAL_MODULES:
+                return "integration-b" if module in SERIAL_UNIT_B else "integration-a"
+            return module
 
     config.option.loadscopereorder = False
     return ByModule(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """An integration test outside SERIAL_MODULES would run beside the others under ``pytest -n``."""
+    """An integration test outside SERIAL_MODULES would run beside the others under ``pytest -n``. The
+    serial modules are collected first (in their order), so their two units of work — the longest of the
+    suite — are the first each worker takes, and the other modules fill in around them."""
+    items.sort(key=lambda i: i.nodeid.split("::", 1)[0] not in SERIAL_MODULES)  # stable: order kept
     stray = sorted({i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("integration")}
                    - SERIAL_MODULES)
     if stray:

@@ -934,8 +934,17 @@ class StudyLock:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip()
+            import time
+
+            # the holder writes its name just after taking the lock: a read in between finds the file
+            # empty (or truncated), so read again for a moment before saying "another process"
+            deadline = time.monotonic() + 1.0
+            while True:
+                fh.seek(0)
+                holder = fh.read(4096).strip()
+                if holder or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.02)
             fh.close()
             return holder
         fh.seek(0)

@@ -40,7 +40,7 @@ typecheck: $(STAMP)
 
 # Two pytest-xdist workers: half of the suite's wall is waiting (servers, worker processes, stand-in
 # latency), so two processes overlap it; tests/conftest.py keeps a module on one worker, the real-Prefect
-# integration tests together on one, and gives each worker its own Prefect home and database.
+# integration tests in two units (one a worker), and gives each worker its own Prefect home and database.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)

@@ -12,6 +12,7 @@ import pytest
 from skillreach.baselines.record_store import BaselineRepo
 from skillreach.baselines.records import BaselineRecord
 from skillreach.errors import InputError
+from tests.helpers import hang
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,7 +100,7 @@ def test_two_processes_committing_at_once_lose_nothing(tmp_path: Path) -> None:
     repo = init(tmp_path)
     code = WRITER.format(tests=str(REPO_ROOT / "tests"), repo=str(repo))
     procs = [subprocess.Popen([sys.executable, "-c", code, name], cwd=REPO_ROOT) for name in ("x", "y")]
-    assert [p.wait(timeout=240) for p in procs] == [0, 0]
+    assert [hang.wait(p, 240) for p in procs] == [0, 0]
     store = BaselineRepo(repo, branch="skillreach/baselines")
     assert store.skills() == sorted(f"{w}-{i}" for w in "xy" for i in range(15))  # all 30 records kept
     assert git(repo, "rev-list", "--count", "skillreach/baselines") == "31"  # one commit each, none lost

@@ -34,6 +34,7 @@ from skillreach.scoring import score
 from skillreach.scoring.artifact import Artifact, write_artifact
 from skillreach.scoring.intervals import clustered_wilson, wilson
 from skillreach.study.judge import FAKE_JUDGE_MODEL, rubric_version
+from tests.helpers import hang
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -730,7 +731,7 @@ def test_four_concurrent_record_commits_all_commit(tmp_path: Path) -> None:
         )
         for skill in ("deploy", "pdf", "deploy", "pdf")
     ]
-    outs = [p.communicate(timeout=90) for p in procs]
+    outs = [hang.communicate(p, 90) for p in procs]
     for p, (_out, err) in zip(procs, outs, strict=True):
         # a record of the same skill in the same second as another's is the same file: "unchanged"
         assert p.returncode == 0 or "the baselines are unchanged" in err, err

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import hang
+
 EXE = Path(sys.executable).parent / "skillreach"
 
 
@@ -52,7 +54,7 @@ def _interrupt_a_study(tmp_path: Path, sig: signal.Signals) -> tuple[int, list[s
         assert started.wait(120), "".join(lines)
         time.sleep(1.5)  # into the study: the flow's own handlers are in place, probes in flight
         proc.send_signal(sig)
-        code = proc.wait(timeout=60)
+        code = hang.wait(proc, 60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -105,8 +107,8 @@ def test_a_librarys_record_of_the_interrupt_is_not_printed(kind: str, tmp_path: 
     (seen under load in the ``run-ctrl-c`` case); the command says the interruption in its one line and
     nothing else. A library's record of any other fault is still printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLREACH_", "PREFECT_API"))}
-    done = subprocess.run([sys.executable, "-c", _LIBRARY_LOGS_THE_INTERRUPT, kind], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = hang.finish([sys.executable, "-c", _LIBRARY_LOGS_THE_INTERRUPT, kind], cwd=tmp_path, env=env,
+                       limit_s=120)
     assert done.returncode == 130, done.stderr
     lines = done.stderr.splitlines()
     if kind == "interrupt":

@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, query_text
+from tests.helpers import hang
 from tests.helpers.webhooks import WebhookSink
 
 pytestmark = pytest.mark.integration
@@ -68,8 +69,7 @@ def _world(root: Path, api: MessagesAPI, home: Path) -> Path:
 
 
 def _prefect(env: dict[str, str], *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = hang.finish([sys.executable, "-m", "prefect", *args], env=env, cwd=REPO, limit_s=120)
     assert done.returncode == 0, f"prefect {' '.join(args)}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
 
 
@@ -152,10 +152,10 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                 return run.state.type if run.state else None
 
             first = asyncio.run(start())
-            deadline = time.monotonic() + 120
+            deadline = hang.Deadline(120)
             while sum(_probe_starts(api).values()) < 16:  # a third of the probes paid, then the kill
-                assert time.monotonic() < deadline, "the worker never started probing: " + (
-                    tmp_path / "worker.log").read_text(errors="replace")[-3000:]
+                deadline.check(lambda: "the worker never started probing: " + (
+                    tmp_path / "worker.log").read_text(errors="replace")[-3000:])
                 time.sleep(0.2)
             pids = _flow_run_pids(first)
             assert pids, "no process runs the flow run"
@@ -168,9 +168,9 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                 assert time.monotonic() - killed_at < 3 * HEARTBEAT_S + 30, "never marked Crashed"
                 time.sleep(1)
             crashed_after = time.monotonic() - killed_at
-            deadline = time.monotonic() + 150  # a deliver-alerts run: the worker starts a process for it
+            deadline = hang.Deadline(150)  # a deliver-alerts run: the worker starts a process for it
             while not sink.requests:
-                assert time.monotonic() < deadline, "no alert for the crashed run"
+                deadline.check("no alert for the crashed run")
                 time.sleep(0.5)
             time.sleep(5)  # a duplicate would arrive now
             texts = [r["body"]["text"] for r in sink.requests]
@@ -186,18 +186,18 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
                     rows = [r for r in store.studies() if r.flow_run_id == first]
                 return rows[0].status if rows else None
 
-            deadline = time.monotonic() + 90
+            deadline = hang.Deadline(90)
             while study_status() != "crashed":
-                assert time.monotonic() < deadline, f"the store still says {study_status()!r}"
+                deadline.check(lambda: f"the store still says {study_status()!r}")
                 time.sleep(1)
             resolved_after = time.monotonic() - killed_at
 
             # the deployment again: it resumes in the same folder
             second = asyncio.run(start())
-            deadline = time.monotonic() + 180
+            deadline = hang.Deadline(180)
             while (st := asyncio.run(state_of(second))) not in (StateType.COMPLETED, StateType.FAILED,
                                                                  StateType.CRASHED):
-                assert time.monotonic() < deadline, f"the re-run did not finish ({st})"
+                deadline.check(lambda: f"the re-run did not finish ({st})")
                 time.sleep(1)
             assert st == StateType.COMPLETED
             paid = sum(_probe_starts(api).values())
@@ -216,9 +216,9 @@ def test_a_study_killed_with_sigkill_is_crashed_alerted_once_and_resumes(
 
             both = asyncio.run(start_two())
             finals = (StateType.COMPLETED, StateType.FAILED, StateType.CRASHED)
-            deadline = time.monotonic() + 180
+            deadline = hang.Deadline(180)
             while not all(asyncio.run(state_of(r)) in finals for r in both):
-                assert time.monotonic() < deadline, "the two runs did not finish"
+                deadline.check("the two runs did not finish")
                 time.sleep(1)
             states = sorted(str(asyncio.run(state_of(r))) for r in both)
             paid_two = sum(_probe_starts(api).values()) - before

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.hang import run, tree_cpu_s
+from tests.helpers.hang import (
+    DEADLINE_WALL_FACTOR,
+    Deadline,
+    communicate,
+    cpu_share,
+    run,
+    tree_cpu_s,
+    wait,
+)
 
 PY = sys.executable
 
@@ -79,3 +87,50 @@ def test_tree_cpu_of_a_gone_process_is_zero() -> None:
     proc = subprocess.Popen([PY, "-c", "pass"])
     proc.wait()
     assert tree_cpu_s(proc.pid) == pytest.approx(0.0)
+
+
+def test_a_deadline_runs_at_the_machines_share_of_a_cpu() -> None:
+    """A wait on a service (no one child to judge) is limited by a :class:`Deadline` whose clock runs
+    at this machine's share of a CPU: with eight busy loops on the machine (at most a quarter of a CPU
+    each on two cores, at most half on four) a 1 s budget is not spent after 1.5 s of wall time, and
+    the wall backstop still ends the wait. On its own the clock never runs faster than the wall."""
+    spinners = [subprocess.Popen([PY, "-c", "while True: pass"], start_new_session=True) for _ in range(8)]
+    try:
+        time.sleep(0.5)  # the loops are runnable
+        assert cpu_share() <= min(1.0, (os.cpu_count() or 1) / 8 * 1.5), cpu_share()
+        deadline = Deadline(1.0)
+        start = time.monotonic()
+        while not deadline.expired():
+            time.sleep(0.05)
+        took = time.monotonic() - start
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+    assert took > 1.5, took  # a wall-clock limit would have ended it at 1 s
+    assert took <= 1.0 * DEADLINE_WALL_FACTOR + 1, took  # the backstop
+    assert deadline.used_s == pytest.approx(1.0, abs=0.3)
+    quiet = Deadline(0.3)
+    while not quiet.expired():
+        time.sleep(0.05)
+    assert time.monotonic() - quiet.start >= 0.3  # never faster than the wall
+    with pytest.raises(AssertionError, match=r"the run never finished \(waited \d+ s wall"):
+        quiet.check(lambda: "the run never finished")
+
+
+def test_wait_and_communicate_end_a_child_at_the_deadline() -> None:
+    """``wait``/``communicate`` are ``Popen.wait``/``communicate`` on a :class:`Deadline`: a child that
+    never ends is killed with its group and fails the test naming itself; one that ends gives its exit
+    code and output."""
+    proc = subprocess.Popen([PY, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    start = time.monotonic()
+    with pytest.raises(AssertionError, match="did not end"):
+        wait(proc, 0.5)
+    assert proc.returncode == -9
+    assert time.monotonic() - start < 0.5 * DEADLINE_WALL_FACTOR + 5
+    proc = subprocess.Popen([PY, "-c", "print('x' * 200_000); raise SystemExit(4)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, _ = communicate(proc, 60)  # 200 kB through a pipe: read all along, never blocked
+    assert (proc.returncode, len(out)) == (4, 200_001)
+    proc = subprocess.Popen([PY, "-c", "raise SystemExit(5)"])
+    assert wait(proc, 60) == 5

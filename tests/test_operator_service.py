@@ -43,6 +43,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text
+from tests.helpers import hang
 from tests.helpers.gitworld import BRANCH, git, on_branch
 from tests.helpers.webhooks import WebhookSink
 
@@ -79,9 +80,8 @@ class Agent:
 
 def _run(
     args: list[str], cwd: Path, env: dict[str, str], timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+) -> hang.Outcome:
+    return hang.finish(args, cwd=cwd, env=env, limit_s=timeout)
 
 
 def _free_port() -> int:
@@ -158,7 +158,7 @@ class Service:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def skillreach(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-                   timeout: float = 300) -> subprocess.CompletedProcess[str]:
+                   timeout: float = 300) -> hang.Outcome:
         return _run([str(self.bin / "skillreach"), *args], cwd or self.folder, env or self.client_env(),
                     timeout)
 
@@ -171,10 +171,10 @@ class Service:
             self.proc = subprocess.Popen([str(self.bin / "skillreach"), "serve", "--port", str(self.port),
                                           "--pool", POOL], env=self.env, cwd=self.folder,
                                          start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 600
+        deadline = hang.Deadline(600)
         while self.said().count("serve: worker on pool") <= ready:
             assert self.proc.poll() is None, f"serve exited: {self.said()[-3000:]}"
-            assert time.monotonic() < deadline, f"serve did not come up: {self.said()[-3000:]}"
+            deadline.check(lambda: f"serve did not come up: {self.said()[-3000:]}")
             time.sleep(1)
 
     def said(self) -> str:
@@ -238,7 +238,7 @@ class Service:
 
     def settle(self, sink: WebhookSink, timeout_s: float = 420, quiet_s: float = 8) -> None:
         """Until no deployment run is due or running and no alert has arrived for ``quiet_s``."""
-        deadline = time.monotonic() + timeout_s
+        deadline = hang.Deadline(timeout_s)
         calm, seen = time.monotonic(), len(sink.requests)
         while True:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
@@ -247,17 +247,17 @@ class Service:
                 calm, seen = time.monotonic(), len(sink.requests)
             elif time.monotonic() - calm >= quiet_s:
                 return
-            assert time.monotonic() < deadline, (
-                f"still busy: {[(r['name'], r['state_type']) for r in busy]}\n{self.said()[-3000:]}")
+            deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
+                                     + self.said()[-3000:])
             time.sleep(1)
 
     def wait_state(self, run_id: str, types: set[str], timeout_s: float = 300) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
+        deadline = hang.Deadline(timeout_s)
         while True:
             run = self.run(run_id)
             if (run.get("state") or {}).get("type") in types:
                 return run
-            assert time.monotonic() < deadline, f"run {run_id} never reached {types}: {run.get('state')}"
+            deadline.check(f"run {run_id} never reached {types}: {run.get('state')}")
             time.sleep(0.5)
 
 
@@ -509,9 +509,9 @@ def test_a_removed_and_a_renamed_skill_in_one_commit(world: dict[str, Any]) -> N
 
 def _kill_while_probing(svc: Service, api: MessagesAPI, run_id: str, after: int) -> int:
     before = sum(paid(api).values())
-    deadline = time.monotonic() + 300
+    deadline = hang.Deadline(300)
     while sum(paid(api).values()) - before < after:
-        assert time.monotonic() < deadline, f"the run never probed:\n{svc.said()[-3000:]}"
+        deadline.check(lambda: f"the run never probed:\n{svc.said()[-3000:]}")
         time.sleep(0.2)
     pids = _processes(_running_flow(run_id))
     assert pids, "no process runs the nightly"
@@ -567,13 +567,13 @@ def test_a_restarted_worker_is_in_status_and_one_alert(world: dict[str, Any]) ->
     texts(sink)
     [worker] = _processes(_worker_of(POOL))
     os.kill(worker, signal.SIGKILL)
-    deadline = time.monotonic() + 180
+    deadline = hang.Deadline(180)
     while "serve: worker restarted (pid" not in svc.said():
-        assert time.monotonic() < deadline, svc.said()[-2000:]
+        deadline.check(lambda: svc.said()[-2000:])
         time.sleep(1)
-    deadline = time.monotonic() + 180
+    deadline = hang.Deadline(180)
     while not sink.requests:
-        assert time.monotonic() < deadline, "no alert of the restart"
+        deadline.check("no alert of the restart")
         time.sleep(1)
     time.sleep(5)
     said = texts(sink)

@@ -45,6 +45,7 @@ import httpx
 import pytest
 
 from tests.fakes.messages_api import MessagesAPI, query_text
+from tests.helpers import hang
 from tests.helpers.webhooks import WebhookSink
 from tests.helpers.week import ALIAS, NEW, OLD, SKILLS, THIEF, Stealing, git, write_skill
 
@@ -150,10 +151,10 @@ class Service:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 300
+        deadline = hang.Deadline(300)
         while "serve: worker on pool" not in self.said():
             assert self.proc.poll() is None, f"serve exited: {self.said()[-3000:]}"
-            assert time.monotonic() < deadline, f"serve did not come up: {self.said()[-3000:]}"
+            deadline.check(lambda: f"serve did not come up: {self.said()[-3000:]}")
             time.sleep(1)
         assert _pids(_cmdline_has("worker", "start", "--pool", POOL)), "no worker"
 
@@ -240,15 +241,7 @@ class Service:
         args = [sys.executable, "-m", "prefect", "deployment", "run", name]
         if params:
             args += ["--params", json.dumps(params)]
-        done = subprocess.run(
-            args,
-            env=self.client_env(),
-            cwd=self.root / "op",
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = hang.finish(args, env=self.client_env(), cwd=self.root / "op", limit_s=120)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         found = re.search(r"UUID:\s*([0-9a-f-]{36})", done.stdout)
         assert found, done.stdout
@@ -260,7 +253,7 @@ class Service:
     def settle(self, sink: WebhookSink, timeout_s: float = 240, quiet_s: float = 8) -> None:
         """Until no deployment run is due or running (a triggered one is created ~1 s after its event)
         and no alert has arrived for ``quiet_s``."""
-        deadline = time.monotonic() + timeout_s
+        deadline = hang.Deadline(timeout_s)
         calm_since, seen = time.monotonic(), len(sink.requests)
         while True:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
@@ -269,9 +262,8 @@ class Service:
                 calm_since, seen = time.monotonic(), len(sink.requests)
             elif time.monotonic() - calm_since >= quiet_s:
                 return
-            assert time.monotonic() < deadline, (
-                f"still busy: {[(r['name'], r['state_type']) for r in busy]}\n" + self.said()[-3000:]
-            )
+            deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
+                                     + self.said()[-3000:])
             time.sleep(1)
 
 
@@ -494,9 +486,9 @@ def test_the_operators_week(world: dict[str, Any]) -> None:
     api.latency = 0.4  # a nightly that takes a while
     before = paid(api)
     night = svc.deployment_run("nightly-compliance/nightly-compliance")
-    deadline = time.monotonic() + 120
+    deadline = hang.Deadline(120)
     while sum((paid(api) - before).values()) < 6:  # probing
-        assert time.monotonic() < deadline, "the nightly never started probing"
+        deadline.check("the nightly never started probing")
         time.sleep(0.3)
     server = _pids(_cmdline_has("server", "start", "--port", str(svc.port)))
     assert server, "no server process"
@@ -546,9 +538,9 @@ def test_kill_9_of_the_worker_crashes_the_run_alerts_once_and_the_rerun_resumes(
     api.latency = 0.3
     before = paid(api)
     first = svc.deployment_run("study/study", {"config": config})
-    deadline = time.monotonic() + 180
+    deadline = hang.Deadline(180)
     while sum((paid(api) - before).values()) < 20:
-        assert time.monotonic() < deadline, "the study never started probing:\n" + svc.said()[-3000:]
+        deadline.check(lambda: "the study never started probing:\n" + svc.said()[-3000:])
         time.sleep(0.2)
     flow_pids = _pids(_runs_flow(first))
     assert flow_pids, "no process runs the flow run"
@@ -571,9 +563,9 @@ def test_kill_9_of_the_worker_crashes_the_run_alerts_once_and_the_rerun_resumes(
     crashed_after = time.monotonic() - killed
     api.latency = 0.0
     svc.settle(sink)  # serve restarted the worker; resolve-crashed ran
-    deadline = time.monotonic() + 180  # serve files its restart of the worker from a process of its own
+    deadline = hang.Deadline(180)  # serve files its restart of the worker from a process of its own
     while not any("skillreach.service.restarted" in json.dumps(r["body"]) for r in list(sink.requests)):
-        assert time.monotonic() < deadline, f"no alert of the worker's restart: {sink.requests}"
+        deadline.check(lambda: f"no alert of the worker's restart: {sink.requests}")
         time.sleep(1)
     svc.settle(sink)
     said = texts(sink)

@@ -18,6 +18,7 @@ import pytest
 
 from skillreach.study.probe_log import read_probes
 from tests.fakes.messages_api import MessagesAPI
+from tests.helpers import hang
 from tests.helpers.cluster import Cluster, reset_pg, stand_in, study_world
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -63,13 +64,13 @@ def test_three_workers_one_killed_every_probe_recorded_once_and_paid_at_most_twi
     out_dir = tmp_path / "out"
     started = time.monotonic()
     proc = cluster.run_study(skills, queries, out_dir, attempts=ATTEMPTS, concurrency=CONCURRENCY)
-    deadline = time.monotonic() + 600
+    deadline = hang.Deadline(600)
     while cluster.store_count() < total // 4:  # a quarter done: every worker is mid-batch
         assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the study made no progress"
+        deadline.check("the study made no progress")
         time.sleep(0.2)
     cluster.kill_worker(0)
-    out, err = proc.communicate(timeout=900)
+    out, err = hang.communicate(proc, 900)
     wall = time.monotonic() - started
     assert proc.returncode == 0, err[-3000:]
 
@@ -104,7 +105,7 @@ def test_one_rate_limit_holds_across_three_workers(
     cluster.start_workers(3, extra_env={"SKILLREACH_REQUESTS_PER_MINUTE": str(r)})
     proc = cluster.run_study(skills, queries, tmp_path / "out", attempts=3, concurrency=CONCURRENCY,
                              extra_env={"SKILLREACH_BATCH_SIZE": "6"})  # six batches over three workers
-    _, err = proc.communicate(timeout=600)
+    _, err = hang.communicate(proc, 600)
     assert proc.returncode == 0, err[-3000:]
     times = sorted(c.at for c in api.message_requests
                    if not _text(c.body).startswith("Use the "))  # the flow's canaries are not on a worker
@@ -136,7 +137,7 @@ def test_the_cost_cap_holds_across_workers_and_keeps_what_was_paid(
     out_dir = tmp_path / "out"
     proc = cluster.run_study(skills, queries, out_dir, attempts=ATTEMPTS, concurrency=CONCURRENCY,
                              extra=["--max-cost", str(cap)])
-    _, err = proc.communicate(timeout=600)
+    _, err = hang.communicate(proc, 600)
     assert proc.returncode != 0
     assert "cost cap" in err, err[-2000:]
     assert "Traceback" not in err

@@ -23,6 +23,7 @@ from skillreach.errors import StudyLocked
 from skillreach.settings import Settings
 from skillreach.store.database import LOCK_FILE, StudyLock, lock_holder, lock_study
 from tests.fakes.messages_api import MessagesAPI, query_text, turn_of
+from tests.helpers import hang
 from tests.helpers.live import responder
 
 PG_URL = os.environ.get("SKILLREACH_TEST_PG_URL")
@@ -112,7 +113,8 @@ def test_two_run_processes_of_one_study_pay_for_each_probe_once(
         env = _env(world, database_url)
         procs = [subprocess.Popen(argv, cwd=world["root"], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        results = [(p.wait(timeout=240), *p.communicate()) for p in procs]
+        outs = [hang.communicate(p, 240) for p in procs]
+        results = [(p.returncode, *out) for p, out in zip(procs, outs, strict=True)]
         codes = sorted(code for code, _, _ in results)
         assert codes == [0, 2], results
         refused = next(err for code, _, err in results if code == 2).strip()
@@ -123,8 +125,7 @@ def test_two_run_processes_of_one_study_pay_for_each_probe_once(
         paid = _paid_pairs(api, texts)
         assert sorted(paid) == sorted(texts)  # each (query, attempt) paid once
         # the same study again (no --out: the folder of its fingerprint) resumes and pays for nothing
-        again = subprocess.run(argv, cwd=world["root"], env=env, capture_output=True, text=True,
-                               timeout=240, check=False)
+        again = hang.finish(argv, cwd=world["root"], env=env, limit_s=240)
         assert again.returncode == 0, again.stderr
         assert "(0 probed, 13 resumed" in " ".join(again.stdout.split()), again.stdout
         assert len(_paid_pairs(api, texts)) == len(paid)

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.helpers import hang
 from tests.helpers.action import run_action
 
 UV = Path(sys.executable).with_name("uv")
@@ -26,8 +27,8 @@ SKILLS = ("canvas-design", "brand-guidelines", "mcp-builder")
 
 def _run(
     args: list[str], cwd: Path, env: dict[str, str], check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run(args, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+) -> hang.Outcome:
+    out = hang.finish(args, cwd=cwd, env=env, limit_s=600)
     if check and out.returncode != 0:
         raise AssertionError(f"{' '.join(args)} → {out.returncode}\n{out.stdout}\n{out.stderr}")
     return out
@@ -370,8 +371,8 @@ def test_serve_from_the_wheel_in_an_unrelated_folder(kit: dict[str, Any], tmp_pa
         proc = subprocess.Popen(["skillreach", "serve", "--port", str(port)], cwd=folder, env=env,
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 420
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(420)
+        while not deadline.expired():
             text = log.read_text(encoding="utf-8", errors="replace")
             if "serve: worker on pool" in text or proc.poll() is not None:
                 break

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
+from tests.helpers import hang
 
 __all__ = ["Served", "free_port", "install_wheel"]
 
@@ -45,16 +46,16 @@ def install_wheel(base: Path, extras: str = "") -> Path:
     uv = Path(sys.executable).with_name("uv")
     builder = [str(uv), "build", "--wheel", "--quiet", "-o", str(dist), str(src)] if uv.is_file() else [
         sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)]
-    subprocess.run(builder, check=True, capture_output=True, timeout=600)
+    hang.finish(builder, limit_s=600, check=True)
     wheel = f"{next(dist.glob('skillreach-*.whl'))}{f'[{extras}]' if extras else ''}"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    hang.finish([sys.executable, "-m", "venv", str(venv)], limit_s=300, check=True)
     python = venv / "bin" / "python"
     if uv.is_file():
         args = [str(uv), "pip", "install", "--quiet", "--python", str(python), wheel]
     else:
         args = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV", "UV_PYTHON"))}
-    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900, check=False)
+    done = hang.finish(args, env=env, limit_s=900)
     if done.returncode != 0 and re.search(r"(?i)connect|network|dns|resolve host|offline", done.stderr):
         pytest.skip(f"the package index cannot be reached: {done.stderr.strip().splitlines()[-1]}")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -118,15 +119,13 @@ class Served:
 
     # -- what an operator types --------------------------------------------------------------------------
 
-    def cli(self, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, home: Path | None = None) -> hang.Outcome:
         env = {**self.env, **({"SKILLREACH_HOME": str(home)} if home else {})}
-        return subprocess.run([str(self.bin / "skillreach"), *args], env=env, cwd=self.folder,
-                              capture_output=True, text=True, timeout=300, check=False)
+        return hang.finish([str(self.bin / "skillreach"), *args], env=env, cwd=self.folder, limit_s=300)
 
     def deployment_run(self, name: str) -> str:
-        done = subprocess.run([str(self.bin / "python"), "-m", "prefect", "deployment", "run", name],
-                              env={**self.env, "PREFECT_API_URL": self.api}, cwd=self.folder,
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = hang.finish([str(self.bin / "python"), "-m", "prefect", "deployment", "run", name],
+                           env={**self.env, "PREFECT_API_URL": self.api}, cwd=self.folder, limit_s=300)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         found = re.search(r"UUID:\s*([0-9a-f-]{36})", done.stdout)
         assert found, done.stdout
@@ -177,7 +176,7 @@ class Served:
         ``Pending`` stay so in Prefect (the worker that took them is gone): ``since`` passes over them —
         those expected before it, and those its worker took ahead of their time (a worker takes runs due
         in the next 10 s: PREFECT_WORKER_PREFETCH_SECONDS) before it was stopped."""
-        deadline = time.monotonic() + timeout_s
+        deadline = hang.Deadline(timeout_s)
         calm_since = time.monotonic()
         while time.monotonic() - calm_since < 8:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
@@ -187,8 +186,8 @@ class Served:
                     if not (since and _left_pending(r, since))]
             if busy:
                 calm_since = time.monotonic()
-            assert time.monotonic() < deadline, (
-                f"still busy: {[(r['name'], r['state_type']) for r in busy]}\n" + self.said()[-3000:])
+            deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
+                                     + self.said()[-3000:])
             time.sleep(1)
 
 

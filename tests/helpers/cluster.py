@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder
+from tests.helpers import hang
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -100,8 +101,8 @@ class Cluster:
             [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
             env=self.env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(180)
+        while not deadline.expired():
             if self.server.poll() is not None:
                 raise RuntimeError(f"prefect server exited; see {self.root / 'logs' / 'server.log'}")
             try:
@@ -135,19 +136,17 @@ class Cluster:
     def workers_seen(self) -> int:
         code = ("import asyncio; from skillreach.tasks.study import task_workers_seen; "
                 "print(asyncio.run(task_workers_seen()))")
-        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True,
-                             timeout=120, check=False)
+        out = hang.finish([sys.executable, "-c", code], env=self.env, limit_s=120)
         return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else -1
 
     def python(self, code: str) -> str:
         """Run ``code`` in a fresh interpreter against the cluster (its own Prefect settings); its stdout."""
-        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True, text=True,
-                             timeout=300, check=True, cwd=REPO)
+        out = hang.finish([sys.executable, "-c", code], env=self.env, limit_s=300, cwd=REPO, check=True)
         return out.stdout
 
     def wait_for_workers(self, n: int, timeout_s: float = 180) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(timeout_s)
+        while not deadline.expired():
             dead = [w for w in self.workers if w.poll() is not None and w.returncode not in (-9, 0)]
             if dead:
                 raise RuntimeError(f"a worker exited with {dead[0].returncode}; see {self.root / 'logs'}")

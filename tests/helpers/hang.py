@@ -15,6 +15,13 @@ failed 63 "no answer within 30 s" limits). A child is judged by its progress ins
 CPU time is read from ``/proc/<pid>/stat`` (utime + stime + the reaped children's cutime + cstime) for
 the child and every live descendant. :func:`run` is a drop-in for ``subprocess.run(..., timeout=…)``;
 its :class:`Outcome` says whether and why the child was judged hung.
+
+A wait on a *service* (a Prefect server, ``serve`` and its worker's processes reaching a state) has no
+one child to judge: :class:`Deadline` is its limit. Its clock runs at this machine's share of a CPU
+(``cores / runnable tasks``, sampled at every check, never faster than the wall): 300 s of budget is
+300 s on a quiet machine and ~900 s while three runnable tasks compete for each core — the same work,
+not the same wall time. A wall backstop of ``budget × DEADLINE_WALL_FACTOR`` still ends a true hang.
+:func:`wait` is the drop-in for ``Popen.wait(timeout=…)`` and ``Popen.communicate(timeout=…)``.
 """
 
 from __future__ import annotations
@@ -28,9 +35,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 WALL_FACTOR = 20.0
 """The wall-clock backstop, in units of ``limit_s``."""
+
+DEADLINE_WALL_FACTOR = 6.0
+""":class:`Deadline`'s wall-clock backstop, in units of its budget."""
 
 POLL_S = 0.1
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -225,3 +236,80 @@ def finish(
             f"--- stderr\n{res.stderr[-2000:]}"
         )
     return res
+
+
+def cpu_share() -> float:
+    """The share of a CPU a runnable task gets right now: ``cores / runnable`` from ``/proc/loadavg``'s
+    instantaneous count of runnable tasks (the reader itself not counted), at most 1."""
+    cores = os.cpu_count() or 1
+    try:
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        return 1.0
+    return min(1.0, cores / max(running, 1))
+
+
+class Deadline:
+    """A limit on a wait for a service, in the machine's CPU time rather than wall time.
+
+    ``budget_s`` seconds of *work* time: each :meth:`expired` adds the wall time since the last check
+    times :func:`cpu_share` sampled now. A hang (nothing ever happens) still ends: at ``budget_s`` on a
+    quiet machine, at the wall backstop ``budget_s × DEADLINE_WALL_FACTOR`` however busy it is."""
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s = budget_s
+        self.start = self._last = time.monotonic()
+        self.used_s = 0.0
+
+    def expired(self) -> bool:
+        now = time.monotonic()
+        self.used_s += (now - self._last) * cpu_share()
+        self._last = now
+        return self.used_s > self.budget_s or now - self.start > self.budget_s * DEADLINE_WALL_FACTOR
+
+    def check(self, what: str | Callable[[], str]) -> None:
+        """Fail the test when expired, saying ``what`` did not happen (a callable: read only then) and
+        how long was waited."""
+        if self.expired():
+            raise AssertionError(f"{what() if callable(what) else what} ({self})")
+
+    def __str__(self) -> str:
+        wall = time.monotonic() - self.start
+        return (f"waited {wall:.0f} s wall, {self.used_s:.0f} s of the machine's share of a CPU, "
+                f"of a {self.budget_s:.0f} s budget")
+
+
+def wait(proc: subprocess.Popen[Any], budget_s: float) -> int:
+    """``proc.wait(timeout=…)`` on a :class:`Deadline`: its exit code; a child still running when the
+    deadline expires is killed with its process group (when it leads one) and fails the test."""
+    deadline = Deadline(budget_s)
+    while proc.poll() is None:
+        if deadline.expired():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if os.getpgid(proc.pid) == proc.pid:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                else:
+                    proc.kill()
+            proc.wait()
+            raise AssertionError(f"{proc.args!r} did not end ({deadline})")
+        time.sleep(POLL_S)
+    return proc.returncode
+
+
+def communicate(proc: subprocess.Popen[Any], budget_s: float) -> tuple[Any, Any]:
+    """``proc.communicate(timeout=…)`` on a :class:`Deadline` (reads its pipes all along, so a child
+    that writes much never blocks): its (stdout, stderr); killed and failing the test when it expires."""
+    deadline = Deadline(budget_s)
+    while True:
+        try:
+            return proc.communicate(timeout=1)
+        except subprocess.TimeoutExpired:
+            if deadline.expired():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    if os.getpgid(proc.pid) == proc.pid:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    else:
+                        proc.kill()
+                out, err = proc.communicate()
+                raise AssertionError(f"{proc.args!r} did not end ({deadline})\n--- stdout\n"
+                                     f"{str(out)[-2000:]}\n--- stderr\n{str(err)[-2000:]}") from None

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.webhooks import WebhookSink
 from tests.helpers.world import cfg, make_queries, make_skills, run, script
 
@@ -42,8 +43,8 @@ def prefect_server() -> Iterator[None]:
 
 
 async def _wait(predicate: Any, timeout_s: float = 45.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    deadline = hang.Deadline(timeout_s)
+    while not deadline.expired():
         if await predicate():
             return True
         await asyncio.sleep(0.5)
@@ -369,8 +370,8 @@ def test_rubrics_are_graded_in_a_tracked_run_and_the_tasks_are_recorded(
 
     # task runs reach the server as events, ingested a moment after the flow returns: look for a while
     wanted, names = {"estimate_spend", "grade_rubrics", "score"}, set()
-    deadline = time.monotonic() + 30
-    while not wanted <= names and time.monotonic() < deadline:
+    deadline = hang.Deadline(30)
+    while not wanted <= names and not deadline.expired():
         names = asyncio.run(task_names())
         if not wanted <= names:
             time.sleep(0.5)

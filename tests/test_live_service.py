@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.helpers import hang
 from tests.helpers.merge_gate import corpora_present
 from tests.helpers.webhooks import WebhookSink
 from tests.test_live_e2e import NEIGHBOUR, SKILL, UNTIL, add_neighbour, at, clone, day_plan, team, transcripts
@@ -60,12 +61,12 @@ def _free_port() -> int:
 
 def _until(what: str, probe: Callable[[], T | None], timeout_s: float, log: Path, every_s: float = 1.0) -> T:
     """``probe()``'s first truthy value; fails with the service log's tail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
+    deadline = hang.Deadline(timeout_s)
     while True:
         got = probe()
         if got:
             return got
-        if time.monotonic() > deadline:
+        if deadline.expired():
             tail = log.read_text(encoding="utf-8", errors="replace")[-4000:] if log.is_file() else ""
             pytest.fail(f"{what}: not within {timeout_s:g} s; service log:\n{tail}")
         time.sleep(every_s)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.cluster import free_port, stop
 from tests.helpers.hostile_http import HostileServer
 
@@ -74,7 +75,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         worker = subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=root, stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 240  # a loaded machine: the server's start takes 10–60 s
+        deadline = hang.Deadline(240)  # a loaded machine: the server's start takes 10–60 s
         while True:
             assert proc.poll() is None, (root / "server.log").read_text(errors="replace")[-2000:]
             try:
@@ -82,7 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "prefect server did not become healthy in 240 s"
+            assert not deadline.expired(), "prefect server did not become healthy in 240 s"
             time.sleep(0.2)
         yield {"api": api, "env": env, "root": root, "worker": worker}
     finally:
@@ -126,17 +127,17 @@ def test_task_workers_serving_counts_a_real_task_worker(server: dict[str, Any]) 
         _serving(api, ["nobody-serves-this"], auth=None)
     assert _serving(api, ["nobody-serves-this"]) == 0
     worker, log = server["worker"], server["root"] / "worker.log"  # started with the server
-    deadline = time.monotonic() + 180
+    deadline = hang.Deadline(180)
     key = ""
     while not key:
         assert worker.poll() is None, log.read_text(errors="replace")
-        assert time.monotonic() < deadline, "the task worker printed no task key in 180 s"
+        assert not deadline.expired(), "the task worker printed no task key in 180 s"
         time.sleep(0.2)
         key = log.read_text(errors="replace").partition("\n")[0].strip()
     seen = 0
     while seen < 1:
         assert worker.poll() is None, log.read_text(errors="replace")
-        assert time.monotonic() < deadline, "the task worker never showed in /task_workers/filter"
+        assert not deadline.expired(), "the task worker never showed in /task_workers/filter"
         seen = _serving(api, [key])
         time.sleep(0.2)
     assert seen == 1

@@ -34,6 +34,7 @@ from skillreach.study.runner import (
 )
 from tests.conftest import REPO
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, query_text
+from tests.helpers import hang
 
 CATALOG = Catalog(
     id="t",
@@ -444,8 +445,8 @@ async def test_resume_after_a_killed_run_sends_zero_duplicate_requests(tmp_path:
             cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(60)
+        while not deadline.expired():
             if out.exists() and out.read_text().count("\n") >= 5:
                 break
             time.sleep(0.02)

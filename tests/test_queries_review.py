@@ -176,8 +176,8 @@ def test_the_pages_buttons_produce_the_decisions_file(drafts: Path, tmp_path: Pa
     )
     try:
         targets: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not targets:
+        deadline = hang.Deadline(60)
+        while not deadline.expired() and not targets:
             try:
                 targets = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=2).json()
                            if t.get("type") == "page"]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import hang
 from tests.helpers.world import cfg, make_queries, make_skills, run, script
 
 pytestmark = pytest.mark.integration
@@ -196,8 +197,8 @@ def test_a_deployment_run_whose_heartbeats_stop_is_crashed_and_said_once(
 
 
 async def _wait(predicate: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    deadline = hang.Deadline(timeout_s)
+    while not deadline.expired():
         if await predicate():
             return True
         await asyncio.sleep(0.5)

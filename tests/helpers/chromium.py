@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import hang
+
 __all__ = ["CHROMIUM", "Browser", "chromium"]
 
 CHROMIUM = next(
@@ -44,9 +46,9 @@ class Browser:
         from websockets.sync.client import connect
 
         self.proc, self.port, self.profile = proc, port, profile
-        deadline = time.monotonic() + 90
+        deadline = hang.Deadline(90)
         targets: list[dict[str, Any]] = []
-        while time.monotonic() < deadline and not targets:
+        while not deadline.expired() and not targets:
             try:
                 targets = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=2).json()
                            if t.get("type") == "page"]
@@ -80,8 +82,8 @@ class Browser:
         return res["result"].get("value")
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(timeout)
+        while not deadline.expired():
             try:
                 if self.js("document.readyState") == "complete":
                     return
@@ -99,8 +101,8 @@ class Browser:
         """Submit a form as a person does (its submit button clicked), and wait for the next page."""
         before = self.js("performance.timeOrigin")
         self.js(f"document.querySelector({json.dumps(form_selector)}).requestSubmit()")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        deadline = hang.Deadline(60)
+        while not deadline.expired():
             try:
                 moved = self.js("performance.timeOrigin") != before
                 if moved and self.js("document.readyState") == "complete":

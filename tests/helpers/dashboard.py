@@ -205,7 +205,7 @@ def running_ui(repo: Path, *args: str, log: Path) -> Iterator[Ui]:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = hang.Deadline(120)
         while True:
             assert proc.poll() is None, log.read_text(encoding="utf-8")
             try:
@@ -214,7 +214,7 @@ def running_ui(repo: Path, *args: str, log: Path) -> Iterator[Ui]:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "the dashboard did not read the studies and warm up in 120 s"
+            assert not deadline.expired(), "the dashboard did not read the studies and warm up in 120 s"
             time.sleep(0.2)
         text = log.read_text(encoding="utf-8")
         assert "Traceback" not in text, text

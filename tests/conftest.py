@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if stray:
         raise pytest.UsageError(f"integration tests in {', '.join(stray)}: add the module to "
                                 "SERIAL_MODULES in tests/conftest.py")
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """``SKILLREACH_TEST_CPU_LOG=FILE``: one JSON line per test with its wall time and CPU time — this
+    process's and its reaped descendants' (servers, CLIs, worker processes and the flow runs they reaped),
+    a module's fixtures counted in its first and last test — for ``bench/suite_cpu.py``, which says where
+    the suite's CPU goes (the suite is CPU-bound on two cores)."""
+    import json
+    import resource
+
+    path = os.environ.get("SKILLREACH_TEST_CPU_LOG")
+    if not path:
+        yield
+        return
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start, own = time.monotonic(), time.process_time()
+    yield
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    row = {"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "-"),
+           "wall_s": round(time.monotonic() - start, 3), "cpu_s": round(time.process_time() - own, 3),
+           "children_cpu_s": round(after.ru_utime + after.ru_stime - kids.ru_utime - kids.ru_stime, 3)}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
+
 
 # Variables of the test infrastructure itself (where PostgreSQL and the real agent CLIs are), kept.
 _KEEP = {"SKILLREACH_TEST_PG_URL", "SKILLREACH_CLAUDE_CACHE", "SKILLREACH_PI_CACHE", "SKILLREACH_LLAMA_CACHE",

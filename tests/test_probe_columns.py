@@ -242,6 +242,8 @@ def _line(**fields: Any) -> bytes:
         _line(attempt=0) + b"\n",
         _line(usage={"input_tokens": -1}) + b"\n",
         _line(duration_ms=2**40) + b"\n",
+        _line(duration_ms=-0.5) + b"\n",  # negative: refused by the other reader (found by hypothesis)
+        _line(duration_ms=-3) + b"\n",
         _line(cost_usd=2**60) + b"\n",
         _line(tool_calls=[{"tool": "Bash"}]) + b"\n",  # judged on more than routing: kept whole
         _line(tool_calls=[None]) + b"\n",

@@ -647,6 +647,8 @@ def read_columns(data: bytes, *, source: str, query_ids: Sequence[str] | None = 
     if costs is not None and len(costs) and not (costs.min() >= 0 and costs.max() <= MAX_PROBE_COST_USD):
         return None  # a negative or huge cost: the other reader names the line
     durations = _finite(cols["duration_ms"], _MAX_DURATION)
+    if durations is not None and len(durations) and durations.min() < 0:
+        return None  # a negative duration: the other reader names the line
     if usage is None or costs is None or durations is None or not _turns_ok(cols["turns"]):
         return None
     coded = _query_codes(qcol, query_ids)

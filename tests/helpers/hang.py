@@ -279,17 +279,22 @@ class Deadline:
                 f"of a {self.budget_s:.0f} s budget")
 
 
+def _kill(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL ``proc`` with its process group when it leads one, else alone (its own group is the test's)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+
+
 def wait(proc: subprocess.Popen[Any], budget_s: float) -> int:
     """``proc.wait(timeout=…)`` on a :class:`Deadline`: its exit code; a child still running when the
     deadline expires is killed with its process group (when it leads one) and fails the test."""
     deadline = Deadline(budget_s)
     while proc.poll() is None:
         if deadline.expired():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if os.getpgid(proc.pid) == proc.pid:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                else:
-                    proc.kill()
+            _kill(proc)
             proc.wait()
             raise AssertionError(f"{proc.args!r} did not end ({deadline})")
         time.sleep(POLL_S)
@@ -305,11 +310,7 @@ def communicate(proc: subprocess.Popen[Any], budget_s: float) -> tuple[Any, Any]
             return proc.communicate(timeout=1)
         except subprocess.TimeoutExpired:
             if deadline.expired():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    if os.getpgid(proc.pid) == proc.pid:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    else:
-                        proc.kill()
+                _kill(proc)
                 out, err = proc.communicate()
                 raise AssertionError(f"{proc.args!r} did not end ({deadline})\n--- stdout\n"
                                      f"{str(out)[-2000:]}\n--- stderr\n{str(err)[-2000:]}") from None

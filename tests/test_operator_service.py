@@ -237,15 +237,17 @@ class Service:
         return str(run["id"])
 
     def settle(self, sink: WebhookSink, timeout_s: float = 420, quiet_s: float = 8) -> None:
-        """Until no deployment run is due or running and no alert has arrived for ``quiet_s``."""
+        """Until no deployment run is due or running and no alert has arrived for ``quiet_s`` (of the
+        machine's share of a CPU: :class:`hang.Calm`)."""
         deadline = hang.Deadline(timeout_s)
-        calm, seen = time.monotonic(), len(sink.requests)
+        calm, seen = hang.Calm(quiet_s), len(sink.requests)
         while True:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
             busy = [r for r in self.runs(states=ACTIVE) if r["expected_start_time"] < soon]
             if busy or len(sink.requests) != seen:
-                calm, seen = time.monotonic(), len(sink.requests)
-            elif time.monotonic() - calm >= quiet_s:
+                calm.restart()
+                seen = len(sink.requests)
+            elif calm.reached():
                 return
             deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
                                      + self.said()[-3000:])

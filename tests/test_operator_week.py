@@ -251,16 +251,18 @@ class Service:
         return {**self.env, "PREFECT_API_URL": self.api}
 
     def settle(self, sink: WebhookSink, timeout_s: float = 240, quiet_s: float = 8) -> None:
-        """Until no deployment run is due or running (a triggered one is created ~1 s after its event)
-        and no alert has arrived for ``quiet_s``."""
+        """Until no deployment run is due or running (a triggered one is created ~1 s after its event on
+        a quiet machine) and no alert has arrived for ``quiet_s`` (of the machine's share of a CPU:
+        :class:`hang.Calm`)."""
         deadline = hang.Deadline(timeout_s)
-        calm_since, seen = time.monotonic(), len(sink.requests)
+        calm, seen = hang.Calm(quiet_s), len(sink.requests)
         while True:
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
             busy = self.runs(state={"type": {"any_": ACTIVE}}, expected_start_time={"before_": soon})
             if busy or len(sink.requests) != seen:
-                calm_since, seen = time.monotonic(), len(sink.requests)
-            elif time.monotonic() - calm_since >= quiet_s:
+                calm.restart()
+                seen = len(sink.requests)
+            elif calm.reached():
                 return
             deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
                                      + self.said()[-3000:])

@@ -172,20 +172,21 @@ class Served:
 
     def wait_done(self, *deployments: str, timeout_s: float = 420, since: datetime | None = None) -> None:
         """Until no run of ``deployments`` (expected to start after ``since``, when given) is due or
-        running (a triggered one appears ~1 s after its event: calm for 8 s). Runs a stopped service left
+        running (a triggered one appears ~1 s after its event on a quiet machine: calm for 8 s of the
+        machine's share of a CPU, :class:`hang.Calm`). Runs a stopped service left
         ``Pending`` stay so in Prefect (the worker that took them is gone): ``since`` passes over them —
         those expected before it, and those its worker took ahead of their time (a worker takes runs due
         in the next 10 s: PREFECT_WORKER_PREFETCH_SECONDS) before it was stopped."""
         deadline = hang.Deadline(timeout_s)
-        calm_since = time.monotonic()
-        while time.monotonic() - calm_since < 8:
+        calm = hang.Calm(8)
+        while not calm.reached():
             soon = (datetime.now(UTC) + timedelta(seconds=5)).isoformat()
             window = {"before_": soon, **({"after_": since.isoformat()} if since else {})}
             due = {"state": {"type": {"any_": ACTIVE}}, "expected_start_time": window}
             busy = [r for d in deployments for r in self.runs(d, **due)
                     if not (since and _left_pending(r, since))]
             if busy:
-                calm_since = time.monotonic()
+                calm.restart()
             deadline.check(lambda b=busy: f"still busy: {[(r['name'], r['state_type']) for r in b]}\n"  # type: ignore[misc]
                                      + self.said()[-3000:])
             time.sleep(1)

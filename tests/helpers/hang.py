@@ -21,6 +21,8 @@ one child to judge: :class:`Deadline` is its limit. Its clock runs at this machi
 (``cores / runnable tasks``, sampled at every check, never faster than the wall): 300 s of budget is
 300 s on a quiet machine and ~900 s while three runnable tasks compete for each core — the same work,
 not the same wall time. A wall backstop of ``budget × DEADLINE_WALL_FACTOR`` still ends a true hang.
+A wait for a service to *stay* quiet (nothing more due, no alert more) is a :class:`Calm`: the same
+clock, started again at every change.
 :func:`wait` is the drop-in for ``Popen.wait(timeout=…)`` and ``Popen.communicate(timeout=…)``.
 """
 
@@ -277,6 +279,28 @@ class Deadline:
         wall = time.monotonic() - self.start
         return (f"waited {wall:.0f} s wall, {self.used_s:.0f} s of the machine's share of a CPU, "
                 f"of a {self.budget_s:.0f} s budget")
+
+
+class Calm:
+    """A wait for *nothing more to happen* (no run due or running, no new alert): ``quiet_s`` seconds of
+    the machine's share of a CPU without a change — a :class:`Deadline` of ``quiet_s`` started again at
+    every change (:meth:`restart`). A quiet period on the wall clock fails under load the way a hang
+    limit does, the other way round: a run an automation creates ~1 s after its event on a quiet machine
+    was created 10 s after it at load 5.5 (``.ci/run`` beside ``stress-ng --cpu 2``), after an 8 s wall
+    window had already called the service calm. Ends at most ``quiet_s × DEADLINE_WALL_FACTOR`` of wall
+    time after the last change."""
+
+    def __init__(self, quiet_s: float) -> None:
+        self.quiet_s = quiet_s
+        self.restart()
+
+    def restart(self) -> None:
+        """Something happened: the quiet period starts again."""
+        self._clock = Deadline(self.quiet_s)
+
+    def reached(self) -> bool:
+        """``quiet_s`` of the machine's share of a CPU (or the wall backstop) since the last change."""
+        return self._clock.expired()
 
 
 def _kill(proc: subprocess.Popen[Any]) -> None:

@@ -18,9 +18,37 @@ from skillreach.errors import ConfigError
 __all__ = ["check_worker_environment", "register", "worker_lines"]
 
 
+SERVER_PATIENCE_S = 60.0
+"""How long a starting worker waits for its Prefect server to answer its health check. A worker is often
+started beside its server (compose, systemd, ``serve``'s machine) or on a busy machine, where one 1.5 s
+check misses a server that is there (under ``stress-ng``, a worker started beside a fresh server exited
+"no server")."""
+
+
+def _server_within(patience_s: float) -> str | None:
+    """The server's API URL once it answers (the health check, retried every second for ``patience_s``;
+    one line on stderr after the first miss); ``None`` at once when no server is configured."""
+    import sys
+    import time
+
+    from skillreach.cli._prefect_api import api_from_settings
+    from skillreach.cli.run_cmds import prefect_server_up
+
+    if not api_from_settings():
+        return None
+    give_up = time.monotonic() + patience_s
+    said = False
+    while (url := prefect_server_up()) is None and time.monotonic() < give_up:
+        if not said:
+            print(f"worker: waiting up to {patience_s:.0f} s for the Prefect server (PREFECT_API_URL) to "
+                  "answer", file=sys.stderr)
+            said = True
+        time.sleep(1)
+    return url
+
+
 def check_worker_environment(config_file: Any = None) -> Any:
     """The worker's resolved configuration, or one ConfigError saying which variable is missing."""
-    from skillreach.cli.run_cmds import prefect_server_up
     from skillreach.study import StudyConfig
 
     cfg = StudyConfig.build(config_file)
@@ -31,10 +59,10 @@ def check_worker_environment(config_file: Any = None) -> Any:
             "the PostgreSQL driver (psycopg) is not installed; a worker writes to the shared PostgreSQL "
             "store: pip install 'skillreach[postgres]'"
         )
-    if prefect_server_up() is None:
+    if _server_within(SERVER_PATIENCE_S) is None:
         raise ConfigError(
-            "PREFECT_API_URL: no Prefect server answers there; set it to the server the studies run on "
-            "(e.g. http://HOST:4200/api, started by `skillreach serve`)"
+            f"PREFECT_API_URL: no Prefect server answered there within {SERVER_PATIENCE_S:.0f} s; set it to "
+            "the server the studies run on (e.g. http://HOST:4200/api, started by `skillreach serve`)"
         )
     url = cfg.database_url.get_secret_value() if cfg.database_url else ""
     if not url.startswith("postgresql"):

@@ -124,7 +124,10 @@ class Cluster:
         """``n`` more ``skillreach worker --concurrency N`` processes (N probes in flight on each)."""
         for _ in range(n):
             i = len(self.workers)
-            log = (self.root / "logs" / f"worker-{i}.log").open("wb")
+            path = self.root / "logs" / f"worker-{i}.log"
+            if path.exists():  # an earlier test's worker: its log kept under another name
+                path.replace(path.with_name(f"{path.name}.{time.time_ns()}"))
+            log = path.open("wb")
             self.workers.append(subprocess.Popen(
                 [str(BIN / "skillreach"), "worker", "--concurrency", str(concurrency)],
                 env={**self.env, **(extra_env or {})}, cwd=self.root,
@@ -154,6 +157,14 @@ class Cluster:
                 return
             time.sleep(1)
         raise RuntimeError(f"fewer than {n} workers subscribed in {timeout_s} s; see {self.root / 'logs'}")
+
+    def busiest_worker(self, sample_s: float = 2.0) -> int:
+        """The live worker that used the most CPU over ``sample_s``: the one most surely mid-batch (on a
+        loaded machine a worker picked by its index could be between batches when killed)."""
+        live = [i for i, w in enumerate(self.workers) if w.poll() is None]
+        before = {i: hang.tree_cpu_s(self.workers[i].pid) for i in live}
+        time.sleep(sample_s)
+        return max(live, key=lambda i: hang.tree_cpu_s(self.workers[i].pid) - before[i])
 
     def kill_worker(self, i: int) -> None:
         """SIGKILL worker ``i`` (its whole process group): no goodbye to the server or the store."""

@@ -7,7 +7,10 @@ a subreaper (``tests.helpers.clis.Orphans``), so a process left behind cannot hi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 
 from skillreach.runtimes._agentcli import end_group, run_command, run_json_lines, supervised
-from tests.helpers.clis import Orphans
+from tests.helpers.clis import Orphans, hold_hooks_left
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux: /proc and prctl")
 
@@ -131,3 +134,33 @@ async def test_end_group_ends_a_supervisor_that_does_not_answer(tmp_path: Path) 
         left = orphans.left(within_s=5.0)
     assert proc.returncode is not None
     assert left == []
+
+
+def _left_behind(code: str) -> int:
+    """``python -c code`` in a session of its own whose parent exits at once (a leaked process): its pid."""
+    start = (f"import subprocess as s, sys; p = s.Popen([sys.executable, '-c', {code!r}], "
+             "start_new_session=True, stdin=s.DEVNULL, stdout=s.DEVNULL, stderr=s.DEVNULL); print(p.pid)")
+    return int(subprocess.run([sys.executable, "-c", start], capture_output=True, text=True, check=True,
+                              timeout=60).stdout)
+
+
+def test_the_hold_hook_check_sees_its_own_leak_and_not_another_tests_hook() -> None:
+    """``hold_hooks_left`` (what the real-Claude-Code tests assert empty) counts a hook this test leaked —
+    orphaned, so handed to the test process by :class:`Orphans` — and not a hook of the same interpreter
+    that is not below the test (another pytest-xdist worker's probe, running beside it: counting those
+    failed a real-CLI test under three workers)."""
+    hook = "import time; time.sleep(120)  # the hook's script names 'hold-%d'"
+    others = _left_behind(hook)  # outside Orphans: handed to init, like another worker's hook
+    mine = 0
+    try:
+        with Orphans() as orphans:
+            assert hold_hooks_left(orphans, within_s=0.2) == []
+            mine = _left_behind(hook)
+            assert [int(line.split()[0]) for line in hold_hooks_left(orphans, within_s=0.2)] == [mine]
+            os.kill(mine, signal.SIGKILL)
+            assert hold_hooks_left(orphans) == []  # killed, reaped: gone
+    finally:
+        for pid in (others, mine):
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)

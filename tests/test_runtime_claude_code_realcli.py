@@ -8,7 +8,6 @@ Opt-in by availability: the binary comes from ``SKILLREACH_REAL_CLAUDE`` or the 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from skillreach.runtimes.claude_code import ClaudeCodeRuntime
 from skillreach.settings import Settings
 from skillreach.study.contract import ProbeOptions, Tracker
 from tests.fakes.messages_api import MessagesAPI, ScriptResponder, request_text
-from tests.helpers.clis import real_claude
+from tests.helpers.clis import Orphans, hold_hooks_left, real_claude
 
 pytestmark = pytest.mark.realcli
 
@@ -29,19 +28,6 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state not in ("Z", "X")
-
-
-def hold_hooks_left() -> list[str]:
-    left = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        mine = sys.executable in cmd  # the machine may be shared: only hooks this interpreter started
-        if mine and "time.sleep(" in cmd and "rollback" in cmd and alive(int(proc.name)):
-            left.append(cmd)
-    return left
 
 
 @pytest.fixture
@@ -72,7 +58,7 @@ def catalog(tmp_path: Path) -> Catalog:
 
 async def test_real_cli_early_exit_disclosure_and_residency(claude: str, catalog: Catalog) -> None:
     script = ScriptResponder({"undo the release": ["deploy", "rollback", "changelog"]})
-    with MessagesAPI(script) as api:
+    with MessagesAPI(script) as api, Orphans() as orphans:
         rt = ClaudeCodeRuntime(
             "claude-sonnet-4-6",
             claude_path=claude,
@@ -84,12 +70,13 @@ async def test_real_cli_early_exit_disclosure_and_residency(claude: str, catalog
         tracker = Tracker.for_query(query, ProbeOptions(max_turns=3, timeout_s=90))
         out = await rt.select(query, catalog, tracker)
         await rt.aclose()
+        hooks_left = hold_hooks_left(orphans)
     assert out.error is None, out.error
     assert out.invoked == ["deploy", "rollback"]
     assert out.early_exit
     # the whole group is gone: the CLI and the hook that parked the target's call
     assert not any(alive(pid) for pid in rt.pids)
-    assert not hold_hooks_left()
+    assert hooks_left == []
     assert rt.non_catalog_residents <= {"doctor", "plugin-authoring"}
     assert out.resolved_model == "claude-sonnet-4-6-20260115"
     skill_requests = [b for b in api.requests if any(t.get("name") == "Skill" for t in b.get("tools") or [])]

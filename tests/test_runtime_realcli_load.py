@@ -17,7 +17,7 @@ from skillreach.study.contract import ProbeOptions, Runtime
 from skillreach.study.runner import ListSink, run_probes
 from tests.fakes.kit import folder_catalog
 from tests.fakes.messages_api import MessagesAPI, Reply, ScriptResponder, query_text, text_reply, tool_call
-from tests.helpers.clis import hold_hooks_left, real_claude, real_pi
+from tests.helpers.clis import Orphans, hold_hooks_left, real_claude, real_pi
 
 pytestmark = pytest.mark.realcli
 
@@ -68,7 +68,8 @@ async def test_real_claude_code_at_concurrency_4(tmp_path: Path) -> None:
     if claude is None:
         pytest.skip("the real Claude Code CLI is not installed (set SKILLREACH_REAL_CLAUDE or run .ci/run)")
     catalog = folder_catalog(tmp_path, SKILLS, with_path=True)
-    with MessagesAPI(ScriptResponder({f"use {name}": [name] for name, _ in SKILLS})) as api:
+    plan = ScriptResponder({f"use {name}": [name] for name, _ in SKILLS})
+    with MessagesAPI(plan) as api, Orphans() as orphans:
         rt = ClaudeCodeRuntime(
             "claude-sonnet-4-6",
             claude_path=claude,
@@ -78,9 +79,9 @@ async def test_real_claude_code_at_concurrency_4(tmp_path: Path) -> None:
             concurrency=CONCURRENCY,
         )
         records = await under_load(rt, catalog)
+        assert hold_hooks_left(orphans) == []  # the hooks that parked the targets' calls are gone too
     assert [r.invoked for r in records] == [expected(r) for r in records]
     assert rt.template_builds == 1
-    assert hold_hooks_left() == []  # the hooks that parked the targets' calls are gone too
 
 
 async def test_real_pi_at_concurrency_4(tmp_path: Path) -> None:

@@ -199,9 +199,9 @@ def test_real_claude_code_at_concurrency_4_through_the_command(tmp_path: Path) -
             return Reply([skill_call(named.group(1))])
         return text_reply("Done.")
 
-    from tests.helpers.clis import hold_hooks_left
+    from tests.helpers.clis import Orphans, hold_hooks_left
 
-    with MessagesAPI(responder) as api:
+    with MessagesAPI(responder) as api, Orphans() as orphans:
         records = claude_scenario(tmp_path, f'claude_path = "{claude}"\nbase_url = "{api.base_url}"')
+        assert hold_hooks_left(orphans) == []  # no hook that parked a target's call outlives its probe
     assert {r.runtime_version for r in records} == {"2.1.328 (Claude Code)"}
-    assert hold_hooks_left() == []  # no hook that parked a target's call outlives its probe

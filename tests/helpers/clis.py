@@ -101,32 +101,22 @@ def real_copilot() -> str | None:
     return _cached("SKILLREACH_REAL_COPILOT", COPILOT_CACHE, "copilot")
 
 
-def hold_hooks_left(within_s: float = 2.0) -> list[str]:
-    """Command lines of claude-code's hold hooks (started by this interpreter) still alive after up to
-    ``within_s``: the runtime SIGKILLs them as its probe ends, and on a loaded machine a killed process
-    can take a moment to be scheduled and die."""
+def hold_hooks_left(orphans: Orphans, within_s: float = 2.0) -> list[str]:
+    """Command lines of claude-code's hold hooks (and the supervisors whose command names them) below this
+    test process, still alive after up to ``within_s`` (a :class:`hang.Deadline`: on a loaded machine a
+    killed process can take a moment to be scheduled and die). The runtime SIGKILLs them as its probe ends.
+
+    Only this test's own: ``orphans`` (an active :class:`Orphans`) makes this process the subreaper a
+    hook is handed to when its probe's tree dies, so a leaked hook is still below it — and another
+    test's hooks, running beside it from the same interpreter on another pytest-xdist worker, never are
+    (matching every process of this interpreter failed a test with 15 hooks of ``test_runtime_stress``)."""
     import time
 
-    deadline = time.monotonic() + within_s
-    while (left := _hold_hooks_alive()) and time.monotonic() < deadline:
+    from tests.helpers import hang
+
+    deadline = hang.Deadline(within_s)
+    while (left := orphans.hold_hooks()) and not deadline.expired():
         time.sleep(0.05)
-    return left
-
-
-def _hold_hooks_alive() -> list[str]:
-    import sys
-
-    left = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if sys.executable in cmd and "hold-%d" in cmd and state not in ("Z", "X"):
-            left.append(cmd)
     return left
 
 
@@ -159,6 +149,22 @@ class Orphans:
             if state == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
+
+    def hold_hooks(self) -> list[str]:
+        """Full command lines of the live descendants that carry claude-code's hold hook (the hook, and a
+        supervisor or agent whose arguments hold it); zombies handed over are reaped first."""
+        self._reap()
+        found = []
+        for pid, state, _ in _tree(os.getpid()):
+            if state in ("Z", "X"):
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "hold-%d" in cmd:
+                found.append(f"{pid} {cmd}")
+        return found
 
     def left(self, within_s: float = 5.0) -> list[str]:
         """Command lines of the descendants of this process still alive after up to ``within_s`` (zombies

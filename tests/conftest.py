@@ -89,15 +89,15 @@ SERIAL_UNIT_B = frozenset({
     "tests/test_scale_out.py",
     "tests/test_team_kit.py",
 })
-"""The second unit of work of the serial modules (the rest are the first): under ``pytest -n 2`` the two
-units run side by side from the start, one on each worker, each module of a unit after the other — one
-Prefect-serving module per worker at a time. Balanced by a quiet run's durations (--durations=0,
+"""The second unit of work of the serial modules (the rest are the first): under ``pytest -n`` the two
+units run side by side from the start, each on a worker of its own, each module of a unit after the other —
+one Prefect-serving module per worker at a time. Balanced by a quiet run's durations (--durations=0,
 2026-12-05: 1,046 s and 1,062 s of the 2,107 s the serial modules took as one unit, which ran alone for
 the suite's last 15 minutes with the cores half idle)."""
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``pytest -n 2`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
+    """``pytest -n`` (pytest-xdist): a module's tests stay on one worker (its module-scoped servers start
     once) and the modules of SERIAL_MODULES make two units of work (SERIAL_UNIT_B and the rest), each in
     collection order. (xdist's own
     ``--dist loadgroup`` renames node ids, which pytest 9 no longer reads.)"""
